@@ -1,0 +1,98 @@
+//! What every command shares: topology choice, output options, errors and exit codes.
+
+use clap::Args;
+use numalab_results::{output, OutputError, OutputFormat, Provenance, Record};
+use numalab_topo::{Host, TopologySource};
+use std::path::PathBuf;
+
+/// An error with its exit status: 2 for the user's input, 1 for everything else.
+#[derive(Debug)]
+pub struct CliError {
+    /// Exit status.
+    pub code: i32,
+    /// One line naming the bad value and what is valid.
+    pub msg: String,
+}
+
+impl From<numalab_topo::Error> for CliError {
+    fn from(e: numalab_topo::Error) -> Self {
+        CliError {
+            code: if e.is_user_error() { 2 } else { 1 },
+            msg: e.to_string(),
+        }
+    }
+}
+
+impl From<OutputError> for CliError {
+    fn from(e: OutputError) -> Self {
+        CliError {
+            code: if matches!(e, OutputError::BadPath { .. }) {
+                2
+            } else {
+                1
+            },
+            msg: e.to_string(),
+        }
+    }
+}
+
+/// Options every command takes.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Plan against an hwloc XML file instead of this machine (nothing is bound or measured).
+    #[arg(long, value_name = "FILE.xml")]
+    pub topology: Option<PathBuf>,
+    /// Print records as JSON on stdout instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the records to FILE (.json or .csv, by extension).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// Check the output path before any work, so bad input fails fast and leaves no file.
+    pub fn validate(&self) -> Result<(), CliError> {
+        if let Some(p) = &self.output {
+            OutputFormat::for_path(p)?;
+        }
+        Ok(())
+    }
+
+    /// Where the topology comes from.
+    pub fn source(&self) -> TopologySource {
+        match &self.topology {
+            Some(p) => TopologySource::Xml(p.clone()),
+            None => TopologySource::ThisSystem,
+        }
+    }
+
+    /// Load the topology.
+    pub fn host(&self) -> Result<Host, CliError> {
+        Ok(Host::load(&self.source())?)
+    }
+
+    /// Emit records: the file (if asked), then JSON or the readable text on stdout.
+    pub fn emit(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
+        if let Some(p) = &self.output {
+            output::write_records(p, records)?;
+        }
+        if self.json {
+            println!("{}", output::to_json(records));
+        } else {
+            print!("{}", text());
+        }
+        Ok(())
+    }
+}
+
+/// Provenance for a record about `host`, with its warnings.
+pub fn provenance(host: &Host) -> (Provenance, Vec<String>) {
+    let p = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let w = if host.machine.this_system {
+        p.warnings()
+    } else {
+        Vec::new()
+    };
+    (p, w)
+}

@@ -1,0 +1,48 @@
+//! `numalab`: measure, model and profile memory performance on shared-memory machines.
+
+mod common;
+mod plan_cmd;
+mod topo_cmd;
+
+use clap::{Parser, Subcommand};
+use common::CliError;
+
+/// numalab measures where threads run, where memory lives and what that costs,
+/// on multi-socket, chiplet, sub-NUMA and CXL machines.
+#[derive(Parser)]
+#[command(name = "numalab", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the machine: packages, dies, NUMA nodes, caches, cores, SMT, distances and hops,
+    /// memory attributes, huge pages, THP and NUMA balancing.
+    Topo(topo_cmd::TopoArgs),
+    /// Resolve a placement (threads, memory node, hops) without measuring; --verify binds
+    /// threads and a buffer on this machine and proves where they landed.
+    Plan(plan_cmd::PlanArgs),
+    /// Print the JSON Schema of result records.
+    Schema,
+}
+
+fn run() -> Result<(), CliError> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Topo(a) => topo_cmd::run(a),
+        Command::Plan(a) => plan_cmd::run(a),
+        Command::Schema => {
+            print!("{}", numalab_results::SCHEMA_JSON);
+            Ok(())
+        }
+    }
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("numalab: error: {}", e.msg);
+        std::process::exit(e.code);
+    }
+}

@@ -1,0 +1,255 @@
+//! `numalab plan`: resolve a placement without measuring; `--verify` binds and proves it.
+
+use crate::common::{provenance, CliError, CommonArgs};
+use clap::{Args, ValueEnum};
+use numalab_results::output::table;
+use numalab_results::Record;
+use numalab_topo::bind::verify_threads;
+use numalab_topo::buffer::Buffer;
+use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
+use numalab_topo::spec::parse_size;
+use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
+use std::fmt::Write;
+
+/// SMT sibling use, for clap.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum SmtArg {
+    /// One thread per core first; SMT siblings only when cores run out.
+    Last,
+    /// Fill both hardware threads of a core before the next core.
+    Together,
+}
+
+/// Core kind, for clap.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum KindArg {
+    /// Most performant kind first, then the others.
+    Any,
+    /// Only the most performant cores (P-cores).
+    Big,
+    /// Only the most efficient cores (E-cores).
+    Little,
+}
+
+/// Arguments of `numalab plan`.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Thread placement: CPU ids/ranges (0-3,8), objects (node:1, pkg:0, l3:2, core:5, pu:7),
+    /// or compact, scatter[:LEVEL], batch:N[:LEVEL]. node and pu take OS numbers; other
+    /// objects take the logical indices `numalab topo` lists.
+    #[arg(default_value = "compact")]
+    spec: String,
+    /// Number of threads (default: the spec's natural count: every CPU it names,
+    /// one per domain for scatter).
+    #[arg(short = 'n', long = "threads")]
+    threads: Option<usize>,
+    /// Memory placement: node number, local, hops:K, farthest, interleave[:LIST]
+    /// (relative forms are relative to the first thread).
+    #[arg(long)]
+    mem: Option<String>,
+    /// Page size of the buffer: 4k, thp, 2m or 1g.
+    #[arg(long, default_value = "4k")]
+    page_size: String,
+    /// Buffer size (e.g. 64M, 1G) checked against the node's free memory and huge pages.
+    #[arg(long)]
+    size: Option<String>,
+    /// SMT sibling use.
+    #[arg(long, value_enum, default_value_t = SmtArg::Last)]
+    smt: SmtArg,
+    /// Core kind on hybrid machines.
+    #[arg(long = "core-kind", value_enum, default_value_t = KindArg::Any)]
+    core_kind: KindArg,
+    /// Bind on this machine and prove it: pin every thread and check where it runs,
+    /// allocate the buffer (default 64M) and check the node of every page.
+    #[arg(long)]
+    verify: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Run `numalab plan`.
+pub fn run(a: PlanArgs) -> Result<(), CliError> {
+    a.common.validate()?;
+    let spec = ThreadSpec::parse(&a.spec)?;
+    let mem_spec = a.mem.as_deref().map(MemSpec::parse).transpose()?;
+    let page_size = PageSize::parse(&a.page_size)?;
+    let size = a.size.as_deref().map(parse_size).transpose()?;
+    if a.verify && a.common.topology.is_some() {
+        return Err(CliError {
+            code: 2,
+            msg: "invalid option '--verify' with '--topology': only this machine can be bound; drop one of them".into(),
+        });
+    }
+    let host = a.common.host()?;
+    let m = &host.machine;
+    let req = ThreadRequest {
+        spec: spec.clone(),
+        count: a.threads,
+        smt: match a.smt {
+            SmtArg::Last => Smt::Last,
+            SmtArg::Together => Smt::Together,
+        },
+        kind: match a.core_kind {
+            KindArg::Any => CoreKind::Any,
+            KindArg::Big => CoreKind::Big,
+            KindArg::Little => CoreKind::Little,
+        },
+    };
+    let threads = resolve_threads(m, &req)?;
+    let memory = match (&mem_spec, a.verify) {
+        (Some(ms), _) => Some(resolve_memory(m, ms, page_size, &threads)?),
+        (None, true) => Some(resolve_memory(m, &MemSpec::Local, page_size, &threads)?),
+        (None, false) => None,
+    };
+    let size = size.or(a.verify.then_some(64 << 20));
+    if let (Some(mem), Some(size)) = (&memory, size) {
+        check_capacity(m, mem, size)?;
+    }
+    let plan = Plan {
+        thread_spec: spec.to_string(),
+        threads,
+        memory,
+    };
+
+    let mut verified = serde_json::Value::Null;
+    let mut mem_note = None;
+    if a.verify {
+        let pins = verify_threads(&host, &plan.threads)?;
+        let mem = plan.memory.as_ref().expect("verify always has memory");
+        let buf = Buffer::allocate(&host, mem, size.expect("verify always has a size"))?;
+        if page_size == PageSize::Thp {
+            let thp = buf.proof.thp_bytes.unwrap_or(0);
+            if thp < buf.proof.bytes {
+                mem_note = Some(format!(
+                    "only {} of {} is backed by transparent huge pages",
+                    fmt_bytes(thp),
+                    fmt_bytes(buf.proof.bytes)
+                ));
+            }
+        }
+        verified = serde_json::json!({ "threads": pins, "memory": buf.proof });
+    }
+
+    let (prov, mut warnings) = provenance(&host);
+    warnings.extend(mem_note);
+    let mut rec = Record::new(
+        "plan",
+        &plan.thread_spec,
+        prov,
+        serde_json::json!({
+            "topology_source": m.source,
+            "threads": a.threads,
+            "smt": format!("{:?}", req.smt).to_lowercase(),
+            "core_kind": format!("{:?}", req.kind).to_lowercase(),
+            "mem": a.mem,
+            "page_size": page_size.name(),
+            "size_bytes": size,
+            "verify": a.verify,
+        }),
+    );
+    rec.placement = Some(serde_json::json!({
+        "requested": { "threads": a.spec, "mem": a.mem },
+        "resolved": plan,
+        "verified": verified,
+    }));
+    rec.warnings = warnings;
+    let text = || render(&plan, &rec, m.default_level());
+    a.common.emit(std::slice::from_ref(&rec), text)
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+fn render(plan: &Plan, rec: &Record, default_level: numalab_topo::Level) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Plan '{}': {} thread(s) on {} (default spreading level: {default_level})\n",
+        plan.thread_spec,
+        plan.threads.len(),
+        rec.provenance.topology_source
+    );
+    let verified = rec
+        .placement
+        .as_ref()
+        .and_then(|p| p["verified"]["threads"].as_array().cloned());
+    let mem_hops = plan.memory.as_ref().map(|m| &m.hops_from_threads);
+    let rows: Vec<Vec<String>> = plan
+        .threads
+        .iter()
+        .map(|t| {
+            let p = &t.pu;
+            let mut r = vec![
+                t.thread.to_string(),
+                p.os.to_string(),
+                p.core.to_string(),
+                p.smt_rank.to_string(),
+                opt(p.l2),
+                opt(p.l3),
+                opt(p.die),
+                opt(p.package),
+                opt(p.node),
+                opt(p.kind),
+                mem_hops
+                    .and_then(|h| h.get(t.thread).copied().flatten())
+                    .map(|h| h.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            ];
+            if let Some(v) = &verified {
+                r.push(format!("ran on CPU {}", v[t.thread]["observed_cpu"]));
+            }
+            r
+        })
+        .collect();
+    let mut header = vec![
+        "thread",
+        "cpu",
+        "core",
+        "smt",
+        "l2",
+        "l3",
+        "die",
+        "pkg",
+        "node",
+        "kind",
+        "hops to mem",
+    ];
+    if verified.is_some() {
+        header.push("verified");
+    }
+    s.push_str(&table(&header, &rows));
+    s.push('\n');
+    if let Some(mem) = &plan.memory {
+        let _ = writeln!(
+            s,
+            "\nMemory '{}': {} node(s) {}, {} pages{}",
+            mem.spec,
+            mem.policy,
+            numalab_topo::cpulist::format(&mem.nodes),
+            mem.page_size.name(),
+            mem.relative_to_node
+                .map(|n| format!(", relative to node {n}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(p) = rec.placement.as_ref().map(|p| &p["verified"]["memory"]) {
+        if !p.is_null() {
+            let per: Vec<String> = p["pages_per_node"]
+                .as_object()
+                .map(|o| o.iter().map(|(n, c)| format!("{c} on node {n}")).collect())
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "Verified with move_pages: {} pages of {} checked: {}",
+                p["pages_checked"],
+                fmt_bytes(p["bytes"].as_u64().unwrap_or(0)),
+                per.join(", ")
+            );
+        }
+    }
+    for w in &rec.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

@@ -1,0 +1,12 @@
+//! numalab-results: the result record, provenance, statistics and export
+//! (readable tables, JSON, CSV) shared by every numalab command.
+
+pub mod output;
+pub mod provenance;
+pub mod record;
+pub mod stats;
+
+pub use output::{write_records, OutputError, OutputFormat};
+pub use provenance::Provenance;
+pub use record::{Record, Stat, Unavailable, SCHEMA_ID, SCHEMA_JSON};
+pub use stats::Summary;

@@ -1,0 +1,228 @@
+//! Writing records: JSON (array of records), CSV (one row per statistic), and text tables.
+//!
+//! Files are written to a temporary name and renamed, so a failed or
+//! interrupted run never leaves a partial file behind.
+
+use crate::record::Record;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Output problems; `BadPath` is the user's input.
+#[derive(Debug, Error)]
+pub enum OutputError {
+    /// An output path numalab cannot write to (bad extension, missing directory).
+    #[error("invalid output file '{path}': {why}")]
+    BadPath {
+        /// The path given.
+        path: String,
+        /// What is wrong and what would be valid.
+        why: String,
+    },
+    /// Writing failed.
+    #[error("writing '{path}' failed: {why}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The OS error.
+        why: String,
+    },
+}
+
+/// File formats chosen by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// A JSON array of records.
+    Json,
+    /// CSV, one row per statistic (or per record when it has none).
+    Csv,
+}
+
+impl OutputFormat {
+    /// Pick the format from the extension and check the directory exists.
+    pub fn for_path(path: &Path) -> Result<OutputFormat, OutputError> {
+        let bad = |why: String| OutputError::BadPath {
+            path: path.display().to_string(),
+            why,
+        };
+        let fmt = match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase())
+        {
+            Some(e) if e == "json" => OutputFormat::Json,
+            Some(e) if e == "csv" => OutputFormat::Csv,
+            _ => return Err(bad("the name must end in .json or .csv".into())),
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(bad(format!("directory '{}' does not exist", dir.display())));
+        }
+        if path.is_dir() {
+            return Err(bad("it is a directory".into()));
+        }
+        Ok(fmt)
+    }
+}
+
+/// Records as a pretty JSON array.
+pub fn to_json(records: &[Record]) -> String {
+    serde_json::to_string_pretty(records).expect("records always serialise")
+}
+
+/// CSV columns, in order.
+pub const CSV_HEADER: [&str; 16] = [
+    "kind",
+    "name",
+    "metric",
+    "unit",
+    "n",
+    "min",
+    "p5",
+    "median",
+    "mean",
+    "p95",
+    "max",
+    "stdev",
+    "parameters",
+    "placement",
+    "host",
+    "timestamp",
+];
+
+/// Records as CSV: one row per statistic; records without statistics get one row.
+pub fn to_csv(records: &[Record]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_HEADER).expect("in-memory write");
+    for r in records {
+        let common = |metric: &str, unit: &str, nums: [String; 8]| {
+            let mut row = vec![r.kind.clone(), r.name.clone(), metric.into(), unit.into()];
+            row.extend(nums);
+            row.push(r.parameters.to_string());
+            row.push(
+                r.placement
+                    .as_ref()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
+            );
+            row.push(r.provenance.hostname.clone());
+            row.push(r.provenance.timestamp.clone());
+            row
+        };
+        if r.stats.is_empty() {
+            w.write_record(common("", "", Default::default()))
+                .expect("in-memory write");
+        }
+        for s in &r.stats {
+            let m = &s.summary;
+            let nums = [
+                m.n.to_string(),
+                m.min.to_string(),
+                m.p5.to_string(),
+                m.median.to_string(),
+                m.mean.to_string(),
+                m.p95.to_string(),
+                m.max.to_string(),
+                m.stdev.to_string(),
+            ];
+            w.write_record(common(&s.metric, &s.unit, nums))
+                .expect("in-memory write");
+        }
+    }
+    String::from_utf8(w.into_inner().expect("in-memory flush")).expect("CSV of UTF-8 strings")
+}
+
+/// Write records to `path` in the format its extension names, atomically.
+pub fn write_records(path: &Path, records: &[Record]) -> Result<(), OutputError> {
+    let text = match OutputFormat::for_path(path)? {
+        OutputFormat::Json => to_json(records),
+        OutputFormat::Csv => to_csv(records),
+    };
+    write_atomic(path, text.as_bytes())
+}
+
+/// Write bytes to a temporary file beside `path`, then rename it into place.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let io = |e: std::io::Error| OutputError::Io {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    Ok(())
+}
+
+/// A plain text table with a header row.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header(header.iter().map(|h| h.to_string()));
+    for r in rows {
+        t.add_row(r.clone());
+    }
+    t.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::Provenance;
+
+    fn rec() -> Record {
+        let mut r = Record::new(
+            "test",
+            "synthetic",
+            Provenance::collect("1 node", "this machine"),
+            serde_json::json!({"size": 64}),
+        );
+        r.add_samples("latency", "ns", &[1.0, 2.0, 3.0]);
+        r.add_samples("bandwidth", "GB/s", &[10.0]);
+        r
+    }
+
+    #[test]
+    fn csv_has_a_row_per_stat() {
+        let csv = to_csv(&[rec()]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("kind,name,metric,unit,n,min"));
+        assert!(lines[1].starts_with("test,synthetic,latency,ns,3,1,"));
+    }
+
+    #[test]
+    fn paths_are_checked_before_writing() {
+        assert!(OutputFormat::for_path(Path::new("x.txt")).is_err());
+        assert!(OutputFormat::for_path(Path::new("/no/such/dir/x.json")).is_err());
+        assert_eq!(
+            OutputFormat::for_path(Path::new("x.CSV")).unwrap(),
+            OutputFormat::Csv
+        );
+    }
+
+    #[test]
+    fn atomic_write_leaves_no_temp() {
+        let dir = std::env::temp_dir().join(format!("numalab-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.json");
+        write_records(&p, &[rec()]).unwrap();
+        let back: Vec<Record> =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,91 @@
+//! Linux-style CPU and node lists ("0-3,8"): parsing and compact formatting.
+
+use crate::error::{Error, Result};
+
+/// Parse a list such as `0-3,8,10-11` into indices, keeping the order given and dropping repeats.
+pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
+    let valid = "a list of indices and ranges such as 0-3,8";
+    let mut out = Vec::new();
+    if s.trim().is_empty() {
+        return Err(Error::bad(what, s, valid));
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let a: u32 = a.trim().parse().map_err(|_| Error::bad(what, s, valid))?;
+        let b: u32 = b.trim().parse().map_err(|_| Error::bad(what, s, valid))?;
+        if b < a {
+            return Err(Error::bad(
+                what,
+                s,
+                format!("{valid} (range {a}-{b} runs backwards)"),
+            ));
+        }
+        // Guard against absurd ranges before allocating (e.g. 0-4000000000).
+        if b - a > 1 << 20 {
+            return Err(Error::bad(
+                what,
+                s,
+                format!("{valid} (range {a}-{b} is too large)"),
+            ));
+        }
+        for i in a..=b {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Format indices compactly: sorted, consecutive runs as ranges ("0-3,8").
+pub fn format(ids: &[u32]) -> String {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let start = v[i];
+        let mut end = start;
+        while i + 1 < v.len() && v[i + 1] == end + 1 {
+            i += 1;
+            end = v[i];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ranges_in_order() {
+        assert_eq!(parse("cpu list", "8,0-2").unwrap(), vec![8, 0, 1, 2]);
+        assert_eq!(parse("cpu list", "3,3,3").unwrap(), vec![3]);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in ["", "a", "1-", "-1", "3-1", "1,,2", "0-99999999"] {
+            assert!(parse("cpu list", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn formats_runs() {
+        assert_eq!(format(&[8, 0, 1, 2, 3]), "0-3,8");
+        assert_eq!(format(&[]), "");
+        assert_eq!(format(&[5]), "5");
+    }
+}

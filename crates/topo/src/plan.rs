@@ -1,0 +1,399 @@
+//! Resolving placement specs against a [`Machine`]: which CPU each thread gets,
+//! which node a buffer lives on, and how many hops lie between them.
+
+use crate::cpulist;
+use crate::error::{Error, Result};
+use crate::model::{Level, Machine, Pu};
+use crate::spec::{CoreKind, Item, MemSpec, PageSize, Smt, ThreadSpec};
+use serde::{Deserialize, Serialize};
+
+/// A thread request: the spec plus how many threads and how to treat SMT and core kinds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadRequest {
+    /// The parsed spec.
+    pub spec: ThreadSpec,
+    /// Number of threads; None = the spec's natural count.
+    pub count: Option<usize>,
+    /// SMT sibling use.
+    pub smt: Smt,
+    /// Core kind on hybrid machines.
+    pub kind: CoreKind,
+}
+
+/// One placed thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadPlacement {
+    /// Thread number in the plan.
+    pub thread: usize,
+    /// The PU it runs on, with its domains.
+    #[serde(flatten)]
+    pub pu: Pu,
+}
+
+/// Where a buffer's memory goes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemPlacement {
+    /// The spec as given.
+    pub spec: String,
+    /// "bind" or "interleave".
+    pub policy: String,
+    /// Target nodes (one for bind).
+    pub nodes: Vec<u32>,
+    /// Page size.
+    pub page_size: PageSize,
+    /// The node relative specs were resolved from (the first thread's node).
+    pub relative_to_node: Option<u32>,
+    /// Hops from each thread's node to the (first) memory node, in thread order.
+    pub hops_from_threads: Vec<Option<u32>>,
+    /// Raw distance from each thread's node to the (first) memory node, where a matrix exists.
+    pub distance_from_threads: Vec<Option<u64>>,
+}
+
+/// A full placement plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The thread spec as given.
+    pub thread_spec: String,
+    /// Threads in order.
+    pub threads: Vec<ThreadPlacement>,
+    /// Memory, when asked for.
+    pub memory: Option<MemPlacement>,
+}
+
+/// Usable PUs in the order policies hand them out.
+///
+/// SMT last: first hardware thread of every core, then the second ones.
+/// Hybrid machines: the most performant kind first, then the efficient kind,
+/// then SMT siblings (the order Linux's scheduler prefers on P/E-core parts).
+fn ordered_pus(m: &Machine, smt: Smt, kind: CoreKind) -> Result<Vec<&Pu>> {
+    let ranks: Vec<u32> = m.cpu_kinds.iter().map(|k| k.rank).collect();
+    let (lo, hi) = (ranks.iter().min().copied(), ranks.iter().max().copied());
+    let keep: Box<dyn Fn(&Pu) -> bool> = match kind {
+        CoreKind::Any => Box::new(|_| true),
+        CoreKind::Big | CoreKind::Little if ranks.len() < 2 => {
+            return Err(Error::bad(
+                "core kind",
+                if kind == CoreKind::Big {
+                    "big"
+                } else {
+                    "little"
+                },
+                "this topology reports a single kind of core; use --core-kind any",
+            ))
+        }
+        CoreKind::Big => Box::new(move |p: &Pu| p.kind == hi),
+        CoreKind::Little => Box::new(move |p: &Pu| p.kind == lo),
+    };
+    let mut pus: Vec<&Pu> = m.pus.iter().filter(|p| keep(p)).collect();
+    let perf = |p: &Pu| std::cmp::Reverse(p.kind.unwrap_or(0));
+    match smt {
+        Smt::Last => pus.sort_by_key(|p| (p.smt_rank, perf(p), p.logical)),
+        Smt::Together => pus.sort_by_key(|p| (perf(p), p.logical)),
+    }
+    Ok(pus)
+}
+
+fn level_domains(m: &Machine, level: Level) -> Result<Vec<u32>> {
+    let domains = m.domains(level).ok_or_else(|| {
+        let have: Vec<&str> = m.levels.iter().map(|l| l.level.name()).collect();
+        Error::Unsatisfiable(format!(
+            "this topology has no {level} level; it has: {}",
+            have.join(", ")
+        ))
+    })?;
+    Ok(domains
+        .iter()
+        .filter(|d| !d.cpus.is_empty())
+        .map(|d| d.index)
+        .collect())
+}
+
+fn too_many(n: usize, what: &str, avail: &[&Pu]) -> Error {
+    let cpus: Vec<u32> = avail.iter().map(|p| p.os).collect();
+    Error::Unsatisfiable(format!(
+        "asked for {n} threads but {what} has only {} usable CPUs ({})",
+        cpus.len(),
+        cpulist::format(&cpus)
+    ))
+}
+
+/// Resolve the threads of a request.
+pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPlacement>> {
+    let order = ordered_pus(m, req.smt, req.kind)?;
+    if req.count == Some(0) {
+        return Err(Error::bad("thread count", "0", "at least 1 thread"));
+    }
+    let picked: Vec<&Pu> = match &req.spec {
+        ThreadSpec::Compact => {
+            let n = req.count.unwrap_or(order.len());
+            if n > order.len() {
+                return Err(too_many(n, "this topology", &order));
+            }
+            order[..n].to_vec()
+        }
+        ThreadSpec::Scatter(level) => {
+            let level = level.unwrap_or_else(|| m.default_level());
+            let doms = level_domains(m, level)?;
+            let mut queues: Vec<Vec<&Pu>> = doms
+                .iter()
+                .map(|d| {
+                    order
+                        .iter()
+                        .copied()
+                        .filter(|p| p.domain(level) == Some(*d))
+                        .collect()
+                })
+                .collect();
+            let n = req
+                .count
+                .unwrap_or(queues.iter().filter(|q| !q.is_empty()).count());
+            round_robin(&mut queues, 1, n)
+                .ok_or_else(|| too_many(n, &format!("scatter:{level}"), &order))?
+        }
+        ThreadSpec::Batch(b, level) => {
+            let level = level.unwrap_or_else(|| m.default_level());
+            let doms = level_domains(m, level)?;
+            let mut queues: Vec<Vec<&Pu>> = doms
+                .iter()
+                .map(|d| {
+                    order
+                        .iter()
+                        .copied()
+                        .filter(|p| p.domain(level) == Some(*d))
+                        .collect()
+                })
+                .collect();
+            let n = req.count.unwrap_or(order.len());
+            round_robin(&mut queues, *b as usize, n)
+                .ok_or_else(|| too_many(n, &format!("batch:{b}:{level}"), &order))?
+        }
+        ThreadSpec::List(items) => {
+            let mut out: Vec<&Pu> = Vec::new();
+            for item in items {
+                for pu in resolve_item(m, item, &order)? {
+                    if !out.iter().any(|p| p.os == pu.os) {
+                        out.push(pu);
+                    }
+                }
+            }
+            match req.count {
+                Some(n) if n > out.len() => {
+                    return Err(too_many(n, &format!("'{}'", req.spec), &out))
+                }
+                Some(n) => out.truncate(n),
+                None => {}
+            }
+            out
+        }
+    };
+    Ok(picked
+        .into_iter()
+        .enumerate()
+        .map(|(thread, pu)| ThreadPlacement {
+            thread,
+            pu: pu.clone(),
+        })
+        .collect())
+}
+
+/// Take `batch` PUs from each queue in turn until `n` are taken; None if they run out.
+fn round_robin<'a>(queues: &mut [Vec<&'a Pu>], batch: usize, n: usize) -> Option<Vec<&'a Pu>> {
+    let mut out = Vec::with_capacity(n);
+    let mut next = vec![0usize; queues.len()];
+    while out.len() < n {
+        let before = out.len();
+        for (q, pos) in queues.iter().zip(next.iter_mut()) {
+            for _ in 0..batch {
+                if out.len() == n || *pos >= q.len() {
+                    break;
+                }
+                out.push(q[*pos]);
+                *pos += 1;
+            }
+        }
+        if out.len() == before {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn resolve_item<'a>(m: &'a Machine, item: &Item, order: &[&'a Pu]) -> Result<Vec<&'a Pu>> {
+    match item {
+        Item::Cpus(cpus) => cpus
+            .iter()
+            .map(|&c| {
+                if let Some(p) = order.iter().find(|p| p.os == c) {
+                    return Ok(*p);
+                }
+                let why = if m.offline_cpus.contains(&c) {
+                    "is offline"
+                } else if m.disallowed_cpus.contains(&c) {
+                    "is not allowed to this process"
+                } else if m.pu(c).is_some() {
+                    "is excluded by --core-kind"
+                } else {
+                    "does not exist"
+                };
+                Err(Error::Unsatisfiable(format!(
+                    "CPU {c} {why}; usable CPUs: {}",
+                    m.cpu_list()
+                )))
+            })
+            .collect(),
+        Item::Objects(level, ids) => {
+            let domains = m.domains(*level).unwrap_or(&[]);
+            let mut out = Vec::new();
+            for id in ids {
+                let Some(d) = domains.iter().find(|d| d.index == *id) else {
+                    let valid: Vec<u32> = domains.iter().map(|d| d.index).collect();
+                    return Err(Error::Unsatisfiable(if valid.is_empty() {
+                        format!("{level}:{id} does not exist: this topology has no {level} level")
+                    } else {
+                        format!(
+                            "{level}:{id} does not exist; this topology has {level}:{}",
+                            cpulist::format(&valid)
+                        )
+                    }));
+                };
+                if d.cpus.is_empty() {
+                    return Err(Error::Unsatisfiable(format!(
+                        "{level}:{id} has no usable CPUs (a CPU-less node, or all its CPUs offline)"
+                    )));
+                }
+                out.extend(order.iter().copied().filter(|p| d.cpus.contains(&p.os)));
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Resolve a memory spec relative to the first thread.
+pub fn resolve_memory(
+    m: &Machine,
+    spec: &MemSpec,
+    page_size: PageSize,
+    threads: &[ThreadPlacement],
+) -> Result<MemPlacement> {
+    let with_memory = m.memory_nodes();
+    let check = |n: u32| -> Result<u32> {
+        match m.node(n) {
+            Some(node) if m.has_memory(node) => Ok(n),
+            Some(_) => Err(Error::Unsatisfiable(format!(
+                "node {n} has no memory; nodes with memory: {}",
+                m.memory_node_list()
+            ))),
+            None => Err(Error::Unsatisfiable(format!(
+                "node {n} does not exist; nodes with memory: {}",
+                m.memory_node_list()
+            ))),
+        }
+    };
+    let from = threads.first().and_then(|t| t.pu.node);
+    let need_from = || {
+        from.ok_or_else(|| {
+            Error::Unsatisfiable(match threads.first() {
+                Some(t) => format!(
+                    "memory spec '{spec}' is relative to the first thread, but its CPU {} has no local NUMA node in this topology; name a node instead (nodes with memory: {})",
+                    t.pu.os,
+                    m.memory_node_list()
+                ),
+                None => format!("memory spec '{spec}' is relative to the first thread, but there is none"),
+            })
+        })
+    };
+    let d = &m.distances;
+    let (policy, nodes) = match spec {
+        MemSpec::Node(n) => ("bind", vec![check(*n)?]),
+        MemSpec::Local => ("bind", vec![check(need_from()?)?]),
+        MemSpec::Hops(k) => {
+            let f = need_from()?;
+            let mut cands: Vec<u32> = with_memory
+                .iter()
+                .copied()
+                .filter(|&n| d.hops_between(f, n) == Some(*k))
+                .collect();
+            cands.sort_by_key(|&n| (d.distance(f, n), n));
+            let Some(&n) = cands.first() else {
+                let mut have: Vec<u32> = with_memory
+                    .iter()
+                    .filter_map(|&n| d.hops_between(f, n))
+                    .collect();
+                have.sort_unstable();
+                have.dedup();
+                return Err(Error::Unsatisfiable(format!(
+                    "no node with memory is {k} hops from node {f}; hop counts available: {}",
+                    cpulist::format(&have)
+                )));
+            };
+            ("bind", vec![n])
+        }
+        MemSpec::Farthest => {
+            let f = need_from()?;
+            let n = with_memory
+                .iter()
+                .copied()
+                .max_by_key(|&n| (d.hops_between(f, n), d.distance(f, n), std::cmp::Reverse(n)))
+                .ok_or_else(|| Error::Unsatisfiable("no node has memory".into()))?;
+            ("bind", vec![n])
+        }
+        MemSpec::Interleave(None) => ("interleave", with_memory.clone()),
+        MemSpec::Interleave(Some(list)) => (
+            "interleave",
+            list.iter().map(|&n| check(n)).collect::<Result<Vec<_>>>()?,
+        ),
+    };
+    let target = nodes[0];
+    Ok(MemPlacement {
+        spec: spec.to_string(),
+        policy: policy.into(),
+        page_size,
+        relative_to_node: from,
+        hops_from_threads: threads
+            .iter()
+            .map(|t| t.pu.node.and_then(|n| d.hops_between(n, target)))
+            .collect(),
+        distance_from_threads: threads
+            .iter()
+            .map(|t| t.pu.node.and_then(|n| d.distance(n, target)))
+            .collect(),
+        nodes,
+    })
+}
+
+/// Check that `size` bytes with this page size fit on the placement's nodes.
+///
+/// Uses free memory and free huge pages on this machine, capacity and
+/// reserved pages for a topology file.
+pub fn check_capacity(m: &Machine, mem: &MemPlacement, size: u64) -> Result<()> {
+    let share = size.div_ceil(mem.nodes.len() as u64);
+    for &n in &mem.nodes {
+        let Some(node) = m.node(n) else { continue };
+        let (avail, what) = match node.free_bytes {
+            Some(f) => (f, "free"),
+            None => (node.total_bytes, "in total"),
+        };
+        if share > avail {
+            return Err(Error::Unsatisfiable(format!(
+                "size {} does not fit on node {n}: it has {} {what}",
+                crate::fmt_bytes(size),
+                crate::fmt_bytes(avail)
+            )));
+        }
+        if matches!(mem.page_size, PageSize::Huge2M | PageSize::Huge1G) {
+            let ps = mem.page_size.bytes();
+            let need = share.div_ceil(ps);
+            let pool = node.pages.iter().find(|p| p.size == ps);
+            let have = pool.map_or(0, |p| p.free.unwrap_or(p.count));
+            if have < need {
+                let kb = ps / 1024;
+                return Err(Error::Unsatisfiable(format!(
+                    "{} huge pages: node {n} has {have} free, {need} needed for {}; reserve them as root with: echo {need} > /sys/devices/system/node/node{n}/hugepages/hugepages-{kb}kB/nr_hugepages",
+                    mem.page_size.name(),
+                    crate::fmt_bytes(size)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
