@@ -1,0 +1,134 @@
+//! The numalab binary end to end: schemas, exit codes, no partial files.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .output()
+        .expect("run numalab")
+}
+
+fn topology(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies").join(name);
+    assert!(p.exists(), "missing {}", p.display());
+    p.display().to_string()
+}
+
+fn validate(stdout: &[u8]) -> serde_json::Value {
+    let schema: serde_json::Value = serde_json::from_str(numalab_results::SCHEMA_JSON).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(stdout).expect("stdout is JSON");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    v
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("numalab-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn topo_json_validates_against_the_schema() {
+    let out = numalab(&["topo", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = validate(&out.stdout);
+    let rec = &v[0];
+    assert_eq!(rec["kind"], "topo");
+    assert!(!rec["data"]["pus"].as_array().unwrap().is_empty());
+    assert!(rec["provenance"]["kernel"].as_str().unwrap().len() > 1);
+}
+
+#[test]
+fn topo_of_every_shared_topology_validates() {
+    for name in ["16amd64-4distances.xml", "8intel64-4n2t-memattrs.xml", "offline-cpu0-node0.xml"] {
+        let out = numalab(&["topo", "--json", "--topology", &topology(name)]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        validate(&out.stdout);
+        let text = numalab(&["topo", "--topology", &topology(name)]);
+        assert!(String::from_utf8_lossy(&text.stdout).contains("NUMA nodes"));
+    }
+}
+
+#[test]
+fn plan_json_validates_and_verify_proves_placement() {
+    let out = numalab(&["plan", "compact", "-n", "1", "--mem", "local", "--size", "4M", "--verify", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = validate(&out.stdout);
+    let placement = &v[0]["placement"];
+    let cpu = placement["resolved"]["threads"][0]["os"].as_u64().unwrap();
+    assert_eq!(placement["verified"]["threads"][0]["observed_cpu"].as_u64(), Some(cpu));
+    assert_eq!(placement["verified"]["memory"]["pages_checked"], 1024);
+
+    let out = numalab(&["plan", "scatter:node", "-n", "8", "--mem", "farthest", "--json", "--topology", &topology("64amd64-4s2n4ca2co.xml")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    validate(&out.stdout);
+}
+
+#[test]
+fn csv_and_json_files_are_written() {
+    let d = tmpdir("files");
+    for ext in ["json", "csv"] {
+        let f = d.join(format!("t.{ext}"));
+        let out = numalab(&["topo", "-o", f.to_str().unwrap()]);
+        assert!(out.status.success());
+        let body = std::fs::read_to_string(&f).unwrap();
+        if ext == "json" {
+            validate(body.as_bytes());
+        } else {
+            assert!(body.starts_with("kind,name,metric,unit,n,min,p5,median,mean,p95,max,stdev"));
+        }
+    }
+}
+
+/// Each bad input: exit 2, one line naming the value, and no output file.
+#[test]
+fn bad_input_exits_2_naming_the_value_without_partial_files() {
+    let d = tmpdir("bad");
+    let f = d.join("out.json");
+    let fs = f.to_str().unwrap();
+    let bad_xml = d.join("bad.xml");
+    std::fs::write(&bad_xml, "<topology>not really</topology>").unwrap();
+    let txt = d.join("x.txt");
+    let xml16 = topology("16amd64-4distances.xml");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["plan", "9999", "-o", fs], "CPU 9999"),
+        (vec!["plan", "--mem", "99", "-o", fs], "node 99"),
+        (vec!["plan", "frobnicate", "-o", fs], "'frobnicate'"),
+        (vec!["plan", "batch:0", "-o", fs], "'batch:0'"),
+        (vec!["plan", "--page-size", "3m", "-o", fs], "'3m'"),
+        (vec!["plan", "--size", "0", "--mem", "0", "-o", fs], "'0'"),
+        (vec!["plan", "--mem", "0", "--size", "900T", "-o", fs], "900"),
+        (vec!["plan", "-n", "0", "-o", fs], "0"),
+        (vec!["topo", "--topology", "/no/such.xml", "-o", fs], "/no/such.xml"),
+        (vec!["topo", "--topology", bad_xml.to_str().unwrap(), "-o", fs], "bad.xml"),
+        (vec!["topo", "-o", "/no/such/dir/x.json"], "/no/such/dir"),
+        (vec!["topo", "-o", txt.to_str().unwrap()], "x.txt"),
+        (vec!["plan", "--verify", "--topology", &xml16], "--verify"),
+    ];
+    for (args, needle) in cases {
+        let out = numalab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed partial output");
+        assert!(!f.exists(), "{args:?} left a file");
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let out = numalab(&["--version"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("numalab "));
+    let out = numalab(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for cmd in ["topo", "plan", "schema"] {
+        assert!(help.contains(cmd), "{help}");
+    }
+}
