@@ -11,7 +11,9 @@ fn numalab(args: &[&str]) -> Output {
 }
 
 fn topology(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/topologies")
+        .join(name);
     assert!(p.exists(), "missing {}", p.display());
     p.display().to_string()
 }
@@ -20,7 +22,10 @@ fn validate(stdout: &[u8]) -> serde_json::Value {
     let schema: serde_json::Value = serde_json::from_str(numalab_results::SCHEMA_JSON).unwrap();
     let v: serde_json::Value = serde_json::from_slice(stdout).expect("stdout is JSON");
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "schema errors: {errors:?}");
     v
 }
@@ -35,7 +40,11 @@ fn tmpdir(tag: &str) -> PathBuf {
 #[test]
 fn topo_json_validates_against_the_schema() {
     let out = numalab(&["topo", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = validate(&out.stdout);
     let rec = &v[0];
     assert_eq!(rec["kind"], "topo");
@@ -45,9 +54,17 @@ fn topo_json_validates_against_the_schema() {
 
 #[test]
 fn topo_of_every_shared_topology_validates() {
-    for name in ["16amd64-4distances.xml", "8intel64-4n2t-memattrs.xml", "offline-cpu0-node0.xml"] {
+    for name in [
+        "16amd64-4distances.xml",
+        "8intel64-4n2t-memattrs.xml",
+        "offline-cpu0-node0.xml",
+    ] {
         let out = numalab(&["topo", "--json", "--topology", &topology(name)]);
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         validate(&out.stdout);
         let text = numalab(&["topo", "--topology", &topology(name)]);
         assert!(String::from_utf8_lossy(&text.stdout).contains("NUMA nodes"));
@@ -56,16 +73,39 @@ fn topo_of_every_shared_topology_validates() {
 
 #[test]
 fn plan_json_validates_and_verify_proves_placement() {
-    let out = numalab(&["plan", "compact", "-n", "1", "--mem", "local", "--size", "4M", "--verify", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = numalab(&[
+        "plan", "compact", "-n", "1", "--mem", "local", "--size", "4M", "--verify", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = validate(&out.stdout);
     let placement = &v[0]["placement"];
     let cpu = placement["resolved"]["threads"][0]["os"].as_u64().unwrap();
-    assert_eq!(placement["verified"]["threads"][0]["observed_cpu"].as_u64(), Some(cpu));
+    assert_eq!(
+        placement["verified"]["threads"][0]["observed_cpu"].as_u64(),
+        Some(cpu)
+    );
     assert_eq!(placement["verified"]["memory"]["pages_checked"], 1024);
 
-    let out = numalab(&["plan", "scatter:node", "-n", "8", "--mem", "farthest", "--json", "--topology", &topology("64amd64-4s2n4ca2co.xml")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = numalab(&[
+        "plan",
+        "scatter:node",
+        "-n",
+        "8",
+        "--mem",
+        "farthest",
+        "--json",
+        "--topology",
+        &topology("64amd64-4s2n4ca2co.xml"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     validate(&out.stdout);
 }
 
@@ -102,10 +142,19 @@ fn bad_input_exits_2_naming_the_value_without_partial_files() {
         (vec!["plan", "batch:0", "-o", fs], "'batch:0'"),
         (vec!["plan", "--page-size", "3m", "-o", fs], "'3m'"),
         (vec!["plan", "--size", "0", "--mem", "0", "-o", fs], "'0'"),
-        (vec!["plan", "--mem", "0", "--size", "900T", "-o", fs], "900"),
+        (
+            vec!["plan", "--mem", "0", "--size", "900T", "-o", fs],
+            "900",
+        ),
         (vec!["plan", "-n", "0", "-o", fs], "0"),
-        (vec!["topo", "--topology", "/no/such.xml", "-o", fs], "/no/such.xml"),
-        (vec!["topo", "--topology", bad_xml.to_str().unwrap(), "-o", fs], "bad.xml"),
+        (
+            vec!["topo", "--topology", "/no/such.xml", "-o", fs],
+            "/no/such.xml",
+        ),
+        (
+            vec!["topo", "--topology", bad_xml.to_str().unwrap(), "-o", fs],
+            "bad.xml",
+        ),
         (vec!["topo", "-o", "/no/such/dir/x.json"], "/no/such/dir"),
         (vec!["topo", "-o", txt.to_str().unwrap()], "x.txt"),
         (vec!["plan", "--verify", "--topology", &xml16], "--verify"),

@@ -355,13 +355,14 @@ impl Machine {
             Level::Core,
         ] {
             if let Some(d) = self.domains(level) {
-                let name = match level {
-                    Level::Package => "packages",
-                    Level::Die => "dies",
-                    Level::Node => "nodes",
-                    Level::L3 => "L3",
-                    _ => "cores",
+                let (one, many) = match level {
+                    Level::Package => ("package", "packages"),
+                    Level::Die => ("die", "dies"),
+                    Level::Node => ("node", "nodes"),
+                    Level::L3 => ("L3", "L3"),
+                    _ => ("core", "cores"),
                 };
+                let name = if d.len() == 1 { one } else { many };
                 parts.push(format!("{} {}", d.len(), name));
             }
         }

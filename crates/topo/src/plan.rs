@@ -131,10 +131,13 @@ pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPla
             }
             order[..n].to_vec()
         }
-        ThreadSpec::Scatter(level) => {
+        ThreadSpec::Scatter(level) | ThreadSpec::Batch(_, level) => {
             let level = level.unwrap_or_else(|| m.default_level());
-            let doms = level_domains(m, level)?;
-            let mut queues: Vec<Vec<&Pu>> = doms
+            let (batch, name) = match &req.spec {
+                ThreadSpec::Batch(b, _) => (*b as usize, format!("batch:{b}:{level}")),
+                _ => (1, format!("scatter:{level}")),
+            };
+            let queues: Vec<Vec<&Pu>> = level_domains(m, level)?
                 .iter()
                 .map(|d| {
                     order
@@ -144,28 +147,15 @@ pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPla
                         .collect()
                 })
                 .collect();
+            // Scatter defaults to one thread per domain, batch to every CPU.
             let n = req
                 .count
-                .unwrap_or(queues.iter().filter(|q| !q.is_empty()).count());
-            round_robin(&mut queues, 1, n)
-                .ok_or_else(|| too_many(n, &format!("scatter:{level}"), &order))?
-        }
-        ThreadSpec::Batch(b, level) => {
-            let level = level.unwrap_or_else(|| m.default_level());
-            let doms = level_domains(m, level)?;
-            let mut queues: Vec<Vec<&Pu>> = doms
-                .iter()
-                .map(|d| {
-                    order
-                        .iter()
-                        .copied()
-                        .filter(|p| p.domain(level) == Some(*d))
-                        .collect()
-                })
-                .collect();
-            let n = req.count.unwrap_or(order.len());
-            round_robin(&mut queues, *b as usize, n)
-                .ok_or_else(|| too_many(n, &format!("batch:{b}:{level}"), &order))?
+                .unwrap_or(if matches!(req.spec, ThreadSpec::Scatter(_)) {
+                    queues.iter().filter(|q| !q.is_empty()).count()
+                } else {
+                    order.len()
+                });
+            round_robin(&queues, batch, n).ok_or_else(|| too_many(n, &name, &order))?
         }
         ThreadSpec::List(items) => {
             let mut out: Vec<&Pu> = Vec::new();
@@ -197,7 +187,7 @@ pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPla
 }
 
 /// Take `batch` PUs from each queue in turn until `n` are taken; None if they run out.
-fn round_robin<'a>(queues: &mut [Vec<&'a Pu>], batch: usize, n: usize) -> Option<Vec<&'a Pu>> {
+fn round_robin<'a>(queues: &[Vec<&'a Pu>], batch: usize, n: usize) -> Option<Vec<&'a Pu>> {
     let mut out = Vec::with_capacity(n);
     let mut next = vec![0usize; queues.len()];
     while out.len() < n {
