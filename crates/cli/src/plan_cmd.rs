@@ -246,6 +246,14 @@ fn render(plan: &Plan, rec: &Record, default_level: numalab_topo::Level) -> Stri
                 fmt_bytes(p["bytes"].as_u64().unwrap_or(0)),
                 per.join(", ")
             );
+            let hugetlb = matches!(p["page_size"].as_str(), Some("2m" | "1g"));
+            if let (Some(thp), false) = (p["thp_bytes"].as_u64(), hugetlb) {
+                let _ = writeln!(
+                    s,
+                    "Backed by transparent huge pages (smaps): {}",
+                    fmt_bytes(thp)
+                );
+            }
         }
     }
     for w in &rec.warnings {
