@@ -74,11 +74,6 @@ impl Level {
     pub fn valid_names() -> &'static str {
         "pu, core, l2, l3, die, node, pkg (package, socket), group"
     }
-
-    /// True when objects at this level are numbered by OS index in specs (`node:N`, `pu:N`).
-    pub fn uses_os_index(self) -> bool {
-        matches!(self, Level::Pu | Level::Node)
-    }
 }
 
 impl fmt::Display for Level {
