@@ -4,8 +4,8 @@ use crate::common::{provenance, CliError, CommonArgs};
 use clap::{Args, ValueEnum};
 use numalab_results::output::table;
 use numalab_results::Record;
-use numalab_topo::bind::verify_threads;
-use numalab_topo::buffer::Buffer;
+use numalab_topo::bind::{verify_threads, PinProof};
+use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
@@ -67,6 +67,13 @@ pub struct PlanArgs {
     common: CommonArgs,
 }
 
+/// What `--verify` proved: each thread's CPU and every page's node.
+#[derive(serde::Serialize)]
+struct Verified {
+    threads: Vec<PinProof>,
+    memory: MemProof,
+}
+
 /// Run `numalab plan`.
 pub fn run(a: PlanArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -111,10 +118,10 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         memory,
     };
 
-    let mut verified = serde_json::Value::Null;
+    let mut verified: Option<Verified> = None;
     let mut mem_note = None;
     if a.verify {
-        let pins = verify_threads(&host, &plan.threads)?;
+        let threads = verify_threads(&host, &plan.threads)?;
         let mem = plan.memory.as_ref().expect("verify always has memory");
         let buf = Buffer::allocate(&host, mem, size.expect("verify always has a size"))?;
         if page_size == PageSize::Thp {
@@ -127,7 +134,10 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
                 ));
             }
         }
-        verified = serde_json::json!({ "threads": pins, "memory": buf.proof });
+        verified = Some(Verified {
+            threads,
+            memory: buf.proof.clone(),
+        });
     }
 
     let (prov, mut warnings) = provenance(&host);
@@ -153,7 +163,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         "verified": verified,
     }));
     rec.warnings = warnings;
-    let text = || render(&plan, &rec, m.default_level());
+    let text = || render(&plan, verified.as_ref(), &rec, m.default_level());
     a.common.emit(std::slice::from_ref(&rec), text)
 }
 
@@ -161,7 +171,12 @@ fn opt(v: Option<u32>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
 }
 
-fn render(plan: &Plan, rec: &Record, default_level: numalab_topo::Level) -> String {
+fn render(
+    plan: &Plan,
+    verified: Option<&Verified>,
+    rec: &Record,
+    default_level: numalab_topo::Level,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -170,10 +185,6 @@ fn render(plan: &Plan, rec: &Record, default_level: numalab_topo::Level) -> Stri
         plan.threads.len(),
         rec.provenance.topology_source
     );
-    let verified = rec
-        .placement
-        .as_ref()
-        .and_then(|p| p["verified"]["threads"].as_array().cloned());
     let mem_hops = plan.memory.as_ref().map(|m| &m.hops_from_threads);
     let rows: Vec<Vec<String>> = plan
         .threads
@@ -196,8 +207,8 @@ fn render(plan: &Plan, rec: &Record, default_level: numalab_topo::Level) -> Stri
                     .map(|h| h.to_string())
                     .unwrap_or_else(|| "-".into()),
             ];
-            if let Some(v) = &verified {
-                r.push(format!("ran on CPU {}", v[t.thread]["observed_cpu"]));
+            if let Some(v) = verified {
+                r.push(format!("ran on CPU {}", v.threads[t.thread].observed_cpu));
             }
             r
         })
@@ -233,27 +244,27 @@ fn render(plan: &Plan, rec: &Record, default_level: numalab_topo::Level) -> Stri
                 .unwrap_or_default()
         );
     }
-    if let Some(p) = rec.placement.as_ref().map(|p| &p["verified"]["memory"]) {
-        if !p.is_null() {
-            let per: Vec<String> = p["pages_per_node"]
-                .as_object()
-                .map(|o| o.iter().map(|(n, c)| format!("{c} on node {n}")).collect())
-                .unwrap_or_default();
+    if let Some(p) = verified.map(|v| &v.memory) {
+        let per: Vec<String> = p
+            .pages_per_node
+            .iter()
+            .map(|(n, c)| format!("{c} on node {n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "Verified with move_pages: {} pages of {} checked: {}",
+            p.pages_checked,
+            fmt_bytes(p.bytes),
+            per.join(", ")
+        );
+        // hugetlb pages are not THP; smaps' AnonHugePages says nothing about them.
+        let hugetlb = matches!(p.page_size, PageSize::Huge2M | PageSize::Huge1G);
+        if let (Some(thp), false) = (p.thp_bytes, hugetlb) {
             let _ = writeln!(
                 s,
-                "Verified with move_pages: {} pages of {} checked: {}",
-                p["pages_checked"],
-                fmt_bytes(p["bytes"].as_u64().unwrap_or(0)),
-                per.join(", ")
+                "Backed by transparent huge pages (smaps): {}",
+                fmt_bytes(thp)
             );
-            let hugetlb = matches!(p["page_size"].as_str(), Some("2m" | "1g"));
-            if let (Some(thp), false) = (p["thp_bytes"].as_u64(), hugetlb) {
-                let _ = writeln!(
-                    s,
-                    "Backed by transparent huge pages (smaps): {}",
-                    fmt_bytes(thp)
-                );
-            }
         }
     }
     for w in &rec.warnings {

@@ -133,9 +133,10 @@ pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPla
         }
         ThreadSpec::Scatter(level) | ThreadSpec::Batch(_, level) => {
             let level = level.unwrap_or_else(|| m.default_level());
-            let (batch, name) = match &req.spec {
-                ThreadSpec::Batch(b, _) => (*b as usize, format!("batch:{b}:{level}")),
-                _ => (1, format!("scatter:{level}")),
+            // Scatter defaults to one thread per domain, batch to every CPU.
+            let (batch, name, one_per_domain) = match &req.spec {
+                ThreadSpec::Batch(b, _) => (*b as usize, format!("batch:{b}:{level}"), false),
+                _ => (1, format!("scatter:{level}"), true),
             };
             let queues: Vec<Vec<&Pu>> = level_domains(m, level)?
                 .iter()
@@ -147,14 +148,11 @@ pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPla
                         .collect()
                 })
                 .collect();
-            // Scatter defaults to one thread per domain, batch to every CPU.
-            let n = req
-                .count
-                .unwrap_or(if matches!(req.spec, ThreadSpec::Scatter(_)) {
-                    queues.iter().filter(|q| !q.is_empty()).count()
-                } else {
-                    order.len()
-                });
+            let n = req.count.unwrap_or(if one_per_domain {
+                queues.iter().filter(|q| !q.is_empty()).count()
+            } else {
+                order.len()
+            });
             round_robin(&queues, batch, n).ok_or_else(|| too_many(n, &name, &order))?
         }
         ThreadSpec::List(items) => {
