@@ -268,8 +268,40 @@ fn build_machine(topology: &Topology, source: &TopologySource) -> Result<Machine
         distances,
         memattrs: memattrs(topology),
         cpu_kinds: kinds,
+        caches: caches(topology),
         tree: tree(root),
     })
+}
+
+/// One entry per data/unified cache level, from the first object of each type.
+fn caches(topology: &Topology) -> Vec<CacheInfo> {
+    let mut out = Vec::new();
+    for (level, ty) in [
+        (1, ObjectType::L1Cache),
+        (2, ObjectType::L2Cache),
+        (3, ObjectType::L3Cache),
+        (4, ObjectType::L4Cache),
+    ] {
+        let Some(obj) = topology.objects_with_type(ty).next() else {
+            continue;
+        };
+        let Some(ObjectAttributes::Cache(c)) = obj.attributes() else {
+            continue;
+        };
+        let Some(bytes) = c.size().map(|s| s.get()) else {
+            continue;
+        };
+        out.push(CacheInfo {
+            level,
+            bytes,
+            line_bytes: c.line_size().map(|l| l.get() as u32),
+            shared_by: obj
+                .cpuset()
+                .map(|s| s.weight().unwrap_or(1) as u32)
+                .unwrap_or(1),
+        });
+    }
+    out
 }
 
 fn build_nodes(topology: &Topology, pus: &[Pu], this_system: bool) -> Vec<Node> {

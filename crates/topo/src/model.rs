@@ -280,8 +280,24 @@ pub struct Machine {
     pub memattrs: Vec<MemAttr>,
     /// CPU kinds, when hwloc knows them.
     pub cpu_kinds: Vec<CpuKind>,
+    /// Data and unified caches, one entry per level, innermost first.
+    #[serde(default)]
+    pub caches: Vec<CacheInfo>,
     /// Compact object tree.
     pub tree: TreeNode,
+}
+
+/// One level of data (or unified) cache as the first such hwloc object describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheInfo {
+    /// Cache level: 1, 2, 3, 4.
+    pub level: u32,
+    /// Size of one instance in bytes.
+    pub bytes: u64,
+    /// Line size in bytes, when hwloc knows it.
+    pub line_bytes: Option<u32>,
+    /// PUs sharing one instance.
+    pub shared_by: u32,
 }
 
 impl Machine {
@@ -291,6 +307,16 @@ impl Machine {
             .iter()
             .find(|l| l.level == level)
             .map(|l| l.domains.as_slice())
+    }
+
+    /// The data cache at `level` (1..=4), if the topology describes one.
+    pub fn cache(&self, level: u32) -> Option<&CacheInfo> {
+        self.caches.iter().find(|c| c.level == level)
+    }
+
+    /// The largest (last-level) data cache.
+    pub fn last_level_cache(&self) -> Option<&CacheInfo> {
+        self.caches.iter().max_by_key(|c| c.level)
     }
 
     /// Look up a usable PU by OS number.
