@@ -1,0 +1,17 @@
+//! The measuring core of numalab: timers, chase layouts, line-state preparation,
+//! kernels (inline asm per architecture) and pinned worker threads.
+
+pub mod chase;
+pub mod flush;
+pub mod kernel;
+pub mod layout;
+pub mod runner;
+pub mod state;
+pub mod timer;
+
+pub use chase::{Chase, SelfLoop};
+pub use kernel::Access;
+pub use layout::{Layout, Order};
+pub use runner::{run_round, Requestor, Round, RoundResult, Setup, Target};
+pub use state::{LineState, Request};
+pub use timer::{Timer, TimerKind};
