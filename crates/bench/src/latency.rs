@@ -1,0 +1,364 @@
+//! `latency`: back-to-back (and restart) latency of a pointer chase, per requestor,
+//! with lines prepared in a composite coherence state before every pass.
+
+use crate::restart::{self, RestartOutcome, RestartParams};
+use numalab_probe::kernel::{self, UNROLL};
+use numalab_probe::{
+    flush, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target, Timer,
+};
+use numalab_results::{Provenance, Record};
+use numalab_topo::bind::PinProof;
+use numalab_topo::buffer::{Buffer, MemProof};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, MemPlacement, Result, ThreadPlacement};
+use serde::Serialize;
+use serde_json::json;
+
+/// A timed pass needs at least this many loads to dwarf the timer's overhead; small
+/// warm buffers are chased round several times per pass.
+pub const MIN_LOADS: usize = 1 << 16;
+/// Default cap on the loads of one pass (and on the lines prepared for one pass).
+pub const DEFAULT_MAX_LOADS: usize = 1 << 20;
+/// Loads per pass in restart rounds: ~2×(window+stable) rounds must stay quick.
+pub const RESTART_LOADS: usize = 1 << 16;
+
+/// Everything one latency measurement needs, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyPlan {
+    /// Requestor threads (timed simultaneously, each with its own chase).
+    pub requestors: Vec<ThreadPlacement>,
+    /// Helper threads preparing the line state.
+    pub helpers: Vec<ThreadPlacement>,
+    /// Home of every requestor's buffer.
+    pub mem: MemPlacement,
+    /// Line state.
+    pub state: LineState,
+    /// Request (kernel).
+    pub request: Request,
+    /// Chase layout (the seed is offset by the requestor index).
+    pub layout: Layout,
+    /// Timed passes per requestor.
+    pub iterations: usize,
+    /// Cap on loads (and prepared lines) per pass.
+    pub max_loads: usize,
+    /// Restart search, when asked for.
+    pub restart: Option<RestartParams>,
+    /// Bytes a cexm helper streams through to evict its private caches.
+    pub evict_bytes: usize,
+    /// Things the reader should know about this plan.
+    pub warnings: Vec<String>,
+}
+
+/// How one size will be run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// Buffer bytes per requestor.
+    pub size: u64,
+    /// Chase elements in the buffer.
+    pub elements: usize,
+    /// Elements prepared and visited per prepared pass (== elements for warm passes).
+    pub visited: usize,
+    /// Loads per timed pass.
+    pub loads: usize,
+}
+
+impl LatencyPlan {
+    /// Lines visited and loads per pass for a buffer of `size` bytes.
+    pub fn shape(&self, size: u64) -> Result<Shape> {
+        let elements = self.layout.elements(size as usize);
+        let cap = if self.restart.is_some() {
+            self.max_loads.min(RESTART_LOADS)
+        } else {
+            self.max_loads
+        };
+        if self.state.prepared() {
+            let visited = elements.min(cap) / UNROLL * UNROLL;
+            if visited == 0 {
+                return Err(Error::bad(
+                    "size",
+                    fmt_bytes(size),
+                    format!(
+                        "state {} visits each line once per pass and needs at least {UNROLL} elements ({} at a {}-byte stride)",
+                        self.state.name(),
+                        fmt_bytes((UNROLL * self.layout.stride) as u64),
+                        self.layout.stride
+                    ),
+                ));
+            }
+            Ok(Shape {
+                size,
+                elements,
+                visited,
+                loads: visited,
+            })
+        } else {
+            if elements == 0 {
+                return Err(Error::bad(
+                    "size",
+                    fmt_bytes(size),
+                    format!("at least one {}-byte stride", self.layout.stride),
+                ));
+            }
+            let loads = if elements >= MIN_LOADS {
+                elements.min(cap)
+            } else {
+                elements * MIN_LOADS.div_ceil(elements)
+            };
+            Ok(Shape {
+                size,
+                elements,
+                visited: elements,
+                loads,
+            })
+        }
+    }
+
+    /// Warnings about this size: prepared lines that cannot fit where the state puts them.
+    pub fn size_warnings(&self, m: &Machine, shape: &Shape) -> Vec<String> {
+        let mut w = Vec::new();
+        let held = (shape.visited * self.layout.line * self.requestors.len()) as u64;
+        let private = m
+            .cache(2)
+            .or_else(|| m.cache(1))
+            .filter(|c| c.shared_by <= 2);
+        if matches!(
+            self.state,
+            LineState::Shrd(_) | LineState::Cexh | LineState::Dexd | LineState::Dext
+        ) {
+            if let Some(c) = private {
+                if held > c.bytes {
+                    w.push(format!(
+                        "the {} of prepared lines exceed a helper's L{} cache ({}): some will sit in a shared cache or memory instead of the helper's cache; use --size ≤ {}",
+                        fmt_bytes(held),
+                        c.level,
+                        fmt_bytes(c.bytes),
+                        fmt_bytes(c.bytes / 2)
+                    ));
+                }
+            }
+        }
+        if shape.visited < shape.elements && self.state.prepared() {
+            w.push(format!(
+                "a pass visits {} of the {} elements (the first ones of the random cycle); raise --max-loads to visit more",
+                shape.visited, shape.elements
+            ));
+        }
+        w
+    }
+}
+
+/// One requestor's result at one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestorResult {
+    /// Requestor index.
+    pub requestor: usize,
+    /// ns per load, one per pass.
+    pub ns: Vec<f64>,
+    /// Timer ticks (TSC cycles on x86) per load, one per pass.
+    pub ticks: Vec<f64>,
+    /// Where its buffer landed.
+    pub memory: MemProof,
+    /// Restart search, when asked for.
+    pub restart: Option<RestartOutcome>,
+}
+
+/// The result of one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeResult {
+    /// How it was run.
+    pub shape: Shape,
+    /// Per requestor.
+    pub requestors: Vec<RequestorResult>,
+    /// Pinning proof: requestors, then helpers.
+    pub pins: Vec<PinProof>,
+    /// Warnings for this size.
+    pub warnings: Vec<String>,
+}
+
+fn min_of(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// Measure one size on this machine.
+pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result<SizeResult> {
+    let shape = plan.shape(size)?;
+    if plan.state.prepared() && !flush::available() {
+        return Err(Error::Unsatisfiable(format!(
+            "state {} needs a cache-flush instruction; this architecture has none implemented (use --state warm)",
+            plan.state.name()
+        )));
+    }
+    let mut chases = Vec::with_capacity(plan.requestors.len());
+    for (i, _) in plan.requestors.iter().enumerate() {
+        let buf = Buffer::allocate(host, &plan.mem, size)?;
+        let layout = Layout {
+            seed: plan.layout.seed.wrapping_add(i as u64),
+            ..plan.layout.clone()
+        };
+        let chase = Chase::new(buf, layout, Some(shape.visited))
+            .map_err(|e| Error::bad("layout", e, "see --stride, --window and --size"))?;
+        chases.push(chase);
+    }
+    let setup = Setup {
+        host,
+        timer,
+        requestors: plan
+            .requestors
+            .iter()
+            .zip(&chases)
+            .map(|(t, c)| Requestor {
+                cpu: t.pu.os,
+                chase: c,
+            })
+            .collect(),
+        helpers: plan.helpers.iter().map(|h| h.pu.os).collect(),
+        state: plan.state,
+        request: plan.request,
+        evict_bytes: plan.evict_bytes,
+    };
+    let main = run_round(
+        &setup,
+        &Round {
+            work: 0,
+            samples: plan.iterations,
+            loads: shape.loads,
+            target: Target::Chase,
+        },
+    )?;
+    let mut restarts: Vec<Option<RestartOutcome>> = vec![None; chases.len()];
+    if let Some(p) = &plan.restart {
+        // All requestors run every round together; each gets its own curve.
+        let mut curves: Vec<Vec<(f64, f64)>> = vec![Vec::new(); chases.len()];
+        let loads = shape.loads.min(RESTART_LOADS);
+        let round = |work: usize, target: Target| {
+            run_round(
+                &setup,
+                &Round {
+                    work,
+                    samples: plan.iterations,
+                    loads,
+                    target,
+                },
+            )
+        };
+        // The search follows requestor 0; the others are recorded over the same k.
+        let outcome = restart::search(p, |k| -> Result<(f64, f64)> {
+            let b = round(k, Target::Chase)?;
+            let l = round(k, Target::SelfLoop)?;
+            for (i, c) in curves.iter_mut().enumerate() {
+                c.push((min_of(&b.ns_per_load[i]), min_of(&l.ns_per_load[i])));
+            }
+            Ok(curves[0][k])
+        })?;
+        for (i, c) in curves.iter().enumerate() {
+            restarts[i] = Some(if i == 0 {
+                outcome.clone()
+            } else {
+                let mut it = c.iter().copied();
+                restart::search(
+                    &RestartParams {
+                        max_work: c.len() - 1,
+                        ..*p
+                    },
+                    |_| Ok::<_, Error>(it.next().unwrap_or((f64::NAN, f64::NAN))),
+                )?
+            });
+        }
+    }
+    let requestors = chases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| RequestorResult {
+            requestor: i,
+            ns: main.ns_per_load[i].clone(),
+            ticks: main.ticks_per_load[i].clone(),
+            memory: c.buffer.proof.clone(),
+            restart: restarts[i].take(),
+        })
+        .collect();
+    Ok(SizeResult {
+        shape,
+        requestors,
+        pins: main.pins,
+        warnings: plan.size_warnings(&host.machine, &shape),
+    })
+}
+
+/// Parameters common to every record of a plan.
+pub fn parameters(plan: &LatencyPlan, timer: Option<&Timer>, shape: &Shape) -> serde_json::Value {
+    json!({
+        "size_bytes": shape.size,
+        "state": plan.state.name(),
+        "state_how": plan.state.how(),
+        "kernel": plan.request.name(),
+        "stride_bytes": plan.layout.stride,
+        "line_bytes": plan.layout.line,
+        "window_pages": plan.layout.window_pages,
+        "order": plan.layout.order,
+        "page_size": plan.mem.page_size.name(),
+        "seed": plan.layout.seed,
+        "iterations": plan.iterations,
+        "elements": shape.elements,
+        "visited_per_pass": shape.visited,
+        "loads_per_pass": shape.loads,
+        "max_loads": plan.max_loads,
+        "restart": plan.restart,
+        "evict_bytes": (plan.state == LineState::Cexm).then_some(plan.evict_bytes),
+        "kernel_impl": kernel::IMPLEMENTATION,
+        "unroll": UNROLL,
+        "flush": plan.state.prepared().then(flush::method),
+        "timer": timer,
+    })
+}
+
+/// One record per requestor for one size.
+pub fn records(
+    prov: &Provenance,
+    base_warnings: &[String],
+    plan: &LatencyPlan,
+    timer: &Timer,
+    r: &SizeResult,
+) -> Vec<Record> {
+    r.requestors
+        .iter()
+        .map(|q| {
+            let t = &plan.requestors[q.requestor];
+            let name = format!(
+                "{} {} {} cpu{} node{}",
+                plan.request.name(),
+                plan.state.name(),
+                fmt_bytes(r.shape.size),
+                t.pu.os,
+                numalab_topo::cpulist::format(&plan.mem.nodes)
+            );
+            let mut params = parameters(plan, Some(timer), &r.shape);
+            params["requestor"] = json!(q.requestor);
+            params["requestor_cpu"] = json!(t.pu.os);
+            params["helper_cpus"] = json!(plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>());
+            let mut rec = Record::new("latency", &name, prov.clone(), params);
+            rec.placement = Some(json!({
+                "requested": { "requestor": t, "helpers": plan.helpers, "mem": plan.mem.spec },
+                "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
+                "verified": { "threads": r.pins, "memory": q.memory },
+            }));
+            rec.add_samples("latency", "ns", &q.ns);
+            if timer.ticks_are_tsc_cycles() {
+                rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);
+            }
+            rec.data = Some(json!({ "samples_ns": q.ns }));
+            if let Some(o) = &q.restart {
+                rec.add_samples("restart", "ns", &o.window_values);
+                rec.data = Some(json!({ "samples_ns": q.ns, "restart": o }));
+                if !o.converged {
+                    rec.warnings.push(format!(
+                        "restart search did not stabilise within k = 0..={}; the figure is the minimum of the last window",
+                        o.stable_to
+                    ));
+                }
+            }
+            rec.warnings.extend(base_warnings.iter().cloned());
+            rec.warnings.extend(plan.warnings.iter().cloned());
+            rec.warnings.extend(r.warnings.iter().cloned());
+            rec
+        })
+        .collect()
+}

@@ -1,0 +1,6 @@
+//! snbench experiments built from the probe layer: latency, restart search, sweeps.
+
+pub mod helpers;
+pub mod latency;
+pub mod restart;
+pub mod sweep;
