@@ -1,6 +1,8 @@
 //! `numalab`: measure, model and profile memory performance on shared-memory machines.
 
 mod common;
+mod latency_cmd;
+mod latency_view;
 mod plan_cmd;
 mod topo_cmd;
 
@@ -24,6 +26,9 @@ enum Command {
     /// Resolve a placement (threads, memory node, hops) without measuring; --verify binds
     /// threads and a buffer on this machine and proves where they landed.
     Plan(plan_cmd::PlanArgs),
+    /// Latency of a pointer chase: back-to-back and restart, lines in a composite
+    /// coherence state (warm, uown, shrd:K, cexh, cexm, dexd, dext), or a size sweep.
+    Latency(latency_cmd::LatencyArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -33,6 +38,7 @@ fn run() -> Result<(), CliError> {
     match cli.command {
         Command::Topo(a) => topo_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),
+        Command::Latency(a) => latency_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

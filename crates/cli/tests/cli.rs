@@ -1,41 +1,8 @@
 //! The numalab binary end to end: schemas, exit codes, no partial files.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn numalab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_numalab"))
-        .args(args)
-        .output()
-        .expect("run numalab")
-}
-
-fn topology(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/topologies")
-        .join(name);
-    assert!(p.exists(), "missing {}", p.display());
-    p.display().to_string()
-}
-
-fn validate(stdout: &[u8]) -> serde_json::Value {
-    let schema: serde_json::Value = serde_json::from_str(numalab_results::SCHEMA_JSON).unwrap();
-    let v: serde_json::Value = serde_json::from_slice(stdout).expect("stdout is JSON");
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "schema errors: {errors:?}");
-    v
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("numalab-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{numalab, tmpdir, topology, validate};
 
 #[test]
 fn topo_json_validates_against_the_schema() {

@@ -1,0 +1,370 @@
+//! `numalab latency`: back-to-back and restart latency, composite coherence states,
+//! and the memory-hierarchy sweep.
+
+use crate::common::{provenance, CliError, CommonArgs};
+use crate::latency_view;
+use clap::Args;
+use numalab_bench::helpers::{check_helpers, nearest_helpers};
+use numalab_bench::latency::{self, LatencyPlan, DEFAULT_MAX_LOADS};
+use numalab_bench::restart::RestartParams;
+use numalab_bench::sweep;
+use numalab_probe::{Layout, LineState, Order, Request, Timer};
+use numalab_results::Record;
+use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
+use numalab_topo::spec::parse_size;
+use numalab_topo::{fmt_bytes, CoreKind, Host, MemSpec, PageSize, Smt, ThreadRequest, ThreadSpec};
+
+/// Arguments of `numalab latency`.
+#[derive(Args, Debug)]
+pub struct LatencyArgs {
+    /// Requestor placement (same language as `numalab plan`); several requestors run
+    /// simultaneously, each with its own chase and statistics.
+    #[arg(long = "cpu", visible_alias = "threads", default_value = "compact")]
+    cpu: String,
+    /// Number of requestors (default: 1 for compact/scatter/batch, every CPU listed otherwise).
+    #[arg(short = 'n', long = "count")]
+    count: Option<usize>,
+    /// Home node of the lines: node number, local, hops:K, farthest (relative to the first requestor).
+    #[arg(long = "mem-node", default_value = "local")]
+    mem_node: String,
+    /// Line state before each pass: warm, uown, shrd:K, cexh, cexm, dexd, dext.
+    #[arg(long, default_value = "warm")]
+    state: String,
+    /// Helper placement for states that need helpers (default: nearest CPUs on other cores).
+    #[arg(long)]
+    helpers: Option<String>,
+    /// Request: read (walk), rdex (modify), upgrade (modify on shared lines).
+    /// Default: rdex for dext, read otherwise.
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Buffer size per requestor (default: 8× the last-level cache, at least 256M, for
+    /// warm/uown; half the helper's L2 for states held in a helper's cache).
+    #[arg(long)]
+    size: Option<String>,
+    /// Sweep sizes (default 4K-1G, two per octave) and report plateaus and cache sizes.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "4K-1G", value_name = "MIN-MAX")]
+    sweep: Option<String>,
+    /// Also find the restart latency (thesis §4.2.3).
+    #[arg(long)]
+    restart: bool,
+    /// Restart search: moving-window length in steps.
+    #[arg(long, default_value_t = 13)]
+    restart_window: usize,
+    /// Restart search: bound around the window mean, in ns.
+    #[arg(long, default_value_t = 5.0)]
+    restart_bound: f64,
+    /// Restart search: consecutive stable steps needed.
+    #[arg(long, default_value_t = 19)]
+    restart_stable: usize,
+    /// Restart search: largest number of dependent work operations tried.
+    #[arg(long, default_value_t = numalab_probe::kernel::MAX_WORK)]
+    restart_max_work: usize,
+    /// Timed passes per requestor.
+    #[arg(long, default_value_t = 10)]
+    iterations: usize,
+    /// Bytes between chase elements (a multiple of the line). Default: 128 at one size,
+    /// so every visited line's 128-byte buddy stays unused and adjacent-line prefetch
+    /// cannot hide misses; 64 for --sweep, so the buffer size is the cache footprint.
+    #[arg(long)]
+    stride: Option<usize>,
+    /// TLB-locality window in pages (0: random over the whole buffer, page walks included).
+    #[arg(long, default_value_t = numalab_probe::layout::DEFAULT_WINDOW_PAGES)]
+    window: usize,
+    /// Chase order: random, or backward (lmbench's sequential backward stride).
+    #[arg(long, default_value = "random")]
+    order: String,
+    /// Page size: 4k, thp, 2m or 1g.
+    #[arg(long, default_value = "4k")]
+    page_size: String,
+    /// Seed of the random chase order (recorded).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Most loads per timed pass (and lines prepared per pass).
+    #[arg(long, default_value_t = DEFAULT_MAX_LOADS)]
+    max_loads: usize,
+    /// Print the plan (placements, sizes, loads, helpers) without measuring.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn bad(msg: impl Into<String>) -> CliError {
+    CliError {
+        code: 2,
+        msg: msg.into(),
+    }
+}
+
+fn parse_range(s: &str) -> Result<(u64, u64), CliError> {
+    let (a, b) = s.split_once('-').ok_or_else(|| {
+        bad(format!(
+            "invalid sweep range '{s}': expected MIN-MAX, e.g. 4K-1G"
+        ))
+    })?;
+    let (a, b) = (parse_size(a)?, parse_size(b)?);
+    if a > b || a < 4096 {
+        return Err(bad(format!(
+            "invalid sweep range '{s}': MIN must be at least 4K and not above MAX"
+        )));
+    }
+    Ok((a, b))
+}
+
+fn stride(a: &LatencyArgs) -> usize {
+    a.stride.unwrap_or(if a.sweep.is_some() { 64 } else { 128 })
+}
+
+/// What the arguments ask for, checked before the topology is loaded.
+struct Parsed {
+    spec: ThreadSpec,
+    mem: MemSpec,
+    state: LineState,
+    request: Request,
+    page: PageSize,
+    order: Order,
+    size: Option<u64>,
+    sweep: Option<(u64, u64)>,
+    restart: Option<RestartParams>,
+}
+
+fn parse(a: &LatencyArgs) -> Result<Parsed, CliError> {
+    a.common.validate()?;
+    let spec = ThreadSpec::parse(&a.cpu)?;
+    let mem = MemSpec::parse(&a.mem_node)?;
+    if matches!(mem, MemSpec::Interleave(_)) {
+        return Err(bad(format!(
+            "invalid --mem-node '{}': a latency chase needs one home node (number, local, hops:K or farthest)",
+            a.mem_node
+        )));
+    }
+    let state = LineState::parse(&a.state).map_err(bad)?;
+    let request = match &a.kernel {
+        Some(k) => Request::parse(k).map_err(bad)?,
+        None => state.default_request(),
+    };
+    state.check_request(request).map_err(bad)?;
+    let page = PageSize::parse(&a.page_size)?;
+    let order = Order::parse(&a.order).ok_or_else(|| {
+        bad(format!(
+            "invalid order '{}': expected random or backward",
+            a.order
+        ))
+    })?;
+    Layout {
+        stride: stride(a),
+        ..Layout::default_for(4096, 0)
+    }
+    .validate()
+    .map_err(bad)?;
+    if a.iterations == 0 {
+        return Err(bad("invalid --iterations '0': at least 1 timed pass"));
+    }
+    if a.max_loads < numalab_probe::kernel::UNROLL {
+        return Err(bad(format!(
+            "invalid --max-loads '{}': at least {}",
+            a.max_loads,
+            numalab_probe::kernel::UNROLL
+        )));
+    }
+    if a.count == Some(0) {
+        return Err(bad("invalid --count '0': at least one requestor"));
+    }
+    if a.size.is_some() && a.sweep.is_some() {
+        return Err(bad(
+            "invalid option '--size' with '--sweep': give one of them",
+        ));
+    }
+    if a.restart && a.sweep.is_some() {
+        return Err(bad(
+            "invalid option '--restart' with '--sweep': the restart search runs at one size; use --size",
+        ));
+    }
+    if state.helpers() == 0 && a.helpers.is_some() {
+        return Err(bad(format!(
+            "invalid option '--helpers' with state {}: it needs no helper threads",
+            state.name()
+        )));
+    }
+    let restart = a
+        .restart
+        .then(|| {
+            let p = RestartParams {
+                window: a.restart_window,
+                bound_ns: a.restart_bound,
+                stable: a.restart_stable,
+                max_work: a.restart_max_work,
+            };
+            p.validate().map(|_| p)
+        })
+        .transpose()
+        .map_err(bad)?;
+    Ok(Parsed {
+        spec,
+        mem,
+        state,
+        request,
+        page,
+        order,
+        size: a.size.as_deref().map(parse_size).transpose()?,
+        sweep: a.sweep.as_deref().map(parse_range).transpose()?,
+        restart,
+    })
+}
+
+/// Default buffer size for a state on this machine.
+fn default_size(host: &Host, state: LineState) -> u64 {
+    let m = &host.machine;
+    if state.helpers() > 0 {
+        m.cache(2)
+            .or_else(|| m.cache(1))
+            .map(|c| c.bytes / 2)
+            .unwrap_or(256 << 10)
+    } else {
+        let llc = m.last_level_cache().map(|c| c.bytes).unwrap_or(32 << 20);
+        (llc * 8).next_power_of_two().max(256 << 20)
+    }
+}
+
+fn build_plan(
+    a: &LatencyArgs,
+    p: &Parsed,
+    host: &Host,
+) -> Result<(LatencyPlan, Vec<u64>), CliError> {
+    let m = &host.machine;
+    let natural = matches!(p.spec, ThreadSpec::List(_));
+    let req = ThreadRequest {
+        spec: p.spec.clone(),
+        count: a.count.or((!natural).then_some(1)),
+        smt: Smt::Last,
+        kind: CoreKind::Any,
+    };
+    let requestors = resolve_threads(m, &req)?;
+    let k = p.state.helpers();
+    let mut warnings = Vec::new();
+    let helpers = match &a.helpers {
+        Some(h) => {
+            let hs = resolve_threads(
+                m,
+                &ThreadRequest {
+                    spec: ThreadSpec::parse(h)?,
+                    count: Some(k),
+                    smt: Smt::Last,
+                    kind: CoreKind::Any,
+                },
+            )?;
+            warnings.extend(check_helpers(&requestors, &hs)?);
+            hs
+        }
+        None => nearest_helpers(m, &requestors, k, &p.state.name())?,
+    };
+    let mem = resolve_memory(m, &p.mem, p.page, &requestors)?;
+    let sizes = match (p.sweep, p.size) {
+        (Some((lo, hi)), _) => sweep::sizes(lo, hi),
+        (None, Some(s)) => vec![s],
+        (None, None) => vec![default_size(host, p.state)],
+    };
+    let largest = *sizes.iter().max().expect("at least one size");
+    check_capacity(m, &mem, largest * requestors.len() as u64)?;
+    if p.state == LineState::Shrd(1) {
+        warnings.push("shrd:1 has a single sharer, which on MESI/MOESI caches usually holds the line Exclusive (as cexh); use shrd:2 or more for Shared lines".into());
+    }
+    let line = m
+        .cache(1)
+        .and_then(|c| c.line_bytes)
+        .map(|l| l as usize)
+        .unwrap_or(64);
+    let layout = Layout {
+        line,
+        stride: stride(a),
+        window_pages: a.window,
+        page_bytes: p.page.bytes() as usize,
+        order: p.order,
+        seed: a.seed,
+    };
+    layout.validate().map_err(bad)?;
+    let evict_bytes = m
+        .cache(2)
+        .or_else(|| m.cache(1))
+        .map(|c| 2 * c.bytes as usize)
+        .unwrap_or(4 << 20);
+    let plan = LatencyPlan {
+        requestors,
+        helpers,
+        mem,
+        state: p.state,
+        request: p.request,
+        layout,
+        iterations: a.iterations,
+        max_loads: a.max_loads,
+        restart: p.restart,
+        evict_bytes,
+        warnings,
+    };
+    // Shapes are checked for every size before anything is measured.
+    for &s in &sizes {
+        plan.shape(s)?;
+    }
+    Ok((plan, sizes))
+}
+
+/// Run `numalab latency`.
+pub fn run(a: LatencyArgs) -> Result<(), CliError> {
+    let p = parse(&a)?;
+    if a.common.topology.is_some() && !a.dry_run {
+        return Err(bad(
+            "invalid option '--topology' without '--dry-run': only this machine can be measured; add --dry-run to see the plan",
+        ));
+    }
+    let host = a.common.host()?;
+    let (plan, sizes) = build_plan(&a, &p, &host)?;
+    let (prov, base_warnings) = provenance(&host);
+    if a.dry_run {
+        let recs: Vec<Record> = sizes
+            .iter()
+            .map(|&s| {
+                let shape = plan.shape(s).expect("checked");
+                let mut r = Record::new(
+                    "latency-plan",
+                    &format!("{} {} {}", plan.request.name(), plan.state.name(), fmt_bytes(s)),
+                    prov.clone(),
+                    latency::parameters(&plan, None, &shape),
+                );
+                r.placement = Some(serde_json::json!({ "resolved": {
+                    "requestors": plan.requestors, "helpers": plan.helpers, "memory": plan.mem } }));
+                r.warnings = base_warnings.clone();
+                r.warnings.extend(plan.warnings.iter().cloned());
+                r.warnings.extend(plan.size_warnings(&host.machine, &shape));
+                r
+            })
+            .collect();
+        return a
+            .common
+            .emit(&recs, || latency_view::render_plan(&plan, &sizes, &recs));
+    }
+    let timer = Timer::best();
+    let mut records = Vec::new();
+    let mut results = Vec::new();
+    let progress = sizes.len() > 1 && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    for (i, &s) in sizes.iter().enumerate() {
+        if progress {
+            eprint!(
+                "\rlatency: {}/{} {:>10}   ",
+                i + 1,
+                sizes.len(),
+                fmt_bytes(s)
+            );
+        }
+        let r = latency::measure(&host, &timer, &plan, s)?;
+        records.extend(latency::records(&prov, &base_warnings, &plan, &timer, &r));
+        results.push(r);
+    }
+    if progress {
+        eprintln!();
+    }
+    if p.sweep.is_some() {
+        records.extend(latency_view::sweep_records(&prov, &host, &plan, &results));
+    }
+    a.common
+        .emit(&records, || latency_view::render(&plan, &timer, &records))
+}

@@ -1,0 +1,203 @@
+//! `numalab latency` end to end: bad input, dry runs against real topologies, and
+//! measurements on this machine whose orderings hold on a noisy 2-core VM.
+
+mod common;
+
+use common::{numalab, tmpdir, topology, validate};
+use serde_json::Value;
+
+fn expect_usage_error(args: &[&str], names: &str) {
+    let dir = tmpdir(&format!(
+        "lat-bad-{}",
+        names.replace(|c: char| !c.is_alphanumeric(), "")
+    ));
+    let file = dir.join("out.json");
+    let mut a: Vec<&str> = vec!["latency"];
+    a.extend_from_slice(args);
+    let f = file.display().to_string();
+    a.extend_from_slice(&["-o", &f]);
+    let out = numalab(&a);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(names),
+        "{args:?}: '{err}' does not name '{names}'"
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(out.stdout.is_empty(), "{args:?}: partial output");
+    assert!(!file.exists(), "{args:?}: partial file");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_value() {
+    expect_usage_error(&["--size", "0"], "'0'");
+    expect_usage_error(&["--stride", "96"], "'96'");
+    expect_usage_error(&["--stride", "0"], "'0'");
+    expect_usage_error(&["--kernel", "bogus"], "'bogus'");
+    expect_usage_error(&["--state", "shrd:0"], "'shrd:0'");
+    expect_usage_error(&["--state", "owned"], "'owned'");
+    expect_usage_error(&["--state", "dexd", "--kernel", "rdex"], "'rdex'");
+    expect_usage_error(&["--state", "uown", "--kernel", "upgrade"], "'upgrade'");
+    expect_usage_error(&["--order", "zigzag"], "'zigzag'");
+    expect_usage_error(&["--iterations", "0"], "'0'");
+    expect_usage_error(&["--sweep=1G-4K"], "'1G-4K'");
+    expect_usage_error(&["--cpu", "99"], "99");
+    expect_usage_error(&["--mem-node", "7"], "7");
+    expect_usage_error(
+        &["--size", "1K", "--state", "uown", "--stride", "128"],
+        "1 KiB",
+    );
+    expect_usage_error(&["--restart", "--restart-window", "1"], "'1'");
+    // A helper on the requestor's own CPU cannot hold the line elsewhere.
+    expect_usage_error(&["--cpu", "0", "--state", "dext", "--helpers", "0"], "'0'");
+    // More sharers than there are other cores on this machine (or the plan file).
+    let many = format!("shrd:{}", 4096);
+    expect_usage_error(&["--state", &many], &many);
+    let topo = topology("16amd64-4distances.xml");
+    expect_usage_error(&["--topology", &topo], "--dry-run");
+}
+
+#[test]
+fn dry_run_plans_helpers_and_sizes_on_a_large_machine() {
+    let topo = topology("64amd64-4s2n4ca2co.xml");
+    let out = numalab(&[
+        "latency",
+        "--dry-run",
+        "--topology",
+        &topo,
+        "--cpu",
+        "0",
+        "--state",
+        "shrd:3",
+        "--mem-node",
+        "farthest",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = validate(&out.stdout);
+    let rec = &v[0];
+    assert_eq!(rec["kind"], "latency-plan");
+    let helpers: Vec<u64> = rec["placement"]["resolved"]["helpers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["os"].as_u64().unwrap())
+        .collect();
+    assert_eq!(helpers.len(), 3);
+    // Nearest first: never CPU 0's core, and the first helper shares CPU 0's L3.
+    let req = &rec["placement"]["resolved"]["requestors"][0];
+    let first = &rec["placement"]["resolved"]["helpers"][0];
+    assert_ne!(first["core"], req["core"]);
+    assert_eq!(first["l3"], req["l3"]);
+    assert_eq!(rec["parameters"]["kernel"], "read");
+    assert!(rec["parameters"]["visited_per_pass"].as_u64().unwrap() % 16 == 0);
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let mut a = vec!["latency", "--json"];
+    a.extend_from_slice(args);
+    let out = numalab(&a);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+fn stat(rec: &Value, metric: &str, field: &str) -> f64 {
+    rec["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} in {}", rec["name"]))[field]
+        .as_f64()
+        .unwrap()
+}
+
+fn plateau(sweep: &Value, level: &str) -> Option<f64> {
+    sweep["data"]["plateaus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["level"] == level)
+        .map(|p| p["median_ns"].as_f64().unwrap())
+}
+
+/// One test so that measurements never run beside each other on a 2-core machine.
+#[test]
+fn measurements_on_this_machine_keep_their_order() {
+    // The hierarchy: 8 KiB to 256 MiB, short passes.
+    let v = run_json(&[
+        "--sweep=8K-256M",
+        "--iterations",
+        "5",
+        "--max-loads",
+        "262144",
+    ]);
+    let recs = v.as_array().unwrap();
+    let sweep = recs.iter().find(|r| r["kind"] == "latency-sweep").unwrap();
+    let ps = sweep["data"]["plateaus"].as_array().unwrap();
+    let medians: Vec<f64> = ps
+        .iter()
+        .map(|p| p["median_ns"].as_f64().unwrap())
+        .collect();
+    assert!(ps.len() >= 3, "plateaus: {ps:?}");
+    assert!(medians.windows(2).all(|w| w[0] < w[1]), "{medians:?}");
+    let l1 = plateau(sweep, "L1").expect("an L1 plateau");
+    let l2 = plateau(sweep, "L2").expect("an L2 plateau");
+    let mem = plateau(sweep, "memory").expect("a memory plateau");
+    assert!(l1 < l2 && l2 < mem, "L1 {l1} L2 {l2} memory {mem}");
+    // A buffer the size of L2 cannot all stay there: its misses are served by L3 (or
+    // whatever share of it this run gets), dearer than L2 and cheaper than memory.
+    let l2_bytes = sweep["data"]["topology_caches"][1]["bytes"]
+        .as_u64()
+        .unwrap();
+    let beyond = sweep["data"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["size_bytes"].as_u64().unwrap() >= l2_bytes)
+        .unwrap()["min_ns"]
+        .as_f64()
+        .unwrap();
+    let l3 = plateau(sweep, "L3").unwrap_or(beyond);
+    assert!(l2 < l3 && l3 < mem, "L2 {l2} L3 {l3} memory {mem}");
+
+    // A line Modified in the other core costs more than an L1 hit, less than 10 µs.
+    let v = run_json(&["--state", "dext", "--iterations", "10"]);
+    let dext = stat(&v[0], "latency", "median");
+    assert!(dext > l1 && dext < 10_000.0, "dext {dext} ns, L1 {l1} ns");
+    assert_eq!(v[0]["parameters"]["kernel"], "rdex");
+    let verified = &v[0]["placement"]["verified"]["threads"];
+    assert_eq!(
+        verified.as_array().unwrap().len(),
+        2,
+        "requestor and helper pinned"
+    );
+
+    // Unowned lines over 1 GiB come from memory: dearer than the L3 plateau.
+    let v = run_json(&[
+        "--state",
+        "uown",
+        "--size",
+        "1G",
+        "--iterations",
+        "3",
+        "--max-loads",
+        "65536",
+    ]);
+    let uown = stat(&v[0], "latency", "median");
+    assert!(uown > l3, "uown {uown} ns, L3 {l3} ns");
+    let pages = &v[0]["placement"]["verified"]["memory"];
+    assert_eq!(pages["pages_missing"], 0);
+}
