@@ -64,8 +64,7 @@ fn bad_input_exits_2_naming_the_value() {
 #[test]
 fn dry_run_plans_helpers_and_sizes_on_a_large_machine() {
     let topo = topology("64amd64-4s2n4ca2co.xml");
-    let out = numalab(&[
-        "latency",
+    let v = run_json(&[
         "--dry-run",
         "--topology",
         &topo,
@@ -75,14 +74,7 @@ fn dry_run_plans_helpers_and_sizes_on_a_large_machine() {
         "shrd:3",
         "--mem-node",
         "farthest",
-        "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = validate(&out.stdout);
     let rec = &v[0];
     assert_eq!(rec["kind"], "latency-plan");
     let helpers: Vec<u64> = rec["placement"]["resolved"]["helpers"]

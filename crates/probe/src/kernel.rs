@@ -27,104 +27,80 @@ pub enum Access {
     Modify,
 }
 
+/// One chase kernel in inline asm: `$pre` (a store, or nothing) then the load and
+/// K dependent adds, `.rept`-unrolled UNROLL times around one counted loop.
+macro_rules! chase_asm {
+    ($name:ident, [$($pre:literal)?], $load:literal, $add:literal, $dec:literal, $jump:literal, $($opt:ident),*) => {
+        pub unsafe fn $name<const K: usize>(mut p: *const u8, iters: usize, zero: usize) -> *const u8 {
+            core::arch::asm!(
+                "2:",
+                ".rept {u}",
+                $($pre,)?
+                $load,
+                ".rept {k}",
+                $add,
+                ".endr",
+                ".endr",
+                $dec,
+                $jump,
+                p = inout(reg) p,
+                n = inout(reg) iters => _,
+                z = in(reg) zero,
+                u = const super::UNROLL,
+                k = const K,
+                options($($opt),*),
+            );
+            p
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::UNROLL;
-    use core::arch::asm;
-
-    pub unsafe fn walk<const K: usize>(mut p: *const u8, iters: usize, zero: usize) -> *const u8 {
-        asm!(
-            "2:",
-            ".rept {u}",
-            "mov {p}, qword ptr [{p}]",
-            ".rept {k}",
-            "add {p}, {z}",
-            ".endr",
-            ".endr",
-            "dec {n}",
-            "jnz 2b",
-            p = inout(reg) p,
-            n = inout(reg) iters => _,
-            z = in(reg) zero,
-            u = const UNROLL,
-            k = const K,
-            options(nostack, readonly),
-        );
-        p
-    }
-
-    pub unsafe fn modify<const K: usize>(mut p: *const u8, iters: usize, zero: usize) -> *const u8 {
-        asm!(
-            "2:",
-            ".rept {u}",
-            "mov qword ptr [{p} + 8], {z}",
-            "mov {p}, qword ptr [{p}]",
-            ".rept {k}",
-            "add {p}, {z}",
-            ".endr",
-            ".endr",
-            "dec {n}",
-            "jnz 2b",
-            p = inout(reg) p,
-            n = inout(reg) iters => _,
-            z = in(reg) zero,
-            u = const UNROLL,
-            k = const K,
-            options(nostack),
-        );
-        p
-    }
+    chase_asm!(
+        walk,
+        [],
+        "mov {p}, qword ptr [{p}]",
+        "add {p}, {z}",
+        "dec {n}",
+        "jnz 2b",
+        nostack,
+        readonly
+    );
+    chase_asm!(
+        modify,
+        ["mov qword ptr [{p} + 8], {z}"],
+        "mov {p}, qword ptr [{p}]",
+        "add {p}, {z}",
+        "dec {n}",
+        "jnz 2b",
+        nostack
+    );
 
     pub const NAME: &str = "x86-64 inline asm";
 }
 
 #[cfg(target_arch = "aarch64")]
 mod imp {
-    use super::UNROLL;
-    use core::arch::asm;
-
-    pub unsafe fn walk<const K: usize>(mut p: *const u8, iters: usize, zero: usize) -> *const u8 {
-        asm!(
-            "2:",
-            ".rept {u}",
-            "ldr {p}, [{p}]",
-            ".rept {k}",
-            "add {p}, {p}, {z}",
-            ".endr",
-            ".endr",
-            "subs {n}, {n}, #1",
-            "b.ne 2b",
-            p = inout(reg) p,
-            n = inout(reg) iters => _,
-            z = in(reg) zero,
-            u = const UNROLL,
-            k = const K,
-            options(nostack, readonly),
-        );
-        p
-    }
-
-    pub unsafe fn modify<const K: usize>(mut p: *const u8, iters: usize, zero: usize) -> *const u8 {
-        asm!(
-            "2:",
-            ".rept {u}",
-            "str {z}, [{p}, #8]",
-            "ldr {p}, [{p}]",
-            ".rept {k}",
-            "add {p}, {p}, {z}",
-            ".endr",
-            ".endr",
-            "subs {n}, {n}, #1",
-            "b.ne 2b",
-            p = inout(reg) p,
-            n = inout(reg) iters => _,
-            z = in(reg) zero,
-            u = const UNROLL,
-            k = const K,
-            options(nostack),
-        );
-        p
-    }
+    chase_asm!(
+        walk,
+        [],
+        "ldr {p}, [{p}]",
+        "add {p}, {p}, {z}",
+        "subs {n}, {n}, #1",
+        "b.ne 2b",
+        nostack,
+        readonly
+    );
+    chase_asm!(
+        modify,
+        ["str {z}, [{p}, #8]"],
+        "ldr {p}, [{p}]",
+        "add {p}, {p}, {z}",
+        "subs {n}, {n}, #1",
+        "b.ne 2b",
+        nostack
+    );
 
     pub const NAME: &str = "aarch64 inline asm";
 }
