@@ -18,6 +18,11 @@ use serde_json::json;
 pub const MIN_LOADS: usize = 1 << 16;
 /// Default cap on the loads of one pass (and on the lines prepared for one pass).
 pub const DEFAULT_MAX_LOADS: usize = 1 << 20;
+/// Passes of the own-cache reference run beside helper-held states.
+pub const OWN_CACHE_PASSES: usize = 5;
+/// A helper-held state within this factor of the own-cache reference is suspicious.
+pub const OWN_CACHE_FACTOR: f64 = 1.5;
+
 /// Loads per pass in restart rounds: ~2×(window+stable) rounds must stay quick.
 pub const RESTART_LOADS: usize = 1 << 16;
 
@@ -159,6 +164,9 @@ pub struct RequestorResult {
     pub memory: MemProof,
     /// Restart search, when asked for.
     pub restart: Option<RestartOutcome>,
+    /// For states held in a helper's cache: the same chase with the lines in the
+    /// requestor's own caches (ns per load, one per pass), to tell a remote hit from a local one.
+    pub own_cache_ns: Option<Vec<f64>>,
 }
 
 /// The result of one size.
@@ -172,6 +180,12 @@ pub struct SizeResult {
     pub pins: Vec<PinProof>,
     /// Warnings for this size.
     pub warnings: Vec<String>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn min_of(v: &[f64]) -> f64 {
@@ -264,6 +278,30 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
             });
         }
     }
+    // Reference for helper-held states: the same lines once the requestor holds them.
+    let own = if plan.state.helpers() > 0 {
+        let warm = Setup {
+            helpers: Vec::new(),
+            state: LineState::Warm,
+            request: if plan.request == Request::Upgrade {
+                Request::Rdex
+            } else {
+                plan.request
+            },
+            ..setup
+        };
+        Some(run_round(
+            &warm,
+            &Round {
+                work: 0,
+                samples: OWN_CACHE_PASSES,
+                loads: shape.loads,
+                target: Target::Chase,
+            },
+        )?)
+    } else {
+        None
+    };
     let requestors = chases
         .iter()
         .enumerate()
@@ -273,6 +311,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
             ticks: main.ticks_per_load[i].clone(),
             memory: c.buffer.proof.clone(),
             restart: restarts[i].take(),
+            own_cache_ns: own.as_ref().map(|o| o.ns_per_load[i].clone()),
         })
         .collect();
     Ok(SizeResult {
@@ -345,6 +384,17 @@ pub fn records(
                 rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);
             }
             rec.data = Some(json!({ "samples_ns": q.ns }));
+            if let Some(own) = &q.own_cache_ns {
+                rec.add_samples("own_cache_reference", "ns", own);
+                let (state, own) = (median(&q.ns), median(own));
+                if state <= own * OWN_CACHE_FACTOR {
+                    rec.warnings.push(format!(
+                        "state {} took {state:.1} ns, no more than {OWN_CACHE_FACTOR}× the {own:.1} ns of the same lines in the requestor's own caches: the helper (CPU {}) seems to share the requestor's caches (on a VM, vCPUs can be SMT siblings of one host core)",
+                        plan.state.name(),
+                        numalab_topo::cpulist::format(&plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>())
+                    ));
+                }
+            }
             if let Some(o) = &q.restart {
                 rec.add_samples("restart", "ns", &o.window_values);
                 rec.data = Some(json!({ "samples_ns": q.ns, "restart": o }));

@@ -126,6 +126,10 @@ pub fn render(plan: &LatencyPlan, timer: &Timer, records: &[Record]) -> String {
     if restart {
         header.push("restart ns");
     }
+    let own = plan.state.helpers() > 0;
+    if own {
+        header.push("own-cache ns");
+    }
     let rows: Vec<Vec<String>> = records
         .iter()
         .filter(|r| r.kind == "latency")
@@ -149,6 +153,13 @@ pub fn render(plan: &LatencyPlan, timer: &Timer, records: &[Record]) -> String {
                 row.push(
                     stat(r, "restart")
                         .map(|x| f(x.summary.min))
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            if own {
+                row.push(
+                    stat(r, "own_cache_reference")
+                        .map(|x| f(x.summary.median))
                         .unwrap_or_else(|| "-".into()),
                 );
             }

@@ -170,6 +170,8 @@ fn measurements_on_this_machine_keep_their_order() {
     let dext = stat(&v[0], "latency", "median");
     assert!(dext > l1 && dext < 10_000.0, "dext {dext} ns, L1 {l1} ns");
     assert_eq!(v[0]["parameters"]["kernel"], "rdex");
+    // Beside it, the same lines in the requestor's own caches, for reference.
+    assert!(stat(&v[0], "own_cache_reference", "median") > 0.0);
     let verified = &v[0]["placement"]["verified"]["threads"];
     assert_eq!(
         verified.as_array().unwrap().len(),
