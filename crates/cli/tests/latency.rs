@@ -165,6 +165,33 @@ fn measurements_on_this_machine_keep_their_order() {
     let l3 = plateau(sweep, "L3").unwrap_or(beyond);
     assert!(l2 < l3 && l3 < mem, "L2 {l2} L3 {l3} memory {mem}");
 
+    // Restart search on an L2-sized chase: the L1 reference grows with the work, the
+    // figure comes from the curve, and the curve starts at k = 0.
+    let v = run_json(&[
+        "--size",
+        "512K",
+        "--stride",
+        "64",
+        "--restart",
+        "--iterations",
+        "5",
+    ]);
+    let curve = v[0]["data"]["restart"]["curve"].as_array().unwrap();
+    assert!(curve.len() >= 13, "{} steps", curve.len());
+    let l1_at = |k: usize| curve[k]["l1_ns"].as_f64().unwrap();
+    assert!(
+        l1_at(12) > l1_at(0),
+        "L1 reference {} -> {}",
+        l1_at(0),
+        l1_at(12)
+    );
+    let restart = stat(&v[0], "restart", "min");
+    let b2b_max = curve
+        .iter()
+        .map(|s| s["b2b_ns"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(restart > 0.0 && restart < b2b_max, "restart {restart}");
+
     // A line Modified in the other core costs more than an L1 hit, less than 10 µs.
     let v = run_json(&["--state", "dext", "--iterations", "10"]);
     let dext = stat(&v[0], "latency", "median");

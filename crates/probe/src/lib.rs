@@ -2,6 +2,7 @@
 //! kernels (inline asm per architecture) and pinned worker threads.
 
 pub mod chase;
+pub mod crew;
 pub mod flush;
 pub mod kernel;
 pub mod layout;
@@ -10,6 +11,7 @@ pub mod state;
 pub mod timer;
 
 pub use chase::{Chase, SelfLoop};
+pub use crew::{Crew, CrewResult, Member, Pass, Timed};
 pub use kernel::Access;
 pub use layout::{Layout, Order};
 pub use runner::{run_round, Requestor, Round, RoundResult, Setup, Target};

@@ -1,0 +1,238 @@
+//! A crew of pinned threads timing any work: requestors time their work, helpers put
+//! the requestors' lines in the asked-for state before every pass, barriers keep
+//! them in step. Every experiment (chases, bandwidth kernels) times through here.
+
+use crate::flush;
+use crate::state::LineState;
+use crate::timer::Timer;
+use numalab_topo::bind::{pin_current_thread, PinProof};
+use numalab_topo::{Error, Host, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+
+/// A requestor: its CPU and the lines it works on (prepared before every pass).
+pub struct Member<'a> {
+    /// OS CPU number.
+    pub cpu: u32,
+    /// Base of its buffer.
+    pub base: *mut u8,
+    /// Its lines (in units of `line` from `base`), in address order.
+    pub lines: &'a [u32],
+    /// Line size in bytes.
+    pub line: usize,
+}
+
+// SAFETY: a member's buffer outlives the crew; threads only touch it as the state says.
+unsafe impl Sync for Member<'_> {}
+
+/// The threads of one measurement.
+pub struct Crew<'a> {
+    /// The machine (for pinning).
+    pub host: &'a Host,
+    /// The timer.
+    pub timer: &'a Timer,
+    /// Requestors, timed simultaneously.
+    pub members: Vec<Member<'a>>,
+    /// Helper CPUs.
+    pub helpers: Vec<u32>,
+    /// State prepared before each pass (warm: none).
+    pub state: LineState,
+    /// Requestors read their lines after the helpers, untimed (for upgrades).
+    pub preread: bool,
+    /// Bytes a cexm helper streams through to evict its private caches.
+    pub evict_bytes: usize,
+    /// snbench's bwmp: the first requestor to finish raises `Pass::stop` for the others.
+    pub first_stops: bool,
+}
+
+/// What a work call is told.
+pub struct Pass<'a> {
+    /// False for the untimed warm-up call made before the samples of a warm state.
+    pub timed: bool,
+    /// Raised when another requestor finished first (only with `first_stops`).
+    pub stop: &'a AtomicBool,
+}
+
+/// One timed pass of one requestor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timed {
+    /// Timer ticks, start/stop overhead removed.
+    pub ticks: u64,
+    /// Units of work done (loads, bytes), as the work returned.
+    pub units: u64,
+}
+
+/// Samples per requestor and the pinning proof (requestors, then helpers).
+#[derive(Debug, Clone)]
+pub struct CrewResult {
+    /// Timed passes, one vector per requestor.
+    pub samples: Vec<Vec<Timed>>,
+    /// Pinning proof.
+    pub pins: Vec<PinProof>,
+}
+
+pub(crate) fn touch_read(base: *const u8, lines: &[u32], line: usize) -> usize {
+    let mut sum = 0usize;
+    for &l in lines {
+        // SAFETY: callers pass lines of a live buffer.
+        sum = sum
+            .wrapping_add(unsafe { (base.add(l as usize * line) as *const usize).read_volatile() });
+    }
+    sum
+}
+
+fn touch_write(base: *mut u8, lines: &[u32], line: usize) {
+    for &l in lines {
+        // SAFETY: as touch_read; the second word is never a chase pointer.
+        unsafe { (base.add(l as usize * line + 8) as *mut usize).write_volatile(l as usize) };
+    }
+}
+
+fn evict(buf: &[u8]) -> u8 {
+    buf.iter()
+        .step_by(64)
+        .fold(0, |x, b| x ^ std::hint::black_box(*b))
+}
+
+impl Crew<'_> {
+    /// Run `samples` passes. `make(i)` builds requestor i's work on its own thread;
+    /// each call does one pass and returns the units it did.
+    pub fn run<W, M>(&self, samples: usize, prepared: bool, make: M) -> Result<CrewResult>
+    where
+        M: Fn(usize) -> W + Sync,
+        W: FnMut(&Pass) -> u64,
+    {
+        let prepared = prepared && self.state.prepared();
+        if prepared && !flush::available() {
+            return Err(Error::Unsatisfiable(format!(
+                "state {} needs a cache-flush instruction, and none is implemented for this architecture",
+                self.state.name()
+            )));
+        }
+        let helpers: &[u32] = if prepared { &self.helpers } else { &[] };
+        let barrier = Barrier::new(self.members.len() + helpers.len());
+        let failed = AtomicBool::new(false);
+        let stop = AtomicBool::new(false);
+        let overhead = (self.timer.overhead_ns * self.timer.hz / 1e9) as u64;
+        let state = self.state;
+        let (req_out, help_out) = std::thread::scope(|s| {
+            let (barrier, failed, stop, make) = (&barrier, &failed, &stop, &make);
+            let start = |cpu: u32| {
+                let pin = pin_current_thread(self.host, cpu);
+                if pin.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                barrier.wait();
+                (pin, failed.load(Ordering::SeqCst))
+            };
+            let req: Vec<_> = self
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    s.spawn(move || -> Result<(PinProof, Vec<Timed>)> {
+                        let (pin, abort) = start(m.cpu);
+                        if abort {
+                            return pin.map(|p| (p, Vec::new()));
+                        }
+                        let mut work = make(i);
+                        if !prepared {
+                            work(&Pass { timed: false, stop });
+                        }
+                        let mut out = Vec::with_capacity(samples);
+                        for _ in 0..samples {
+                            if prepared {
+                                barrier.wait();
+                                // SAFETY: the member's own lines, in its live buffer.
+                                unsafe { flush::flush_lines(m.base, m.lines, m.line) };
+                                barrier.wait();
+                                barrier.wait(); // helpers prepare between these two
+                                if self.preread {
+                                    std::hint::black_box(touch_read(m.base, m.lines, m.line));
+                                }
+                            }
+                            barrier.wait();
+                            let t0 = self.timer.start();
+                            let units = work(&Pass { timed: true, stop });
+                            let t1 = self.timer.stop();
+                            if self.first_stops {
+                                stop.store(true, Ordering::Relaxed);
+                            }
+                            out.push(Timed {
+                                ticks: t1.saturating_sub(t0).saturating_sub(overhead),
+                                units,
+                            });
+                            barrier.wait();
+                            if i == 0 {
+                                stop.store(false, Ordering::Relaxed);
+                            }
+                        }
+                        Ok((pin?, out))
+                    })
+                })
+                .collect();
+            let help: Vec<_> = helpers
+                .iter()
+                .enumerate()
+                .map(|(h, &cpu)| {
+                    s.spawn(move || -> Result<PinProof> {
+                        let (pin, abort) = start(cpu);
+                        if abort {
+                            return pin;
+                        }
+                        let ev = if state == LineState::Cexm {
+                            vec![1u8; self.evict_bytes]
+                        } else {
+                            Vec::new()
+                        };
+                        for _ in 0..samples {
+                            barrier.wait();
+                            barrier.wait(); // requestors flush between these two
+                            for m in &self.members {
+                                match state {
+                                    LineState::Dexd | LineState::Dext if h == 0 => {
+                                        touch_write(m.base, m.lines, m.line)
+                                    }
+                                    LineState::Shrd(_) | LineState::Cexh | LineState::Cexm => {
+                                        std::hint::black_box(touch_read(m.base, m.lines, m.line));
+                                    }
+                                    _ => {}
+                                }
+                            }
+                            if state == LineState::Cexm {
+                                std::hint::black_box(evict(&ev));
+                            }
+                            barrier.wait();
+                            barrier.wait(); // the timed pass starts
+                            barrier.wait(); // and ends
+                        }
+                        pin
+                    })
+                })
+                .collect();
+            let join = |e: &str| Error::System(format!("a {e} thread panicked"));
+            (
+                req.into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(join("requestor"))))
+                    .collect::<Vec<_>>(),
+                help.into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(join("helper"))))
+                    .collect::<Vec<_>>(),
+            )
+        });
+        let mut pins = Vec::new();
+        let mut samples_out = Vec::new();
+        for r in req_out {
+            let (pin, s) = r?;
+            pins.push(pin);
+            samples_out.push(s);
+        }
+        for h in help_out {
+            pins.push(h?);
+        }
+        Ok(CrewResult {
+            samples: samples_out,
+            pins,
+        })
+    }
+}
