@@ -22,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-need_rust="1.85"
+need_rust="1.89"
 if ! command -v cargo >/dev/null; then
   echo "numalab: cargo not found; install Rust $need_rust or newer (e.g. with rustup) and run again" >&2
   exit 1

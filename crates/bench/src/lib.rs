@@ -1,5 +1,6 @@
 //! snbench experiments built from the probe layer: latency, restart search, sweeps.
 
+pub mod bandwidth;
 pub mod helpers;
 pub mod latency;
 pub mod restart;

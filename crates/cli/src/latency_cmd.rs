@@ -2,17 +2,17 @@
 //! and the memory-hierarchy sweep.
 
 use crate::common::{provenance, CliError, CommonArgs};
+use crate::crew_args;
 use crate::latency_view;
 use clap::Args;
-use numalab_bench::helpers::{check_helpers, nearest_helpers};
 use numalab_bench::latency::{self, LatencyPlan, DEFAULT_MAX_LOADS};
 use numalab_bench::restart::RestartParams;
 use numalab_bench::sweep;
 use numalab_probe::{Layout, LineState, Order, Request, Timer};
 use numalab_results::Record;
-use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
+use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
-use numalab_topo::{fmt_bytes, CoreKind, Host, MemSpec, PageSize, Smt, ThreadRequest, ThreadSpec};
+use numalab_topo::{fmt_bytes, Host, MemSpec, PageSize, ThreadSpec};
 
 /// Arguments of `numalab latency`.
 #[derive(Args, Debug)]
@@ -232,32 +232,8 @@ fn build_plan(
     host: &Host,
 ) -> Result<(LatencyPlan, Vec<u64>), CliError> {
     let m = &host.machine;
-    let natural = matches!(p.spec, ThreadSpec::List(_));
-    let req = ThreadRequest {
-        spec: p.spec.clone(),
-        count: a.count.or((!natural).then_some(1)),
-        smt: Smt::Last,
-        kind: CoreKind::Any,
-    };
-    let requestors = resolve_threads(m, &req)?;
-    let k = p.state.helpers();
-    let mut warnings = Vec::new();
-    let helpers = match &a.helpers {
-        Some(h) => {
-            let hs = resolve_threads(
-                m,
-                &ThreadRequest {
-                    spec: ThreadSpec::parse(h)?,
-                    count: Some(k),
-                    smt: Smt::Last,
-                    kind: CoreKind::Any,
-                },
-            )?;
-            warnings.extend(check_helpers(&requestors, &hs)?);
-            hs
-        }
-        None => nearest_helpers(m, &requestors, k, &p.state.name())?,
-    };
+    let placed = crew_args::place(m, &p.spec, a.count, p.state, a.helpers.as_deref())?;
+    let (requestors, helpers, warnings) = (placed.requestors, placed.helpers, placed.warnings);
     let mem = resolve_memory(m, &p.mem, p.page, &requestors)?;
     let sizes = match (p.sweep, p.size) {
         (Some((lo, hi)), _) => sweep::sizes(lo, hi),
@@ -266,9 +242,6 @@ fn build_plan(
     };
     let largest = *sizes.iter().max().expect("at least one size");
     check_capacity(m, &mem, largest * requestors.len() as u64)?;
-    if p.state == LineState::Shrd(1) {
-        warnings.push("shrd:1 has a single sharer, which on MESI/MOESI caches usually holds the line Exclusive (as cexh); use shrd:2 or more for Shared lines".into());
-    }
     let line = m
         .cache(1)
         .and_then(|c| c.line_bytes)

@@ -1,6 +1,8 @@
 //! `numalab`: measure, model and profile memory performance on shared-memory machines.
 
+mod bandwidth_cmd;
 mod common;
+mod crew_args;
 mod latency_cmd;
 mod latency_view;
 mod plan_cmd;
@@ -29,6 +31,9 @@ enum Command {
     /// Latency of a pointer chase: back-to-back and restart, lines in a composite
     /// coherence state (warm, uown, shrd:K, cexh, cexm, dexd, dext), or a size sweep.
     Latency(latency_cmd::LatencyArgs),
+    /// Bandwidth kernels (read, readv, rdsh, rdex, zero, upgrade, nt, copy) with one or
+    /// many requestors, lines in any composite state, and bwmp (--mp).
+    Bandwidth(bandwidth_cmd::BandwidthArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -39,6 +44,7 @@ fn run() -> Result<(), CliError> {
         Command::Topo(a) => topo_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),
         Command::Latency(a) => latency_cmd::run(a),
+        Command::Bandwidth(a) => bandwidth_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

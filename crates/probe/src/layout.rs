@@ -77,7 +77,7 @@ impl Layout {
                 self.line
             ));
         }
-        if self.stride == 0 || self.stride % self.line != 0 {
+        if self.stride == 0 || !self.stride.is_multiple_of(self.line) {
             return Err(format!(
                 "invalid stride '{}': must be a positive multiple of the {}-byte cache line (e.g. 64, 128, 256)",
                 self.stride, self.line

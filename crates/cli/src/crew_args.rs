@@ -1,0 +1,64 @@
+//! Placing a measurement's crew: requestors from a spec, helpers for the line state.
+
+use crate::common::CliError;
+use numalab_bench::helpers::{check_helpers, nearest_helpers};
+use numalab_probe::LineState;
+use numalab_topo::plan::resolve_threads;
+use numalab_topo::{CoreKind, Machine, Smt, ThreadPlacement, ThreadRequest, ThreadSpec};
+
+/// Requestors, helpers, and warnings about them.
+pub struct Placed {
+    /// Requestor threads.
+    pub requestors: Vec<ThreadPlacement>,
+    /// Helper threads (as many as the state needs).
+    pub helpers: Vec<ThreadPlacement>,
+    /// Things the reader should know.
+    pub warnings: Vec<String>,
+}
+
+/// Resolve requestors (`count` defaults to 1 for policies, every CPU for lists) and
+/// the helpers `state` needs (user-placed, or nearest first on other cores).
+pub fn place(
+    m: &Machine,
+    spec: &ThreadSpec,
+    count: Option<usize>,
+    state: LineState,
+    helpers: Option<&str>,
+) -> Result<Placed, CliError> {
+    let natural = matches!(spec, ThreadSpec::List(_));
+    let requestors = resolve_threads(
+        m,
+        &ThreadRequest {
+            spec: spec.clone(),
+            count: count.or((!natural).then_some(1)),
+            smt: Smt::Last,
+            kind: CoreKind::Any,
+        },
+    )?;
+    let k = state.helpers();
+    let mut warnings = Vec::new();
+    let helpers = match helpers {
+        Some(h) => {
+            let hs = resolve_threads(
+                m,
+                &ThreadRequest {
+                    spec: ThreadSpec::parse(h)?,
+                    count: Some(k),
+                    smt: Smt::Last,
+                    kind: CoreKind::Any,
+                },
+            )?;
+            warnings.extend(check_helpers(&requestors, &hs)?);
+            hs
+        }
+        None => nearest_helpers(m, &requestors, k, &state.name())?,
+    };
+    if state == LineState::Shrd(1) {
+        warnings.push("shrd:1 has a single sharer, which on MESI/MOESI caches usually holds the line Exclusive (as cexh); use shrd:2 or more for Shared lines".into());
+    }
+    Ok(Placed {
+        requestors,
+        helpers,
+        warnings,
+    })
+}

@@ -1,0 +1,136 @@
+//! `numalab bandwidth` end to end.
+
+mod common;
+
+use common::{numalab, tmpdir, topology, validate};
+use serde_json::Value;
+
+fn bw(args: &[&str]) -> Value {
+    let mut a = vec!["bandwidth", "--json"];
+    a.extend_from_slice(args);
+    let out = numalab(&a);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+fn median(rec: &Value, metric: &str) -> f64 {
+    rec["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == metric)
+        .unwrap()["median"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_value() {
+    let dir = tmpdir("bw-bad");
+    let f = dir.join("o.json").display().to_string();
+    let topo = topology("16amd64-4distances.xml");
+    for (args, names) in [
+        (vec!["--kernel", "triad"], "'triad'"),
+        (vec!["--kernel", "read,bogus"], "'bogus'"),
+        (vec!["--kernel", "upgrade", "--state", "uown"], "'uown'"),
+        (vec!["--size", "0"], "'0'"),
+        (vec!["--size", "1K"], "1 KiB"),
+        (vec!["--state", "shrd:64"], "shrd:64"),
+        (vec!["--iterations", "0"], "'0'"),
+        (vec!["--topology", &topo], "--dry-run"),
+    ] {
+        let mut a = vec!["bandwidth"];
+        a.extend_from_slice(&args);
+        a.extend_from_slice(&["-o", &f]);
+        let out = numalab(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert!(out.stdout.is_empty() && !dir.join("o.json").exists());
+    }
+}
+
+#[test]
+fn dry_run_on_a_big_machine_spreads_requestors() {
+    let topo = topology("64amd64-4s2n4ca2co.xml");
+    let v = bw(&[
+        "--dry-run",
+        "--topology",
+        &topo,
+        "--cpu",
+        "scatter:node",
+        "-n",
+        "8",
+        "--kernel",
+        "all",
+    ]);
+    assert_eq!(v.as_array().unwrap().len(), 8);
+    let req = v[0]["placement"]["resolved"]["requestors"]
+        .as_array()
+        .unwrap();
+    let nodes: std::collections::BTreeSet<u64> =
+        req.iter().map(|t| t["node"].as_u64().unwrap()).collect();
+    assert_eq!(nodes.len(), 8);
+    assert_eq!(
+        v[7]["parameters"]["counted_bytes_per_line"], 128,
+        "copy counts read + write"
+    );
+    assert_eq!(
+        v[7]["parameters"]["traffic_bytes_per_line"], 192,
+        "copy's write-allocate"
+    );
+}
+
+/// One test so that measurements do not run beside each other.
+#[test]
+fn measured_bandwidth_is_positive_and_physical() {
+    // A generous physical bound: no single socket today streams 2 TB/s to one core.
+    let v = bw(&[
+        "--kernel",
+        "read,readv,zero,nt,copy",
+        "--size",
+        "16M",
+        "--iterations",
+        "3",
+    ]);
+    for rec in v.as_array().unwrap() {
+        let g = median(rec, "bandwidth");
+        assert!(g > 0.0 && g < 2000.0, "{}: {g} GB/s", rec["name"]);
+        assert!(median(rec, "traffic") >= g || rec["parameters"]["kernel"] == "upgrade");
+    }
+    // bwmp: the aggregate is the sum of the requestors' figures, pass by pass.
+    let v = bw(&[
+        "--kernel",
+        "readv",
+        "--cpu",
+        "0,1",
+        "--mp",
+        "--size",
+        "16M",
+        "--iterations",
+        "3",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 3);
+    let per = |i: usize| -> Vec<f64> {
+        recs[i]["data"]["samples_gbps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (a, b, agg) = (per(0), per(1), per(2));
+    assert_eq!(agg.len(), 3);
+    for ((a, b), agg) in a.iter().zip(&b).zip(&agg) {
+        assert!(*a > 0.0 && *b > 0.0);
+        assert!((agg - (a + b)).abs() <= 1e-9 * agg, "{agg} != {a} + {b}");
+    }
+    // Each requestor did at least one chunk before the stop reached it.
+    let bytes = |r: &Value| r["data"]["samples_bytes"][0].as_u64().unwrap();
+    assert!(bytes(&recs[0]) > 0 && bytes(&recs[1]) > 0);
+}
