@@ -90,7 +90,10 @@ fn dry_run_plans_helpers_and_sizes_on_a_large_machine() {
     assert_ne!(first["core"], req["core"]);
     assert_eq!(first["l3"], req["l3"]);
     assert_eq!(rec["parameters"]["kernel"], "read");
-    assert!(rec["parameters"]["visited_per_pass"].as_u64().unwrap() % 16 == 0);
+    assert!(rec["parameters"]["visited_per_pass"]
+        .as_u64()
+        .unwrap()
+        .is_multiple_of(16));
 }
 
 fn run_json(args: &[&str]) -> Value {
