@@ -5,6 +5,7 @@ mod common;
 mod crew_args;
 mod latency_cmd;
 mod latency_view;
+mod model_cmd;
 mod plan_cmd;
 mod topo_cmd;
 
@@ -34,6 +35,8 @@ enum Command {
     /// Bandwidth kernels (read, readv, rdsh, rdex, zero, upgrade, nt, copy) with one or
     /// many requestors, lines in any composite state, and bwmp (--mp).
     Bandwidth(bandwidth_cmd::BandwidthArgs),
+    /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
+    Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -45,6 +48,7 @@ fn run() -> Result<(), CliError> {
         Command::Plan(a) => plan_cmd::run(a),
         Command::Latency(a) => latency_cmd::run(a),
         Command::Bandwidth(a) => bandwidth_cmd::run(a),
+        Command::Model(a) => model_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

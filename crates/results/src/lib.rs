@@ -1,6 +1,7 @@
 //! numalab-results: the result record, provenance, statistics and export
 //! (readable tables, JSON, CSV) shared by every numalab command.
 
+pub mod model;
 pub mod output;
 pub mod provenance;
 pub mod record;

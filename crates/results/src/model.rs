@@ -1,0 +1,234 @@
+//! The thesis' remote-latency model (§4.3.2): latency = local + remote penalty
+//! (for any remote access) + hops × per-hop delay, fitted by least squares.
+
+use serde::{Deserialize, Serialize};
+
+/// One observation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Hops between requestor and home node.
+    pub hops: u32,
+    /// Latency in ns.
+    pub latency_ns: f64,
+}
+
+/// Fitted coefficients with residuals and R².
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// Latency at 0 hops.
+    pub local_ns: f64,
+    /// Extra cost of leaving the node at all (None when the data cannot separate it
+    /// from the per-hop delay: fewer than two distinct non-zero hop counts).
+    pub remote_penalty_ns: Option<f64>,
+    /// Cost of each hop.
+    pub per_hop_ns: Option<f64>,
+    /// observed − predicted, in input order.
+    pub residuals_ns: Vec<f64>,
+    /// Coefficient of determination (None when every observation is equal).
+    pub r2: Option<f64>,
+    /// Observations used.
+    pub n: usize,
+    /// Distinct hop counts seen.
+    pub hops_seen: Vec<u32>,
+    /// What the data allowed to be fitted, in words.
+    pub note: String,
+}
+
+impl Fit {
+    /// Predicted latency at `hops`.
+    pub fn predict(&self, hops: u32) -> f64 {
+        if hops == 0 {
+            return self.local_ns;
+        }
+        self.local_ns
+            + self.remote_penalty_ns.unwrap_or(0.0)
+            + hops as f64 * self.per_hop_ns.unwrap_or(0.0)
+    }
+}
+
+/// Solve the normal equations of a small least-squares problem (Gauss–Jordan with
+/// partial pivoting; a 3×3 system needs no linear-algebra crate).
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(c, p);
+        b.swap(c, p);
+        for r in 0..n {
+            if r != c {
+                let f = a[r][c] / a[c][c];
+                for k in c..n {
+                    a[r][k] -= f * a[c][k];
+                }
+                b[r] -= f * b[c];
+            }
+        }
+    }
+    Some((0..n).map(|i| b[i] / a[i][i]).collect())
+}
+
+fn least_squares(rows: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
+    let k = rows.first()?.len();
+    let mut ata = vec![vec![0.0; k]; k];
+    let mut aty = vec![0.0; k];
+    for (r, &v) in rows.iter().zip(y) {
+        for i in 0..k {
+            aty[i] += r[i] * v;
+            for j in 0..k {
+                ata[i][j] += r[i] * r[j];
+            }
+        }
+    }
+    solve(ata, aty)
+}
+
+/// Fit the model; an error names what is missing.
+pub fn fit(points: &[Point]) -> Result<Fit, String> {
+    if points.is_empty() {
+        return Err("no observations: give at least one hops,latency_ns pair".into());
+    }
+    if let Some(p) = points
+        .iter()
+        .find(|p| !p.latency_ns.is_finite() || p.latency_ns < 0.0)
+    {
+        return Err(format!(
+            "invalid latency '{}': must be a finite, non-negative number of ns",
+            p.latency_ns
+        ));
+    }
+    let mut hops: Vec<u32> = points.iter().map(|p| p.hops).collect();
+    hops.sort_unstable();
+    hops.dedup();
+    let remote: Vec<u32> = hops.iter().copied().filter(|&h| h > 0).collect();
+    let y: Vec<f64> = points.iter().map(|p| p.latency_ns).collect();
+    let has_local = hops.first() == Some(&0);
+    // Which columns the data can determine.
+    let (cols, note): (Vec<fn(u32) -> f64>, &str) = match (has_local, remote.len()) {
+        (true, r) if r >= 2 => (
+            vec![|_| 1.0, |h| (h > 0) as u32 as f64, |h| h as f64],
+            "local, remote penalty and per-hop delay fitted",
+        ),
+        (true, 1) => (
+            vec![|_| 1.0, |h| h as f64],
+            "one remote distance: the remote cost is reported as a per-hop delay; penalty and per-hop delay need two distinct remote hop counts",
+        ),
+        (false, r) if r >= 2 => (
+            vec![|_| 1.0, |h| h as f64],
+            "no local observation: 'local' is the intercept of remote latencies (local + penalty); penalty not separable",
+        ),
+        _ => (vec![|_| 1.0], "one distance only: its mean is reported as local"),
+    };
+    let rows: Vec<Vec<f64>> = points
+        .iter()
+        .map(|p| cols.iter().map(|c| c(p.hops)).collect())
+        .collect();
+    let beta = least_squares(&rows, &y).ok_or("the observations do not determine the model")?;
+    let (local, penalty, per_hop) = match beta.len() {
+        3 => (beta[0], Some(beta[1]), Some(beta[2])),
+        2 => (beta[0], None, Some(beta[1])),
+        _ => (beta[0], None, None),
+    };
+    let pred: Vec<f64> = rows
+        .iter()
+        .map(|r| r.iter().zip(&beta).map(|(x, b)| x * b).sum())
+        .collect();
+    let residuals: Vec<f64> = y.iter().zip(&pred).map(|(y, p)| y - p).collect();
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    let ss_tot: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
+    let ss_res: f64 = residuals.iter().map(|r| r * r).sum();
+    Ok(Fit {
+        local_ns: local,
+        remote_penalty_ns: penalty,
+        per_hop_ns: per_hop,
+        residuals_ns: residuals,
+        r2: (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot),
+        n: points.len(),
+        hops_seen: hops,
+        note: note.into(),
+    })
+}
+
+/// Read `hops,latency_ns` CSV (a header line is allowed); errors name the bad line.
+pub fn parse_csv(text: &str) -> Result<Vec<Point>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || (i == 0 && l.starts_with(|c: char| c.is_alphabetic())) {
+            continue;
+        }
+        let mut f = l.split(',').map(str::trim);
+        let (h, v) = (f.next(), f.next());
+        let p = match (
+            h.and_then(|h| h.parse::<u32>().ok()),
+            v.and_then(|v| v.parse::<f64>().ok()),
+        ) {
+            (Some(hops), Some(latency_ns)) if f.next().is_none() => Point { hops, latency_ns },
+            _ => {
+                return Err(format!(
+                    "invalid line {} '{l}': expected hops,latency_ns (e.g. 1,142.5)",
+                    i + 1
+                ))
+            }
+        };
+        out.push(p);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(v: &[(u32, f64)]) -> Vec<Point> {
+        v.iter()
+            .map(|&(hops, latency_ns)| Point { hops, latency_ns })
+            .collect()
+    }
+
+    #[test]
+    fn recovers_known_coefficients() {
+        // local 100, penalty 40, 25 per hop, with symmetric noise that cancels.
+        let mut v = Vec::new();
+        for h in 0..4u32 {
+            let truth = if h == 0 {
+                100.0
+            } else {
+                140.0 + 25.0 * h as f64
+            };
+            v.push((h, truth + 1.0));
+            v.push((h, truth - 1.0));
+        }
+        let f = fit(&pts(&v)).unwrap();
+        assert!((f.local_ns - 100.0).abs() < 1e-9, "{f:?}");
+        assert!((f.remote_penalty_ns.unwrap() - 40.0).abs() < 1e-9);
+        assert!((f.per_hop_ns.unwrap() - 25.0).abs() < 1e-9);
+        assert!(f.r2.unwrap() > 0.99);
+        assert!((f.predict(5) - 265.0).abs() < 1e-9);
+        assert_eq!(f.residuals_ns.len(), 8);
+    }
+
+    #[test]
+    fn one_remote_distance_is_said_and_still_fits() {
+        let f = fit(&pts(&[(0, 100.0), (1, 180.0), (1, 182.0)])).unwrap();
+        assert!(f.remote_penalty_ns.is_none());
+        assert!((f.per_hop_ns.unwrap() - 81.0).abs() < 1e-9);
+        assert!(f.note.contains("two distinct remote"));
+        let f = fit(&pts(&[(0, 100.0), (0, 102.0)])).unwrap();
+        assert!((f.local_ns - 101.0).abs() < 1e-9 && f.per_hop_ns.is_none());
+    }
+
+    #[test]
+    fn csv_and_bad_input() {
+        let p = parse_csv("hops,latency_ns\n0,100\n1, 150.5\n").unwrap();
+        assert_eq!(p, pts(&[(0, 100.0), (1, 150.5)]));
+        assert!(parse_csv("0,100\nx,1\n")
+            .unwrap_err()
+            .contains("line 2 'x,1'"));
+        assert!(parse_csv("0,100,3\n").is_err());
+        assert!(fit(&[]).is_err());
+        assert!(fit(&pts(&[(0, f64::NAN)])).unwrap_err().contains("'NaN'"));
+    }
+}
