@@ -60,8 +60,9 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         for r in 0..n {
             if r != c {
                 let f = a[r][c] / a[c][c];
-                for k in c..n {
-                    a[r][k] -= f * a[c][k];
+                let pivot = a[c].clone();
+                for (x, p) in a[r].iter_mut().zip(&pivot).skip(c) {
+                    *x -= f * p;
                 }
                 b[r] -= f * b[c];
             }
@@ -106,7 +107,8 @@ pub fn fit(points: &[Point]) -> Result<Fit, String> {
     let y: Vec<f64> = points.iter().map(|p| p.latency_ns).collect();
     let has_local = hops.first() == Some(&0);
     // Which columns the data can determine.
-    let (cols, note): (Vec<fn(u32) -> f64>, &str) = match (has_local, remote.len()) {
+    type Column = fn(u32) -> f64;
+    let (cols, note): (Vec<Column>, &str) = match (has_local, remote.len()) {
         (true, r) if r >= 2 => (
             vec![|_| 1.0, |h| (h > 0) as u32 as f64, |h| h as f64],
             "local, remote penalty and per-hop delay fitted",
