@@ -1,6 +1,7 @@
 //! snbench experiments built from the probe layer: latency, restart search, sweeps.
 
 pub mod bandwidth;
+pub mod c2c;
 pub mod helpers;
 pub mod latency;
 pub mod restart;

@@ -1,6 +1,7 @@
 //! `numalab`: measure, model and profile memory performance on shared-memory machines.
 
 mod bandwidth_cmd;
+mod c2c_cmd;
 mod common;
 mod crew_args;
 mod latency_cmd;
@@ -35,6 +36,8 @@ enum Command {
     /// Bandwidth kernels (read, readv, rdsh, rdex, zero, upgrade, nt, copy) with one or
     /// many requestors, lines in any composite state, and bwmp (--mp).
     Bandwidth(bandwidth_cmd::BandwidthArgs),
+    /// Core-to-core matrix: CAS ping-pong (RTT/2) and reads of lines Modified in the other CPU.
+    C2c(c2c_cmd::C2cArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
@@ -49,6 +52,7 @@ fn run() -> Result<(), CliError> {
         Command::Latency(a) => latency_cmd::run(a),
         Command::Bandwidth(a) => bandwidth_cmd::run(a),
         Command::Model(a) => model_cmd::run(a),
+        Command::C2c(a) => c2c_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

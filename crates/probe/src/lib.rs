@@ -7,6 +7,7 @@ pub mod crew;
 pub mod flush;
 pub mod kernel;
 pub mod layout;
+pub mod pingpong;
 pub mod runner;
 pub mod state;
 pub mod timer;

@@ -1,0 +1,105 @@
+//! Core-to-core ping-pong: two pinned threads hand a counter back and forth with
+//! compare-and-swap on one cache line; a round trip moves the line there and back.
+
+use crate::crew::{Crew, Member, Pass};
+use crate::state::LineState;
+use crate::timer::Timer;
+use numalab_topo::bind::PinProof;
+use numalab_topo::buffer::Buffer;
+use numalab_topo::{Error, Host, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Round-trip samples (ns per round trip) of one pair, with pinning proof.
+#[derive(Debug, Clone)]
+pub struct PingPong {
+    /// ns per round trip, one per pass (timed on the initiator).
+    pub rtt_ns: Vec<f64>,
+    /// Pinning proof of initiator and responder.
+    pub pins: Vec<PinProof>,
+}
+
+/// Time `round_trips` CAS round trips between CPUs `a` (initiator) and `b`, `samples`
+/// times, on a line in `line_buf` (its first 64 bytes; bound where the caller wants).
+pub fn ping_pong(
+    host: &Host,
+    timer: &Timer,
+    a: u32,
+    b: u32,
+    line_buf: &Buffer,
+    round_trips: u64,
+    samples: usize,
+) -> Result<PingPong> {
+    if a == b {
+        return Err(Error::bad(
+            "CPU pair",
+            format!("{a},{b}"),
+            "two different CPUs",
+        ));
+    }
+    // SAFETY: the buffer is at least a page, page-aligned, and lives through the crew.
+    let flag: &AtomicU64 = unsafe { &*(line_buf.as_ptr() as *const AtomicU64) };
+    let no_lines: [u32; 0] = [];
+    let crew = Crew {
+        host,
+        timer,
+        members: [a, b]
+            .iter()
+            .map(|&cpu| Member {
+                cpu,
+                base: line_buf.as_ptr(),
+                lines: &no_lines,
+                line: 64,
+            })
+            .collect(),
+        helpers: Vec::new(),
+        state: LineState::Warm,
+        preread: false,
+        evict_bytes: 0,
+        first_stops: false,
+    };
+    let res = crew.run(samples, false, |i| {
+        move |pass: &Pass| {
+            // The warm-up call is short; timed calls do every round trip.
+            let n = if pass.timed {
+                round_trips
+            } else {
+                round_trips.min(1000)
+            };
+            if i == 0 {
+                flag.store(0, Ordering::SeqCst);
+            }
+            // Initiator moves 2k -> 2k+1, responder 2k+1 -> 2k+2; both stop after n.
+            let (mine, last) = if i == 0 {
+                (0u64, 2 * n - 2)
+            } else {
+                (1u64, 2 * n - 1)
+            };
+            let mut want = mine;
+            loop {
+                if flag
+                    .compare_exchange(want, want + 1, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    if want >= last {
+                        break;
+                    }
+                    want += 2;
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            // The responder's work is not timed meaningfully; the initiator's is.
+            n
+        }
+    })?;
+    // Both start on the crew's barrier; the initiator's time covers n round trips
+    // (its last CAS needs the responder's answer to the previous one).
+    let rtt_ns = res.samples[0]
+        .iter()
+        .map(|t| timer.ns(t.ticks) / t.units as f64)
+        .collect();
+    Ok(PingPong {
+        rtt_ns,
+        pins: res.pins,
+    })
+}
