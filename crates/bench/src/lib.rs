@@ -4,5 +4,6 @@ pub mod bandwidth;
 pub mod c2c;
 pub mod helpers;
 pub mod latency;
+pub mod matrix;
 pub mod restart;
 pub mod sweep;

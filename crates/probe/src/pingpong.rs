@@ -84,9 +84,9 @@ pub fn ping_pong(
                         break;
                     }
                     want += 2;
-                } else {
-                    std::hint::spin_loop();
                 }
+                // No pause between attempts: the usual CAS ping-pong (as the
+                // core-to-core tools run it) retries at once.
             }
             // The responder's work is not timed meaningfully; the initiator's is.
             n
