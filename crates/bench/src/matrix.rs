@@ -28,7 +28,11 @@ pub fn cells(m: &Machine, level: Level, per_core: bool) -> Result<Vec<Cell>> {
             level.name(),
             format!(
                 "a level this topology has: {}",
-                m.levels.iter().map(|l| l.level.name()).collect::<Vec<_>>().join(", ")
+                m.levels
+                    .iter()
+                    .map(|l| l.level.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     })?;
@@ -74,14 +78,20 @@ mod tests {
 
     #[test]
     fn every_domain_meets_every_memory_node() {
-        let host = Host::load(&TopologySource::Synthetic("pack:2 numa:2 core:4 pu:2".into())).unwrap();
+        let host = Host::load(&TopologySource::Synthetic(
+            "pack:2 numa:2 core:4 pu:2".into(),
+        ))
+        .unwrap();
         let m = &host.machine;
         let c = cells(m, Level::Node, false).unwrap();
         assert_eq!(c.len(), 4 * 4);
         assert!(c.iter().all(|c| c.initiators.len() == 1));
         assert!(c.iter().filter(|c| c.hops == Some(0)).count() == 4);
         let b = cells(m, Level::Node, true).unwrap();
-        assert!(b.iter().all(|c| c.initiators.len() == 4), "one initiator per core");
+        assert!(
+            b.iter().all(|c| c.initiators.len() == 4),
+            "one initiator per core"
+        );
         assert!(cells(m, Level::L3, false).is_err());
     }
 }
