@@ -1,6 +1,6 @@
 //! `numalab bandwidth`: bandwidth kernels with one or many requestors, bwmp, states.
 
-use crate::common::{provenance, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
 use crate::crew_args;
 use clap::Args;
 use numalab_bench::bandwidth::{self, BwPlan};
@@ -55,13 +55,6 @@ pub struct BandwidthArgs {
     common: CommonArgs,
 }
 
-fn bad(msg: impl Into<String>) -> CliError {
-    CliError {
-        code: 2,
-        msg: msg.into(),
-    }
-}
-
 fn kernels(s: &str) -> Result<Vec<BwKernel>, CliError> {
     if s == "all" {
         return Ok(BwKernel::ALL.to_vec());
@@ -113,9 +106,7 @@ pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
     if a.count == Some(0) {
         return Err(bad("invalid --count '0': at least one requestor"));
     }
-    if a.common.topology.is_some() && !a.dry_run {
-        return Err(bad("invalid option '--topology' without '--dry-run': only this machine can be measured; add --dry-run to see the plan"));
-    }
+    check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
     let mut plans = Vec::new();

@@ -1,6 +1,6 @@
 //! `numalab c2c`: the core-to-core matrix (CAS RTT/2 and Modified-line reads).
 
-use crate::common::{provenance, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::c2c::{self, C2cSettings, Home, PairResult};
 use numalab_probe::Timer;
@@ -39,13 +39,6 @@ pub struct C2cArgs {
     common: CommonArgs,
 }
 
-fn bad(msg: impl Into<String>) -> CliError {
-    CliError {
-        code: 2,
-        msg: msg.into(),
-    }
-}
-
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
@@ -78,9 +71,7 @@ pub fn run(a: C2cArgs) -> Result<(), CliError> {
         return Err(bad("invalid --iterations or --round-trips '0': at least 1"));
     }
     let read_bytes = parse_size(&a.read_size)?;
-    if a.common.topology.is_some() && !a.dry_run {
-        return Err(bad("invalid option '--topology' without '--dry-run': only this machine can be measured; add --dry-run to see the plan"));
-    }
+    check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
     let cpus: Vec<u32> = match &a.cpus {

@@ -14,6 +14,22 @@ pub struct CliError {
     pub msg: String,
 }
 
+/// A usage error (exit 2) with its one-line message.
+pub fn bad(msg: impl Into<String>) -> CliError {
+    CliError {
+        code: 2,
+        msg: msg.into(),
+    }
+}
+
+/// Measuring commands plan against a topology file only with --dry-run.
+pub fn check_measurable(c: &CommonArgs, dry_run: bool) -> Result<(), CliError> {
+    if c.topology.is_some() && !dry_run {
+        return Err(bad("invalid option '--topology' without '--dry-run': only this machine can be measured; add --dry-run to see the plan"));
+    }
+    Ok(())
+}
+
 impl From<numalab_topo::Error> for CliError {
     fn from(e: numalab_topo::Error) -> Self {
         CliError {

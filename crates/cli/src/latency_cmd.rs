@@ -1,7 +1,7 @@
 //! `numalab latency`: back-to-back and restart latency, composite coherence states,
 //! and the memory-hierarchy sweep.
 
-use crate::common::{provenance, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
 use crate::crew_args;
 use crate::latency_view;
 use clap::Args;
@@ -87,13 +87,6 @@ pub struct LatencyArgs {
     dry_run: bool,
     #[command(flatten)]
     common: CommonArgs,
-}
-
-fn bad(msg: impl Into<String>) -> CliError {
-    CliError {
-        code: 2,
-        msg: msg.into(),
-    }
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64), CliError> {
@@ -284,11 +277,7 @@ fn build_plan(
 /// Run `numalab latency`.
 pub fn run(a: LatencyArgs) -> Result<(), CliError> {
     let p = parse(&a)?;
-    if a.common.topology.is_some() && !a.dry_run {
-        return Err(bad(
-            "invalid option '--topology' without '--dry-run': only this machine can be measured; add --dry-run to see the plan",
-        ));
-    }
+    check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let (plan, sizes) = build_plan(&a, &p, &host)?;
     let (prov, base_warnings) = provenance(&host);

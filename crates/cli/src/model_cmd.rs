@@ -1,6 +1,6 @@
 //! `numalab model fit|predict`: the remote-latency model of thesis §4.3.2.
 
-use crate::common::{CliError, CommonArgs};
+use crate::common::{bad, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_results::model::{self, Fit, Point};
 use numalab_results::output::table;
@@ -41,13 +41,6 @@ struct PredictArgs {
     /// Hop count to predict.
     #[arg(long)]
     hops: u32,
-}
-
-fn bad(msg: impl Into<String>) -> CliError {
-    CliError {
-        code: 2,
-        msg: msg.into(),
-    }
 }
 
 /// Points from records: every latency figure whose record says how many hops it crossed.

@@ -2,30 +2,15 @@
 
 mod common;
 
-use common::{numalab, tmpdir, topology, validate};
+use common::{numalab, tmpdir, topology};
 use serde_json::Value;
 
 fn bw(args: &[&str]) -> Value {
-    let mut a = vec!["bandwidth", "--json"];
-    a.extend_from_slice(args);
-    let out = numalab(&a);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    validate(&out.stdout)
+    common::run_json("bandwidth", args)
 }
 
 fn median(rec: &Value, metric: &str) -> f64 {
-    rec["stats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["metric"] == metric)
-        .unwrap()["median"]
-        .as_f64()
-        .unwrap()
+    common::stat(rec, metric, "median")
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, topology, validate};
+use common::{numalab, stat, tmpdir, topology};
 use serde_json::Value;
 
 fn expect_usage_error(args: &[&str], names: &str) {
@@ -97,26 +97,7 @@ fn dry_run_plans_helpers_and_sizes_on_a_large_machine() {
 }
 
 fn run_json(args: &[&str]) -> Value {
-    let mut a = vec!["latency", "--json"];
-    a.extend_from_slice(args);
-    let out = numalab(&a);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    validate(&out.stdout)
-}
-
-fn stat(rec: &Value, metric: &str, field: &str) -> f64 {
-    rec["stats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["metric"] == metric)
-        .unwrap_or_else(|| panic!("no {metric} in {}", rec["name"]))[field]
-        .as_f64()
-        .unwrap()
+    common::run_json("latency", args)
 }
 
 fn plateau(sweep: &Value, level: &str) -> Option<f64> {

@@ -37,3 +37,28 @@ pub fn tmpdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Run `numalab CMD --json ARGS…`, assert success, validate and return the records.
+pub fn run_json(cmd: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = vec![cmd, "--json"];
+    a.extend_from_slice(args);
+    let out = numalab(&a);
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+/// A statistic's field of a record's metric.
+pub fn stat(rec: &serde_json::Value, metric: &str, field: &str) -> f64 {
+    rec["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} in {}", rec["name"]))[field]
+        .as_f64()
+        .unwrap()
+}
