@@ -6,6 +6,7 @@ mod common;
 mod crew_args;
 mod latency_cmd;
 mod latency_view;
+mod matrix_cmd;
 mod model_cmd;
 mod plan_cmd;
 mod topo_cmd;
@@ -38,6 +39,9 @@ enum Command {
     Bandwidth(bandwidth_cmd::BandwidthArgs),
     /// Core-to-core matrix: CAS ping-pong (RTT/2) and reads of lines Modified in the other CPU.
     C2c(c2c_cmd::C2cArgs),
+    /// Initiator domain × memory node matrices of latency or bandwidth, and the same
+    /// cells grouped by hops.
+    Matrix(matrix_cmd::MatrixArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
@@ -53,6 +57,7 @@ fn run() -> Result<(), CliError> {
         Command::Bandwidth(a) => bandwidth_cmd::run(a),
         Command::Model(a) => model_cmd::run(a),
         Command::C2c(a) => c2c_cmd::run(a),
+        Command::Matrix(a) => matrix_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

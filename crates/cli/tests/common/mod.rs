@@ -40,8 +40,9 @@ pub fn tmpdir(tag: &str) -> PathBuf {
 
 /// Run `numalab CMD --json ARGS…`, assert success, validate and return the records.
 pub fn run_json(cmd: &str, args: &[&str]) -> serde_json::Value {
-    let mut a = vec![cmd, "--json"];
+    let mut a = vec![cmd];
     a.extend_from_slice(args);
+    a.push("--json");
     let out = numalab(&a);
     assert!(
         out.status.success(),
