@@ -182,12 +182,6 @@ pub struct SizeResult {
     pub warnings: Vec<String>,
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 fn min_of(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
@@ -386,7 +380,8 @@ pub fn records(
             rec.data = Some(json!({ "samples_ns": q.ns }));
             if let Some(own) = &q.own_cache_ns {
                 rec.add_samples("own_cache_reference", "ns", own);
-                let (state, own) = (median(&q.ns), median(own));
+                let med = |v: &[f64]| numalab_results::stats::median(v).unwrap_or(f64::NAN);
+                let (state, own) = (med(&q.ns), med(own));
                 if state <= own * OWN_CACHE_FACTOR {
                     rec.warnings.push(format!(
                         "state {} took {state:.1} ns, no more than {OWN_CACHE_FACTOR}× the {own:.1} ns of the same lines in the requestor's own caches: the helper (CPU {}) seems to share the requestor's caches (on a VM, vCPUs can be SMT siblings of one host core)",

@@ -55,14 +55,7 @@ pub struct Plateau {
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
+    numalab_results::stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// Find plateaus: maximal runs of at least two consecutive points within ±`tol`

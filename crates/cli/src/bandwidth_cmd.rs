@@ -10,7 +10,7 @@ use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
-use numalab_topo::{fmt_bytes, Host, MemSpec, PageSize, ThreadSpec};
+use numalab_topo::{fmt_bytes, Host, PageSize};
 use std::fmt::Write;
 
 /// Arguments of `numalab bandwidth`.
@@ -19,21 +19,11 @@ pub struct BandwidthArgs {
     /// Kernels, comma-separated, or `all`: read, readv, rdsh, rdex, zero, upgrade, nt, copy.
     #[arg(long, default_value = "readv")]
     kernel: String,
-    /// Requestor placement; every requestor streams its own buffer.
-    #[arg(long = "cpu", visible_alias = "threads", default_value = "compact")]
-    cpu: String,
-    /// Number of requestors (default: 1 for compact/scatter/batch, every CPU listed otherwise).
-    #[arg(short = 'n', long = "count")]
-    count: Option<usize>,
-    /// Home node: node number, local, hops:K, farthest.
-    #[arg(long = "mem-node", default_value = "local")]
-    mem_node: String,
+    #[command(flatten)]
+    crew: crew_args::CrewArgs,
     /// Line state before each pass (default: uown for rdex, shrd:1 for upgrade, warm otherwise).
     #[arg(long)]
     state: Option<String>,
-    /// Helper placement for states that need helpers.
-    #[arg(long)]
-    helpers: Option<String>,
     /// Bytes per requestor (default: beyond every cache for streaming kernels; half an L2
     /// for rdex and upgrade, which work within the cache).
     #[arg(long)]
@@ -90,8 +80,7 @@ fn default_size(host: &Host, k: BwKernel, n: usize) -> u64 {
 pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let ks = kernels(&a.kernel)?;
-    let spec = ThreadSpec::parse(&a.cpu)?;
-    let mem = MemSpec::parse(&a.mem_node)?;
+    let (spec, mem) = a.crew.specs()?;
     let page = PageSize::parse(&a.page_size)?;
     let state = a
         .state
@@ -103,16 +92,13 @@ pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
     if a.iterations == 0 {
         return Err(bad("invalid --iterations '0': at least 1 timed pass"));
     }
-    if a.count == Some(0) {
-        return Err(bad("invalid --count '0': at least one requestor"));
-    }
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
     let mut plans = Vec::new();
     for k in ks {
         let st = state.unwrap_or(bandwidth::default_state(k));
-        let placed = crew_args::place(m, &spec, a.count, st, a.helpers.as_deref())?;
+        let placed = a.crew.place(m, &spec, st)?;
         let n = placed.requestors.len();
         let memp = resolve_memory(m, &mem, page, &placed.requestors)?;
         let sz = size.unwrap_or_else(|| default_size(&host, k, n));
@@ -170,7 +156,7 @@ fn render(records: &[Record]) -> String {
                 r.name.clone(),
                 p["state"].as_str().unwrap_or("").into(),
                 fmt_bytes(p["size_bytes"].as_u64().unwrap_or(0)),
-                format!("{}", p["vector_isa"].as_str().unwrap_or("")),
+                p["vector_isa"].as_str().unwrap_or("").into(),
                 g(|x| x.summary.median),
                 g(|x| x.summary.max),
                 g(|x| x.summary.min),

@@ -39,12 +39,6 @@ pub struct C2cArgs {
     common: CommonArgs,
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    s[s.len() / 2]
-}
-
 /// Run `numalab c2c`.
 pub fn run(a: C2cArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -174,7 +168,7 @@ pub fn run(a: C2cArgs) -> Result<(), CliError> {
                             .find(|r| {
                                 (r.pair.a, r.pair.b) == (x, y) || (r.pair.a, r.pair.b) == (y, x)
                             })
-                            .and_then(|r| f(r).map(|v| median(v)))
+                            .and_then(|r| f(r).and_then(|v| numalab_results::stats::median(v)))
                     })
                     .collect()
             })
@@ -192,11 +186,7 @@ pub fn run(a: C2cArgs) -> Result<(), CliError> {
     records.push(mrec);
     let text = || {
         let mut s = String::new();
-        let smt: Vec<String> = pairs
-            .iter()
-            .filter(|p| p.smt_siblings)
-            .map(|p| format!("{}-{}", p.a, p.b))
-            .collect();
+        let core = |c: &u32| m.pu(*c).map(|p| p.core);
         for (title, m, on) in [
             ("CAS round trip / 2 (ns)", &cas_m, cas),
             (
@@ -221,14 +211,7 @@ pub fn run(a: C2cArgs) -> Result<(), CliError> {
                 .map(|(c, row)| {
                     let mut r = vec![c.to_string()];
                     r.extend(row.iter().zip(&cpus).map(|(v, d)| match v {
-                        Some(v) => format!(
-                            "{v:.1}{}",
-                            if smt.contains(&format!("{}-{}", c.min(d), c.max(d))) {
-                                "*"
-                            } else {
-                                ""
-                            }
-                        ),
+                        Some(v) => format!("{v:.1}{}", if core(c) == core(d) { "*" } else { "" }),
                         None => "-".into(),
                     }));
                     r

@@ -1,10 +1,52 @@
 //! Placing a measurement's crew: requestors from a spec, helpers for the line state.
 
-use crate::common::CliError;
+use crate::common::{bad, CliError};
+use clap::Args;
 use numalab_bench::helpers::{check_helpers, nearest_helpers};
 use numalab_probe::LineState;
 use numalab_topo::plan::resolve_threads;
-use numalab_topo::{CoreKind, Machine, Smt, ThreadPlacement, ThreadRequest, ThreadSpec};
+use numalab_topo::{CoreKind, Machine, MemSpec, Smt, ThreadPlacement, ThreadRequest, ThreadSpec};
+
+/// Where a measurement's requestors, helpers and memory go (shared by measuring commands).
+#[derive(Args, Debug)]
+pub struct CrewArgs {
+    /// Requestor placement (the language of `numalab plan`); several requestors run
+    /// simultaneously, each on its own buffer with its own statistics.
+    #[arg(long = "cpu", visible_alias = "threads", default_value = "compact")]
+    pub cpu: String,
+    /// Number of requestors (default: 1 for compact/scatter/batch, every CPU listed otherwise).
+    #[arg(short = 'n', long = "count")]
+    pub count: Option<usize>,
+    /// Home node: node number, local, hops:K, farthest (relative to the first requestor).
+    #[arg(long = "mem-node", default_value = "local")]
+    pub mem_node: String,
+    /// Helper placement for states that need helpers (default: nearest CPUs on other cores).
+    #[arg(long)]
+    pub helpers: Option<String>,
+}
+
+impl CrewArgs {
+    /// Parse the requestor and memory specs; a zero count is refused.
+    pub fn specs(&self) -> Result<(ThreadSpec, MemSpec), CliError> {
+        if self.count == Some(0) {
+            return Err(bad("invalid --count '0': at least one requestor"));
+        }
+        Ok((
+            ThreadSpec::parse(&self.cpu)?,
+            MemSpec::parse(&self.mem_node)?,
+        ))
+    }
+
+    /// Place requestors and the helpers `state` needs.
+    pub fn place(
+        &self,
+        m: &Machine,
+        spec: &ThreadSpec,
+        state: LineState,
+    ) -> Result<Placed, CliError> {
+        place(m, spec, self.count, state, self.helpers.as_deref())
+    }
+}
 
 /// Requestors, helpers, and warnings about them.
 pub struct Placed {

@@ -17,22 +17,11 @@ use numalab_topo::{fmt_bytes, Host, MemSpec, PageSize, ThreadSpec};
 /// Arguments of `numalab latency`.
 #[derive(Args, Debug)]
 pub struct LatencyArgs {
-    /// Requestor placement (same language as `numalab plan`); several requestors run
-    /// simultaneously, each with its own chase and statistics.
-    #[arg(long = "cpu", visible_alias = "threads", default_value = "compact")]
-    cpu: String,
-    /// Number of requestors (default: 1 for compact/scatter/batch, every CPU listed otherwise).
-    #[arg(short = 'n', long = "count")]
-    count: Option<usize>,
-    /// Home node of the lines: node number, local, hops:K, farthest (relative to the first requestor).
-    #[arg(long = "mem-node", default_value = "local")]
-    mem_node: String,
+    #[command(flatten)]
+    crew: crew_args::CrewArgs,
     /// Line state before each pass: warm, uown, shrd:K, cexh, cexm, dexd, dext.
     #[arg(long, default_value = "warm")]
     state: String,
-    /// Helper placement for states that need helpers (default: nearest CPUs on other cores).
-    #[arg(long)]
-    helpers: Option<String>,
     /// Request: read (walk), rdex (modify), upgrade (modify on shared lines).
     /// Default: rdex for dext, read otherwise.
     #[arg(long)]
@@ -123,12 +112,11 @@ struct Parsed {
 
 fn parse(a: &LatencyArgs) -> Result<Parsed, CliError> {
     a.common.validate()?;
-    let spec = ThreadSpec::parse(&a.cpu)?;
-    let mem = MemSpec::parse(&a.mem_node)?;
+    let (spec, mem) = a.crew.specs()?;
     if matches!(mem, MemSpec::Interleave(_)) {
         return Err(bad(format!(
             "invalid --mem-node '{}': a latency chase needs one home node (number, local, hops:K or farthest)",
-            a.mem_node
+            a.crew.mem_node
         )));
     }
     let state = LineState::parse(&a.state).map_err(bad)?;
@@ -160,9 +148,6 @@ fn parse(a: &LatencyArgs) -> Result<Parsed, CliError> {
             numalab_probe::kernel::UNROLL
         )));
     }
-    if a.count == Some(0) {
-        return Err(bad("invalid --count '0': at least one requestor"));
-    }
     if a.size.is_some() && a.sweep.is_some() {
         return Err(bad(
             "invalid option '--size' with '--sweep': give one of them",
@@ -173,7 +158,7 @@ fn parse(a: &LatencyArgs) -> Result<Parsed, CliError> {
             "invalid option '--restart' with '--sweep': the restart search runs at one size; use --size",
         ));
     }
-    if state.helpers() == 0 && a.helpers.is_some() {
+    if state.helpers() == 0 && a.crew.helpers.is_some() {
         return Err(bad(format!(
             "invalid option '--helpers' with state {}: it needs no helper threads",
             state.name()
@@ -225,7 +210,7 @@ fn build_plan(
     host: &Host,
 ) -> Result<(LatencyPlan, Vec<u64>), CliError> {
     let m = &host.machine;
-    let placed = crew_args::place(m, &p.spec, a.count, p.state, a.helpers.as_deref())?;
+    let placed = a.crew.place(m, &p.spec, p.state)?;
     let (requestors, helpers, warnings) = (placed.requestors, placed.helpers, placed.warnings);
     let mem = resolve_memory(m, &p.mem, p.page, &requestors)?;
     let sizes = match (p.sweep, p.size) {

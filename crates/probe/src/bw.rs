@@ -240,10 +240,10 @@ mod x86 {
     }
 }
 
-unsafe fn readv(p: *const u8, lines: usize) -> u64 {
+unsafe fn readv(p: *const u8, lines: usize, bits: u32) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        match vector_bits() {
+        match bits {
             512 => x86::readv512(p, lines),
             256 => x86::readv256(p, lines),
             _ => x86::readv128(p, lines),
@@ -251,15 +251,16 @@ unsafe fn readv(p: *const u8, lines: usize) -> u64 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        let _ = bits;
         let w = std::slice::from_raw_parts(p as *const u64, lines * 8);
         w.iter().fold(0u64, |a, x| a ^ x)
     }
 }
 
-unsafe fn nt(p: *mut u8, lines: usize) {
+unsafe fn nt(p: *mut u8, lines: usize, bits: u32) {
     #[cfg(target_arch = "x86_64")]
     {
-        match vector_bits() {
+        match bits {
             512 => x86::nt512(p, lines),
             256 => x86::nt256(p, lines),
             _ => x86::nt128(p, lines),
@@ -267,15 +268,16 @@ unsafe fn nt(p: *mut u8, lines: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        let _ = bits;
         // No portable non-temporal store: plain full-line stores (recorded as such).
         std::slice::from_raw_parts_mut(p as *mut u64, lines * 8).fill(1);
     }
 }
 
-unsafe fn copy(s: *const u8, d: *mut u8, lines: usize) {
+unsafe fn copy(s: *const u8, d: *mut u8, lines: usize, bits: u32) {
     #[cfg(target_arch = "x86_64")]
     {
-        match vector_bits() {
+        match bits {
             512 => x86::copy512(s, d, lines),
             256 => x86::copy256(s, d, lines),
             _ => x86::copy128(s, d, lines),
@@ -283,6 +285,7 @@ unsafe fn copy(s: *const u8, d: *mut u8, lines: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        let _ = bits;
         std::ptr::copy_nonoverlapping(s, d, lines * 64);
     }
 }
@@ -316,6 +319,8 @@ pub unsafe fn run(
     } else {
         lines
     };
+    // Chosen once, outside the streaming loop.
+    let bits = vector_bits();
     let mut done_lines = 0u64;
     let mut sink = 0u64;
     'outer: for _ in 0..reps {
@@ -329,7 +334,7 @@ pub unsafe fn run(
                         sink = sink.wrapping_add((p.add(l * LINE) as *const u64).read_volatile());
                     }
                 }
-                BwKernel::Readv => sink ^= readv(p, n),
+                BwKernel::Readv => sink ^= readv(p, n, bits),
                 BwKernel::Rdsh => {
                     for l in 0..n {
                         let ahead = i + l + PREFETCH_LINES;
@@ -344,8 +349,8 @@ pub unsafe fn run(
                         (p.add(l * LINE + 8) as *mut u64).write_volatile(l as u64);
                     }
                 }
-                BwKernel::Nt => nt(p, n),
-                BwKernel::Copy => copy(p, base.add((span + i) * LINE), n),
+                BwKernel::Nt => nt(p, n, bits),
+                BwKernel::Copy => copy(p, base.add((span + i) * LINE), n, bits),
             }
             done_lines += n as u64;
             i += n;

@@ -23,6 +23,16 @@ pub struct Summary {
     pub stdev: f64,
 }
 
+/// Median of unsorted samples (mean of the middle two for an even count); None when empty.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut v = samples.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    Some(percentile(&v, 0.5))
+}
+
 /// Percentile by linear interpolation between closest ranks (R type 7), `q` in 0..=1.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
