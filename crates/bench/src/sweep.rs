@@ -127,8 +127,18 @@ pub fn plateaus(points: &[(u64, f64)], caches: &[CacheInfo], tol: f64) -> Vec<Pl
 }
 
 /// Plateaus whose level ends far earlier than the topology says (e.g. a VM whose
-/// share of a shared L3 is partitioned or crowded): one sentence each.
-pub fn capacity_warnings(ps: &[Plateau]) -> Vec<String> {
+/// share of a shared L3 is partitioned or crowded), and cache levels with no plateau
+/// at all: one sentence each.
+pub fn capacity_warnings(ps: &[Plateau], caches: &[CacheInfo]) -> Vec<String> {
+    let missing = caches.iter().filter_map(|c| {
+        let name = format!("L{}", c.level);
+        (!ps.iter().any(|p| p.level == name)).then(|| {
+            format!(
+                "no {name} plateau was observed though the topology reports {} of {name}: latency went from the level below straight to a slower one, so this run may have had no usable share of that cache",
+                numalab_topo::fmt_bytes(c.bytes)
+            )
+        })
+    });
     ps.iter()
         .filter_map(|p| {
             let (t, ex) = (p.topology_bytes?, p.exceeded_at?);
@@ -143,6 +153,7 @@ pub fn capacity_warnings(ps: &[Plateau]) -> Vec<String> {
                 )
             })
         })
+        .chain(missing)
         .collect()
 }
 
@@ -201,7 +212,7 @@ mod tests {
         assert_eq!(p[0].to_bytes, 32 << 10);
         assert_eq!(p[0].exceeded_at, Some(48 << 10));
         assert_eq!(p[2].to_bytes, 24 << 20);
-        assert!(capacity_warnings(&p).is_empty());
+        assert!(capacity_warnings(&p, &caches).is_empty());
     }
 
     #[test]
@@ -240,8 +251,13 @@ mod tests {
         let p = plateaus(&pts, &caches, 0.1);
         let names: Vec<&str> = p.iter().map(|p| p.level.as_str()).collect();
         assert_eq!(names, vec!["L1", "L2", "L3", "memory"]);
-        let w = capacity_warnings(&p);
+        let w = capacity_warnings(&p, &caches);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("L3"));
+        // Without the L3 plateau, the missing level is said.
+        let no_l3: Vec<Plateau> = p.into_iter().filter(|p| p.level != "L3").collect();
+        let w = capacity_warnings(&no_l3, &caches);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("no L3 plateau"));
     }
 }

@@ -63,7 +63,7 @@ pub fn sweep_records(
             for p in &ps {
                 rec.add_samples(&format!("plateau {}", p.level), "ns", &p.values_ns);
             }
-            rec.warnings = capacity_warnings(&ps);
+            rec.warnings = capacity_warnings(&ps, caches);
             if ps.is_empty() {
                 rec.unavailable.push(numalab_results::Unavailable {
                     feature: "plateaus".into(),

@@ -133,21 +133,25 @@ fn measurements_on_this_machine_keep_their_order() {
     let l2 = plateau(sweep, "L2").expect("an L2 plateau");
     let mem = plateau(sweep, "memory").expect("a memory plateau");
     assert!(l1 < l2 && l2 < mem, "L1 {l1} L2 {l2} memory {mem}");
-    // A buffer the size of L2 cannot all stay there: its misses are served by L3 (or
-    // whatever share of it this run gets), dearer than L2 and cheaper than memory.
-    let l2_bytes = sweep["data"]["topology_caches"][1]["bytes"]
-        .as_u64()
-        .unwrap();
-    let beyond = sweep["data"]["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["size_bytes"].as_u64().unwrap() >= l2_bytes)
-        .unwrap()["min_ns"]
-        .as_f64()
-        .unwrap();
-    let l3 = plateau(sweep, "L3").unwrap_or(beyond);
-    assert!(l2 < l3 && l3 < mem, "L2 {l2} L3 {l3} memory {mem}");
+    // L3 (or whatever share of it this run gets) lies between L2 and memory; on a
+    // shared VM the share can be nothing, and then the sweep must say so.
+    match plateau(sweep, "L3") {
+        Some(l3) => assert!(l2 < l3 && l3 < mem, "L2 {l2} L3 {l3} memory {mem}"),
+        None => {
+            let warned = sweep["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("no L3 plateau"));
+            let has_l3 = sweep["data"]["topology_caches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["level"] == 3);
+            assert!(warned || !has_l3, "no L3 plateau and no warning: {ps:?}");
+        }
+    }
+    let l3 = plateau(sweep, "L3").unwrap_or(l2);
 
     // Restart search on an L2-sized chase: the L1 reference grows with the work, the
     // figure comes from the curve, and the curve starts at k = 0.
