@@ -2,7 +2,7 @@
 //! the other core, for every pair of CPUs; pairs that share no resource run at once.
 
 use crate::latency::{self, LatencyPlan};
-use numalab_probe::{pingpong, Layout, LineState, Request, Timer};
+use numalab_probe::{pingpong, LineState, Request, Timer};
 use numalab_topo::buffer::Buffer;
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Host, Machine, MemSpec, PageSize, Pu, Result, ThreadPlacement};
@@ -154,22 +154,15 @@ pub fn measure_pair(host: &Host, timer: &Timer, p: Pair, s: &C2cSettings) -> Res
         None
     };
     let read = if s.read {
-        let plan = LatencyPlan {
-            requestors: vec![reader.clone()],
-            helpers: vec![writer.clone()],
-            mem: mem.clone(),
-            state: LineState::Dexd,
-            request: Request::Read,
-            layout: Layout {
-                stride: 128,
-                ..Layout::default_for(4096, 1)
-            },
-            iterations: s.iterations,
-            max_loads: latency::DEFAULT_MAX_LOADS,
-            restart: None,
-            evict_bytes: 0,
-            warnings: Vec::new(),
-        };
+        let plan = LatencyPlan::basic(
+            vec![reader.clone()],
+            vec![writer.clone()],
+            mem.clone(),
+            LineState::Dexd,
+            Request::Read,
+            s.iterations,
+            0,
+        );
         Some(
             latency::measure(host, timer, &plan, s.read_bytes)?.requestors[0]
                 .ns

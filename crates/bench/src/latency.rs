@@ -67,6 +67,36 @@ pub struct Shape {
 }
 
 impl LatencyPlan {
+    /// A plain plan: one chase per requestor at a 128-byte stride (no adjacent-line
+    /// prefetch pairs), 4 KiB pages, no restart search. Experiments built from
+    /// latency measurements (c2c, matrices, invalidation, intervention) use this.
+    pub fn basic(
+        requestors: Vec<ThreadPlacement>,
+        helpers: Vec<ThreadPlacement>,
+        mem: MemPlacement,
+        state: LineState,
+        request: Request,
+        iterations: usize,
+        evict_bytes: usize,
+    ) -> LatencyPlan {
+        LatencyPlan {
+            requestors,
+            helpers,
+            mem,
+            state,
+            request,
+            layout: Layout {
+                stride: 128,
+                ..Layout::default_for(4096, 1)
+            },
+            iterations,
+            max_loads: DEFAULT_MAX_LOADS,
+            restart: None,
+            evict_bytes,
+            warnings: Vec::new(),
+        }
+    }
+
     /// Lines visited and loads per pass for a buffer of `size` bytes.
     pub fn shape(&self, size: u64) -> Result<Shape> {
         let elements = self.layout.elements(size as usize);

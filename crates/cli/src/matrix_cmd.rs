@@ -3,10 +3,10 @@
 use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::bandwidth::{self, BwPlan};
-use numalab_bench::latency::{self, LatencyPlan, DEFAULT_MAX_LOADS};
+use numalab_bench::latency::{self, LatencyPlan};
 use numalab_bench::matrix::{self, Cell};
 use numalab_probe::bw::BwKernel;
-use numalab_probe::{Layout, LineState, Request, Timer};
+use numalab_probe::{LineState, Request, Timer};
 use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::plan::resolve_memory;
@@ -125,22 +125,15 @@ pub fn run(a: MatrixArgs) -> Result<(), CliError> {
                 rec.placement =
                     Some(json!({ "verified": { "threads": r.pins, "memory": r.memory } }));
             } else {
-                let plan = LatencyPlan {
-                    requestors: c.initiators.clone(),
-                    helpers: Vec::new(),
+                let plan = LatencyPlan::basic(
+                    c.initiators.clone(),
+                    Vec::new(),
                     mem,
-                    state: LineState::Warm,
-                    request: Request::Read,
-                    layout: Layout {
-                        stride: 128,
-                        ..Layout::default_for(4096, 1)
-                    },
-                    iterations: a.iterations,
-                    max_loads: DEFAULT_MAX_LOADS,
-                    restart: None,
-                    evict_bytes: 0,
-                    warnings: Vec::new(),
-                };
+                    LineState::Warm,
+                    Request::Read,
+                    a.iterations,
+                    0,
+                );
                 let r = latency::measure(&host, timer, &plan, size)?;
                 rec.add_samples("latency", "ns", &r.requestors[0].ns);
                 rec.placement = Some(
