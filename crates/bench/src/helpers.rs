@@ -5,7 +5,7 @@
 use numalab_topo::{Error, Machine, Pu, Result, ThreadPlacement};
 
 /// How near `p` is to `r`: the innermost shared level first, then hops, then topology order.
-fn closeness(m: &Machine, r: &Pu, p: &Pu) -> (u32, u32, u32) {
+pub fn closeness(m: &Machine, r: &Pu, p: &Pu) -> (u32, u32, u32) {
     let same = |a: Option<u32>, b: Option<u32>| a.is_some() && a == b;
     let level = if same(r.l2, p.l2) {
         0

@@ -3,6 +3,7 @@
 pub mod bandwidth;
 pub mod c2c;
 pub mod helpers;
+pub mod invalidate;
 pub mod latency;
 pub mod matrix;
 pub mod restart;

@@ -4,6 +4,7 @@ mod bandwidth_cmd;
 mod c2c_cmd;
 mod common;
 mod crew_args;
+mod invalidate_cmd;
 mod latency_cmd;
 mod latency_view;
 mod matrix_cmd;
@@ -42,6 +43,9 @@ enum Command {
     /// Initiator domain × memory node matrices of latency or bandwidth, and the same
     /// cells grouped by hops.
     Matrix(matrix_cmd::MatrixArgs),
+    /// snbench's invalidation sweep: RDEX and UPGRD latency and bandwidth, and zero
+    /// bandwidth, as sharers are added nearest-first from the home node.
+    Invalidate(invalidate_cmd::InvalidateArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
@@ -58,6 +62,7 @@ fn run() -> Result<(), CliError> {
         Command::Model(a) => model_cmd::run(a),
         Command::C2c(a) => c2c_cmd::run(a),
         Command::Matrix(a) => matrix_cmd::run(a),
+        Command::Invalidate(a) => invalidate_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())
