@@ -3,6 +3,7 @@
 pub mod bandwidth;
 pub mod c2c;
 pub mod helpers;
+pub mod intervene;
 pub mod invalidate;
 pub mod latency;
 pub mod matrix;

@@ -4,6 +4,7 @@ mod bandwidth_cmd;
 mod c2c_cmd;
 mod common;
 mod crew_args;
+mod intervene_cmd;
 mod invalidate_cmd;
 mod latency_cmd;
 mod latency_view;
@@ -46,6 +47,9 @@ enum Command {
     /// snbench's invalidation sweep: RDEX and UPGRD latency and bandwidth, and zero
     /// bandwidth, as sharers are added nearest-first from the home node.
     Invalidate(invalidate_cmd::InvalidateArgs),
+    /// snbench's intervention placements: cexh, cexm, dexd and dext latency with two of
+    /// requestor, owner and home on one node, at every distance, beside unowned (ΔU).
+    Intervene(intervene_cmd::InterveneArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
@@ -63,6 +67,7 @@ fn run() -> Result<(), CliError> {
         Command::C2c(a) => c2c_cmd::run(a),
         Command::Matrix(a) => matrix_cmd::run(a),
         Command::Invalidate(a) => invalidate_cmd::run(a),
+        Command::Intervene(a) => intervene_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())
