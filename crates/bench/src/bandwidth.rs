@@ -6,7 +6,7 @@ use numalab_probe::{Crew, LineState, Member, Timer};
 use numalab_results::{Provenance, Record};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
-use numalab_topo::{fmt_bytes, Error, Host, MemPlacement, Result, ThreadPlacement};
+use numalab_topo::{fmt_bytes, Error, Host, Level, Machine, MemPlacement, Result, ThreadPlacement};
 use serde::Serialize;
 use serde_json::json;
 
@@ -80,6 +80,27 @@ pub fn default_state(k: BwKernel) -> LineState {
         BwKernel::Upgrade => LineState::Shrd(1),
         _ => LineState::Warm,
     }
+}
+
+/// Half the L2 (or L1): lines a helper holds all of in its private cache.
+pub fn half_private_cache(m: &Machine) -> u64 {
+    m.cache(2)
+        .or_else(|| m.cache(1))
+        .map(|c| c.bytes / 2)
+        .unwrap_or(256 << 10)
+}
+
+/// Default bytes per requestor for a kernel.
+pub fn default_size(m: &Machine, k: BwKernel, n: usize) -> u64 {
+    if matches!(k, BwKernel::Rdex | BwKernel::Upgrade) {
+        return half_private_cache(m);
+    }
+    // Every cache of the machine together, four times over, spread over the requestors.
+    let llc = m.last_level_cache().map(|c| c.bytes).unwrap_or(32 << 20);
+    let domains = m.domains(Level::L3).map(|d| d.len()).unwrap_or(1).max(1) as u64;
+    (4 * llc * domains / n as u64)
+        .max(64 << 20)
+        .next_multiple_of(2 << 20)
 }
 
 /// Result of one bandwidth measurement.

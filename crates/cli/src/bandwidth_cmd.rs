@@ -10,7 +10,7 @@ use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
-use numalab_topo::{fmt_bytes, Host, PageSize};
+use numalab_topo::{fmt_bytes, PageSize};
 use std::fmt::Write;
 
 /// Arguments of `numalab bandwidth`.
@@ -54,28 +54,6 @@ fn kernels(s: &str) -> Result<Vec<BwKernel>, CliError> {
         .collect()
 }
 
-/// Default bytes per requestor for a kernel.
-fn default_size(host: &Host, k: BwKernel, n: usize) -> u64 {
-    let m = &host.machine;
-    if matches!(k, BwKernel::Rdex | BwKernel::Upgrade) {
-        return m
-            .cache(2)
-            .or_else(|| m.cache(1))
-            .map(|c| c.bytes / 2)
-            .unwrap_or(256 << 10);
-    }
-    // Every cache of the machine together, four times over, spread over the requestors.
-    let llc = m.last_level_cache().map(|c| c.bytes).unwrap_or(32 << 20);
-    let domains = m
-        .domains(numalab_topo::Level::L3)
-        .map(|d| d.len())
-        .unwrap_or(1)
-        .max(1) as u64;
-    (4 * llc * domains / n as u64)
-        .max(64 << 20)
-        .next_multiple_of(2 << 20)
-}
-
 /// Run `numalab bandwidth`.
 pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -101,7 +79,7 @@ pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
         let placed = a.crew.place(m, &spec, st)?;
         let n = placed.requestors.len();
         let memp = resolve_memory(m, &mem, page, &placed.requestors)?;
-        let sz = size.unwrap_or_else(|| default_size(&host, k, n));
+        let sz = size.unwrap_or_else(|| bandwidth::default_size(m, k, n));
         check_capacity(m, &memp, sz * n as u64)?;
         let plan = BwPlan {
             requestors: placed.requestors,

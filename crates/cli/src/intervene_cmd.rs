@@ -109,12 +109,7 @@ pub fn run(a: InterveneArgs) -> Result<(), CliError> {
         },
     )?;
     let rows = intervene::plan(m, &req[0], hops.as_deref(), &placements)?;
-    let size = size.unwrap_or_else(|| {
-        m.cache(2)
-            .or_else(|| m.cache(1))
-            .map(|c| c.bytes / 2)
-            .unwrap_or(256 << 10)
-    });
+    let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
     let (prov, mut warnings) = provenance(&host);
     if rows.len() == 1 {
         warnings.push("one node reachable: only the local (zero-hop) row exists; the xhops/yhops/zhops placements need a second node".into());

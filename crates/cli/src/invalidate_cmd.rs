@@ -84,16 +84,11 @@ pub fn run(a: InvalidateArgs) -> Result<(), CliError> {
         },
     )?;
     let mem = resolve_memory(m, &mem_spec, PageSize::Base, &req)?;
-    let size = size.unwrap_or_else(|| {
-        m.cache(2)
-            .or_else(|| m.cache(1))
-            .map(|c| c.bytes / 2)
-            .unwrap_or(256 << 10)
-    });
+    let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
     if size < 4096 {
         return Err(bad(format!(
-            "invalid --size '{}': at least 4 KiB",
-            fmt_bytes(size)
+            "invalid --size '{}': at least 4K",
+            a.size.as_deref().unwrap_or_default()
         )));
     }
     let plan = InvalidatePlan::new(
