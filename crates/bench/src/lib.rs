@@ -6,6 +6,7 @@ pub mod helpers;
 pub mod intervene;
 pub mod invalidate;
 pub mod latency;
+pub mod loaded;
 pub mod matrix;
 pub mod restart;
 pub mod sweep;

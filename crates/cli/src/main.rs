@@ -8,6 +8,7 @@ mod intervene_cmd;
 mod invalidate_cmd;
 mod latency_cmd;
 mod latency_view;
+mod loaded_cmd;
 mod matrix_cmd;
 mod model_cmd;
 mod plan_cmd;
@@ -50,6 +51,9 @@ enum Command {
     /// snbench's intervention placements: cexh, cexm, dexd and dext latency with two of
     /// requestor, owner and home on one node, at every distance, beside unowned (ΔU).
     Intervene(intervene_cmd::InterveneArgs),
+    /// Latency of a chase while injector threads stream paced read or write traffic,
+    /// at decreasing delays: the latency-versus-bandwidth curve.
+    LoadedLatency(loaded_cmd::LoadedArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
@@ -68,6 +72,7 @@ fn run() -> Result<(), CliError> {
         Command::Matrix(a) => matrix_cmd::run(a),
         Command::Invalidate(a) => invalidate_cmd::run(a),
         Command::Intervene(a) => intervene_cmd::run(a),
+        Command::LoadedLatency(a) => loaded_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

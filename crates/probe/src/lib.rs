@@ -5,6 +5,7 @@ pub mod bw;
 pub mod chase;
 pub mod crew;
 pub mod flush;
+pub mod inject;
 pub mod kernel;
 pub mod layout;
 pub mod pingpong;
