@@ -2,13 +2,13 @@
 //! the requestors' lines in the asked-for state before every pass, barriers keep
 //! them in step. Every experiment (chases, bandwidth kernels) times through here.
 
+use crate::barrier::SpinBarrier;
 use crate::flush;
 use crate::state::LineState;
 use crate::timer::Timer;
 use numalab_topo::bind::{pin_current_thread, PinProof};
 use numalab_topo::{Error, Host, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
 
 /// A requestor: its CPU and the lines it works on (prepared before every pass).
 pub struct Member<'a> {
@@ -110,7 +110,7 @@ impl Crew<'_> {
             )));
         }
         let helpers: &[u32] = if prepared { &self.helpers } else { &[] };
-        let barrier = Barrier::new(self.members.len() + helpers.len());
+        let barrier = SpinBarrier::new(self.members.len() + helpers.len());
         let failed = AtomicBool::new(false);
         let stop = AtomicBool::new(false);
         let overhead = (self.timer.overhead_ns * self.timer.hz / 1e9) as u64;

@@ -1,6 +1,7 @@
 //! The measuring core of numalab: timers, chase layouts, line-state preparation,
 //! kernels (inline asm per architecture) and pinned worker threads.
 
+pub mod barrier;
 pub mod bw;
 pub mod chase;
 pub mod crew;
