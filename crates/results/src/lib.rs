@@ -1,10 +1,14 @@
 //! numalab-results: the result record, provenance, statistics and export
 //! (readable tables, JSON, CSV) shared by every numalab command.
 
+pub mod compare;
 pub mod model;
 pub mod output;
+pub mod plot;
 pub mod provenance;
 pub mod record;
+pub mod report;
+mod report_sections;
 pub mod stats;
 
 pub use output::{write_records, OutputError, OutputFormat};

@@ -1,0 +1,343 @@
+//! Charts as inline SVG (plotters' SVG backend; text as SVG `<text>`, so no font
+//! files are read and the browser's own sans-serif draws the labels).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// One named line of points.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend label.
+    pub name: String,
+    /// (x, y) points, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart.
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    /// Title above the plot.
+    pub title: String,
+    /// X axis description.
+    pub x_label: String,
+    /// Y axis description.
+    pub y_label: String,
+    /// Logarithmic x axis (sizes).
+    pub log_x: bool,
+    /// X values shown as bytes (KiB, MiB) on the axis.
+    pub x_bytes: bool,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Labelled vertical markers (cache sizes).
+    pub markers: Vec<(f64, String)>,
+}
+
+const W: u32 = 760;
+const H: u32 = 380;
+
+fn color(i: usize) -> RGBColor {
+    // A colour-blind-safe qualitative set (Okabe–Ito).
+    const C: [(u8, u8, u8); 7] = [
+        (0, 114, 178),
+        (213, 94, 0),
+        (0, 158, 115),
+        (204, 121, 167),
+        (230, 159, 0),
+        (86, 180, 233),
+        (0, 0, 0),
+    ];
+    let (r, g, b) = C[i % C.len()];
+    RGBColor(r, g, b)
+}
+
+/// Bytes as a short axis label.
+pub fn short_bytes(v: f64) -> String {
+    let units = [(1u64 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    for (u, n) in units {
+        if v >= u as f64 {
+            let x = v / u as f64;
+            return if x.fract().abs() < 1e-9 {
+                format!("{x:.0}{n}")
+            } else {
+                format!("{x:.1}{n}")
+            };
+        }
+    }
+    format!("{v:.0}")
+}
+
+fn render(w: u32, h: u32, f: impl FnOnce(&Area) -> DrawResult) -> String {
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        let ok = root.fill(&WHITE).is_ok() && f(&root).is_ok() && root.present().is_ok();
+        if !ok {
+            drop(root);
+            return "<p class=\"warn\">chart could not be drawn</p>".to_string();
+        }
+    }
+    s
+}
+
+fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<(f64, f64, f64, f64)> {
+    let mut b: Option<(f64, f64, f64, f64)> = None;
+    for (x, y) in points.filter(|(x, y)| x.is_finite() && y.is_finite()) {
+        b = Some(match b {
+            None => (x, x, y, y),
+            Some((a, bx, c, d)) => (a.min(x), bx.max(x), c.min(y), d.max(y)),
+        });
+    }
+    b
+}
+
+/// Draw a line chart; None when there are no finite points.
+pub fn line_chart(c: &LineChart) -> Option<String> {
+    let (x0, x1, _, y1) = bounds(c.series.iter().flat_map(|s| s.points.iter().copied()))?;
+    let (x0, x1) = if x0 == x1 {
+        (x0 * 0.9, x1 * 1.1 + 1.0)
+    } else {
+        (x0, x1)
+    };
+    // Headroom above the data keeps the upper-left legend off the points.
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.35 };
+    Some(render(W, H, |root| {
+        let mut b = ChartBuilder::on(root);
+        b.caption(&c.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60);
+        let fmt = |v: &f64| {
+            if c.x_bytes {
+                short_bytes(*v)
+            } else {
+                format!("{v}")
+            }
+        };
+        if c.log_x && x0 > 0.0 {
+            let mut ch = b.build_cartesian_2d((x0..x1).log_scale(), 0.0..y1)?;
+            ch.configure_mesh()
+                .x_desc(c.x_label.as_str())
+                .y_desc(c.y_label.as_str())
+                .x_label_formatter(&fmt)
+                .draw()?;
+            for (x, label) in c.markers.iter().filter(|(x, _)| *x >= x0 && *x <= x1) {
+                ch.draw_series(std::iter::once(PathElement::new(
+                    vec![(*x, 0.0), (*x, y1)],
+                    RGBColor(150, 150, 150).stroke_width(1),
+                )))?;
+                ch.draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (*x, y1 * 0.97),
+                    ("sans-serif", 12).into_font(),
+                )))?;
+            }
+            for (i, s) in c.series.iter().enumerate() {
+                let col = color(i);
+                ch.draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    col.stroke_width(2),
+                ))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
+                ch.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+            }
+            ch.configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()?;
+        } else {
+            let mut ch = b.build_cartesian_2d(x0..x1, 0.0..y1)?;
+            ch.configure_mesh()
+                .x_desc(c.x_label.as_str())
+                .y_desc(c.y_label.as_str())
+                .x_label_formatter(&fmt)
+                .draw()?;
+            for (i, s) in c.series.iter().enumerate() {
+                let col = color(i);
+                ch.draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    col.stroke_width(2),
+                ))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
+                ch.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+            }
+            ch.configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()?;
+        }
+        Ok(())
+    }))
+}
+
+/// Draw a bar chart of labelled values; None when empty.
+pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64)]) -> Option<String> {
+    let bars: Vec<&(String, f64)> = bars.iter().filter(|(_, v)| v.is_finite()).collect();
+    if bars.is_empty() {
+        return None;
+    }
+    let top = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1e-9) * 1.15;
+    let n = bars.len();
+    Some(render(W, H, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..n as f64, 0.0..top)?;
+        let label = |x: &f64| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 1e-6 {
+                bars.get(i).map(|b| b.0.clone()).unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        ch.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n * 2 + 1)
+            .x_label_formatter(&label)
+            .y_desc(y_label)
+            .draw()?;
+        ch.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+            Rectangle::new(
+                [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, *v)],
+                color(0).filled(),
+            )
+        }))?;
+        ch.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+            Text::new(
+                format!("{v:.1}"),
+                (i as f64 + 0.3, *v + top * 0.02),
+                ("sans-serif", 12).into_font(),
+            )
+        }))?;
+        Ok(())
+    }))
+}
+
+/// Draw a heatmap (rows × columns, None cells left blank); None when no value.
+pub fn heatmap(
+    title: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+) -> Option<String> {
+    let vals: Vec<f64> = values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if vals.is_empty() {
+        return None;
+    }
+    let (nr, nc) = (rows.len(), cols.len());
+    let cell = (560 / nc.max(nr).max(1)).clamp(6, 60) as u32;
+    let w = (cell * nc as u32 + 140).max(360);
+    let h = cell * nr as u32 + 110;
+    let labels = nc <= 24;
+    Some(render(w, h, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0.0..nc as f64, nr as f64..0.0)?;
+        let at = |names: &[String], x: f64| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 1e-6 {
+                names.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        ch.configure_mesh()
+            .disable_mesh()
+            .x_labels(nc * 2 + 1)
+            .y_labels(nr * 2 + 1)
+            .x_label_formatter(&|x| at(cols, *x))
+            .y_label_formatter(&|y| at(rows, *y))
+            .draw()?;
+        let shade = |v: f64| {
+            let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+            // Light yellow (low) to dark red (high).
+            RGBColor(
+                (255.0 - 80.0 * t) as u8,
+                (240.0 - 200.0 * t) as u8,
+                (180.0 - 150.0 * t) as u8,
+            )
+        };
+        for (r, row) in values.iter().enumerate() {
+            for (c, v) in row.iter().enumerate() {
+                let Some(v) = v.filter(|v| v.is_finite()) else {
+                    continue;
+                };
+                let (x, y) = (c as f64, r as f64);
+                ch.draw_series(std::iter::once(Rectangle::new(
+                    [(x, y), (x + 1.0, y + 1.0)],
+                    shade(v).filled(),
+                )))?;
+                if labels {
+                    ch.draw_series(std::iter::once(Text::new(
+                        format!("{v:.0}"),
+                        (x + 0.15, y + 0.6),
+                        ("sans-serif", 11).into_font(),
+                    )))?;
+                }
+            }
+        }
+        Ok(())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_svg_with_their_labels() {
+        let c = LineChart {
+            title: "latency".into(),
+            x_label: "size".into(),
+            y_label: "ns".into(),
+            log_x: true,
+            x_bytes: true,
+            series: vec![Series {
+                name: "warm".into(),
+                points: vec![(4096.0, 1.0), (1048576.0, 4.0), (1073741824.0, 100.0)],
+            }],
+            markers: vec![(49152.0, "L1".into())],
+        };
+        let s = line_chart(&c).unwrap();
+        assert!(s.starts_with("<svg") && s.contains("</svg>"));
+        assert!(s.contains("L1") && s.contains("warm") && s.contains("polyline"));
+        let b = bar_chart(
+            "states",
+            "ns",
+            &[("uown".into(), 120.0), ("dext".into(), 40.0)],
+        )
+        .unwrap();
+        assert!(b.contains("uown") && b.contains("<rect"));
+        let h = heatmap(
+            "c2c",
+            &["0".into(), "1".into()],
+            &["0".into(), "1".into()],
+            &[vec![None, Some(30.0)], vec![Some(31.0), None]],
+        )
+        .unwrap();
+        assert!(h.contains("<rect") && h.contains("31"));
+        assert!(bar_chart("x", "y", &[]).is_none());
+        assert!(heatmap("x", &[], &[], &[]).is_none());
+        assert_eq!(short_bytes(49152.0), "48K");
+    }
+}

@@ -1,0 +1,234 @@
+//! The self-contained HTML report: one file, inline SVG charts, tables beside them,
+//! no scripts, fonts or network. Every section either shows its data or says why
+//! it is absent.
+
+use crate::record::Record;
+use crate::report_sections as sec;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// One section of the report.
+pub struct Section {
+    /// Anchor id.
+    pub id: &'static str,
+    /// Heading.
+    pub title: &'static str,
+    /// Body HTML when there is data.
+    pub body: Option<String>,
+    /// Why there is no data (used when `body` is None).
+    pub absent: String,
+}
+
+/// Escape text for HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// An HTML table.
+pub fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::from("<table><thead><tr>");
+    for h in header {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for r in rows {
+        s.push_str("<tr>");
+        for c in r {
+            let _ = write!(s, "<td>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+/// A chart and its table side by side (the table's numbers can be copied).
+pub fn figure(chart: Option<String>, table: String) -> String {
+    match chart {
+        Some(svg) => format!(
+            "<div class=\"fig\"><div class=\"chart\">{svg}</div><div class=\"tab\">{table}</div></div>"
+        ),
+        None => format!("<div class=\"fig\"><div class=\"tab\">{table}</div></div>"),
+    }
+}
+
+/// The median of a record's metric.
+pub fn med(r: &Record, metric: &str) -> Option<f64> {
+    r.stats
+        .iter()
+        .find(|s| s.metric == metric)
+        .map(|s| s.summary.median)
+}
+
+/// A number for a table cell.
+pub fn num(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Why a section has no data: the survey's reason when it skipped the step, or
+/// that these files hold no such records.
+fn absent_reason(records: &[Record], id: &str, what: &str) -> String {
+    records
+        .iter()
+        .filter(|r| r.kind == "survey" && r.parameters["section"] == id)
+        .flat_map(|r| r.unavailable.iter())
+        .map(|u| u.reason.clone())
+        .next()
+        .unwrap_or_else(|| format!("no {what} records in the input"))
+}
+
+/// Build every section from the records.
+pub fn sections(records: &[Record]) -> Vec<Section> {
+    let mk = |id, title, what: &str, body: Option<String>| Section {
+        id,
+        title,
+        absent: absent_reason(records, id, what),
+        body,
+    };
+    vec![
+        mk("machine", "Machine", "topo", sec::machine(records)),
+        mk(
+            "hierarchy",
+            "Latency versus size",
+            "latency-sweep",
+            sec::hierarchy(records),
+        ),
+        mk(
+            "states",
+            "Latency per coherence state",
+            "latency (prepared state)",
+            sec::states(records),
+        ),
+        mk(
+            "bandwidth",
+            "Bandwidth per kernel and thread count",
+            "bandwidth",
+            sec::bandwidth(records),
+        ),
+        mk("c2c", "Core to core", "c2c-matrix", sec::c2c(records)),
+        mk(
+            "matrix",
+            "Initiator × memory node matrices",
+            "matrix",
+            sec::matrices(records),
+        ),
+        mk(
+            "invalidate",
+            "Invalidation sweep",
+            "invalidate",
+            sec::invalidate(records),
+        ),
+        mk(
+            "intervene",
+            "Intervention placements",
+            "intervene",
+            sec::intervene(records),
+        ),
+        mk(
+            "loaded",
+            "Loaded latency",
+            "loaded-latency",
+            sec::loaded(records),
+        ),
+        mk("model", "Latency model", "model", sec::model(records)),
+    ]
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1500px}\
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-top:.6em}\
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
+th{background:#f0f0f0}.fig{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}\
+.absent{color:#777;font-style:italic}.warn{color:#8a4b00}nav a{margin-right:.8em}";
+
+/// Render the report.
+pub fn render(records: &[Record], title: &str) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>",
+        esc(title),
+        esc(title)
+    );
+    let secs = sections(records);
+    s.push_str("<nav>");
+    for x in &secs {
+        let _ = write!(s, "<a href=\"#{}\">{}</a>", x.id, esc(x.title));
+    }
+    s.push_str("<a href=\"#provenance\">Provenance and warnings</a></nav>");
+    for x in &secs {
+        let _ = write!(s, "<section id=\"{}\"><h2>{}</h2>", x.id, esc(x.title));
+        match &x.body {
+            Some(b) => s.push_str(b),
+            None => {
+                let _ = write!(s, "<p class=\"absent\">Absent: {}.</p>", esc(&x.absent));
+            }
+        }
+        s.push_str("</section>");
+    }
+    s.push_str(&provenance(records));
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// Provenance of the run and every warning and unavailable feature, once each.
+fn provenance(records: &[Record]) -> String {
+    let mut s = String::from("<section id=\"provenance\"><h2>Provenance and warnings</h2>");
+    if let Some(p) = records.first().map(|r| &r.provenance) {
+        let rows = vec![
+            vec!["tool".into(), p.tool_version.clone()],
+            vec!["date".into(), p.timestamp.clone()],
+            vec!["host".into(), p.hostname.clone()],
+            vec!["kernel".into(), p.kernel.clone()],
+            vec!["CPU".into(), p.cpu_model.clone().unwrap_or_default()],
+            vec!["topology".into(), p.topology.clone()],
+            vec!["THP".into(), p.thp.clone()],
+            vec!["NUMA balancing".into(), p.numa_balancing.clone()],
+            vec!["governor".into(), p.governor.clone()],
+            vec![
+                "virtualisation".into(),
+                if p.virtualization.hypervisor {
+                    format!(
+                        "hypervisor {}",
+                        p.virtualization.signature.clone().unwrap_or_default()
+                    )
+                } else {
+                    "none detected".into()
+                },
+            ],
+        ];
+        s.push_str(&html_table(&["", ""], &rows));
+    }
+    let warnings: BTreeSet<&String> = records.iter().flat_map(|r| &r.warnings).collect();
+    let _ = write!(s, "<h3>Warnings ({})</h3><ul>", warnings.len());
+    for w in warnings {
+        let _ = write!(s, "<li class=\"warn\">{}</li>", esc(w));
+    }
+    s.push_str("</ul>");
+    let unavailable: BTreeSet<(String, String)> = records
+        .iter()
+        .flat_map(|r| {
+            r.unavailable
+                .iter()
+                .map(move |u| (format!("{}: {}", r.kind, u.feature), u.reason.clone()))
+        })
+        .collect();
+    let _ = write!(s, "<h3>Unavailable ({})</h3><ul>", unavailable.len());
+    for (f, why) in unavailable {
+        let _ = write!(s, "<li>{}: {}</li>", esc(&f), esc(&why));
+    }
+    s.push_str("</ul>");
+    let commands: BTreeSet<String> = records
+        .iter()
+        .map(|r| r.provenance.command_line.join(" "))
+        .collect();
+    let _ = write!(s, "<h3>Commands ({})</h3><ul>", commands.len());
+    for c in commands {
+        let _ = write!(s, "<li><code>{}</code></li>", esc(&c));
+    }
+    s.push_str("</ul></section>");
+    s
+}
