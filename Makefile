@@ -1,8 +1,11 @@
 # numalab: one-command set-up, build, run and test.
-# `make run` installs what is missing, builds in release mode and runs the main job.
-# `make test` installs what is missing and runs the whole test suite.
+# `make run` installs what is missing, builds in release mode and runs the main job:
+# the survey, which leaves numalab-survey/report.html.
+# `make test` installs what is missing (also chromium, for the report test) and runs the whole test suite.
 
 DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config
+# The report test renders report.html in a headless browser.
+TEST_PACKAGES := chromium
 CARGO ?= cargo
 
 .PHONY: deps build run test lint clean
@@ -14,9 +17,10 @@ build: deps
 	$(CARGO) build --release --locked
 
 run: build
-	./target/release/numalab topo
+	./target/release/numalab survey -o numalab-survey
 
 test: deps
+	@bash scripts/install-deps.sh $(TEST_PACKAGES)
 	$(CARGO) test --workspace --locked
 
 lint: deps

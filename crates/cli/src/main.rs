@@ -12,6 +12,10 @@ mod loaded_cmd;
 mod matrix_cmd;
 mod model_cmd;
 mod plan_cmd;
+mod report_cmd;
+mod survey_cmd;
+mod survey_plan;
+mod survey_view;
 mod topo_cmd;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +32,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job: a curated battery chosen from the topology, written to DIR as
+    /// results.json, results.csv and a self-contained report.html.
+    Survey(survey_cmd::SurveyArgs),
+    /// Render saved records (JSON) as a self-contained HTML report.
+    Report(report_cmd::ReportArgs),
+    /// Compare two record files measurement by measurement: medians and B/A.
+    Compare(report_cmd::CompareArgs),
     /// Show the machine: packages, dies, NUMA nodes, caches, cores, SMT, distances and hops,
     /// memory attributes, huge pages, THP and NUMA balancing.
     Topo(topo_cmd::TopoArgs),
@@ -63,6 +74,9 @@ enum Command {
 fn run() -> Result<(), CliError> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Survey(a) => survey_cmd::run(a),
+        Command::Report(a) => report_cmd::run_report(a),
+        Command::Compare(a) => report_cmd::run_compare(a),
         Command::Topo(a) => topo_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),
         Command::Latency(a) => latency_cmd::run(a),

@@ -1,0 +1,123 @@
+//! `numalab report` (HTML from saved records) and `numalab compare` (two runs side by side).
+
+use crate::common::{bad, CliError};
+use clap::Args;
+use numalab_results::output::{table, write_atomic};
+use numalab_results::{compare, report, Record};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `numalab report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Record files (JSON, as written by -o FILE.json or survey's results.json).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short = 'o', long = "output", default_value = "report.html")]
+    output: PathBuf,
+}
+
+/// Arguments of `numalab compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline records (JSON).
+    a: PathBuf,
+    /// The records compared with it (JSON).
+    b: PathBuf,
+    /// Also write the comparison as HTML to this file.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Print the rows as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Read numalab records from a JSON file (an array of records, or one record).
+pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad(format!("cannot read '{}': {e}", path.display())))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "invalid file '{}': not JSON ({e}); give numalab records (-o FILE.json)",
+            path.display()
+        ))
+    })?;
+    let v = if v.is_array() {
+        v
+    } else {
+        serde_json::Value::Array(vec![v])
+    };
+    serde_json::from_value(v).map_err(|e| {
+        bad(format!(
+            "invalid file '{}': not numalab records ({e})",
+            path.display()
+        ))
+    })
+}
+
+fn html_path(p: &Path) -> Result<(), CliError> {
+    if p.extension().is_some_and(|e| e == "html" || e == "htm") {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "invalid output '{}': expected a .html file",
+            p.display()
+        )))
+    }
+}
+
+/// Run `numalab report`.
+pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
+    html_path(&a.output)?;
+    let mut records = Vec::new();
+    for f in &a.files {
+        records.extend(read_records(f)?);
+    }
+    let title = format!(
+        "numalab report: {}",
+        records
+            .first()
+            .map(|r| r.provenance.hostname.as_str())
+            .unwrap_or("no records")
+    );
+    let html = report::render(&records, &title);
+    write_atomic(&a.output, html.as_bytes())?;
+    eprintln!(
+        "numalab: wrote {} ({} records)",
+        a.output.display(),
+        records.len()
+    );
+    Ok(())
+}
+
+/// Run `numalab compare`.
+pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
+    if let Some(o) = &a.output {
+        html_path(o)?;
+    }
+    let ra = read_records(&a.a)?;
+    let rb = read_records(&a.b)?;
+    let (rows, only_a, only_b) = compare::compare(&ra, &rb);
+    if let Some(o) = &a.output {
+        let html = compare::html(
+            &rows,
+            &a.a.display().to_string(),
+            &a.b.display().to_string(),
+        );
+        write_atomic(o, html.as_bytes())?;
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("rows serialise")
+        );
+    } else {
+        println!("A: {}\nB: {}\n", a.a.display(), a.b.display());
+        print!("{}", table(&compare::HEADER, &compare::text_rows(&rows)));
+        println!(
+            "\n{} matched measurement(s); {only_a} only in A, {only_b} only in B",
+            rows.len()
+        );
+    }
+    Ok(())
+}

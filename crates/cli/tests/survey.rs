@@ -1,0 +1,254 @@
+//! `numalab survey`, `report` and `compare` end to end, and the report in a real browser.
+
+mod common;
+
+use common::{numalab, run_json, tmpdir, topology, validate};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// The sections the report has, and the record kinds that fill them.
+const SECTIONS: [(&str, &[&str]); 10] = [
+    ("machine", &["topo"]),
+    ("hierarchy", &["latency-sweep"]),
+    ("states", &["latency"]),
+    ("bandwidth", &["bandwidth"]),
+    ("c2c", &["c2c-matrix"]),
+    ("matrix", &["matrix-latency", "matrix-bandwidth"]),
+    ("invalidate", &["invalidate"]),
+    ("intervene", &["intervene"]),
+    ("loaded", &["loaded-latency"]),
+    ("model", &["model"]),
+];
+
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    let end = html[start..].find("</section>").unwrap() + start;
+    &html[start..end]
+}
+
+fn browser() -> Option<String> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find(|b| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!("command -v {b}"))
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .map(|b| b.to_string())
+}
+
+/// Render in headless Chromium: the DOM has non-empty SVG charts and the console no errors.
+fn check_in_browser(html: &Path, shot: &Path) {
+    let Some(b) = browser() else {
+        if std::env::var_os("NUMALAB_SKIP_BROWSER").is_some() {
+            eprintln!("skipped: no chromium (NUMALAB_SKIP_BROWSER set)");
+            return;
+        }
+        panic!("no chromium on PATH: `make test` installs it (Debian package chromium); set NUMALAB_SKIP_BROWSER=1 to skip this check");
+    };
+    let url = format!("file://{}", html.display());
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let dom = Command::new(&b)
+        .args(common)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let text = String::from_utf8_lossy(&dom.stdout);
+    let svgs = text.matches("<svg").count();
+    assert!(svgs >= 4, "rendered DOM has {svgs} charts");
+    assert!(
+        text.contains("<rect") && text.contains("<text"),
+        "charts are empty"
+    );
+    let log = String::from_utf8_lossy(&dom.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let shot_out = Command::new(&b)
+        .args(common)
+        .arg("--window-size=1400,5000")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(shot_out.status.success());
+    assert!(std::fs::metadata(shot)
+        .map(|m| m.len() > 10_000)
+        .unwrap_or(false));
+    eprintln!("screenshot: {}", shot.display());
+}
+
+#[test]
+fn quick_survey_writes_valid_records_and_a_complete_report() {
+    let dir = tmpdir("survey");
+    let out = numalab(&["survey", "--quick", "-o", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Headline figures"), "{stdout}");
+    let json = std::fs::read(dir.join("results.json")).unwrap();
+    let records = validate(&json);
+    let kinds: Vec<&str> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"topo") && kinds.contains(&"latency-sweep"));
+    assert!(
+        std::fs::read_to_string(dir.join("results.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            > 10
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    // Self-contained: nothing fetched (the SVG namespace URI is a name, not a fetch).
+    for external in [
+        "src=\"http",
+        "href=\"http",
+        "<link",
+        "<script",
+        "@import",
+        "url(",
+    ] {
+        assert!(
+            !html.contains(external),
+            "report refers outside itself: {external}"
+        );
+    }
+    // Every section with records has a chart or table; every other says why not.
+    for (id, ks) in SECTIONS {
+        let s = section(&html, id);
+        if ks.iter().any(|k| kinds.contains(k)) {
+            assert!(s.contains("<table"), "{id} has data but no table");
+            if id != "machine" && id != "model" {
+                assert!(s.contains("<svg"), "{id} has data but no chart");
+            }
+        } else {
+            assert!(s.contains("Absent: "), "{id} has no data and no reason");
+        }
+    }
+    // The skipped steps' reasons reach the report.
+    if !kinds.contains(&"matrix-latency") {
+        assert!(section(&html, "matrix").contains("NUMA node"));
+    }
+    check_in_browser(&dir.join("report.html"), &dir.join("report.png"));
+    // report re-renders the same file from the records.
+    let again = dir.join("again.html");
+    let out = numalab(&[
+        "report",
+        dir.join("results.json").to_str().unwrap(),
+        "-o",
+        again.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(std::fs::read_to_string(&again).unwrap().contains("<svg"));
+}
+
+#[test]
+fn survey_plan_grows_with_domains_and_bad_input_is_refused() {
+    let out = numalab(&[
+        "survey",
+        "--dry-run",
+        "--json",
+        "--topology",
+        &topology("64amd64-4s2n4ca2co.xml"),
+    ]);
+    assert!(out.status.success());
+    let steps: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c2c = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["section"] == "c2c")
+        .unwrap();
+    let cpus = c2c["args"][2].as_str().unwrap();
+    // Representative CPUs, not all 64.
+    assert!(cpus.split(',').count() <= 16, "{cpus}");
+    assert!(steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["section"] == "matrix" && s["skip"].is_null()));
+    let out = numalab(&["survey", "--topology", &topology("64amd64-4s2n4ca2co.xml")]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = numalab(&["report", "/nonexistent.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.json"));
+}
+
+#[test]
+fn compare_gives_the_ratios_of_matching_measurements() {
+    let dir = tmpdir("compare");
+    let csv = dir.join("pts.csv");
+    std::fs::write(&csv, "hops,latency_ns\n0,100\n1,150\n2,190\n").unwrap();
+    let mut a = run_json("model", &["fit", csv.to_str().unwrap()]);
+    // Synthetic stats: A has 100 and 40; B has 150 and 10 for the same metrics.
+    let stat = |metric: &str, m: f64| {
+        serde_json::json!({ "metric": metric, "unit": "ns", "min": m, "p5": m, "median": m,
+            "mean": m, "p95": m, "max": m, "stdev": 0.0, "n": 1 })
+    };
+    a[0]["stats"] = serde_json::json!([stat("latency", 100.0), stat("other", 40.0)]);
+    let mut b = a.clone();
+    b[0]["stats"] = serde_json::json!([stat("latency", 150.0), stat("other", 10.0)]);
+    let (fa, fb) = (dir.join("a.json"), dir.join("b.json"));
+    std::fs::write(&fa, a.to_string()).unwrap();
+    std::fs::write(&fb, b.to_string()).unwrap();
+    let out = numalab(&[
+        "compare",
+        fa.to_str().unwrap(),
+        fb.to_str().unwrap(),
+        "--json",
+        "-o",
+        dir.join("c.html").to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ratio = |m: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == m)
+            .unwrap()["ratio"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((ratio("latency") - 1.5).abs() < 1e-9);
+    assert!((ratio("other") - 0.25).abs() < 1e-9);
+    assert!(std::fs::read_to_string(dir.join("c.html"))
+        .unwrap()
+        .contains("1.500"));
+    let out = numalab(&[
+        "compare",
+        fa.to_str().unwrap(),
+        fb.to_str().unwrap(),
+        "-o",
+        "c.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
