@@ -502,3 +502,71 @@ pub fn model(records: &[Record]) -> Option<String> {
         &rows,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::provenance::Provenance;
+    use crate::record::Record;
+    use crate::report::{render, sections};
+    use serde_json::json;
+
+    fn rec(kind: &str, name: &str, p: serde_json::Value, metric: &str, v: f64) -> Record {
+        let mut r = Record::new(kind, name, Provenance::collect("test", "none"), p);
+        r.add_samples(metric, "ns", &[v, v]);
+        r
+    }
+
+    #[test]
+    fn multi_node_sections_draw_from_their_records() {
+        let mut rs = Vec::new();
+        for d in 0..2u64 {
+            for n in 0..2u64 {
+                let p = json!({ "domain": d, "mem_node": n, "hops": u64::from(d != n) });
+                rs.push(rec(
+                    "matrix-latency",
+                    &format!("node {d} → node {n}"),
+                    p,
+                    "latency",
+                    if d == n { 100.0 } else { 160.0 },
+                ));
+            }
+        }
+        for h in 0..2u64 {
+            rs.push(rec(
+                "intervene-uown",
+                &format!("uown hops {h}"),
+                json!({ "hops": h }),
+                "latency",
+                100.0 + 60.0 * h as f64,
+            ));
+            rs.push(rec(
+                "intervene",
+                &format!("dexd hops {h} xhops=0"),
+                json!({ "hops": h, "state": "dexd", "placement": "xhops=0" }),
+                "latency",
+                180.0 + 50.0 * h as f64,
+            ));
+        }
+        let mut m = Record::new(
+            "model",
+            "fit",
+            Provenance::collect("test", "none"),
+            json!({}),
+        );
+        m.data = Some(
+            json!({ "fit": { "local_ns": 100.0, "remote_penalty_ns": 60.0, "per_hop_ns": null, "r2": 1.0, "n": 4, "note": "" } }),
+        );
+        rs.push(m);
+        let secs = sections(&rs);
+        let body = |id: &str| secs.iter().find(|s| s.id == id).unwrap().body.clone();
+        let matrix = body("matrix").expect("matrix section");
+        assert!(matrix.contains("<svg") && matrix.contains("160.0"));
+        let iv = body("intervene").expect("intervene section");
+        // ΔU = 230 − 160 at one hop.
+        assert!(iv.contains("70.0"), "{iv}");
+        assert!(body("model").unwrap().contains("60.0"));
+        assert!(body("c2c").is_none());
+        let html = render(&rs, "t");
+        assert!(html.contains("Absent: no c2c-matrix records in the input"));
+    }
+}
