@@ -48,6 +48,28 @@ impl CrewArgs {
     }
 }
 
+/// Resolve `spec` to `count` threads (None: as the spec lists), SMT siblings last.
+pub fn threads(
+    m: &Machine,
+    spec: ThreadSpec,
+    count: Option<usize>,
+) -> Result<Vec<ThreadPlacement>, CliError> {
+    Ok(resolve_threads(
+        m,
+        &ThreadRequest {
+            spec,
+            count,
+            smt: Smt::Last,
+            kind: CoreKind::Any,
+        },
+    )?)
+}
+
+/// The one requestor of a single-requestor experiment.
+pub fn one(m: &Machine, spec: ThreadSpec) -> Result<ThreadPlacement, CliError> {
+    Ok(threads(m, spec, Some(1))?.remove(0))
+}
+
 /// Requestors, helpers, and warnings about them.
 pub struct Placed {
     /// Requestor threads.

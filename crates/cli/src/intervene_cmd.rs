@@ -7,9 +7,8 @@ use numalab_probe::{LineState, Timer};
 use numalab_results::output::table;
 use numalab_results::stats::median;
 use numalab_results::{Record, Unavailable};
-use numalab_topo::plan::resolve_threads;
 use numalab_topo::spec::parse_size;
-use numalab_topo::{fmt_bytes, CoreKind, Smt, ThreadRequest, ThreadSpec};
+use numalab_topo::{fmt_bytes, ThreadSpec};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -99,16 +98,8 @@ pub fn run(a: InterveneArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
-    let req = resolve_threads(
-        m,
-        &ThreadRequest {
-            spec,
-            count: Some(1),
-            smt: Smt::Last,
-            kind: CoreKind::Any,
-        },
-    )?;
-    let rows = intervene::plan(m, &req[0], hops.as_deref(), &placements)?;
+    let req = crate::crew_args::one(m, spec)?;
+    let rows = intervene::plan(m, &req, hops.as_deref(), &placements)?;
     let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
     let (prov, mut warnings) = provenance(&host);
     if rows.len() == 1 {
@@ -151,11 +142,11 @@ pub fn run(a: InterveneArgs) -> Result<(), CliError> {
             "intervene-uown",
             &format!("uown hops {}", row.hops),
             prov.clone(),
-            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req[0].pu.os, "size_bytes": size, "state": "uown", "request": "read" }),
+            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read" }),
         );
         match row.uown_home {
             Some(h) => {
-                let v = intervene::measure_uown(&host, &timer, &req[0], h, size, a.iterations)?;
+                let v = intervene::measure_uown(&host, &timer, &req, h, size, a.iterations)?;
                 r.add_samples("latency", "ns", &v);
                 uown.insert(row.hops, v);
             }

@@ -7,9 +7,9 @@ use numalab_probe::Timer;
 use numalab_results::output::table;
 use numalab_results::stats::median;
 use numalab_results::Record;
-use numalab_topo::plan::{resolve_memory, resolve_threads};
+use numalab_topo::plan::resolve_memory;
 use numalab_topo::spec::parse_size;
-use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Smt, ThreadRequest, ThreadSpec};
+use numalab_topo::{fmt_bytes, MemSpec, PageSize, ThreadSpec};
 use serde_json::json;
 use std::fmt::Write;
 
@@ -74,15 +74,7 @@ pub fn run(a: InvalidateArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
-    let req = resolve_threads(
-        m,
-        &ThreadRequest {
-            spec,
-            count: Some(1),
-            smt: Smt::Last,
-            kind: CoreKind::Any,
-        },
-    )?;
+    let req = vec![crate::crew_args::one(m, spec)?];
     let mem = resolve_memory(m, &mem_spec, PageSize::Base, &req)?;
     let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
     if size < 4096 {

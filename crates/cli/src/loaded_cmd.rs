@@ -11,12 +11,9 @@ use numalab_probe::Timer;
 use numalab_results::output::table;
 use numalab_results::stats::{median, percentile};
 use numalab_results::Record;
-use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
+use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
-use numalab_topo::{
-    cpulist, fmt_bytes, CoreKind, MemSpec, PageSize, Smt, ThreadPlacement, ThreadRequest,
-    ThreadSpec,
-};
+use numalab_topo::{cpulist, fmt_bytes, MemSpec, PageSize, ThreadPlacement, ThreadSpec};
 use serde_json::json;
 use std::fmt::Write;
 
@@ -58,22 +55,6 @@ pub struct LoadedArgs {
     common: CommonArgs,
 }
 
-fn one(
-    m: &numalab_topo::Machine,
-    spec: ThreadSpec,
-    count: Option<usize>,
-) -> Result<Vec<ThreadPlacement>, CliError> {
-    Ok(resolve_threads(
-        m,
-        &ThreadRequest {
-            spec,
-            count,
-            smt: Smt::Last,
-            kind: CoreKind::Any,
-        },
-    )?)
-}
-
 /// Run `numalab loaded-latency`.
 pub fn run(a: LoadedArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -102,12 +83,12 @@ pub fn run(a: LoadedArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
-    let req = one(m, spec, Some(1))?;
+    let req = vec![crate::crew_args::one(m, spec)?];
     let r = &req[0];
     let injectors: Vec<ThreadPlacement> = match inj_spec {
         Some(s) => {
             let natural = matches!(s, ThreadSpec::List(_));
-            let v = one(m, s, (!natural).then_some(1))?;
+            let v = crate::crew_args::threads(m, s, (!natural).then_some(1))?;
             if let Some(t) = v.iter().find(|t| t.pu.os == r.pu.os) {
                 return Err(bad(format!(
                     "invalid injector CPU '{}': it is the chasing CPU; choose others with --injectors",

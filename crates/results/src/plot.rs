@@ -1,6 +1,7 @@
 //! Charts as inline SVG (plotters' SVG backend; text as SVG `<text>`, so no font
 //! files are read and the browser's own sans-serif draws the labels).
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -93,6 +94,45 @@ fn bounds(points: impl Iterator<Item = (f64, f64)>) -> Option<(f64, f64, f64, f6
     b
 }
 
+/// The markers, lines, points and legend of a line chart, on either x scale.
+fn lines_and_markers<'a, X>(
+    ch: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
+    c: &LineChart,
+    (x0, x1): (f64, f64),
+    y1: f64,
+) -> DrawResult
+where
+    X: Ranged<ValueType = f64>,
+{
+    for (x, label) in c.markers.iter().filter(|(x, _)| *x >= x0 && *x <= x1) {
+        ch.draw_series(std::iter::once(PathElement::new(
+            vec![(*x, 0.0), (*x, y1)],
+            RGBColor(150, 150, 150).stroke_width(1),
+        )))?;
+        ch.draw_series(std::iter::once(Text::new(
+            label.clone(),
+            (*x, y1 * 0.97),
+            ("sans-serif", 12).into_font(),
+        )))?;
+    }
+    for (i, s) in c.series.iter().enumerate() {
+        let col = color(i);
+        ch.draw_series(LineSeries::new(
+            s.points.iter().copied(),
+            col.stroke_width(2),
+        ))?
+        .label(s.name.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
+        ch.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+    }
+    ch.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    Ok(())
+}
+
 /// Draw a line chart; None when there are no finite points.
 pub fn line_chart(c: &LineChart) -> Option<String> {
     let (x0, x1, _, y1) = bounds(c.series.iter().flat_map(|s| s.points.iter().copied()))?;
@@ -123,32 +163,7 @@ pub fn line_chart(c: &LineChart) -> Option<String> {
                 .y_desc(c.y_label.as_str())
                 .x_label_formatter(&fmt)
                 .draw()?;
-            for (x, label) in c.markers.iter().filter(|(x, _)| *x >= x0 && *x <= x1) {
-                ch.draw_series(std::iter::once(PathElement::new(
-                    vec![(*x, 0.0), (*x, y1)],
-                    RGBColor(150, 150, 150).stroke_width(1),
-                )))?;
-                ch.draw_series(std::iter::once(Text::new(
-                    label.clone(),
-                    (*x, y1 * 0.97),
-                    ("sans-serif", 12).into_font(),
-                )))?;
-            }
-            for (i, s) in c.series.iter().enumerate() {
-                let col = color(i);
-                ch.draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    col.stroke_width(2),
-                ))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
-                ch.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
-            }
-            ch.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()?;
+            lines_and_markers(&mut ch, c, (x0, x1), y1)
         } else {
             let mut ch = b.build_cartesian_2d(x0..x1, 0.0..y1)?;
             ch.configure_mesh()
@@ -156,23 +171,8 @@ pub fn line_chart(c: &LineChart) -> Option<String> {
                 .y_desc(c.y_label.as_str())
                 .x_label_formatter(&fmt)
                 .draw()?;
-            for (i, s) in c.series.iter().enumerate() {
-                let col = color(i);
-                ch.draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    col.stroke_width(2),
-                ))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
-                ch.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
-            }
-            ch.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()?;
+            lines_and_markers(&mut ch, c, (x0, x1), y1)
         }
-        Ok(())
     }))
 }
 
