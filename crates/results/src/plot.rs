@@ -157,7 +157,13 @@ pub fn line_chart(c: &LineChart) -> Option<String> {
             }
         };
         if c.log_x && x0 > 0.0 {
-            let mut ch = b.build_cartesian_2d((x0..x1).log_scale(), 0.0..y1)?;
+            // Ticks at powers of four (4K, 16K, … 1G) rather than of ten: sizes are binary.
+            let ticks: Vec<f64> = (0..64)
+                .map(|k| 4f64.powi(k))
+                .filter(|t| *t >= x0 && *t <= x1)
+                .collect();
+            let x = (x0..x1).log_scale().with_key_points(ticks);
+            let mut ch = b.build_cartesian_2d(x, 0.0..y1)?;
             ch.configure_mesh()
                 .x_desc(c.x_label.as_str())
                 .y_desc(c.y_label.as_str())

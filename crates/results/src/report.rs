@@ -29,11 +29,16 @@ pub fn esc(s: &str) -> String {
 
 /// An HTML table.
 pub fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<table><thead><tr>");
-    for h in header {
-        let _ = write!(s, "<th>{}</th>", esc(h));
+    let mut s = String::from("<table>");
+    // A key/value table has no header row.
+    if header.iter().any(|h| !h.is_empty()) {
+        s.push_str("<thead><tr>");
+        for h in header {
+            let _ = write!(s, "<th>{}</th>", esc(h));
+        }
+        s.push_str("</tr></thead>");
     }
-    s.push_str("</tr></thead><tbody>");
+    s.push_str("<tbody>");
     for r in rows {
         s.push_str("<tr>");
         for c in r {
