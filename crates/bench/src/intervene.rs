@@ -201,11 +201,13 @@ pub fn plan(
                             party(at.iter().find_map(|&n| owner_on(m, requestor, n)), base_mem)
                         }
                         Placement::Y => {
-                            let n = at
-                                .iter()
-                                .copied()
-                                .find(|&n| has_memory(m, n) && owner_on(m, requestor, n).is_some());
-                            party(n.and_then(|n| owner_on(m, requestor, n)), n)
+                            // The first node at this distance with both memory and an owner.
+                            let found = at.iter().find_map(|&n| {
+                                has_memory(m, n)
+                                    .then(|| owner_on(m, requestor, n).map(|o| (o, n)))
+                                    .flatten()
+                            });
+                            party(found.as_ref().map(|f| f.0.clone()), found.map(|f| f.1))
                         }
                         _ => party(owner_on(m, requestor, base), mem_at),
                     };

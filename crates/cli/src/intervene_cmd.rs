@@ -101,6 +101,13 @@ pub fn run(a: InterveneArgs) -> Result<(), CliError> {
     let req = crate::crew_args::one(m, spec)?;
     let rows = intervene::plan(m, &req, hops.as_deref(), &placements)?;
     let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
+    // Checked before anything is timed (a prepared chase needs 16 lines at a 128-byte stride).
+    if size < 4096 {
+        return Err(bad(format!(
+            "invalid --size '{}': at least 4K",
+            a.size.as_deref().unwrap_or_default()
+        )));
+    }
     let (prov, mut warnings) = provenance(&host);
     if rows.len() == 1 {
         warnings.push("one node reachable: only the local (zero-hop) row exists; the xhops/yhops/zhops placements need a second node".into());
