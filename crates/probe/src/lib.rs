@@ -11,7 +11,9 @@ pub mod kernel;
 pub mod layout;
 pub mod pingpong;
 pub mod runner;
+pub mod script;
 pub mod state;
+pub mod sync;
 pub mod timer;
 
 pub use chase::{Chase, SelfLoop};
