@@ -71,7 +71,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some((0..n).map(|i| b[i] / a[i][i]).collect())
 }
 
-fn least_squares(rows: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
+pub(crate) fn least_squares(rows: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
     let k = rows.first()?.len();
     let mut ata = vec![vec![0.0; k]; k];
     let mut aty = vec![0.0; k];
