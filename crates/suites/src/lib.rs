@@ -1,0 +1,9 @@
+//! The seed studies as plans of measurements: the KSR1 thread-placement suites and
+//! the KSR collective-communication suite. Suites build lists of probe scripts and
+//! check the data they moved; they never time anything themselves.
+
+pub mod collectives;
+pub mod collectives_run;
+pub mod domains;
+pub mod placement;
+pub mod placement_run;
