@@ -2,6 +2,8 @@
 
 mod bandwidth_cmd;
 mod c2c_cmd;
+mod collectives_cmd;
+mod collectives_view;
 mod common;
 mod crew_args;
 mod intervene_cmd;
@@ -13,6 +15,8 @@ mod matrix_cmd;
 mod model_cmd;
 mod plan_cmd;
 mod report_cmd;
+mod suite_cmd;
+mod suite_view;
 mod survey_cmd;
 mod survey_plan;
 mod survey_view;
@@ -65,6 +69,9 @@ enum Command {
     /// Latency of a chase while injector threads stream paced read or write traffic,
     /// at decreasing delays: the latency-versus-bandwidth curve.
     LoadedLatency(loaded_cmd::LoadedArgs),
+    /// The seed studies as suites: `placement` (KSR1 thread placement, Experiment 0 and
+    /// Suites I–IV) and `collectives` (KSR collectives with fitted cost models).
+    Suite(suite_cmd::SuiteArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
     /// Print the JSON Schema of result records.
@@ -82,6 +89,7 @@ fn run() -> Result<(), CliError> {
         Command::Latency(a) => latency_cmd::run(a),
         Command::Bandwidth(a) => bandwidth_cmd::run(a),
         Command::Model(a) => model_cmd::run(a),
+        Command::Suite(a) => suite_cmd::run(a),
         Command::C2c(a) => c2c_cmd::run(a),
         Command::Matrix(a) => matrix_cmd::run(a),
         Command::Invalidate(a) => invalidate_cmd::run(a),
