@@ -9,10 +9,15 @@ pub mod flush;
 pub mod inject;
 pub mod kernel;
 pub mod layout;
+pub mod loop7;
+pub mod mlp;
+pub mod overlap;
 pub mod pingpong;
 pub mod runner;
 pub mod script;
+pub mod server;
 pub mod state;
+pub mod switch;
 pub mod sync;
 pub mod timer;
 

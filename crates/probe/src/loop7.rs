@@ -1,0 +1,176 @@
+//! Livermore Loop 7 (equation of state fragment) with its `u` array remote, the
+//! EARTH latency-masking experiment: the loop is split into coroutines of T
+//! iterations; each posts a split-phase fetch of its part of `u` to the helper and
+//! yields until the data is there, so one chunk's fetch overlaps others' compute.
+
+use crate::server::{Client, Request};
+use crate::timer::Timer;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+/// Loop 7's constants (any values do; these are the kernel's customary ones).
+pub const R: f64 = 4.86;
+/// See [`R`].
+pub const T: f64 = 276.0;
+/// See [`R`].
+pub const Q: f64 = 0.5;
+
+/// Coroutines alive at once (and so fetches in flight).
+pub const WINDOW: usize = 64;
+
+/// x[k] for k in `lo..hi`; `u` needs k+6.
+#[inline(never)]
+pub fn compute(x: &mut [f64], u: &[f64], z: &[f64], y: &[f64], lo: usize, hi: usize) {
+    for k in lo..hi {
+        x[k] = u[k]
+            + R * (z[k] + R * y[k])
+            + T * (u[k + 3]
+                + R * (u[k + 2] + R * u[k + 1])
+                + T * (u[k + 6] + Q * (u[k + 5] + Q * u[k + 4])));
+    }
+}
+
+/// Local arrays of one run: x (out), z, y, and `ul`, the local copy of remote u.
+pub struct Arrays {
+    /// Results.
+    pub x: Vec<f64>,
+    /// Input z.
+    pub z: Vec<f64>,
+    /// Input y.
+    pub y: Vec<f64>,
+    /// Where fetched parts of u land (n + 6).
+    pub ul: Vec<f64>,
+}
+
+impl Arrays {
+    /// Arrays for `n` iterations with deterministic inputs.
+    pub fn new(n: usize) -> Arrays {
+        Arrays {
+            x: vec![0.0; n],
+            z: (0..n).map(|i| (i % 97) as f64 * 0.25).collect(),
+            y: (0..n).map(|i| (i % 89) as f64 * 0.5).collect(),
+            ul: vec![0.0; n + 6],
+        }
+    }
+}
+
+/// Ticks of the two phases of the baseline: fetch all of u (blocking), then compute.
+pub fn baseline(
+    c: &mut Client,
+    timer: &Timer,
+    a: &mut Arrays,
+    u: *const f64,
+    repeat: usize,
+) -> (u64, u64) {
+    let n = a.x.len();
+    let t0 = timer.start();
+    let t = c.post(Request::Fetch {
+        src: u as *const u64,
+        dst: a.ul.as_mut_ptr() as *mut u64,
+        words: n + 6,
+        repeat,
+    });
+    c.wait(t);
+    let t1 = timer.stop();
+    compute(&mut a.x, &a.ul, &a.z, &a.y, 0, n);
+    let t2 = timer.stop();
+    (t1 - t0, t2 - t1)
+}
+
+/// Ticks of the masked run: coroutines of `chunk` iterations, each fetching its
+/// part of u through the helper and yielding until it arrives.
+pub fn masked(
+    c: &mut Client,
+    timer: &Timer,
+    a: &mut Arrays,
+    u: *const f64,
+    chunk: usize,
+    repeat: usize,
+) -> u64 {
+    let n = a.x.len();
+    let chunk = chunk.clamp(1, n.max(1));
+    let chunks = n.div_ceil(chunk);
+    let mut stacks: Vec<DefaultStack> = (0..WINDOW.min(chunks))
+        .map(|_| DefaultStack::new(64 * 1024).expect("a 64 KiB stack"))
+        .collect();
+    let (xp, zp, yp, up) = (
+        a.x.as_mut_ptr() as usize,
+        a.z.as_ptr() as usize,
+        a.y.as_ptr() as usize,
+        a.ul.as_mut_ptr() as usize,
+    );
+    let cp = c as *mut Client as usize;
+    let t0 = timer.start();
+    let mut live: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::new();
+    let mut next = 0;
+    while next < chunks || !live.is_empty() {
+        while live.len() < WINDOW && next < chunks {
+            let (lo, hi) = (next * chunk, ((next + 1) * chunk).min(n));
+            let stack = stacks.pop().expect("one stack per live coroutine");
+            live.push(Coroutine::with_stack(
+                stack,
+                move |y: &Yielder<(), ()>, ()| {
+                    // SAFETY: the client and arrays outlive every coroutine (all finish
+                    // before `masked` returns); chunks write disjoint parts of x and ul,
+                    // and coroutines run one at a time on this thread.
+                    unsafe {
+                        let client = &mut *(cp as *mut Client);
+                        let t = client.post(Request::Fetch {
+                            src: (u as *const u64).add(lo),
+                            dst: (up as *mut u64).add(lo),
+                            words: hi - lo + 6,
+                            repeat,
+                        });
+                        while !client.ready(t) {
+                            y.suspend(());
+                        }
+                        let x = std::slice::from_raw_parts_mut(xp as *mut f64, n);
+                        let ul = std::slice::from_raw_parts(up as *const f64, n + 6);
+                        let z = std::slice::from_raw_parts(zp as *const f64, n);
+                        let yy = std::slice::from_raw_parts(yp as *const f64, n);
+                        compute(x, ul, z, yy, lo, hi);
+                    }
+                },
+            ));
+            next += 1;
+        }
+        let mut i = 0;
+        while i < live.len() {
+            if let CoroutineResult::Return(()) = live[i].resume(()) {
+                stacks.push(live.swap_remove(i).into_stack());
+            } else {
+                i += 1;
+            }
+        }
+    }
+    timer.stop() - t0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::with_server;
+    use numalab_topo::{Host, TopologySource};
+
+    #[test]
+    fn every_chunking_computes_what_the_plain_loop_computes() {
+        let host = Host::load(&TopologySource::ThisSystem).unwrap();
+        let timer = Timer::best();
+        let n = 1000;
+        let u: Vec<f64> = (0..n + 6).map(|i| (i % 31) as f64 - 7.5).collect();
+        let mut want = Arrays::new(n);
+        compute(&mut want.x, &u, &want.z, &want.y, 0, n);
+        let cpu = host.machine.pus.last().unwrap().os;
+        with_server(&host, &timer, cpu, |c| {
+            let mut a = Arrays::new(n);
+            baseline(c, &timer, &mut a, u.as_ptr(), 2);
+            assert_eq!(a.x, want.x);
+            for chunk in [1, 7, 64, 999, 1000, 5000] {
+                let mut a = Arrays::new(n);
+                masked(c, &timer, &mut a, u.as_ptr(), chunk, 1);
+                assert_eq!(a.x, want.x, "chunk {chunk}");
+            }
+        })
+        .unwrap();
+    }
+}

@@ -1,0 +1,227 @@
+//! Memory-level parallelism of one core: G independent random pointer chains,
+//! advanced either hand-interleaved (G loads in flight from one loop) or as G
+//! stackful coroutines that prefetch their next line and yield, so the other
+//! chains' misses overlap theirs.
+
+use crate::timer::Timer;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use seq_macro::seq;
+
+/// Link every line of `len` bytes at `base` into one random cycle (word 0 holds the
+/// next line's address) and return the visit order (line numbers).
+///
+/// # Safety
+/// `base..base+len` must be a live, writable buffer aligned to `line`.
+pub unsafe fn link(base: *mut u8, len: usize, line: usize, seed: u64) -> Vec<usize> {
+    let n = len / line;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand_pcg::Pcg64Mcg::seed_from_u64(seed));
+    for i in 0..n {
+        let next = base.add(order[(i + 1) % n] * line);
+        (base.add(order[i] * line) as *mut *const u8).write(next);
+    }
+    order
+}
+
+/// G starting points spread evenly along the cycle, so G chains of `n/G` steps
+/// each never meet.
+pub fn starts(base: *const u8, order: &[usize], line: usize, g: usize) -> Vec<*const u8> {
+    let step = order.len() / g.max(1);
+    (0..g)
+        .map(|i| base.wrapping_add(order[i * step] * line))
+        .collect()
+}
+
+#[inline(always)]
+fn next(p: *const u8) -> *const u8 {
+    // SAFETY: p is a linked line; word 0 holds the next line's address.
+    unsafe { (p as *const *const u8).read_volatile() }
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch never faults.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: prfm never faults.
+    unsafe {
+        core::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, readonly))
+    };
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = p;
+}
+
+/// True when this architecture has a software prefetch the coroutine chase uses.
+pub fn has_prefetch() -> bool {
+    cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
+}
+
+fn interleaved_n<const G: usize>(starts: &[*const u8], steps: usize) -> usize {
+    let mut p: [*const u8; G] = std::array::from_fn(|i| starts[i]);
+    for _ in 0..steps {
+        for q in p.iter_mut() {
+            *q = next(*q);
+        }
+    }
+    p.iter().fold(0, |a, &x| a ^ x as usize)
+}
+
+/// Advance every chain `steps` times from one loop; returns a value of the final
+/// pointers (so nothing is optimised away). G = 1…64.
+pub fn interleaved(starts: &[*const u8], steps: usize) -> usize {
+    seq!(N in 1..=64 {
+        match starts.len() {
+            #( N => interleaved_n::<N>(starts, steps), )*
+            _ => panic!("interleaved chase supports 1..=64 chains"),
+        }
+    })
+}
+
+/// A pool of coroutine stacks, reused so timing excludes mapping new stacks.
+pub struct Stacks(Vec<DefaultStack>);
+
+impl Stacks {
+    /// `n` stacks of 64 KiB.
+    pub fn new(n: usize) -> std::io::Result<Stacks> {
+        (0..n)
+            .map(|_| DefaultStack::new(64 * 1024))
+            .collect::<std::io::Result<_>>()
+            .map(Stacks)
+    }
+}
+
+/// Advance every chain `steps` times, each chain a coroutine that prefetches its next
+/// line and yields before loading it; round-robin scheduling.
+pub fn coroutines(starts: &[*const u8], steps: usize, stacks: &mut Stacks) -> usize {
+    assert!(stacks.0.len() >= starts.len(), "one stack per chain");
+    let mut coros: Vec<Coroutine<(), (), usize, DefaultStack>> = starts
+        .iter()
+        .map(|&s| {
+            let s = s as usize;
+            let stack = stacks.0.pop().expect("checked");
+            Coroutine::with_stack(stack, move |y: &Yielder<(), ()>, ()| {
+                let mut p = s as *const u8;
+                for _ in 0..steps {
+                    prefetch(p);
+                    y.suspend(());
+                    p = next(p);
+                }
+                p as usize
+            })
+        })
+        .collect();
+    let mut acc = 0usize;
+    let mut live = coros.len();
+    let mut done = vec![false; coros.len()];
+    while live > 0 {
+        for (i, c) in coros.iter_mut().enumerate() {
+            if !done[i] {
+                if let CoroutineResult::Return(v) = c.resume(()) {
+                    acc ^= v;
+                    done[i] = true;
+                    live -= 1;
+                }
+            }
+        }
+    }
+    stacks.0.extend(coros.into_iter().map(|c| c.into_stack()));
+    acc
+}
+
+/// How the chains are advanced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Mode {
+    /// One loop, G loads per iteration.
+    Interleaved,
+    /// G coroutines: prefetch, yield, load.
+    Coroutines,
+}
+
+/// A linked buffer: its base, the cycle's visit order and the line size.
+#[derive(Debug, Clone, Copy)]
+pub struct Linked<'a> {
+    /// Start of the buffer.
+    pub base: *const u8,
+    /// Line numbers in cycle order (from [`link`]).
+    pub order: &'a [usize],
+    /// Line size in bytes.
+    pub line: usize,
+}
+
+/// ns per access of `g` chains of `accesses / g` steps, one sample per pass
+/// (after one untimed pass), on the calling thread.
+pub fn measure(
+    timer: &Timer,
+    chains: Linked,
+    g: usize,
+    accesses: usize,
+    mode: Mode,
+    passes: usize,
+) -> std::io::Result<Vec<f64>> {
+    let Linked { base, order, line } = chains;
+    let steps = (accesses / g).min(order.len() / g).max(1);
+    let s = starts(base, order, line, g);
+    let mut stacks = Stacks::new(if mode == Mode::Coroutines { g } else { 0 })?;
+    let mut out = Vec::with_capacity(passes);
+    for pass in 0..=passes {
+        let t0 = timer.start();
+        let v = match mode {
+            Mode::Interleaved => interleaved(&s, steps),
+            Mode::Coroutines => coroutines(&s, steps, &mut stacks),
+        };
+        let t1 = timer.stop();
+        std::hint::black_box(v);
+        if pass > 0 {
+            out.push(timer.ns(t1 - t0) / (steps * g) as f64);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chains(lines: usize) -> (Vec<u64>, Vec<usize>) {
+        let mut buf = vec![0u64; lines * 8];
+        // SAFETY: the vector is lines × 64 bytes, 8-byte aligned (line 64 needs only word alignment here).
+        let order = unsafe { link(buf.as_mut_ptr() as *mut u8, lines * 64, 64, 7) };
+        (buf, order)
+    }
+
+    #[test]
+    fn the_links_form_one_cycle_through_every_line() {
+        let (buf, order) = chains(1000);
+        let base = buf.as_ptr() as *const u8;
+        let mut p = base.wrapping_add(order[0] * 64);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            assert!(seen.insert(p as usize));
+            p = next(p);
+        }
+        assert_eq!(p, base.wrapping_add(order[0] * 64));
+    }
+
+    #[test]
+    fn coroutines_and_interleaving_finish_every_chain_at_the_same_lines() {
+        let (buf, order) = chains(4096);
+        let base = buf.as_ptr() as *const u8;
+        for g in [1, 3, 8, 64] {
+            let s = starts(base, &order, 64, g);
+            let steps = 4096 / g;
+            let want = (0..g).fold(0usize, |a, i| {
+                a ^ (base as usize + order[(i * (4096 / g) + steps) % 4096] * 64)
+            });
+            assert_eq!(interleaved(&s, steps), want, "G={g}");
+            let mut stacks = Stacks::new(g).unwrap();
+            assert_eq!(coroutines(&s, steps, &mut stacks), want, "G={g}");
+            assert_eq!(stacks.0.len(), g);
+        }
+    }
+}
