@@ -5,5 +5,8 @@
 pub mod collectives;
 pub mod collectives_run;
 pub mod domains;
+pub mod earth;
+pub mod earth_hide;
+pub mod earth_ops;
 pub mod placement;
 pub mod placement_run;
