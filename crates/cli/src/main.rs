@@ -6,6 +6,8 @@ mod collectives_cmd;
 mod collectives_view;
 mod common;
 mod crew_args;
+mod earth_cmd;
+mod earth_view;
 mod intervene_cmd;
 mod invalidate_cmd;
 mod latency_cmd;
@@ -70,7 +72,8 @@ enum Command {
     /// at decreasing delays: the latency-versus-bandwidth curve.
     LoadedLatency(loaded_cmd::LoadedArgs),
     /// The seed studies as suites: `placement` (KSR1 thread placement, Experiment 0 and
-    /// Suites I–IV) and `collectives` (KSR collectives with fitted cost models).
+    /// Suites I–IV), `collectives` (KSR collectives with fitted cost models) and `earth`
+    /// (remote operation costs and latency hiding).
     Suite(suite_cmd::SuiteArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),

@@ -26,6 +26,10 @@ enum Which {
     /// KSR collectives: remote read by distance, barriers, broadcast, shifts,
     /// concatenation and reduction over P threads, with fitted cost models.
     Collectives(crate::collectives_cmd::CollectivesArgs),
+    /// EARTH-MANNA and KSR threads: remote operation costs (local/remote, sequential/
+    /// pipelined, through a helper thread), switch costs, Loop 7 latency masking, MLP
+    /// with coroutines, and compute/communication overlap.
+    Earth(crate::earth_cmd::EarthArgs),
 }
 
 /// Run `numalab suite …`.
@@ -33,6 +37,7 @@ pub fn run(a: SuiteArgs) -> Result<(), CliError> {
     match a.which {
         Which::Placement(p) => run_placement(p),
         Which::Collectives(c) => crate::collectives_cmd::run(c),
+        Which::Earth(e) => crate::earth_cmd::run(e),
     }
 }
 

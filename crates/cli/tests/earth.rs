@@ -1,0 +1,106 @@
+//! `numalab suite earth`: a small live run with checked data, and bad input.
+
+mod common;
+
+use common::{numalab, run_json, stat};
+
+#[test]
+fn the_earth_suite_runs_here_with_small_sizes() {
+    let v = run_json(
+        "suite",
+        &[
+            "earth",
+            "--groups",
+            "1,8",
+            "--chunks",
+            "64,1024",
+            "--multipliers",
+            "1,4",
+            "--loop-n",
+            "1024",
+            "--mlp-size",
+            "8M",
+            "--accesses",
+            "4096",
+            "--iterations",
+            "2",
+        ],
+    );
+    let recs = v.as_array().unwrap();
+    let get = |name: &str| {
+        recs.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no record {name}"))
+    };
+    // A coroutine switch costs less than a kernel context switch on one CPU.
+    let co = stat(
+        get("switch: coroutine switch, local, sequential"),
+        "time",
+        "median",
+    );
+    let os = stat(
+        get("switch: OS thread switch, local, sequential"),
+        "time",
+        "median",
+    );
+    assert!(co > 0.0 && co < os, "coroutine {co} ns, OS {os} ns");
+    // Memory is slower than an L1-resident call; pipelining never loses to waiting.
+    let call = stat(get("ops: call function, local, sequential"), "time", "min");
+    let load = stat(get("ops: load word, local, sequential"), "time", "min");
+    assert!(load > call, "load {load} call {call}");
+    let hseq = stat(get("ops: call function, helper, sequential"), "time", "min");
+    let hpip = stat(get("ops: call function, helper, pipelined"), "time", "min");
+    assert!(hpip < hseq, "pipelined {hpip} sequential {hseq}");
+    // Eight chains overlap their misses: less time per access than one chain.
+    let g1 = stat(get("mlp: G=1 interleaved"), "access_time", "median");
+    let g8 = stat(get("mlp: G=8 interleaved"), "access_time", "median");
+    assert!(g8 < g1, "G=8 {g8} G=1 {g1}");
+    assert!(stat(get("mlp: G=8 coroutines"), "access_time", "median") > 0.0);
+    // Loop 7 results were checked against the plain loop; every T is there.
+    for name in ["mask: ×1 T=64", "mask: ×4 T=1024", "mask: ×4 baseline"] {
+        let r = get(name);
+        assert!(!r["stats"].as_array().unwrap().is_empty(), "{name}");
+    }
+    assert_eq!(get("mask: ×1 T=64")["data"]["data_checked"], true);
+    // The threads table has 1…5 threads for each kind of work.
+    for k in 1..=5 {
+        for w in ["computation", "communication", "both"] {
+            get(&format!("threads: {k} × {w}"));
+        }
+    }
+    // The remote-node cells are measured or said to be unavailable.
+    let nodes = run_json("topo", &[])[0]["data"]["nodes"]
+        .as_array()
+        .map(|n| n.len())
+        .unwrap_or(1);
+    if nodes == 1 {
+        let r = get("ops: load/store word, remote node");
+        assert!(r["unavailable"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("one NUMA node"));
+    }
+}
+
+#[test]
+fn bad_earth_input_exits_2_naming_the_value() {
+    for (args, want) in [
+        (vec!["--groups", "0"], "--groups '0'"),
+        (vec!["--groups", "65"], "--groups '65'"),
+        (
+            vec!["--chunks", "5000", "--loop-n", "4096"],
+            "--chunks '5000'",
+        ),
+        (vec!["--helper", "0"], "--helper '0'"),
+        (vec!["--parts", "fft"], "'fft'"),
+        (vec!["--multipliers", "x"], "'x'"),
+    ] {
+        let mut a = vec!["suite", "earth"];
+        a.extend(args.iter().copied());
+        let out = numalab(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
