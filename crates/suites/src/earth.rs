@@ -188,10 +188,9 @@ mod tests {
             .machine;
         let c = cpus(&m, None, None).unwrap();
         assert_ne!(c.helper.pu.core, c.worker.pu.core);
-        assert_ne!(
-            c.helper.pu.package, c.worker.pu.package,
-            "the default level is the package here"
-        );
+        // The default level is L3: the helper is in the nearest other L3, same package.
+        assert_ne!(c.helper.pu.l3, c.worker.pu.l3);
+        assert_eq!(c.helper.pu.package, c.worker.pu.package);
         let sibling = m
             .pus
             .iter()
