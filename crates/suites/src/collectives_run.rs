@@ -3,6 +3,7 @@
 
 use crate::collectives::{self, expect, Expect, Kind, BARRIER_REPS};
 use crate::domains::{self, Ordered};
+use crate::memory::{buffer_near, first_cpu};
 use numalab_bench::helpers::closeness;
 use numalab_probe::script::{value, Lines, Program, Script, Step};
 use numalab_probe::sync::SyncKind;
@@ -11,8 +12,7 @@ use numalab_results::linfit::{self, LinearFit};
 use numalab_results::stats::median;
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::Buffer;
-use numalab_topo::plan::resolve_memory;
-use numalab_topo::{Error, Host, Level, Machine, MemSpec, PageSize, Result};
+use numalab_topo::{Error, Host, Level, Machine, PageSize, Result};
 use serde::Serialize;
 
 /// What the user chose.
@@ -97,11 +97,7 @@ impl Plan {
     /// Build the plan; bad choices are user errors naming the value.
     pub fn new(m: &Machine, c: &Config) -> Result<Plan> {
         let level = c.level.unwrap_or_else(|| m.default_level());
-        let first = m
-            .pus
-            .first()
-            .ok_or_else(|| Error::Unsatisfiable("no usable CPU".into()))?
-            .os;
+        let first = first_cpu(m)?;
         let domains = domains::order(m, level, first)?;
         let cpus: Vec<u32> = domains
             .iter()
@@ -211,15 +207,7 @@ pub struct PairResult {
 }
 
 fn node_buffer(host: &Host, cpu: u32, lines: usize, line: usize) -> Result<Buffer> {
-    let m = &host.machine;
-    let node = m
-        .pu(cpu)
-        .and_then(|p| p.node)
-        .filter(|n| m.node(*n).is_some_and(|x| m.has_memory(x)))
-        .or_else(|| m.memory_nodes().first().copied())
-        .ok_or_else(|| Error::Unsatisfiable("no NUMA node with memory".into()))?;
-    let mem = resolve_memory(m, &MemSpec::Node(node), PageSize::Base, &[])?;
-    Buffer::allocate(host, &mem, (lines.max(1) * line) as u64)
+    buffer_near(host, cpu, (lines.max(1) * line) as u64, PageSize::Base)
 }
 
 /// Check what the last pass moved; an error names the first wrong word.

@@ -90,11 +90,7 @@ fn placed(m: &Machine, cpu: u32, thread: usize) -> Option<ThreadPlacement> {
 /// Choose the worker and helper CPUs; a helper equal to the worker, or on its core,
 /// is a user error naming the value.
 pub fn cpus(m: &Machine, worker: Option<u32>, helper: Option<u32>) -> Result<Cpus> {
-    let first = m
-        .pus
-        .first()
-        .ok_or_else(|| Error::Unsatisfiable("no usable CPU".into()))?
-        .os;
+    let first = crate::memory::first_cpu(m)?;
     let w = worker.unwrap_or(first);
     let worker = placed(m, w, 0).ok_or_else(|| {
         Error::bad(

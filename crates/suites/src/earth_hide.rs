@@ -2,6 +2,7 @@
 //! memory-level parallelism with G chains, and the KSR overlap table.
 
 use crate::earth::Cpus;
+use crate::memory::buffer_near;
 use numalab_probe::loop7::{self, Arrays};
 use numalab_probe::mlp::{self, Linked, Mode};
 use numalab_probe::overlap::{self, Work};
@@ -9,9 +10,7 @@ use numalab_probe::server::with_server;
 use numalab_probe::Timer;
 use numalab_results::stats::median;
 use numalab_topo::bind::pin_current_thread;
-use numalab_topo::buffer::Buffer;
-use numalab_topo::plan::resolve_memory;
-use numalab_topo::{Error, Host, MemSpec, PageSize, Result};
+use numalab_topo::{Error, Host, PageSize, Result};
 use serde::Serialize;
 
 /// One communication multiplier of the masking experiment.
@@ -47,18 +46,6 @@ impl MaskCurve {
     }
 }
 
-fn buffer_on(host: &Host, node: Option<u32>, bytes: u64, page: PageSize) -> Result<Buffer> {
-    let m = &host.machine;
-    let n = node
-        .or_else(|| m.memory_nodes().first().copied())
-        .ok_or_else(|| Error::Unsatisfiable("no node with memory".into()))?;
-    Buffer::allocate(
-        host,
-        &resolve_memory(m, &MemSpec::Node(n), page, &[])?,
-        bytes,
-    )
-}
-
 /// Loop 7 with `u` on the helper's node, fetched through the helper: the baseline
 /// and every chunk size T, for every multiplier. Every run's x is checked against
 /// the plain loop.
@@ -71,7 +58,7 @@ pub fn mask(
     multipliers: &[usize],
     it: usize,
 ) -> Result<Vec<MaskCurve>> {
-    let ubuf = buffer_on(host, c.helper.pu.node, ((n + 6) * 8) as u64, PageSize::Base)?;
+    let ubuf = buffer_near(host, c.helper.pu.os, ((n + 6) * 8) as u64, PageSize::Base)?;
     let u = ubuf.as_ptr() as *mut f64;
     for i in 0..n + 6 {
         // SAFETY: n + 6 doubles fit the buffer.
@@ -155,10 +142,10 @@ pub fn mlp(
     accesses: usize,
     it: usize,
 ) -> Result<(Vec<MlpPoint>, String)> {
-    let (buf, pages) = match buffer_on(host, c.worker.pu.node, bytes, PageSize::Thp) {
+    let (buf, pages) = match buffer_near(host, c.worker.pu.os, bytes, PageSize::Thp) {
         Ok(b) => (b, "transparent huge pages (madvise)".to_string()),
         Err(e) => (
-            buffer_on(host, c.worker.pu.node, bytes, PageSize::Base)?,
+            buffer_near(host, c.worker.pu.os, bytes, PageSize::Base)?,
             format!("4 KiB pages: THP unavailable ({e})"),
         ),
     };
@@ -206,7 +193,7 @@ pub fn threads(
     it: usize,
 ) -> Result<(Vec<ThreadsRow>, u64)> {
     // Large enough that the work dwarfs creating five threads (tens of µs each).
-    let buf = buffer_on(host, c.worker.pu.node, 8 << 20, PageSize::Base)?;
+    let buf = buffer_near(host, c.worker.pu.os, 8 << 20, PageSize::Base)?;
     let (w, h) = (c.worker.pu.os, c.helper.pu.os);
     // Size the computation from one thread's communication time, less the cost of
     // creating and joining the thread (a pass with no work).

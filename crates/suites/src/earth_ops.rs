@@ -9,7 +9,7 @@ use numalab_probe::server::{served, with_server, Request};
 use numalab_probe::switch;
 use numalab_probe::{LineState, Request as Req, Timer};
 use numalab_topo::plan::resolve_memory;
-use numalab_topo::{Error, Host, MemSpec, PageSize, Result};
+use numalab_topo::{Host, MemPlacement, MemSpec, PageSize, Result, ThreadPlacement};
 use serde::Serialize;
 
 /// One measured cost: ns per operation, one sample per pass.
@@ -45,6 +45,23 @@ const LINES_BYTES: u64 = 256 * 1024;
 /// Requests per pass through the helper.
 const REQUESTS: usize = 512;
 
+/// The worker as requestor, the helper when the state needs one, lines on `node`.
+fn parties(
+    host: &Host,
+    c: &Cpus,
+    node: u32,
+    state: LineState,
+) -> Result<(Vec<ThreadPlacement>, Vec<ThreadPlacement>, MemPlacement)> {
+    let r = vec![c.worker.clone()];
+    let mem = resolve_memory(&host.machine, &MemSpec::Node(node), PageSize::Base, &r)?;
+    let helpers = if state.helpers() > 0 {
+        vec![c.helper.clone()]
+    } else {
+        vec![]
+    };
+    Ok((r, helpers, mem))
+}
+
 fn chase(
     host: &Host,
     timer: &Timer,
@@ -54,13 +71,7 @@ fn chase(
     req: Req,
     it: usize,
 ) -> Result<Vec<f64>> {
-    let r = vec![c.worker.clone()];
-    let mem = resolve_memory(&host.machine, &MemSpec::Node(node), PageSize::Base, &r)?;
-    let helpers = if state.helpers() > 0 {
-        vec![c.helper.clone()]
-    } else {
-        vec![]
-    };
+    let (r, helpers, mem) = parties(host, c, node, state)?;
     let plan = LatencyPlan::basic(r, helpers, mem, state, req, it, 0);
     Ok(
         latency::measure(host, timer, &plan, LINES_BYTES)?.requestors[0]
@@ -78,13 +89,7 @@ fn stream(
     kernel: BwKernel,
     it: usize,
 ) -> Result<Vec<f64>> {
-    let r = vec![c.worker.clone()];
-    let mem = resolve_memory(&host.machine, &MemSpec::Node(node), PageSize::Base, &r)?;
-    let helpers = if state.helpers() > 0 {
-        vec![c.helper.clone()]
-    } else {
-        vec![]
-    };
+    let (r, helpers, mem) = parties(host, c, node, state)?;
     let plan = BwPlan {
         requestors: r,
         helpers,
@@ -123,12 +128,7 @@ fn pin_worker(host: &Host, c: &Cpus) -> Result<()> {
 /// Seed Table 1: each operation local and remote, sequential and pipelined.
 /// Returns the cells and the cells that cannot be measured here, with why.
 pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>, Vec<Missing>)> {
-    let home = c
-        .worker
-        .pu
-        .node
-        .or_else(|| host.machine.memory_nodes().first().copied())
-        .ok_or_else(|| Error::Unsatisfiable("no node with memory".into()))?;
+    let home = crate::memory::node_near(&host.machine, c.worker.pu.os)?;
     let mut out = Vec::new();
     let mut missing = Vec::new();
     let uown = "a dependent chase over lines flushed from every cache";

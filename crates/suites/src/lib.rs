@@ -8,5 +8,6 @@ pub mod domains;
 pub mod earth;
 pub mod earth_hide;
 pub mod earth_ops;
+pub mod memory;
 pub mod placement;
 pub mod placement_run;

@@ -179,11 +179,7 @@ impl Plan {
     /// Build the plan; bad choices are user errors naming the value.
     pub fn new(m: &Machine, c: &Config) -> Result<Plan> {
         let level = c.level.unwrap_or_else(|| m.default_level());
-        let first = m
-            .pus
-            .first()
-            .ok_or_else(|| Error::Unsatisfiable("the topology has no usable CPU".into()))?
-            .os;
+        let first = crate::memory::first_cpu(m)?;
         let anchor = c.owner.unwrap_or(first);
         let domains = domains::order(m, level, anchor)?;
         let a = &domains[0];

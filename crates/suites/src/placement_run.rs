@@ -3,15 +3,15 @@
 //! the values the owners wrote in the last pass.
 
 use crate::domains::letter_of;
+use crate::memory::buffer_near;
 use crate::placement::{Curve, Plan};
 use numalab_probe::script::{value, Lines, Program, Script, Step};
 use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
 use numalab_results::stats::median;
 use numalab_topo::bind::PinProof;
-use numalab_topo::buffer::{Buffer, MemProof};
-use numalab_topo::plan::{resolve_memory, MemPlacement};
-use numalab_topo::{Error, Host, Machine, MemSpec, PageSize, Result};
+use numalab_topo::buffer::MemProof;
+use numalab_topo::{Error, Host, PageSize, Result};
 
 /// One measured point of a curve.
 #[derive(Debug, Clone)]
@@ -30,18 +30,6 @@ pub struct Point {
     pub pins: Vec<PinProof>,
     /// Where the data set's pages were found.
     pub home: MemProof,
-}
-
-/// The memory placement of a curve's data: the first owner's node (or the first
-/// node with memory when that CPU has none).
-pub fn home(m: &Machine, c: &Curve) -> Result<MemPlacement> {
-    let node = m
-        .pu(c.owners[0])
-        .and_then(|p| p.node)
-        .filter(|n| m.node(*n).is_some_and(|x| m.has_memory(x)))
-        .or_else(|| m.memory_nodes().first().copied())
-        .ok_or_else(|| Error::Unsatisfiable("no NUMA node with memory".into()))?;
-    resolve_memory(m, &MemSpec::Node(node), PageSize::Base, &[])
 }
 
 /// The scripts of point `k` of curve `c`.
@@ -75,14 +63,19 @@ pub fn measure(
     iterations: usize,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Point>> {
-    let m = &host.machine;
     let total = plan.points();
     let mut done = 0;
     let mut out = Vec::new();
     for (ci, c) in plan.curves.iter().enumerate() {
         let max_k = c.counts.iter().copied().max().unwrap_or(0);
         let (lines, _) = plan.point_lines(c, max_k);
-        let buf = Buffer::allocate(host, &home(m, c)?, (lines * plan.line) as u64)?;
+        // The data lives on the first owner's node.
+        let buf = buffer_near(
+            host,
+            c.owners[0],
+            (lines * plan.line) as u64,
+            PageSize::Base,
+        )?;
         for &k in &c.counts {
             let prog = Program {
                 host,
