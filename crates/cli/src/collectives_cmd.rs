@@ -1,14 +1,13 @@
 //! `numalab suite collectives`: the KSR collective-communication study (seed 002).
 
 use crate::collectives_view::{self, Results};
-use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, provenance, size_opt, CliError, CommonArgs};
 use clap::Args;
 use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
 use numalab_results::{Provenance, Record, Unavailable};
 use numalab_suites::collectives::Kind;
 use numalab_suites::collectives_run::{self, fit_models, med, Config, Measured, PairResult, Plan};
-use numalab_topo::spec::parse_size;
 use serde_json::json;
 
 /// Arguments of `numalab suite collectives`.
@@ -164,14 +163,7 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     let sizes = a
         .sizes
         .split(',')
-        .map(|s| {
-            parse_size(s.trim()).map_err(|_| {
-                bad(format!(
-                    "invalid --sizes item '{}': a block size such as 64, 4K or 1M, larger than 0",
-                    s.trim()
-                ))
-            })
-        })
+        .map(|s| size_opt("--sizes item", s))
         .collect::<Result<Vec<_>, _>>()?;
     let sync = SyncKind::parse(&a.barrier).map_err(|e| bad(e.replace("barrier", "--barrier")))?;
     let only: Vec<String> = match &a.only {

@@ -1,7 +1,7 @@
 //! `numalab suite earth`: remote operation costs and latency hiding (seed 001, with
 //! seed 002 §6 and seed 003 §4.1).
 
-use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, provenance, size_opt, CliError, CommonArgs};
 use crate::earth_view::{self, EarthResults};
 use clap::Args;
 use numalab_probe::Timer;
@@ -9,7 +9,6 @@ use numalab_results::{Provenance, Record, Unavailable};
 use numalab_suites::earth::{self, Part};
 use numalab_suites::earth_hide;
 use numalab_suites::earth_ops::{self, Cell};
-use numalab_topo::spec::parse_size;
 use serde_json::json;
 
 /// Arguments of `numalab suite earth`.
@@ -129,7 +128,7 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
         1024,
         "times the communication",
     )?;
-    let mlp_size = parse_size(&a.mlp_size)?;
+    let mlp_size = size_opt("--mlp-size", &a.mlp_size)?;
     if mlp_size < (64 * 64 * 64) as u64 {
         return Err(bad(format!(
             "invalid --mlp-size '{}': at least 256K (64 chains of 64 lines)",

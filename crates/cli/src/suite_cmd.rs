@@ -1,13 +1,12 @@
 //! `numalab suite placement`: the KSR1 thread-placement study (seed 000).
 
-use crate::common::{bad, check_measurable, provenance, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, provenance, size_opt, CliError, CommonArgs};
 use crate::suite_view::{placement_plan_text, placement_text};
 use clap::{Args, Subcommand};
 use numalab_probe::Timer;
 use numalab_results::Record;
 use numalab_suites::placement::{Config, Part, Plan};
 use numalab_suites::placement_run::{self, Point};
-use numalab_topo::spec::parse_size;
 use numalab_topo::{fmt_bytes, Level};
 use serde_json::json;
 
@@ -209,7 +208,11 @@ fn run_placement(a: PlacementArgs) -> Result<(), CliError> {
     if a.iterations == 0 {
         return Err(bad("invalid --iterations '0': at least 1 timed pass"));
     }
-    let size = a.size.as_deref().map(parse_size).transpose()?;
+    let size = a
+        .size
+        .as_deref()
+        .map(|s| size_opt("--size", s))
+        .transpose()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;
