@@ -133,6 +133,20 @@ where
     Ok(())
 }
 
+/// A number as a short axis label: no float noise such as 0.6000000000000001.
+pub fn short_num(v: f64) -> String {
+    let s = if v.abs() >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// Draw a line chart; None when there are no finite points.
 pub fn line_chart(c: &LineChart) -> Option<String> {
     let (x0, x1, _, y1) = bounds(c.series.iter().flat_map(|s| s.points.iter().copied()))?;
@@ -153,7 +167,7 @@ pub fn line_chart(c: &LineChart) -> Option<String> {
             if c.x_bytes {
                 short_bytes(*v)
             } else {
-                format!("{v}")
+                short_num(*v)
             }
         };
         if c.log_x && x0 > 0.0 {
@@ -309,6 +323,15 @@ pub fn heatmap(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_numbers_are_short() {
+        assert_eq!(short_num(0.6000000000000001), "0.6");
+        assert_eq!(short_num(1.5999999999), "1.6");
+        assert_eq!(short_num(1024.0), "1024");
+        assert_eq!(short_num(0.125), "0.125");
+        assert_eq!(short_num(-2.0), "-2");
+    }
 
     #[test]
     fn charts_are_svg_with_their_labels() {

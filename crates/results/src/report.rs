@@ -151,6 +151,12 @@ th{background:#f0f0f0}.fig{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-
 
 /// Render the report.
 pub fn render(records: &[Record], title: &str) -> String {
+    page(title, &sections(records), &provenance(records))
+}
+
+/// The page shell every HTML report shares: title, navigation, sections (data or
+/// the reason for its absence), then a closing section with provenance.
+pub fn page(title: &str, secs: &[Section], provenance_section: &str) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -158,13 +164,12 @@ pub fn render(records: &[Record], title: &str) -> String {
         esc(title),
         esc(title)
     );
-    let secs = sections(records);
     s.push_str("<nav>");
-    for x in &secs {
+    for x in secs {
         let _ = write!(s, "<a href=\"#{}\">{}</a>", x.id, esc(x.title));
     }
     s.push_str("<a href=\"#provenance\">Provenance and warnings</a></nav>");
-    for x in &secs {
+    for x in secs {
         let _ = write!(s, "<section id=\"{}\"><h2>{}</h2>", x.id, esc(x.title));
         match &x.body {
             Some(b) => s.push_str(b),
@@ -174,38 +179,43 @@ pub fn render(records: &[Record], title: &str) -> String {
         }
         s.push_str("</section>");
     }
-    s.push_str(&provenance(records));
+    s.push_str(provenance_section);
     s.push_str("</body></html>\n");
     s
+}
+
+/// The provenance key/value table.
+pub fn provenance_table(p: &crate::Provenance) -> String {
+    let rows = vec![
+        vec!["tool".into(), p.tool_version.clone()],
+        vec!["date".into(), p.timestamp.clone()],
+        vec!["host".into(), p.hostname.clone()],
+        vec!["kernel".into(), p.kernel.clone()],
+        vec!["CPU".into(), p.cpu_model.clone().unwrap_or_default()],
+        vec!["topology".into(), p.topology.clone()],
+        vec!["THP".into(), p.thp.clone()],
+        vec!["NUMA balancing".into(), p.numa_balancing.clone()],
+        vec!["governor".into(), p.governor.clone()],
+        vec![
+            "virtualisation".into(),
+            if p.virtualization.hypervisor {
+                format!(
+                    "hypervisor {}",
+                    p.virtualization.signature.clone().unwrap_or_default()
+                )
+            } else {
+                "none detected".into()
+            },
+        ],
+    ];
+    html_table(&["", ""], &rows)
 }
 
 /// Provenance of the run and every warning and unavailable feature, once each.
 fn provenance(records: &[Record]) -> String {
     let mut s = String::from("<section id=\"provenance\"><h2>Provenance and warnings</h2>");
     if let Some(p) = records.first().map(|r| &r.provenance) {
-        let rows = vec![
-            vec!["tool".into(), p.tool_version.clone()],
-            vec!["date".into(), p.timestamp.clone()],
-            vec!["host".into(), p.hostname.clone()],
-            vec!["kernel".into(), p.kernel.clone()],
-            vec!["CPU".into(), p.cpu_model.clone().unwrap_or_default()],
-            vec!["topology".into(), p.topology.clone()],
-            vec!["THP".into(), p.thp.clone()],
-            vec!["NUMA balancing".into(), p.numa_balancing.clone()],
-            vec!["governor".into(), p.governor.clone()],
-            vec![
-                "virtualisation".into(),
-                if p.virtualization.hypervisor {
-                    format!(
-                        "hypervisor {}",
-                        p.virtualization.signature.clone().unwrap_or_default()
-                    )
-                } else {
-                    "none detected".into()
-                },
-            ],
-        ];
-        s.push_str(&html_table(&["", ""], &rows));
+        s.push_str(&provenance_table(p));
     }
     let warnings: BTreeSet<&String> = records.iter().flat_map(|r| &r.warnings).collect();
     let _ = write!(s, "<h3>Warnings ({})</h3><ul>", warnings.len());
