@@ -1,0 +1,361 @@
+//! Follows a command's processes and threads through /proc (new threads from
+//! task/, new processes from each thread's children file, so fork and exec are
+//! seen) and samples each: CPU, run and wait time, faults, context switches,
+//! migrations, core counters, and every few intervals the process's pages per node.
+
+use crate::counters::{self, CoreSet};
+use crate::procfs::Roots;
+use crate::system::put_reading;
+use crate::trace::{Entry, Event, FieldDesc, ObjKind, Object, Sample};
+use perf_event::Counter;
+use std::collections::BTreeMap;
+
+struct Thread {
+    pid: i32,
+    counters: Vec<(String, Counter)>,
+}
+
+struct Process {
+    comm: String,
+    alive: bool,
+}
+
+/// The set of processes and threads descended from one root process.
+pub struct Follower {
+    roots: Roots,
+    core: Option<CoreSet>,
+    procs: BTreeMap<i32, Process>,
+    threads: BTreeMap<i32, Thread>,
+}
+
+fn f(
+    object: &str,
+    name: &str,
+    unit: &str,
+    cumulative: bool,
+    source: &str,
+    meaning: &str,
+) -> FieldDesc {
+    FieldDesc {
+        object: object.into(),
+        name: name.into(),
+        unit: unit.into(),
+        cumulative,
+        source: source.into(),
+        meaning: meaning.into(),
+    }
+}
+
+impl Follower {
+    /// Follow `root`; `core` opens per-thread hardware counters where they work.
+    pub fn new(roots: Roots, root: i32, core: Option<CoreSet>) -> Follower {
+        let mut procs = BTreeMap::new();
+        procs.insert(
+            root,
+            Process {
+                comm: String::new(),
+                alive: true,
+            },
+        );
+        Follower {
+            roots,
+            core,
+            procs,
+            threads: BTreeMap::new(),
+        }
+    }
+
+    /// Field descriptions of thread and process samples.
+    pub fn fields(&self) -> Vec<FieldDesc> {
+        let mut v = vec![
+            f(
+                "thread",
+                "cpu",
+                "cpu",
+                false,
+                "proc",
+                "CPU the thread last ran on (/proc task stat)",
+            ),
+            f(
+                "thread",
+                "running",
+                "0/1",
+                false,
+                "proc",
+                "1 when the thread was runnable (state R)",
+            ),
+            f(
+                "thread",
+                "run_ns",
+                "ns",
+                true,
+                "proc",
+                "time on a CPU (schedstat)",
+            ),
+            f(
+                "thread",
+                "wait_ns",
+                "ns",
+                true,
+                "proc",
+                "time runnable but waiting for a CPU (schedstat)",
+            ),
+            f(
+                "thread",
+                "minflt",
+                "count",
+                true,
+                "proc",
+                "minor page faults",
+            ),
+            f(
+                "thread",
+                "majflt",
+                "count",
+                true,
+                "proc",
+                "major page faults",
+            ),
+            f(
+                "thread",
+                "vcsw",
+                "count",
+                true,
+                "proc",
+                "voluntary context switches",
+            ),
+            f(
+                "thread",
+                "ivcsw",
+                "count",
+                true,
+                "proc",
+                "involuntary context switches",
+            ),
+            f(
+                "thread",
+                "migrations",
+                "count",
+                true,
+                "proc-sched",
+                "migrations between CPUs (se.nr_migrations)",
+            ),
+            f(
+                "process",
+                "mem",
+                "bytes",
+                false,
+                "numa_maps",
+                "resident bytes of the process, all nodes",
+            ),
+            f(
+                "process",
+                "mem.N",
+                "bytes",
+                false,
+                "numa_maps",
+                "resident bytes of the process on node N",
+            ),
+        ];
+        if let Some(c) = &self.core {
+            for d in c.descs.iter().filter(|d| d.error.is_none()) {
+                v.push(f(
+                    "thread",
+                    &d.field,
+                    "count",
+                    true,
+                    "perf-core",
+                    &format!("{} (raw; .enabled_ns/.running_ns beside it)", d.event),
+                ));
+            }
+        }
+        v
+    }
+
+    /// Live threads.
+    pub fn live_threads(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Find new processes and threads, note the ones gone; entries go to `out`.
+    pub fn discover(&mut self, t_ns: u64, out: &mut Vec<Entry>) {
+        let mut queue: Vec<i32> = self
+            .procs
+            .iter()
+            .filter(|(_, p)| p.alive)
+            .map(|(k, _)| *k)
+            .collect();
+        while let Some(pid) = queue.pop() {
+            let tasks = self.roots.tasks(pid);
+            if tasks.is_empty() {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    if p.alive {
+                        p.alive = false;
+                        out.push(Entry::Event(Event {
+                            t_ns,
+                            obj: format!("p{pid}"),
+                            what: "exit".into(),
+                            detail: String::new(),
+                        }));
+                    }
+                }
+                continue;
+            }
+            let comm = self
+                .roots
+                .stat(pid, pid)
+                .map(|s| s.comm)
+                .unwrap_or_default();
+            let p = self
+                .procs
+                .get_mut(&pid)
+                .expect("queued processes are known");
+            if p.comm.is_empty() {
+                p.comm = comm.clone();
+                out.push(Entry::Object(Object {
+                    t_ns,
+                    id: format!("p{pid}"),
+                    kind: ObjKind::Process,
+                    pid: Some(pid),
+                    tid: None,
+                    node: None,
+                    name: comm,
+                    parent: None,
+                }));
+            } else if !comm.is_empty() && comm != p.comm {
+                out.push(Entry::Event(Event {
+                    t_ns,
+                    obj: format!("p{pid}"),
+                    what: "exec".into(),
+                    detail: format!("now '{comm}' (was '{}')", p.comm),
+                }));
+                p.comm = comm;
+            }
+            for tid in tasks {
+                if !self.threads.contains_key(&tid) {
+                    self.add_thread(t_ns, pid, tid, out);
+                }
+                for child in self.roots.children(pid, tid).unwrap_or_default() {
+                    if let std::collections::btree_map::Entry::Vacant(e) = self.procs.entry(child) {
+                        e.insert(Process {
+                            comm: String::new(),
+                            alive: true,
+                        });
+                        out.push(Entry::Event(Event {
+                            t_ns,
+                            obj: format!("p{pid}"),
+                            what: "fork".into(),
+                            detail: format!("child process {child}"),
+                        }));
+                        queue.push(child);
+                    }
+                }
+            }
+        }
+        let gone: Vec<i32> = self
+            .threads
+            .iter()
+            .filter(|(tid, t)| self.roots.stat(t.pid, **tid).is_none())
+            .map(|(k, _)| *k)
+            .collect();
+        for tid in gone {
+            self.threads.remove(&tid);
+            out.push(Entry::Event(Event {
+                t_ns,
+                obj: format!("t{tid}"),
+                what: "exit".into(),
+                detail: String::new(),
+            }));
+        }
+    }
+
+    fn add_thread(&mut self, t_ns: u64, pid: i32, tid: i32, out: &mut Vec<Entry>) {
+        let name = self
+            .roots
+            .stat(pid, tid)
+            .map(|s| s.comm)
+            .unwrap_or_default();
+        out.push(Entry::Object(Object {
+            t_ns,
+            id: format!("t{tid}"),
+            kind: ObjKind::Thread,
+            pid: Some(pid),
+            tid: Some(tid),
+            node: None,
+            name,
+            parent: Some(format!("p{pid}")),
+        }));
+        let counters = match &self.core {
+            Some(c) => {
+                let (ok, failed) = c.open(tid);
+                for why in failed {
+                    out.push(Entry::Event(Event {
+                        t_ns,
+                        obj: format!("t{tid}"),
+                        what: "counter-failed".into(),
+                        detail: why,
+                    }));
+                }
+                ok
+            }
+            None => vec![],
+        };
+        self.threads.insert(tid, Thread { pid, counters });
+    }
+
+    /// Sample every live thread, and with `pages` every live process's placement.
+    pub fn sample(&mut self, t_ns: u64, pages: bool, out: &mut Vec<Entry>) {
+        for (tid, t) in self.threads.iter_mut() {
+            let Some(st) = self.roots.stat(t.pid, *tid) else {
+                continue;
+            };
+            let mut v = BTreeMap::new();
+            v.insert("cpu".to_string(), st.cpu as f64);
+            v.insert("running".into(), if st.state == 'R' { 1.0 } else { 0.0 });
+            v.insert("minflt".into(), st.minflt as f64);
+            v.insert("majflt".into(), st.majflt as f64);
+            if let Some((run, wait)) = self.roots.schedstat(t.pid, *tid) {
+                v.insert("run_ns".into(), run as f64);
+                v.insert("wait_ns".into(), wait as f64);
+            }
+            if let Some((a, b)) = self.roots.ctxt(t.pid, *tid) {
+                v.insert("vcsw".into(), a as f64);
+                v.insert("ivcsw".into(), b as f64);
+            }
+            if let Some(m) = self.roots.migrations(t.pid, *tid) {
+                v.insert("migrations".into(), m as f64);
+            }
+            for (field, c) in t.counters.iter_mut() {
+                if let Ok(r) = counters::read(c) {
+                    put_reading(&mut v, field, &r);
+                }
+            }
+            out.push(Entry::Sample(Sample {
+                t_ns,
+                obj: format!("t{tid}"),
+                v,
+            }));
+        }
+        if !pages {
+            return;
+        }
+        for (pid, p) in &self.procs {
+            if !p.alive {
+                continue;
+            }
+            let Some(m) = self.roots.numa_maps(*pid) else {
+                continue;
+            };
+            let mut v: BTreeMap<String, f64> = m
+                .iter()
+                .map(|(n, b)| (format!("mem.{n}"), *b as f64))
+                .collect();
+            v.insert("mem".into(), m.values().sum::<u64>() as f64);
+            out.push(Entry::Sample(Sample {
+                t_ns,
+                obj: format!("p{pid}"),
+                v,
+            }));
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! `record` (snrun): run a command, follow its processes and threads, and stream
+//! their samples with the system's into a trace; the target's exit status is
+//! returned so the caller can propagate it.
+
+use crate::counters::CoreSet;
+use crate::follow::Follower;
+use crate::procfs::Roots;
+use crate::system::System;
+use crate::trace::{self, End, Entry, Header, NodeInfo, SourceStatus, Writer};
+use numalab_results::Provenance;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Sampling interval.
+    pub interval: Duration,
+    /// Read process page placement every this many intervals.
+    pub pages_every: u32,
+    /// Trace path.
+    pub output: PathBuf,
+    /// CPU to pin the sampler to (after the target started).
+    pub runon: Option<u32>,
+    /// Open hardware counters (core and uncore) when they work.
+    pub counters: bool,
+    /// The command and its arguments.
+    pub target: Vec<String>,
+}
+
+/// How the target ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl Exit {
+    /// The status a shell would report: the code, or 128 + signal.
+    pub fn status(self) -> i32 {
+        match self {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => 128 + s,
+        }
+    }
+}
+
+/// What a recording produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// How the target ended.
+    pub exit: Exit,
+    /// Sampling rounds taken.
+    pub rounds: u64,
+    /// Trace path.
+    pub trace: PathBuf,
+}
+
+/// Errors before or while recording: `user` ones are the caller's input.
+#[derive(Debug)]
+pub struct RecordError {
+    /// True for bad input (missing target, unwritable trace path).
+    pub user: bool,
+    /// One line.
+    pub msg: String,
+}
+
+/// Find a program on PATH the way a shell does (a name with '/' is taken as a path).
+pub fn resolve(program: &str) -> Option<PathBuf> {
+    let is_exec = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return is_exec(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(program))
+                .find(|p| is_exec(p))
+        })
+        .unwrap_or(None)
+}
+
+/// Build a header for a trace.
+#[allow(clippy::too_many_arguments)]
+pub fn header(
+    mode: &str,
+    target: &[String],
+    interval: Duration,
+    pages_every: u32,
+    runon: Option<u32>,
+    nodes: Vec<NodeInfo>,
+    provenance: Provenance,
+    sources: Vec<SourceStatus>,
+    counters: Vec<trace::CounterDesc>,
+    fields: Vec<trace::FieldDesc>,
+) -> Header {
+    Header {
+        format: trace::FORMAT.into(),
+        version: trace::VERSION,
+        mode: mode.into(),
+        target: target.to_vec(),
+        interval_ms: interval.as_millis() as u64,
+        pages_every,
+        runon,
+        nodes,
+        provenance,
+        sources,
+        counters,
+        fields,
+    }
+}
+
+fn proc_sources(roots: &Roots, core: &CoreSet, core_ok: bool) -> Vec<SourceStatus> {
+    let me = std::process::id() as i32;
+    let st = |source: &str, available: bool, yes: &str, no: &str| SourceStatus {
+        source: source.into(),
+        available,
+        detail: if available { yes.into() } else { no.into() },
+    };
+    let why_core = core
+        .descs
+        .iter()
+        .find_map(|d| d.error.clone())
+        .unwrap_or_else(|| "hardware counters not requested (--no-counters)".into());
+    vec![
+        st("perf-core", core_ok, "per-thread core counters (perf_event_open)", &why_core),
+        st("proc", roots.schedstat(me, me).is_some(), "per-thread CPU, state, run time, faults, context switches (/proc)", "/proc/PID/task/TID/schedstat unreadable"),
+        st("proc-sched", roots.migrations(me, me).is_some(), "per-thread CPU migrations (/proc/…/sched)", "/proc/…/sched has no se.nr_migrations (kernel without CONFIG_SCHED_DEBUG)"),
+        st("numa_maps", roots.numa_maps(me).is_some(), "process resident pages per node (/proc/PID/numa_maps)", "/proc/PID/numa_maps unreadable (kernel without CONFIG_NUMA?)"),
+        st("proc-children", roots.children(me, me).is_some(), "child processes (task/TID/children)", "task/TID/children missing (kernel without CONFIG_PROC_CHILDREN): child processes are not followed"),
+    ]
+}
+
+/// Run and record the target.
+pub fn record(
+    host: &numalab_topo::Host,
+    opts: &Options,
+    provenance: Provenance,
+) -> Result<Outcome, RecordError> {
+    let user = |msg: String| RecordError { user: true, msg };
+    let program = opts
+        .target
+        .first()
+        .ok_or_else(|| user("no command given: numalab record [OPTIONS] -- CMD [ARGS…]".into()))?;
+    let path = resolve(program).ok_or_else(|| {
+        user(format!(
+            "invalid command '{program}': not found or not executable{}",
+            if program.contains('/') {
+                ""
+            } else {
+                " on PATH"
+            }
+        ))
+    })?;
+    let roots = Roots::default();
+    let nodes = crate::system::nodes_of(&host.machine);
+    let mut system = System::new(roots.clone(), nodes.clone(), opts.counters);
+    let id = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| crate::pmu::parse_cpuinfo(&s));
+    let mut core = CoreSet::resolve(&roots.sys, id.as_ref());
+    let core_ok = opts.counters && core.probe();
+    let mut sources = system.sources();
+    sources.extend(proc_sources(&roots, &core, core_ok));
+    let mut counters = core.descs.clone();
+    counters.extend(system.uncore_descs());
+    let follower_core = core_ok.then(|| core.clone());
+
+    // Spawn first so the follower's fields know the counters, then write the header.
+    let mut child = std::process::Command::new(&path)
+        .args(&opts.target[1..])
+        .spawn()
+        .map_err(|e| user(format!("invalid command '{program}': cannot run it: {e}")))?;
+    let start = Instant::now();
+    let pid = child.id() as i32;
+    let mut follower = Follower::new(roots, pid, follower_core);
+    let mut fields = system.fields();
+    fields.extend(follower.fields());
+    let h = header(
+        "record",
+        &opts.target,
+        opts.interval,
+        opts.pages_every,
+        opts.runon,
+        nodes,
+        provenance,
+        sources,
+        counters,
+        fields,
+    );
+    let mut w = match Writer::create(&opts.output, &h) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(user(format!(
+                "invalid output '{}': cannot write the trace: {e}",
+                opts.output.display()
+            )));
+        }
+    };
+    if let Some(cpu) = opts.runon {
+        // Pinned after the spawn, so the target keeps the recorder's original affinity.
+        numalab_topo::bind::pin_current_thread(host, cpu).map_err(|e| RecordError {
+            user: true,
+            msg: e.to_string(),
+        })?;
+    }
+    // The terminal's Ctrl-C reaches the target; the recorder stays to write the end.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let io = |e: std::io::Error| RecordError {
+        user: false,
+        msg: format!("writing the trace '{}': {e}", opts.output.display()),
+    };
+    let mut entries: Vec<Entry> = system.objects().into_iter().map(Entry::Object).collect();
+    let mut rounds = 0u64;
+    let status = loop {
+        let t_ns = start.elapsed().as_nanos() as u64;
+        follower.discover(t_ns, &mut entries);
+        let pages = rounds.is_multiple_of(opts.pages_every.max(1) as u64);
+        follower.sample(t_ns, pages, &mut entries);
+        entries.extend(system.sample(t_ns).into_iter().map(Entry::Sample));
+        for e in entries.drain(..) {
+            w.put(&e).map_err(io)?;
+        }
+        w.flush().map_err(io)?;
+        rounds += 1;
+        let next = opts.interval * (rounds as u32);
+        let wait = next.saturating_sub(start.elapsed());
+        match rx.recv_timeout(wait) {
+            Ok(st) => break st,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(std::io::Error::other("waiter thread ended"))
+            }
+        }
+    };
+    let t_ns = start.elapsed().as_nanos() as u64;
+    let status = status.map_err(|e| RecordError {
+        user: false,
+        msg: format!("waiting for '{program}': {e}"),
+    })?;
+    follower.discover(t_ns, &mut entries);
+    entries.extend(system.sample(t_ns).into_iter().map(Entry::Sample));
+    let exit = match (status.code(), status.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(s)) => Exit::Signal(s),
+        _ => Exit::Code(1),
+    };
+    entries.push(Entry::End(End {
+        t_ns,
+        reason: "target exited".into(),
+        exit_code: status.code(),
+        signal: status.signal(),
+    }));
+    for e in entries.drain(..) {
+        w.put(&e).map_err(io)?;
+    }
+    w.flush().map_err(io)?;
+    Ok(Outcome {
+        exit,
+        rounds,
+        trace: opts.output.clone(),
+    })
+}
