@@ -15,7 +15,10 @@ mod latency_view;
 mod loaded_cmd;
 mod matrix_cmd;
 mod model_cmd;
+mod monitor_cmd;
 mod plan_cmd;
+mod prof_args;
+mod record_cmd;
 mod report_cmd;
 mod suite_cmd;
 mod suite_view;
@@ -23,6 +26,7 @@ mod survey_cmd;
 mod survey_plan;
 mod survey_view;
 mod topo_cmd;
+mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 use common::CliError;
@@ -41,7 +45,7 @@ enum Command {
     /// The main job: a curated battery chosen from the topology, written to DIR as
     /// results.json, results.csv and a self-contained report.html.
     Survey(survey_cmd::SurveyArgs),
-    /// Render saved records (JSON) as a self-contained HTML report.
+    /// Render saved records (JSON), or one trace, as a self-contained HTML report.
     Report(report_cmd::ReportArgs),
     /// Compare two record files measurement by measurement: medians and B/A.
     Compare(report_cmd::CompareArgs),
@@ -77,6 +81,19 @@ enum Command {
     Suite(suite_cmd::SuiteArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(model_cmd::ModelArgs),
+    /// snsar for today: per-node lines every interval (CPU busy, free memory, page
+    /// allocations, memory-controller bandwidth where counters exist), optionally a trace.
+    Monitor(monitor_cmd::MonitorArgs),
+    /// snrun for today: run CMD, follow its threads and child processes, sample where they
+    /// run, their counters and pages per node, with the system's metrics, into a trace;
+    /// exits with CMD's status.
+    Record(record_cmd::RecordArgs),
+    /// sninfo: what a trace holds: machine, objects, sampling, sources, derivable metrics, findings.
+    Info(trace_cmd::InfoArgs),
+    /// sndump: the time series of a trace's metrics (or raw fields), by time.
+    Dump(trace_cmd::DumpArgs),
+    /// Export a trace for other viewers (--perfetto: Chrome trace-event JSON).
+    Export(trace_cmd::ExportArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -98,6 +115,14 @@ fn run() -> Result<(), CliError> {
         Command::Invalidate(a) => invalidate_cmd::run(a),
         Command::Intervene(a) => intervene_cmd::run(a),
         Command::LoadedLatency(a) => loaded_cmd::run(a),
+        Command::Monitor(a) => monitor_cmd::run(a),
+        Command::Record(a) => {
+            let code = record_cmd::run(a)?;
+            std::process::exit(code)
+        }
+        Command::Info(a) => trace_cmd::info(a),
+        Command::Dump(a) => trace_cmd::dump(a),
+        Command::Export(a) => trace_cmd::export(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

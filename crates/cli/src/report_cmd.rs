@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 /// Arguments of `numalab report`.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Record files (JSON, as written by -o FILE.json or survey's results.json).
+    /// Record files (JSON, as written by -o FILE.json or survey's results.json), or one
+    /// trace (numalab record, numalab monitor -o).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The HTML file to write.
@@ -69,6 +70,9 @@ fn html_path(p: &Path) -> Result<(), CliError> {
 /// Run `numalab report`.
 pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     html_path(&a.output)?;
+    if a.files.iter().any(|f| numalab_prof::trace::is_trace(f)) {
+        return trace_report(&a);
+    }
     let mut records = Vec::new();
     for f in &a.files {
         records.extend(read_records(f)?);
@@ -119,5 +123,28 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
             rows.len()
         );
     }
+    Ok(())
+}
+
+/// The report of one trace: per-node series, thread timeline, locality, sources.
+fn trace_report(a: &ReportArgs) -> Result<(), CliError> {
+    if a.files.len() != 1 {
+        return Err(bad(format!(
+            "invalid files: a trace report takes one trace, got {} files",
+            a.files.len()
+        )));
+    }
+    let t = crate::trace_cmd::load(&a.files[0])?;
+    let what = if t.header.target.is_empty() {
+        "monitor".to_string()
+    } else {
+        t.header.target.join(" ")
+    };
+    let title = format!("numalab trace: {what} on {}", t.header.provenance.hostname);
+    write_atomic(
+        &a.output,
+        numalab_prof::report::render(&t, &title).as_bytes(),
+    )?;
+    println!("wrote {}", a.output.display());
     Ok(())
 }

@@ -1,0 +1,131 @@
+//! `numalab monitor`: periodic per-node lines (snsar), optionally streamed to a trace.
+
+use crate::common::{bad, provenance, CliError};
+use crate::prof_args;
+use clap::Args;
+use numalab_prof::monitor::{self, Line, Options};
+use numalab_topo::{Host, TopologySource};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Arguments of `numalab monitor`.
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Nodes to show, e.g. 0 or 0-1,3 (all by default).
+    #[arg(long = "node", value_name = "LIST")]
+    node: Option<String>,
+    /// Interval in milliseconds.
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "MS",
+        default_value_t = 1000
+    )]
+    interval: u64,
+    /// Number of lines per node, then stop (default: until Ctrl-C).
+    #[arg(short = 'c', long = "count", value_name = "K")]
+    count: Option<u64>,
+    /// Also stream the samples to this trace file.
+    #[arg(short = 'o', long = "output", value_name = "TRACE")]
+    output: Option<PathBuf>,
+    /// Pin the sampler to this CPU.
+    #[arg(long, value_name = "CPU")]
+    runon: Option<u32>,
+    /// Do not open memory-controller counters.
+    #[arg(long = "no-counters")]
+    no_counters: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn line(l: &Line) -> String {
+    format!(
+        "{:>8.2} {:>5} {:>6} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10}",
+        l.t_s,
+        l.node,
+        opt(l.cpu_busy, 1),
+        opt(l.free_mib, 0),
+        opt(l.alloc, 0),
+        opt(l.miss, 0),
+        opt(l.read_bw, 0),
+        opt(l.write_bw, 0),
+        opt(l.migrated, 0),
+    )
+}
+
+/// Run `numalab monitor`.
+pub fn run(a: MonitorArgs) -> Result<(), CliError> {
+    let iv = prof_args::interval("--interval", a.interval)?;
+    if a.count == Some(0) {
+        return Err(bad("invalid --count '0': a number of lines, 1 or more"));
+    }
+    let host = Host::load(&TopologySource::ThisSystem)?;
+    let all: Vec<u32> = host.machine.nodes.iter().map(|n| n.os).collect();
+    let nodes = match &a.node {
+        None => vec![],
+        Some(s) => {
+            let v = numalab_topo::cpulist::parse("--node", s).map_err(|_| {
+                bad(format!(
+                    "invalid --node '{s}': a node list such as 0 or 0-1,3; nodes here are {}",
+                    host.machine.memory_node_list()
+                ))
+            })?;
+            if let Some(n) = v.iter().find(|n| !all.contains(n)) {
+                return Err(bad(format!(
+                    "invalid --node '{s}': node {n} does not exist; nodes here are {}",
+                    numalab_topo::cpulist::format(&all)
+                )));
+            }
+            v
+        }
+    };
+    let runon = prof_args::runon(&host, a.runon)?;
+    if let Some(p) = &a.output {
+        prof_args::trace_path(p)?;
+    }
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+    let (prov, _) = provenance(&host);
+    let opts = Options {
+        interval: iv,
+        count: a.count,
+        nodes,
+        output: a.output.clone(),
+        runon,
+        counters: !a.no_counters,
+    };
+    let mut first = true;
+    let stop = || STOP.load(Ordering::SeqCst);
+    let mut out = std::io::stdout();
+    monitor::monitor(&host, &opts, prov, &stop, &mut |t, lines| {
+        if first {
+            first = false;
+            for s in t.header.sources.iter().filter(|s| !s.available) {
+                let _ = writeln!(out, "# {} unavailable: {}", s.source, s.detail);
+            }
+            let _ = writeln!(out, "# alloc and miss count pages allocated (numastat), not accesses; migr = pages migrated/s by NUMA balancing, system-wide");
+            let _ = writeln!(
+                out,
+                "{:>8} {:>5} {:>6} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10}",
+                "time s", "node", "cpu%", "free MiB", "alloc pg/s", "miss pg/s", "read MB/s", "write MB/s", "migr pg/s"
+            );
+        }
+        for l in lines {
+            let _ = writeln!(out, "{}", line(l));
+        }
+        let _ = out.flush();
+    })
+    .map_err(|e| CliError { code: if e.starts_with("invalid") { 2 } else { 1 }, msg: e })?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! Option checks shared by `monitor` and `record`.
+
+use crate::common::{bad, CliError};
+use numalab_topo::Host;
+use std::path::Path;
+use std::time::Duration;
+
+/// An interval in ms between 1 and 60000.
+pub fn interval(opt: &str, ms: u64) -> Result<Duration, CliError> {
+    if !(1..=60_000).contains(&ms) {
+        return Err(bad(format!(
+            "invalid {opt} '{ms}': an interval in milliseconds from 1 to 60000"
+        )));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+/// A CPU this machine has.
+pub fn runon(host: &Host, cpu: Option<u32>) -> Result<Option<u32>, CliError> {
+    match cpu {
+        Some(c) if host.machine.pu(c).is_none() => Err(bad(format!(
+            "invalid --runon '{c}': usable CPUs here are {}",
+            host.machine.cpu_list()
+        ))),
+        c => Ok(c),
+    }
+}
+
+/// The trace path can be written: create it now (empty) so a bad path fails before any work.
+pub fn trace_path(p: &Path) -> Result<(), CliError> {
+    std::fs::File::create(p).map(|_| ()).map_err(|e| {
+        bad(format!(
+            "invalid output '{}': cannot write it: {e}",
+            p.display()
+        ))
+    })
+}

@@ -1,0 +1,111 @@
+//! `numalab record`: run a command and record its threads, processes and the system into a trace.
+
+use crate::common::{bad, provenance, CliError};
+use crate::prof_args;
+use clap::Args;
+use numalab_prof::record::{self, Exit, Options};
+use numalab_topo::{Host, TopologySource};
+use std::path::PathBuf;
+
+/// Arguments of `numalab record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Sampling interval in milliseconds.
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "MS",
+        default_value_t = 100
+    )]
+    interval: u64,
+    /// The trace file to write (streamed; a killed recorder leaves a readable prefix).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "TRACE",
+        default_value = "numalab.trace"
+    )]
+    output: PathBuf,
+    /// Read the processes' pages per node (numa_maps) every N intervals (it walks page tables).
+    #[arg(long = "pages-every", value_name = "N", default_value_t = 10)]
+    pages_every: u32,
+    /// Pin the recorder to this CPU, away from the target.
+    #[arg(long, value_name = "CPU")]
+    runon: Option<u32>,
+    /// Do not open hardware counters (OS sources only).
+    #[arg(long = "no-counters")]
+    no_counters: bool,
+    /// The command to run and its arguments (after --).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<String>,
+}
+
+/// Run `numalab record`; returns the target's exit status to propagate.
+pub fn run(a: RecordArgs) -> Result<i32, CliError> {
+    let iv = prof_args::interval("--interval", a.interval)?;
+    if a.pages_every == 0 {
+        return Err(bad(
+            "invalid --pages-every '0': a number of intervals, 1 or more",
+        ));
+    }
+    let program = &a.command[0];
+    if record::resolve(program).is_none() {
+        return Err(bad(format!(
+            "invalid command '{program}': not found or not executable{}",
+            if program.contains('/') {
+                ""
+            } else {
+                " on PATH"
+            }
+        )));
+    }
+    let host = Host::load(&TopologySource::ThisSystem)?;
+    let runon = prof_args::runon(&host, a.runon)?;
+    prof_args::trace_path(&a.output)?;
+    let (prov, _) = provenance(&host);
+    let opts = Options {
+        interval: iv,
+        pages_every: a.pages_every,
+        output: a.output.clone(),
+        runon,
+        counters: !a.no_counters,
+        target: a.command.clone(),
+    };
+    let out = record::record(&host, &opts, prov).map_err(|e| CliError {
+        code: if e.user { 2 } else { 1 },
+        msg: e.msg,
+    })?;
+    let how = match out.exit {
+        Exit::Code(c) => format!("exited with status {c}"),
+        Exit::Signal(s) => format!("was killed by signal {s} ({})", signal_name(s)),
+    };
+    eprintln!(
+        "numalab record: '{}' {how}; {} sampling rounds every {} ms in {} (numalab info {})",
+        a.command.join(" "),
+        out.rounds,
+        a.interval,
+        out.trace.display(),
+        out.trace.display()
+    );
+    Ok(out.exit.status())
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}

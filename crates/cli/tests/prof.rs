@@ -1,0 +1,318 @@
+//! monitor, record, info, dump, export and report TRACE, live on this machine.
+
+mod common;
+use common::{numalab, tmpdir};
+use numalab_prof::metrics::{catalogue, findings, series, Index};
+use numalab_prof::trace::{self, ObjKind};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The example target (built by `cargo test`; built here when run alone).
+fn first_touch() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_numalab"));
+    let p = bin.parent().unwrap().join("examples/first_touch");
+    if !p.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "-p", "numalab", "--example", "first_touch"])
+            .status()
+            .expect("cargo build --example first_touch");
+        assert!(st.success());
+    }
+    p
+}
+
+fn s(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn record_follows_every_thread_and_sees_pages_first_touched_on_node_0() {
+    let d = tmpdir("record");
+    let tr = d.join("ft.trace");
+    let ft = first_touch();
+    let o = numalab(&[
+        "record",
+        "-i",
+        "20",
+        "--pages-every",
+        "5",
+        "-o",
+        tr.to_str().unwrap(),
+        "--",
+        ft.to_str().unwrap(),
+        "32",
+        "2",
+        "700",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", s(&o.stderr));
+    assert!(s(&o.stderr).contains("exited with status 0"));
+    let t = trace::read(&tr).unwrap();
+    assert!(t.end.is_some() && !t.torn_tail);
+    let threads: Vec<_> = t.objects_of(ObjKind::Thread).collect();
+    // The main thread and both readers, all in the one process.
+    assert!(threads.len() >= 3, "{threads:?}");
+    assert!(
+        threads.iter().any(|o| o.name == "reader0") && threads.iter().any(|o| o.name == "reader1")
+    );
+    let ix = Index::new(&t);
+    let cpus = t
+        .header
+        .nodes
+        .iter()
+        .flat_map(|n| n.cpus.clone())
+        .collect::<Vec<_>>();
+    for o in &threads {
+        let sm = ix.of(&o.id);
+        assert!(!sm.is_empty(), "{} has samples", o.id);
+        for x in sm {
+            assert!(cpus.contains(&(x.v["cpu"] as u32)), "a CPU of this machine");
+        }
+    }
+    // Every page of the process sits on node 0 here, and at least the 32 MiB touched.
+    let p = t.objects_of(ObjKind::Process).next().unwrap();
+    let last = ix.of(&p.id).last().unwrap();
+    assert!(last.v["mem"] >= (32 << 20) as f64, "{:?}", last.v);
+    assert_eq!(last.v.get("mem.0"), Some(&last.v["mem"]));
+    let loc = series(&ix, "thread.page_locality");
+    assert!(!loc.is_empty() && loc.iter().all(|p| p.value == 1.0));
+    // Each metric names its source; without a PMU the counter metric says why it is absent.
+    let cat = catalogue(&ix);
+    let lar = cat
+        .iter()
+        .find(|m| m.name == "thread.local_access_ratio")
+        .unwrap();
+    assert_eq!(lar.source, "perf-core");
+    if !t.source_ok("perf-core") {
+        assert!(lar.missing.as_deref().is_some_and(|w| !w.is_empty()));
+        assert!(findings(&ix)
+            .iter()
+            .all(|f| f.what != "local memory access ratio"));
+    }
+    assert!(findings(&ix)
+        .iter()
+        .any(|f| f.what.starts_with("page locality (proxy")
+            && f.obj == "all threads"
+            && f.value == "1.000"));
+    // info, dump and the report read it.
+    let i = numalab(&["info", tr.to_str().unwrap()]);
+    assert!(i.status.success());
+    let text = s(&i.stdout);
+    for w in [
+        "reader0",
+        "sources:",
+        "metrics derivable",
+        "page locality",
+        "exit status 0",
+    ] {
+        assert!(text.contains(w), "info lacks {w}: {text}");
+    }
+    let dm = numalab(&[
+        "dump",
+        tr.to_str().unwrap(),
+        "--metric",
+        "thread.node",
+        "--json",
+    ]);
+    assert!(dm.status.success());
+    let rows: Vec<serde_json::Value> = s(&dm.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        !rows.is_empty()
+            && rows
+                .iter()
+                .all(|r| r["metric"] == "thread.node" && r["value"] == 0.0)
+    );
+    let html = d.join("r.html");
+    let r = numalab(&["report", tr.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", s(&r.stderr));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("Threads: where they ran") && h.contains("<svg") && h.contains("perf-core"));
+    // Perfetto: a named track per thread, slices with CPU and node, node counter tracks.
+    let pj = d.join("p.json");
+    let e = numalab(&[
+        "export",
+        tr.to_str().unwrap(),
+        "--perfetto",
+        "-o",
+        pj.to_str().unwrap(),
+    ]);
+    assert!(e.status.success(), "{}", s(&e.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&pj).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("reader1")), "{names:?}");
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "X" && e["args"]["node"] == "0" && e["dur"].as_f64().unwrap() > 0.0));
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "C" && e["name"] == "cpu busy %"));
+    for e in ev {
+        assert!(e["ph"].is_string() && e["pid"].is_number(), "{e}");
+    }
+}
+
+#[test]
+fn a_crashing_target_propagates_its_status_and_leaves_a_complete_trace() {
+    let d = tmpdir("crash");
+    let tr = d.join("c.trace");
+    let o = numalab(&[
+        "record",
+        "-i",
+        "10",
+        "-o",
+        tr.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.1; kill -SEGV $$",
+    ]);
+    assert_eq!(o.status.code(), Some(128 + 11), "{}", s(&o.stderr));
+    assert!(s(&o.stderr).contains("killed by signal 11 (SIGSEGV)"));
+    let t = trace::read(&tr).unwrap();
+    assert_eq!(t.end.as_ref().unwrap().signal, Some(11));
+    // The shell's child (sleep) was followed as a process of its own.
+    assert!(
+        t.objects_of(ObjKind::Process).any(|o| o.name == "sleep"),
+        "{:?}",
+        t.objects
+    );
+    assert!(t.events.iter().any(|e| e.what == "fork"));
+    let o = numalab(&[
+        "record",
+        "-o",
+        tr.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "exit 7",
+    ]);
+    assert_eq!(o.status.code(), Some(7));
+}
+
+#[test]
+fn a_missing_target_or_bad_option_is_a_one_line_error_and_no_trace() {
+    let d = tmpdir("bad");
+    let tr = d.join("m.trace");
+    let o = numalab(&[
+        "record",
+        "-o",
+        tr.to_str().unwrap(),
+        "--",
+        "no-such-program-xyz",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = s(&o.stderr);
+    assert!(
+        e.contains("'no-such-program-xyz'") && e.lines().count() == 1,
+        "{e}"
+    );
+    assert!(!tr.exists(), "no partial output");
+    for (args, needle) in [
+        (vec!["record", "-i", "0", "--", "true"], "'0'"),
+        (vec!["record", "--pages-every", "0", "--", "true"], "'0'"),
+        (vec!["record", "--runon", "9999", "--", "true"], "'9999'"),
+        (
+            vec!["record", "-o", "/no/such/dir/t.trace", "--", "true"],
+            "/no/such/dir",
+        ),
+        (vec!["monitor", "--count", "0"], "'0'"),
+        (vec!["monitor", "--node", "77", "--count", "1"], "node 77"),
+        (vec!["monitor", "--interval", "70000"], "'70000'"),
+        (vec!["info", "Cargo.toml"], "not a numalab trace"),
+        (vec!["export", "Cargo.toml"], "--perfetto"),
+    ] {
+        let o = numalab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", s(&o.stderr));
+        assert!(s(&o.stderr).contains(needle), "{args:?}: {}", s(&o.stderr));
+        assert!(o.stdout.is_empty(), "{args:?} printed {}", s(&o.stdout));
+    }
+}
+
+#[test]
+fn dump_names_valid_metrics_and_objects() {
+    let fx =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prof/tests/fixtures/two-socket.trace");
+    let f = fx.to_str().unwrap();
+    let o = numalab(&["dump", f, "--metric", "bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(s(&o.stderr).contains("'bogus'") && s(&o.stderr).contains("thread.page_locality"));
+    let o = numalab(&["dump", f, "--object", "t999"]);
+    assert!(s(&o.stderr).contains("t100"));
+    let o = numalab(&["dump", f, "--metric", "node.read_bw", "--object", "n1"]);
+    let out = s(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("1.0486") && !out.contains(" n0 "),
+        "{out}"
+    );
+    let o = numalab(&["dump", f, "--raw", "--object", "sys"]);
+    assert!(s(&o.stdout).contains("numa_hint_faults_local"));
+}
+
+#[test]
+fn a_recorder_killed_with_sigkill_leaves_a_trace_info_can_read() {
+    let d = tmpdir("kill9");
+    let tr = d.join("k.trace");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args([
+            "record",
+            "-i",
+            "10",
+            "-o",
+            tr.to_str().unwrap(),
+            "--",
+            "sleep",
+            "1.5",
+        ])
+        .spawn()
+        .unwrap();
+    // Wait until samples have been flushed, then kill without warning.
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&tr).map_or(0, |s| s.matches("\"sample\"").count()) < 5 {
+        assert!(t0.elapsed().as_secs() < 20, "no samples flushed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = numalab(&["info", tr.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", s(&o.stderr));
+    assert!(s(&o.stdout).contains("end: none"));
+    let t = trace::read(&tr).unwrap();
+    assert!(t.end.is_none() && !t.samples.is_empty());
+}
+
+#[test]
+fn monitor_prints_count_lines_per_node_and_streams_a_trace() {
+    let d = tmpdir("monitor");
+    let tr = d.join("mon.trace");
+    let o = numalab(&["monitor", "-i", "50", "-c", "3", "-o", tr.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", s(&o.stderr));
+    let out = s(&o.stdout);
+    let t = trace::read(&tr).unwrap();
+    let nodes = t.header.nodes.len();
+    let rows = out
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("node"))
+        .count();
+    assert_eq!(rows, 3 * nodes, "{out}");
+    // The samples are real: free memory is positive and below the node's total.
+    let ix = Index::new(&t);
+    let free = series(&ix, "node.mem_free");
+    assert!(!free.is_empty() && free.iter().all(|p| p.value > 0.0));
+    assert_eq!(t.end.as_ref().unwrap().reason, "count reached");
+    let r = numalab(&[
+        "report",
+        tr.to_str().unwrap(),
+        "-o",
+        d.join("m.html").to_str().unwrap(),
+    ]);
+    assert!(r.status.success());
+}
