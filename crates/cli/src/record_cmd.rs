@@ -84,8 +84,16 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
         Exit::Code(c) => format!("exited with status {c}"),
         Exit::Signal(s) => format!("was killed by signal {s} ({})", signal_name(s)),
     };
+    let cost = out.sampler_cpu_ns.map_or(String::new(), |c| {
+        format!(
+            "; the recorder used {:.1} ms of CPU ({:.2}% of {:.3} s)",
+            c as f64 / 1e6,
+            100.0 * c as f64 / out.elapsed_ns.max(1) as f64,
+            out.elapsed_ns as f64 / 1e9
+        )
+    });
     eprintln!(
-        "numalab record: '{}' {how}; {} sampling rounds every {} ms in {} (numalab info {})",
+        "numalab record: '{}' {how}; {} sampling rounds every {} ms in {}{cost} (numalab info {})",
         a.command.join(" "),
         out.rounds,
         a.interval,

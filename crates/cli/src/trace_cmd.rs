@@ -124,10 +124,15 @@ pub fn info(a: InfoArgs) -> Result<(), CliError> {
     ));
     s.push_str(&match &t.end {
         Some(e) => format!(
-            "end: {}{}{}\n",
+            "end: {}{}{}{}\n",
             e.reason,
             e.exit_code.map_or(String::new(), |c| format!(", exit status {c}")),
-            e.signal.map_or(String::new(), |c| format!(", killed by signal {c}"))
+            e.signal.map_or(String::new(), |c| format!(", killed by signal {c}")),
+            e.sampler_cpu_ns.map_or(String::new(), |c| format!(
+                "; the sampler used {:.1} ms of CPU ({:.2}% of the span)",
+                c as f64 / 1e6,
+                100.0 * c as f64 / t.span_ns().max(1) as f64
+            ))
         ),
         None => "end: none — the recorder stopped before writing its end entry (killed?); this is the prefix it left\n".into(),
     });

@@ -185,8 +185,11 @@ impl Follower {
             .filter(|(_, p)| p.alive)
             .map(|(k, _)| *k)
             .collect();
+        // Threads listed in some live process's task directory this round.
+        let mut seen = std::collections::BTreeSet::new();
         while let Some(pid) = queue.pop() {
             let tasks = self.roots.tasks(pid);
+            seen.extend(tasks.iter().copied());
             if tasks.is_empty() {
                 if let Some(p) = self.procs.get_mut(&pid) {
                     if p.alive {
@@ -255,11 +258,13 @@ impl Follower {
         let gone: Vec<i32> = self
             .threads
             .iter()
-            .filter(|(tid, t)| self.roots.stat(t.pid, **tid).is_none())
+            .filter(|(tid, _)| !seen.contains(*tid))
             .map(|(k, _)| *k)
             .collect();
         for tid in gone {
-            self.threads.remove(&tid);
+            if let Some(t) = self.threads.remove(&tid) {
+                self.roots.forget(t.pid, tid);
+            }
             out.push(Entry::Event(Event {
                 t_ns,
                 obj: format!("t{tid}"),
@@ -303,8 +308,10 @@ impl Follower {
         self.threads.insert(tid, Thread { pid, counters });
     }
 
-    /// Sample every live thread, and with `pages` every live process's placement.
-    pub fn sample(&mut self, t_ns: u64, pages: bool, out: &mut Vec<Entry>) {
+    /// Sample every live thread, and with `pages` every live process's placement;
+    /// returns the time spent reading placement (numa_maps walks page tables, so
+    /// its cost grows with the processes' size).
+    pub fn sample(&mut self, t_ns: u64, pages: bool, out: &mut Vec<Entry>) -> std::time::Duration {
         for (tid, t) in self.threads.iter_mut() {
             let Some(st) = self.roots.stat(t.pid, *tid) else {
                 continue;
@@ -337,8 +344,9 @@ impl Follower {
             }));
         }
         if !pages {
-            return;
+            return std::time::Duration::ZERO;
         }
+        let t0 = std::time::Instant::now();
         for (pid, p) in &self.procs {
             if !p.alive {
                 continue;
@@ -357,5 +365,6 @@ impl Follower {
                 v,
             }));
         }
+        t0.elapsed()
     }
 }

@@ -162,6 +162,7 @@ pub fn monitor(
         reason: reason.into(),
         exit_code: None,
         signal: None,
+        sampler_cpu_ns: crate::record::own_cpu_ns(),
     };
     if let Some(w) = w.as_mut() {
         w.put(&Entry::End(end.clone())).map_err(|e| e.to_string())?;

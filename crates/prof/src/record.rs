@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 pub struct Options {
     /// Sampling interval.
     pub interval: Duration,
-    /// Read process page placement every this many intervals.
+    /// Read process page placement every this many intervals (or less often, so
+    /// that reading it stays under 0.25% of the time).
     pub pages_every: u32,
     /// Trace path.
     pub output: PathBuf,
@@ -58,6 +59,10 @@ pub struct Outcome {
     pub rounds: u64,
     /// Trace path.
     pub trace: PathBuf,
+    /// Wall time from the target's start to its end.
+    pub elapsed_ns: u64,
+    /// CPU time the recorder used while the target ran.
+    pub sampler_cpu_ns: Option<u64>,
 }
 
 /// Errors before or while recording: `user` ones are the caller's input.
@@ -229,11 +234,21 @@ pub fn record(
     };
     let mut entries: Vec<Entry> = system.objects().into_iter().map(Entry::Object).collect();
     let mut rounds = 0u64;
+    let mut next_pages = 0u64;
+    // The set-up before the spawn (topology, probes) does not overlap the target;
+    // what the target shares the machine with is the sampling from here on.
+    let cpu0 = own_cpu_ns();
     let status = loop {
         let t_ns = start.elapsed().as_nanos() as u64;
         follower.discover(t_ns, &mut entries);
-        let pages = rounds.is_multiple_of(opts.pages_every.max(1) as u64);
-        follower.sample(t_ns, pages, &mut entries);
+        let pages = rounds >= next_pages;
+        let cost = follower.sample(t_ns, pages, &mut entries);
+        if pages {
+            // Every --pages-every intervals, but never more than 0.25% of the time:
+            // numa_maps of a large process takes milliseconds.
+            let budget = (cost.as_nanos() * 400 / opts.interval.as_nanos().max(1)) as u64;
+            next_pages = rounds + (opts.pages_every.max(1) as u64).max(budget + 1);
+        }
         entries.extend(system.sample(t_ns).into_iter().map(Entry::Sample));
         for e in entries.drain(..) {
             w.put(&e).map_err(io)?;
@@ -267,6 +282,7 @@ pub fn record(
         reason: "target exited".into(),
         exit_code: status.code(),
         signal: status.signal(),
+        sampler_cpu_ns: own_cpu_ns().zip(cpu0).map(|(b, a)| b - a),
     }));
     for e in entries.drain(..) {
         w.put(&e).map_err(io)?;
@@ -276,5 +292,20 @@ pub fn record(
         exit,
         rounds,
         trace: opts.output.clone(),
+        elapsed_ns: t_ns,
+        sampler_cpu_ns: own_cpu_ns().zip(cpu0).map(|(b, a)| b - a),
     })
+}
+
+/// This process's CPU time so far (getrusage: user + system, all threads).
+pub fn own_cpu_ns() -> Option<u64> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: initialised by the successful call.
+    let ru = unsafe { ru.assume_init() };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    Some(ns(ru.ru_utime) + ns(ru.ru_stime))
 }

@@ -195,6 +195,9 @@ pub struct End {
     pub exit_code: Option<i32>,
     /// Signal that ended the target, when one did.
     pub signal: Option<i32>,
+    /// CPU time the sampler used while sampling (user + system), its cost to the machine.
+    #[serde(default)]
+    pub sampler_cpu_ns: Option<u64>,
 }
 
 /// A trace read back.

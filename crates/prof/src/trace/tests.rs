@@ -53,6 +53,7 @@ fn entries() -> Vec<Entry> {
             reason: "target exited".into(),
             exit_code: Some(3),
             signal: None,
+            sampler_cpu_ns: Some(5),
         }),
     ]
 }
@@ -97,6 +98,13 @@ fn a_torn_last_line_is_skipped_but_damage_elsewhere_is_an_error() {
     mid.extend_from_slice(b"{\"type\":\"sam\n{\"type\":\"end\",\"t_ns\":9,\"reason\":\"x\",\"exit_code\":null,\"signal\":null}\n");
     assert!(parse(&mid).unwrap_err().starts_with("line 5"));
     // A newer version and a foreign file are refused with the reason.
+    // Version 1 traces written before sampler_cpu_ns existed still read.
+    let old = String::from_utf8(full.clone()).unwrap()
+        + "{\"type\":\"end\",\"t_ns\":9,\"reason\":\"x\",\"exit_code\":null,\"signal\":null}\n";
+    assert_eq!(
+        parse(old.as_bytes()).unwrap().end.unwrap().sampler_cpu_ns,
+        None
+    );
     let newer = String::from_utf8(full)
         .unwrap()
         .replacen("\"version\":1", "\"version\":99", 1);
