@@ -206,7 +206,7 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
                 res.switch = Some(cells);
             }
             Part::Mask => {
-                let curves = earth_hide::mask(
+                let mut curves = earth_hide::mask(
                     &host,
                     &timer,
                     &cpus,
@@ -215,6 +215,15 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
                     &multipliers,
                     a.iterations,
                 )?;
+                curves.extend(earth_hide::mask_memory(
+                    &host,
+                    &timer,
+                    &cpus,
+                    a.loop_n,
+                    &chunks,
+                    &multipliers,
+                    a.iterations,
+                )?);
                 recs.extend(earth_view::mask_records(&curves, a.loop_n, &base, &prov));
                 res.mask = Some(curves);
             }

@@ -85,15 +85,18 @@ pub fn mask_records(
     let mut out = Vec::new();
     for c in curves {
         let best = c.best();
+        let helper = c.via.starts_with("helper");
+        let tag = if helper { "mask" } else { "mask (memory)" };
         let mut p = base.clone();
         p["part"] = json!("mask");
+        p["u_via"] = json!(c.via);
         p["multiplier"] = json!(c.multiplier);
         p["loop_n"] = json!(n);
         p["best_chunk"] = json!(best.map(|b| b.0));
         p["best_masked_pct"] = json!(best.map(|b| b.1));
         let mut r = Record::new(
             "suite-earth",
-            &format!("mask: ×{} baseline", c.multiplier),
+            &format!("{tag}: ×{} baseline", c.multiplier),
             prov.clone(),
             p.clone(),
         );
@@ -104,10 +107,14 @@ pub fn mask_records(
             let mut q = p.clone();
             q["chunk"] = json!(t);
             q["masked_pct"] = json!(pct);
-            q["method"] = json!("Loop 7 split into coroutines of T iterations; each posts a fetch of its part of u to the helper and yields until it arrives; masked = (baseline − run) / baseline communication");
+            q["method"] = json!(if helper {
+                "Loop 7 split into coroutines of T iterations; each posts a fetch of its part of u to the helper and yields until it arrives; masked = (baseline − run) / baseline communication"
+            } else {
+                "Loop 7 split into coroutines of T iterations; u homed on another node and flushed before each pass; each coroutine prefetches its lines of u and yields, then copies and computes; masked = (baseline − run) / baseline communication"
+            });
             let mut r = Record::new(
                 "suite-earth",
-                &format!("mask: ×{} T={t}", c.multiplier),
+                &format!("{tag}: ×{} T={t}", c.multiplier),
                 prov.clone(),
                 q,
             );
@@ -213,13 +220,19 @@ pub fn text(r: &EarthResults) -> String {
             .first()
             .map(|c| c.points.iter().map(|p| p.0).collect())
             .unwrap_or_default();
-        let mut header = vec!["×comm".to_string(), "comm ns".into(), "compute ns".into()];
+        let mut header = vec![
+            "u via".to_string(),
+            "×comm".into(),
+            "comm ns".into(),
+            "compute ns".into(),
+        ];
         header.extend(ts.iter().map(|t| format!("T={t}")));
         header.push("best T".into());
         let rows: Vec<Vec<String>> = curves
             .iter()
             .map(|c| {
                 let mut row = vec![
+                    c.via.clone(),
                     c.multiplier.to_string(),
                     ns(med(&c.comm_ns)),
                     ns(med(&c.comp_ns)),

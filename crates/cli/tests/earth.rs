@@ -57,11 +57,23 @@ fn the_earth_suite_runs_here_with_small_sizes() {
     assert!(g8 < g1, "G=8 {g8} G=1 {g1}");
     assert!(stat(get("mlp: G=8 coroutines"), "access_time", "median") > 0.0);
     // Loop 7 results were checked against the plain loop; every T is there.
-    for name in ["mask: ×1 T=64", "mask: ×4 T=1024", "mask: ×4 baseline"] {
+    for name in [
+        "mask: ×1 T=64",
+        "mask: ×4 T=1024",
+        "mask: ×4 baseline",
+        "mask (memory): ×1 T=64",
+        "mask (memory): ×4 baseline",
+    ] {
         let r = get(name);
         assert!(!r["stats"].as_array().unwrap().is_empty(), "{name}");
     }
     assert_eq!(get("mask: ×1 T=64")["data"]["data_checked"], true);
+    // Without a second memory node the memory variant says u stayed local.
+    let via = get("mask (memory): ×1 T=64")["parameters"]["u_via"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(via.starts_with("node "), "{via}");
     // The threads table has 1…5 threads for each kind of work.
     for k in 1..=5 {
         for w in ["computation", "communication", "both"] {

@@ -77,3 +77,23 @@ pub fn method() -> &'static str {
 pub unsafe fn flush_lines(base: *const u8, lines: &[u32], line: usize) {
     imp::flush(base, lines, line)
 }
+
+/// Write back and invalidate every line of `base..base + bytes`.
+///
+/// # Safety
+/// The range must be mapped.
+pub unsafe fn flush_range(base: *const u8, bytes: usize, line: usize) {
+    let first = base as usize / line * line;
+    let n = (base as usize + bytes - first).div_ceil(line);
+    let mut idx = [0u32; 256];
+    let mut done = 0;
+    while done < n {
+        let k = (n - done).min(idx.len());
+        for (i, x) in idx[..k].iter_mut().enumerate() {
+            *x = (done + i) as u32;
+        }
+        // SAFETY: the caller maps the range; the lines lie inside it.
+        unsafe { imp::flush(first as *const u8, &idx[..k], line) };
+        done += k;
+    }
+}

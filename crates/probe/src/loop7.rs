@@ -2,6 +2,8 @@
 //! EARTH latency-masking experiment: the loop is split into coroutines of T
 //! iterations; each posts a split-phase fetch of its part of `u` to the helper and
 //! yields until the data is there, so one chunk's fetch overlaps others' compute.
+//! The memory variant has no helper: u is homed on another node and each
+//! coroutine prefetches its lines and yields.
 
 use crate::server::{Client, Request};
 use crate::timer::Timer;
@@ -162,6 +164,96 @@ pub fn masked(
     timer.stop() - t0
 }
 
+/// Baseline with `u` in memory (homed on another node, no helper): read all of u
+/// into the local copy `repeat` times (flushing it between reads, so each is a
+/// memory access), then compute. The caller flushes u before the call.
+pub fn baseline_mem(timer: &Timer, a: &mut Arrays, u: &[f64], repeat: usize) -> (u64, u64) {
+    let n = a.x.len();
+    assert!(u.len() >= n + 6, "u holds n + 6 values");
+    let t0 = timer.start();
+    for r in 0..repeat.max(1) {
+        if r > 0 {
+            // SAFETY: u is a live slice of n + 6 doubles.
+            unsafe { crate::flush::flush_range(u.as_ptr() as *const u8, (n + 6) * 8, 64) };
+        }
+        a.ul[..n + 6].copy_from_slice(&u[..n + 6]);
+    }
+    let t1 = timer.stop();
+    compute(&mut a.x, &a.ul, &a.z, &a.y, 0, n);
+    let t2 = timer.stop();
+    (t1 - t0, t2 - t1)
+}
+
+/// Masked run with `u` in memory: coroutines of `chunk` iterations prefetch their
+/// lines of u and yield (`repeat` times, flushing between), then copy and compute,
+/// so one chunk's misses overlap the others' work. The caller flushes u first.
+pub fn masked_mem(
+    timer: &Timer,
+    a: &mut Arrays,
+    u: &[f64],
+    chunk: usize,
+    repeat: usize,
+    pool: &mut Vec<DefaultStack>,
+) -> u64 {
+    let n = a.x.len();
+    assert!(u.len() >= n + 6, "u holds n + 6 values");
+    let chunk = chunk.clamp(1, n.max(1));
+    let chunks = n.div_ceil(chunk);
+    assert!(pool.len() >= WINDOW, "a pool of WINDOW stacks");
+    let (xp, zp, yp, up, src) = (
+        a.x.as_mut_ptr() as usize,
+        a.z.as_ptr() as usize,
+        a.y.as_ptr() as usize,
+        a.ul.as_mut_ptr() as usize,
+        u.as_ptr() as usize,
+    );
+    let t0 = timer.start();
+    let mut live: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::new();
+    let mut next = 0;
+    while next < chunks || !live.is_empty() {
+        while live.len() < WINDOW && next < chunks {
+            let (lo, hi) = (next * chunk, ((next + 1) * chunk).min(n));
+            let stack = pool.pop().expect("one stack per live coroutine");
+            live.push(Coroutine::with_stack(
+                stack,
+                move |y: &Yielder<(), ()>, ()| {
+                    let words = hi - lo + 6;
+                    // SAFETY: u, x, ul, z and y outlive the coroutines (all finish before
+                    // masked_mem returns); chunks write disjoint parts of x and ul.
+                    unsafe {
+                        let from = (src as *const f64).add(lo);
+                        for r in 0..repeat.max(1) {
+                            if r > 0 {
+                                crate::flush::flush_range(from as *const u8, words * 8, 64);
+                            }
+                            for off in (0..words * 8).step_by(64) {
+                                crate::mlp::prefetch((from as *const u8).add(off));
+                            }
+                            y.suspend(());
+                        }
+                        std::ptr::copy_nonoverlapping(from, (up as *mut f64).add(lo), words);
+                        let x = std::slice::from_raw_parts_mut(xp as *mut f64, n);
+                        let ul = std::slice::from_raw_parts(up as *const f64, n + 6);
+                        let z = std::slice::from_raw_parts(zp as *const f64, n);
+                        let yy = std::slice::from_raw_parts(yp as *const f64, n);
+                        compute(x, ul, z, yy, lo, hi);
+                    }
+                },
+            ));
+            next += 1;
+        }
+        let mut i = 0;
+        while i < live.len() {
+            if let CoroutineResult::Return(()) = live[i].resume(()) {
+                pool.push(live.swap_remove(i).into_stack());
+            } else {
+                i += 1;
+            }
+        }
+    }
+    timer.stop() - t0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +279,14 @@ mod tests {
                 masked(c, &timer, &mut a, u.as_ptr(), chunk, 1, &mut pool);
                 assert_eq!(a.x, want.x, "chunk {chunk}");
             }
+            for (chunk, repeat) in [(1, 1), (7, 3), (64, 2), (5000, 1)] {
+                let mut a = Arrays::new(n);
+                masked_mem(&timer, &mut a, &u, chunk, repeat, &mut pool);
+                assert_eq!(a.x, want.x, "memory variant, chunk {chunk}");
+            }
+            let mut a = Arrays::new(n);
+            baseline_mem(&timer, &mut a, &u, 3);
+            assert_eq!(a.x, want.x);
         })
         .unwrap();
     }

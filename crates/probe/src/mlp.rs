@@ -41,8 +41,9 @@ fn next(p: *const u8) -> *const u8 {
     unsafe { (p as *const *const u8).read_volatile() }
 }
 
+/// Software prefetch of one line into L1 (none on other architectures).
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch never faults.
     unsafe {

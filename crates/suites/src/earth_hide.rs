@@ -10,13 +10,17 @@ use numalab_probe::server::with_server;
 use numalab_probe::Timer;
 use numalab_results::stats::median;
 use numalab_topo::bind::pin_current_thread;
-use numalab_topo::{Error, Host, PageSize, Result};
+use numalab_topo::buffer::Buffer;
+use numalab_topo::plan::resolve_memory;
+use numalab_topo::{Error, Host, MemSpec, PageSize, Result};
 use serde::Serialize;
 
 /// One communication multiplier of the masking experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct MaskCurve {
-    /// Communication multiplier (the helper repeats each fetch this often).
+    /// How u is remote: "helper CPU 3" (fetched by the helper) or "node 1" (homed there).
+    pub via: String,
+    /// Communication multiplier (each fetch is repeated this often).
     pub multiplier: usize,
     /// Baseline fetch-everything phase, ns per pass.
     pub comm_ns: Vec<f64>,
@@ -46,6 +50,68 @@ impl MaskCurve {
     }
 }
 
+fn check(a: &Arrays, want: &Arrays, what: &str) -> Result<()> {
+    if a.x != want.x {
+        return Err(Error::System(format!(
+            "data check failed: Loop 7 {what} differs from the plain loop"
+        )));
+    }
+    Ok(())
+}
+
+/// The curves for every multiplier: `base(m)` and `masked(T, m)` each run one checked pass.
+fn curves(
+    via: &str,
+    chunks: &[usize],
+    multipliers: &[usize],
+    it: usize,
+    base: &mut dyn FnMut(usize) -> Result<(f64, f64)>,
+    masked: &mut dyn FnMut(usize, usize) -> Result<f64>,
+) -> Result<Vec<MaskCurve>> {
+    let mut out = Vec::new();
+    for &m in multipliers {
+        let (mut comm, mut comp) = (Vec::new(), Vec::new());
+        for pass in 0..=it {
+            let (f, k) = base(m)?;
+            if pass > 0 {
+                comm.push(f);
+                comp.push(k);
+            }
+        }
+        let mut points = Vec::new();
+        for &t in chunks {
+            let mut v = Vec::new();
+            for pass in 0..=it {
+                let ns = masked(t, m)?;
+                if pass > 0 {
+                    v.push(ns);
+                }
+            }
+            points.push((t, v));
+        }
+        out.push(MaskCurve {
+            via: via.into(),
+            multiplier: m,
+            comm_ns: comm,
+            comp_ns: comp,
+            points,
+        });
+    }
+    Ok(out)
+}
+
+fn u_values(u: *mut f64, n: usize) -> Arrays {
+    for i in 0..n + 6 {
+        // SAFETY: the caller's buffer holds n + 6 doubles.
+        unsafe { u.add(i).write((i % 31) as f64 - 7.5) };
+    }
+    // SAFETY: as above; the buffer outlives the slice.
+    let uslice = unsafe { std::slice::from_raw_parts(u as *const f64, n + 6) };
+    let mut want = Arrays::new(n);
+    loop7::compute(&mut want.x, uslice, &want.z, &want.y, 0, n);
+    want
+}
+
 /// Loop 7 with `u` on the helper's node, fetched through the helper: the baseline
 /// and every chunk size T, for every multiplier. Every run's x is checked against
 /// the plain loop.
@@ -60,65 +126,84 @@ pub fn mask(
 ) -> Result<Vec<MaskCurve>> {
     let ubuf = buffer_near(host, c.helper.pu.os, ((n + 6) * 8) as u64, PageSize::Base)?;
     let u = ubuf.as_ptr() as *mut f64;
-    for i in 0..n + 6 {
-        // SAFETY: n + 6 doubles fit the buffer.
-        unsafe { u.add(i).write((i % 31) as f64 - 7.5) };
-    }
-    // SAFETY: as above; the buffer outlives the slice.
-    let uslice = unsafe { std::slice::from_raw_parts(u as *const f64, n + 6) };
-    let mut want = Arrays::new(n);
-    loop7::compute(&mut want.x, uslice, &want.z, &want.y, 0, n);
+    let want = u_values(u, n);
     pin_current_thread(host, c.worker.pu.os)?;
     let mut pool = loop7::stacks();
-    let (r, _) = with_server(
-        host,
-        timer,
-        c.helper.pu.os,
-        |cl| -> Result<Vec<MaskCurve>> {
-            let mut out = Vec::new();
-            for &m in multipliers {
-                let (mut comm, mut comp) = (Vec::new(), Vec::new());
-                for pass in 0..=it {
-                    let mut a = Arrays::new(n);
-                    let (f, k) = loop7::baseline(cl, timer, &mut a, u, m);
-                    if a.x != want.x {
-                        return Err(Error::System(
-                            "data check failed: Loop 7 baseline differs from the plain loop".into(),
-                        ));
-                    }
-                    if pass > 0 {
-                        comm.push(timer.ns(f));
-                        comp.push(timer.ns(k));
-                    }
-                }
-                let mut points = Vec::new();
-                for &t in chunks {
-                    let mut v = Vec::new();
-                    for pass in 0..=it {
-                        let mut a = Arrays::new(n);
-                        let ticks = loop7::masked(cl, timer, &mut a, u, t, m, &mut pool);
-                        if a.x != want.x {
-                            return Err(Error::System(format!(
-                                "data check failed: Loop 7 with T={t} differs from the plain loop"
-                            )));
-                        }
-                        if pass > 0 {
-                            v.push(timer.ns(ticks));
-                        }
-                    }
-                    points.push((t, v));
-                }
-                out.push(MaskCurve {
-                    multiplier: m,
-                    comm_ns: comm,
-                    comp_ns: comp,
-                    points,
-                });
-            }
-            Ok(out)
-        },
-    )?;
+    let via = format!("helper CPU {}", c.helper.pu.os);
+    let (r, _) = with_server(host, timer, c.helper.pu.os, |cl| {
+        let cl = std::cell::RefCell::new(cl);
+        curves(
+            &via,
+            chunks,
+            multipliers,
+            it,
+            &mut |m| {
+                let mut a = Arrays::new(n);
+                let (f, k) = loop7::baseline(&mut cl.borrow_mut(), timer, &mut a, u, m);
+                check(&a, &want, "baseline")?;
+                Ok((timer.ns(f), timer.ns(k)))
+            },
+            &mut |t, m| {
+                let mut a = Arrays::new(n);
+                let ticks = loop7::masked(&mut cl.borrow_mut(), timer, &mut a, u, t, m, &mut pool);
+                check(&a, &want, &format!("with T={t}"))?;
+                Ok(timer.ns(ticks))
+            },
+        )
+    })?;
     r
+}
+
+/// Loop 7 with `u` homed on another node (no helper): the baseline reads all of u,
+/// the masked runs prefetch and yield. u is flushed before every pass. On a machine
+/// with one memory node u stays local and `via` says so.
+pub fn mask_memory(
+    host: &Host,
+    timer: &Timer,
+    c: &Cpus,
+    n: usize,
+    chunks: &[usize],
+    multipliers: &[usize],
+    it: usize,
+) -> Result<Vec<MaskCurve>> {
+    let m = &host.machine;
+    let (node, via) = match c.remote_node {
+        Some(r) => (r, format!("node {r}")),
+        None => {
+            let l = crate::memory::node_near(m, c.worker.pu.os)?;
+            (l, format!("node {l} (local: no other memory node here)"))
+        }
+    };
+    let mem = resolve_memory(m, &MemSpec::Node(node), PageSize::Base, &[])?;
+    let ubuf = Buffer::allocate(host, &mem, ((n + 6) * 8) as u64)?;
+    let u = ubuf.as_ptr() as *mut f64;
+    let want = u_values(u, n);
+    // SAFETY: the buffer holds n + 6 doubles and outlives the slice.
+    let us = unsafe { std::slice::from_raw_parts(u as *const f64, n + 6) };
+    pin_current_thread(host, c.worker.pu.os)?;
+    let mut pool = loop7::stacks();
+    // SAFETY: the buffer holds n + 6 doubles.
+    let flush = || unsafe { numalab_probe::flush::flush_range(u as *const u8, (n + 6) * 8, 64) };
+    curves(
+        &via,
+        chunks,
+        multipliers,
+        it,
+        &mut |mu| {
+            let mut a = Arrays::new(n);
+            flush();
+            let (f, k) = loop7::baseline_mem(timer, &mut a, us, mu);
+            check(&a, &want, "baseline (memory)")?;
+            Ok((timer.ns(f), timer.ns(k)))
+        },
+        &mut |t, mu| {
+            let mut a = Arrays::new(n);
+            flush();
+            let ticks = loop7::masked_mem(timer, &mut a, us, t, mu, &mut pool);
+            check(&a, &want, &format!("(memory) with T={t}"))?;
+            Ok(timer.ns(ticks))
+        },
+    )
 }
 
 /// MLP results: per G, ns per access for both modes.
