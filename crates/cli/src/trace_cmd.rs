@@ -2,7 +2,8 @@
 
 use crate::common::{bad, CliError};
 use clap::Args;
-use numalab_prof::metrics::{self, catalogue, findings, series, Index};
+use numalab_prof::metrics::{self, catalogue, series, Index};
+use numalab_prof::tables;
 use numalab_prof::trace::{self, ObjKind, Trace};
 use numalab_results::output::{table, write_atomic};
 use std::path::{Path, PathBuf};
@@ -148,33 +149,23 @@ pub fn info(a: InfoArgs) -> Result<(), CliError> {
         h.nodes.len()
     ));
     let mut rows = vec![];
+    let list = |v: &[u32]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            numalab_topo::cpulist::format(v)
+        }
+    };
     for o in procs.iter().chain(threads.iter()) {
-        let sm = ix.of(&o.id);
-        let cpus: std::collections::BTreeSet<u32> = sm
-            .iter()
-            .filter_map(|x| x.v.get("cpu").map(|c| *c as u32))
-            .collect();
-        let nodes: std::collections::BTreeSet<u32> =
-            cpus.iter().filter_map(|c| t.node_of_cpu(*c)).collect();
-        let list = |v: &std::collections::BTreeSet<u32>| {
-            numalab_topo::cpulist::format(&v.iter().copied().collect::<Vec<_>>())
-        };
+        let (cpus, nodes) = ix.placement(&o.id);
         rows.push(vec![
             o.id.clone(),
             o.name.clone(),
             o.parent.clone().unwrap_or_default(),
             format!("{:.3}", o.t_ns as f64 / 1e9),
-            sm.len().to_string(),
-            if cpus.is_empty() {
-                "-".into()
-            } else {
-                list(&cpus)
-            },
-            if nodes.is_empty() {
-                "-".into()
-            } else {
-                list(&nodes)
-            },
+            ix.of(&o.id).len().to_string(),
+            list(&cpus),
+            list(&nodes),
         ]);
     }
     if !rows.is_empty() {
@@ -191,62 +182,16 @@ pub fn info(a: InfoArgs) -> Result<(), CliError> {
             &rows,
         ));
     }
-    let src: Vec<Vec<String>> = h
-        .sources
-        .iter()
-        .map(|x| {
-            vec![
-                x.source.clone(),
-                if x.available { "yes" } else { "no" }.into(),
-                x.detail.clone(),
-            ]
-        })
-        .collect();
-    s.push_str("\nsources:\n");
-    s.push_str(&table(&["source", "available", "what, or why not"], &src));
-    if !h.counters.is_empty() {
-        let c: Vec<Vec<String>> = h
-            .counters
-            .iter()
-            .map(|c| {
-                vec![
-                    c.field.clone(),
-                    c.event.clone(),
-                    c.pmu.clone(),
-                    c.encoding.clone(),
-                    c.error.clone().unwrap_or_else(|| "opened".into()),
-                ]
-            })
-            .collect();
-        s.push_str("\nhardware counters:\n");
-        s.push_str(&table(&["field", "event", "PMU", "encoding", "status"], &c));
-    }
-    let cat: Vec<Vec<String>> = catalogue(&ix)
-        .iter()
-        .map(|m| {
-            vec![
-                m.name.into(),
-                m.unit.into(),
-                m.scope.into(),
-                m.source.into(),
-                m.missing
-                    .clone()
-                    .map_or("yes".into(), |w| format!("no: {w}")),
-            ]
-        })
-        .collect();
-    s.push_str("\nmetrics derivable from this trace:\n");
-    s.push_str(&table(
-        &["metric", "unit", "per", "source", "derivable"],
-        &cat,
-    ));
-    let f: Vec<Vec<String>> = findings(&ix)
-        .into_iter()
-        .map(|f| vec![f.what, f.obj, f.value, f.source])
-        .collect();
-    if !f.is_empty() {
-        s.push_str("\nfindings:\n");
-        s.push_str(&table(&["finding", "object", "value", "source"], &f));
+    for (title, r) in [
+        ("sources", tables::sources(h)),
+        ("hardware counters", tables::counters(h)),
+        ("metrics derivable from this trace", tables::metrics(&ix)),
+        ("findings", tables::found(&ix)),
+    ] {
+        if !r.rows.is_empty() {
+            s.push_str(&format!("\n{title}:\n"));
+            s.push_str(&table(r.header, &r.rows));
+        }
     }
     print!("{s}");
     Ok(())

@@ -94,6 +94,59 @@ pub fn stacks() -> Vec<DefaultStack> {
         .collect()
 }
 
+/// Loop 7 over `lo..hi` on arrays given by address (x, ul, z, y of `n` iterations).
+///
+/// # Safety
+/// The addresses are live arrays of those lengths; no one else touches x[lo..hi].
+unsafe fn chunk_compute(
+    n: usize,
+    xp: usize,
+    up: usize,
+    zp: usize,
+    yp: usize,
+    lo: usize,
+    hi: usize,
+) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let x = std::slice::from_raw_parts_mut(xp as *mut f64, n);
+        let ul = std::slice::from_raw_parts(up as *const f64, n + 6);
+        let z = std::slice::from_raw_parts(zp as *const f64, n);
+        let yy = std::slice::from_raw_parts(yp as *const f64, n);
+        compute(x, ul, z, yy, lo, hi);
+    }
+}
+
+/// Run `body(lo, hi, yielder)` as one coroutine per chunk of `0..n`, at most
+/// [`WINDOW`] alive, resumed round-robin; stacks come from and return to `pool`.
+fn window<F>(n: usize, chunk: usize, pool: &mut Vec<DefaultStack>, body: F)
+where
+    F: Fn(usize, usize, &Yielder<(), ()>) + Copy + 'static,
+{
+    let chunks = n.div_ceil(chunk);
+    let mut live: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::new();
+    let mut next = 0;
+    while next < chunks || !live.is_empty() {
+        while live.len() < WINDOW && next < chunks {
+            let (lo, hi) = (next * chunk, ((next + 1) * chunk).min(n));
+            let stack = pool.pop().expect("one stack per live coroutine");
+            live.push(Coroutine::with_stack(
+                stack,
+                move |y: &Yielder<(), ()>, ()| body(lo, hi, y),
+            ));
+            next += 1;
+        }
+        let mut i = 0;
+        while i < live.len() {
+            if let CoroutineResult::Return(()) = live[i].resume(()) {
+                pool.push(live.swap_remove(i).into_stack());
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
 /// Ticks of the masked run: coroutines of `chunk` iterations, each fetching its
 /// part of u through the helper and yielding until it arrives. Stacks come from
 /// `pool` (at least [`WINDOW`] of them, from [`stacks`]) and go back to it.
@@ -108,9 +161,7 @@ pub fn masked(
 ) -> u64 {
     let n = a.x.len();
     let chunk = chunk.clamp(1, n.max(1));
-    let chunks = n.div_ceil(chunk);
     assert!(pool.len() >= WINDOW, "a pool of WINDOW stacks");
-    let stacks = pool;
     let (xp, zp, yp, up) = (
         a.x.as_mut_ptr() as usize,
         a.z.as_ptr() as usize,
@@ -119,48 +170,24 @@ pub fn masked(
     );
     let cp = c as *mut Client as usize;
     let t0 = timer.start();
-    let mut live: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::new();
-    let mut next = 0;
-    while next < chunks || !live.is_empty() {
-        while live.len() < WINDOW && next < chunks {
-            let (lo, hi) = (next * chunk, ((next + 1) * chunk).min(n));
-            let stack = stacks.pop().expect("one stack per live coroutine");
-            live.push(Coroutine::with_stack(
-                stack,
-                move |y: &Yielder<(), ()>, ()| {
-                    // SAFETY: the client and arrays outlive every coroutine (all finish
-                    // before `masked` returns); chunks write disjoint parts of x and ul,
-                    // and coroutines run one at a time on this thread.
-                    unsafe {
-                        let client = &mut *(cp as *mut Client);
-                        let t = client.post(Request::Fetch {
-                            src: (u as *const u64).add(lo),
-                            dst: (up as *mut u64).add(lo),
-                            words: hi - lo + 6,
-                            repeat,
-                        });
-                        while !client.ready(t) {
-                            y.suspend(());
-                        }
-                        let x = std::slice::from_raw_parts_mut(xp as *mut f64, n);
-                        let ul = std::slice::from_raw_parts(up as *const f64, n + 6);
-                        let z = std::slice::from_raw_parts(zp as *const f64, n);
-                        let yy = std::slice::from_raw_parts(yp as *const f64, n);
-                        compute(x, ul, z, yy, lo, hi);
-                    }
-                },
-            ));
-            next += 1;
-        }
-        let mut i = 0;
-        while i < live.len() {
-            if let CoroutineResult::Return(()) = live[i].resume(()) {
-                stacks.push(live.swap_remove(i).into_stack());
-            } else {
-                i += 1;
+    window(n, chunk, pool, move |lo, hi, y| {
+        // SAFETY: the client and arrays outlive every coroutine (all finish before
+        // `masked` returns); chunks write disjoint parts of x and ul, and
+        // coroutines run one at a time on this thread.
+        unsafe {
+            let client = &mut *(cp as *mut Client);
+            let t = client.post(Request::Fetch {
+                src: (u as *const u64).add(lo),
+                dst: (up as *mut u64).add(lo),
+                words: hi - lo + 6,
+                repeat,
+            });
+            while !client.ready(t) {
+                y.suspend(());
             }
+            chunk_compute(n, xp, up, zp, yp, lo, hi);
         }
-    }
+    });
     timer.stop() - t0
 }
 
@@ -198,7 +225,6 @@ pub fn masked_mem(
     let n = a.x.len();
     assert!(u.len() >= n + 6, "u holds n + 6 values");
     let chunk = chunk.clamp(1, n.max(1));
-    let chunks = n.div_ceil(chunk);
     assert!(pool.len() >= WINDOW, "a pool of WINDOW stacks");
     let (xp, zp, yp, up, src) = (
         a.x.as_mut_ptr() as usize,
@@ -208,49 +234,25 @@ pub fn masked_mem(
         u.as_ptr() as usize,
     );
     let t0 = timer.start();
-    let mut live: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::new();
-    let mut next = 0;
-    while next < chunks || !live.is_empty() {
-        while live.len() < WINDOW && next < chunks {
-            let (lo, hi) = (next * chunk, ((next + 1) * chunk).min(n));
-            let stack = pool.pop().expect("one stack per live coroutine");
-            live.push(Coroutine::with_stack(
-                stack,
-                move |y: &Yielder<(), ()>, ()| {
-                    let words = hi - lo + 6;
-                    // SAFETY: u, x, ul, z and y outlive the coroutines (all finish before
-                    // masked_mem returns); chunks write disjoint parts of x and ul.
-                    unsafe {
-                        let from = (src as *const f64).add(lo);
-                        for r in 0..repeat.max(1) {
-                            if r > 0 {
-                                crate::flush::flush_range(from as *const u8, words * 8, 64);
-                            }
-                            for off in (0..words * 8).step_by(64) {
-                                crate::mlp::prefetch((from as *const u8).add(off));
-                            }
-                            y.suspend(());
-                        }
-                        std::ptr::copy_nonoverlapping(from, (up as *mut f64).add(lo), words);
-                        let x = std::slice::from_raw_parts_mut(xp as *mut f64, n);
-                        let ul = std::slice::from_raw_parts(up as *const f64, n + 6);
-                        let z = std::slice::from_raw_parts(zp as *const f64, n);
-                        let yy = std::slice::from_raw_parts(yp as *const f64, n);
-                        compute(x, ul, z, yy, lo, hi);
-                    }
-                },
-            ));
-            next += 1;
-        }
-        let mut i = 0;
-        while i < live.len() {
-            if let CoroutineResult::Return(()) = live[i].resume(()) {
-                pool.push(live.swap_remove(i).into_stack());
-            } else {
-                i += 1;
+    window(n, chunk, pool, move |lo, hi, y| {
+        let words = hi - lo + 6;
+        // SAFETY: u, x, ul, z and y outlive the coroutines (all finish before
+        // masked_mem returns); chunks write disjoint parts of x and ul.
+        unsafe {
+            let from = (src as *const f64).add(lo);
+            for r in 0..repeat.max(1) {
+                if r > 0 {
+                    crate::flush::flush_range(from as *const u8, words * 8, 64);
+                }
+                for off in (0..words * 8).step_by(64) {
+                    crate::mlp::prefetch((from as *const u8).add(off));
+                }
+                y.suspend(());
             }
+            std::ptr::copy_nonoverlapping(from, (up as *mut f64).add(lo), words);
+            chunk_compute(n, xp, up, zp, yp, lo, hi);
         }
-    }
+    });
     timer.stop() - t0
 }
 

@@ -12,4 +12,5 @@ pub mod procfs;
 pub mod record;
 pub mod report;
 pub mod system;
+pub mod tables;
 pub mod trace;

@@ -61,6 +61,20 @@ impl<'a> Index<'a> {
         self.by_obj.get(obj).map_or(&[], |v| v.as_slice())
     }
 
+    /// The CPUs an object was seen on and their nodes, ascending.
+    pub fn placement(&self, obj: &str) -> (Vec<u32>, Vec<u32>) {
+        let cpus: std::collections::BTreeSet<u32> = self
+            .of(obj)
+            .iter()
+            .filter_map(|x| x.v.get("cpu").map(|c| *c as u32))
+            .collect();
+        let nodes: std::collections::BTreeSet<u32> = cpus
+            .iter()
+            .filter_map(|c| self.trace.node_of_cpu(*c))
+            .collect();
+        (cpus.into_iter().collect(), nodes.into_iter().collect())
+    }
+
     fn ids(&self, kind: ObjKind) -> Vec<&'a str> {
         self.trace.objects_of(kind).map(|o| o.id.as_str()).collect()
     }
@@ -191,9 +205,11 @@ fn pairs<'s>(v: &'s [&'s Sample]) -> impl Iterator<Item = (&'s Sample, &'s Sampl
     v.windows(2).map(|w| (w[0], w[1]))
 }
 
-/// The latest sample of `obj` at or before `t`.
+/// The latest sample of `obj` at or before `t` (samples are in time order).
 fn at<'s>(ix: &'s Index, obj: &str, t: u64) -> Option<&'s Sample> {
-    ix.of(obj).iter().rev().find(|s| s.t_ns <= t).copied()
+    let s = ix.of(obj);
+    let i = s.partition_point(|x| x.t_ns <= t);
+    i.checked_sub(1).map(|i| s[i])
 }
 
 /// Share of the process's resident bytes on `node` at time t.
@@ -366,7 +382,7 @@ fn weighted(ix: &Index, pts: &[Point], obj: Option<&str>) -> Option<f64> {
     let mut den = 0.0;
     for p in pts.iter().filter(|p| obj.is_none_or(|o| p.obj == o)) {
         let s = ix.of(&p.obj);
-        let i = s.iter().position(|x| x.t_ns == p.t_ns)?;
+        let i = s.binary_search_by_key(&p.t_ns, |x| x.t_ns).ok()?;
         let w = if i == 0 {
             s[0].v.get("run_ns").copied().unwrap_or(0.0)
         } else {
@@ -445,11 +461,7 @@ pub fn findings(ix: &Index) -> Vec<Finding> {
             .filter_map(|x| t.node_of_cpu(*x.v.get("cpu")? as u32))
             .collect();
         let changes = nodes.windows(2).filter(|w| w[0] != w[1]).count();
-        let cpus: std::collections::BTreeSet<u32> = s
-            .iter()
-            .filter_map(|x| x.v.get("cpu").map(|c| *c as u32))
-            .collect();
-        let cpus: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        let cpus: Vec<String> = ix.placement(id).0.iter().map(|c| c.to_string()).collect();
         add(
             "CPUs seen, migrations, node changes between samples",
             id,

@@ -2,7 +2,8 @@
 //! with its charts: per-node time series, a per-thread CPU/node timeline, pages
 //! per node, the derived findings and where each number came from.
 
-use crate::metrics::{catalogue, findings, series, Index, Point};
+use crate::metrics::{catalogue, series, Index, Point};
+use crate::tables;
 use crate::trace::{ObjKind, Trace};
 use numalab_results::plot::{line_chart, LineChart, Series};
 use numalab_results::report::{esc, figure, html_table, page, provenance_table, Section};
@@ -99,37 +100,11 @@ fn metric_section(ix: &Index, id: &'static str, title: &'static str, metrics: &[
 }
 
 fn summary(ix: &Index) -> Section {
-    let f = findings(ix);
-    let rows: Vec<Vec<String>> = f
-        .iter()
-        .map(|x| {
-            vec![
-                x.what.clone(),
-                x.obj.clone(),
-                x.value.clone(),
-                x.source.clone(),
-            ]
-        })
-        .collect();
-    let mut body = html_table(&["finding", "object", "value", "source"], &rows);
-    let cat: Vec<Vec<String>> = catalogue(ix)
-        .iter()
-        .map(|c| {
-            vec![
-                c.name.into(),
-                c.unit.into(),
-                c.source.into(),
-                c.missing
-                    .clone()
-                    .map_or("yes".into(), |w| format!("no: {w}")),
-            ]
-        })
-        .collect();
+    let f = tables::found(ix);
+    let m = tables::metrics(ix);
+    let mut body = html_table(f.header, &f.rows);
     body.push_str("<h3>Metrics and their sources</h3>");
-    body.push_str(&html_table(
-        &["metric", "unit", "source", "derivable"],
-        &cat,
-    ));
+    body.push_str(&html_table(m.header, &m.rows));
     Section {
         id: "summary",
         title: "Summary",
@@ -170,17 +145,12 @@ fn threads(ix: &Index) -> Section {
         .iter()
         .map(|o| {
             let s = ix.of(&o.id);
-            let cpus: std::collections::BTreeSet<u32> = s
-                .iter()
-                .filter_map(|x| x.v.get("cpu").map(|c| *c as u32))
-                .collect();
-            let nodes: std::collections::BTreeSet<u32> =
-                cpus.iter().filter_map(|c| t.node_of_cpu(*c)).collect();
+            let (cpus, nodes) = ix.placement(&o.id);
             let run = s
                 .first()
                 .zip(s.last())
                 .and_then(|(a, b)| Some(b.v.get("run_ns")? - a.v.get("run_ns")?));
-            let j = |v: &std::collections::BTreeSet<u32>| {
+            let j = |v: &[u32]| {
                 v.iter()
                     .map(|x| x.to_string())
                     .collect::<Vec<_>>()
@@ -286,44 +256,13 @@ fn sources(t: &Trace) -> String {
         ],
     ];
     s.push_str(&html_table(&["", ""], &rows));
-    let src: Vec<Vec<String>> = h
-        .sources
-        .iter()
-        .map(|x| {
-            vec![
-                x.source.clone(),
-                if x.available {
-                    "yes".into()
-                } else {
-                    "no".into()
-                },
-                x.detail.clone(),
-            ]
-        })
-        .collect();
-    s.push_str("<h3>Sources</h3>");
-    s.push_str(&html_table(
-        &["source", "available", "what, or why not"],
-        &src,
-    ));
-    let ctr: Vec<Vec<String>> = h
-        .counters
-        .iter()
-        .map(|c| {
-            vec![
-                c.field.clone(),
-                c.event.clone(),
-                c.pmu.clone(),
-                c.encoding.clone(),
-                c.error.clone().unwrap_or_else(|| "opened".into()),
-            ]
-        })
-        .collect();
-    s.push_str("<h3>Hardware counters</h3>");
-    s.push_str(&html_table(
-        &["field", "event", "PMU", "encoding", "status"],
-        &ctr,
-    ));
+    for (title, r) in [
+        ("Sources", tables::sources(h)),
+        ("Hardware counters", tables::counters(h)),
+    ] {
+        s.push_str(&format!("<h3>{title}</h3>"));
+        s.push_str(&html_table(r.header, &r.rows));
+    }
     s.push_str("</section>");
     s
 }

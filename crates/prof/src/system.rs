@@ -33,24 +33,6 @@ pub struct System {
     uncore: Vec<Uncore>,
 }
 
-fn field(
-    object: &str,
-    name: &str,
-    unit: &str,
-    cumulative: bool,
-    source: &str,
-    meaning: &str,
-) -> FieldDesc {
-    FieldDesc {
-        object: object.into(),
-        name: name.into(),
-        unit: unit.into(),
-        cumulative,
-        source: source.into(),
-        meaning: meaning.into(),
-    }
-}
-
 impl System {
     /// Prepare the sampler; `uncore` opens memory-controller counters when possible.
     pub fn new(roots: Roots, nodes: Vec<NodeInfo>, uncore: bool) -> System {
@@ -146,7 +128,7 @@ impl System {
         let mut v: Vec<FieldDesc> = NUMASTAT
             .iter()
             .map(|k| {
-                field(
+                FieldDesc::new(
                     "node",
                     k,
                     "pages",
@@ -156,7 +138,7 @@ impl System {
                 )
             })
             .collect();
-        v.push(field(
+        v.push(FieldDesc::new(
             "node",
             "mem_free",
             "bytes",
@@ -164,7 +146,7 @@ impl System {
             "node-meminfo",
             "free memory on the node",
         ));
-        v.push(field(
+        v.push(FieldDesc::new(
             "node",
             "mem_total",
             "bytes",
@@ -172,7 +154,7 @@ impl System {
             "node-meminfo",
             "memory on the node",
         ));
-        v.push(field(
+        v.push(FieldDesc::new(
             "node",
             "cpu_busy",
             "jiffies",
@@ -180,7 +162,7 @@ impl System {
             "proc-stat",
             "busy time of the node's CPUs",
         ));
-        v.push(field(
+        v.push(FieldDesc::new(
             "node",
             "cpu_total",
             "jiffies",
@@ -189,7 +171,7 @@ impl System {
             "all time of the node's CPUs",
         ));
         for u in self.uncore.iter().filter(|u| u.counter.is_some()) {
-            v.push(field(
+            v.push(FieldDesc::new(
                 "node",
                 &u.desc.field,
                 &u.desc.unit,
@@ -202,7 +184,7 @@ impl System {
             ));
         }
         for k in VMSTAT {
-            v.push(field(
+            v.push(FieldDesc::new(
                 "system",
                 k,
                 "count",
