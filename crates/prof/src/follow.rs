@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 struct Thread {
     pid: i32,
+    name: String,
     counters: Vec<(String, Counter)>,
 }
 
@@ -26,24 +27,6 @@ pub struct Follower {
     core: Option<CoreSet>,
     procs: BTreeMap<i32, Process>,
     threads: BTreeMap<i32, Thread>,
-}
-
-fn f(
-    object: &str,
-    name: &str,
-    unit: &str,
-    cumulative: bool,
-    source: &str,
-    meaning: &str,
-) -> FieldDesc {
-    FieldDesc {
-        object: object.into(),
-        name: name.into(),
-        unit: unit.into(),
-        cumulative,
-        source: source.into(),
-        meaning: meaning.into(),
-    }
 }
 
 impl Follower {
@@ -68,7 +51,7 @@ impl Follower {
     /// Field descriptions of thread and process samples.
     pub fn fields(&self) -> Vec<FieldDesc> {
         let mut v = vec![
-            f(
+            FieldDesc::new(
                 "thread",
                 "cpu",
                 "cpu",
@@ -76,7 +59,7 @@ impl Follower {
                 "proc",
                 "CPU the thread last ran on (/proc task stat)",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "running",
                 "0/1",
@@ -84,7 +67,7 @@ impl Follower {
                 "proc",
                 "1 when the thread was runnable (state R)",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "run_ns",
                 "ns",
@@ -92,7 +75,7 @@ impl Follower {
                 "proc",
                 "time on a CPU (schedstat)",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "wait_ns",
                 "ns",
@@ -100,7 +83,7 @@ impl Follower {
                 "proc",
                 "time runnable but waiting for a CPU (schedstat)",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "minflt",
                 "count",
@@ -108,7 +91,7 @@ impl Follower {
                 "proc",
                 "minor page faults",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "majflt",
                 "count",
@@ -116,7 +99,7 @@ impl Follower {
                 "proc",
                 "major page faults",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "vcsw",
                 "count",
@@ -124,7 +107,7 @@ impl Follower {
                 "proc",
                 "voluntary context switches",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "ivcsw",
                 "count",
@@ -132,7 +115,7 @@ impl Follower {
                 "proc",
                 "involuntary context switches",
             ),
-            f(
+            FieldDesc::new(
                 "thread",
                 "migrations",
                 "count",
@@ -140,7 +123,7 @@ impl Follower {
                 "proc-sched",
                 "migrations between CPUs (se.nr_migrations)",
             ),
-            f(
+            FieldDesc::new(
                 "process",
                 "mem",
                 "bytes",
@@ -148,7 +131,7 @@ impl Follower {
                 "numa_maps",
                 "resident bytes of the process, all nodes",
             ),
-            f(
+            FieldDesc::new(
                 "process",
                 "mem.N",
                 "bytes",
@@ -159,7 +142,7 @@ impl Follower {
         ];
         if let Some(c) = &self.core {
             for d in c.descs.iter().filter(|d| d.error.is_none()) {
-                v.push(f(
+                v.push(FieldDesc::new(
                     "thread",
                     &d.field,
                     "count",
@@ -230,7 +213,7 @@ impl Follower {
                     t_ns,
                     obj: format!("p{pid}"),
                     what: "exec".into(),
-                    detail: format!("now '{comm}' (was '{}')", p.comm),
+                    detail: comm.clone(),
                 }));
                 p.comm = comm;
             }
@@ -287,7 +270,7 @@ impl Follower {
             pid: Some(pid),
             tid: Some(tid),
             node: None,
-            name,
+            name: name.clone(),
             parent: Some(format!("p{pid}")),
         }));
         let counters = match &self.core {
@@ -305,7 +288,14 @@ impl Follower {
             }
             None => vec![],
         };
-        self.threads.insert(tid, Thread { pid, counters });
+        self.threads.insert(
+            tid,
+            Thread {
+                pid,
+                name,
+                counters,
+            },
+        );
     }
 
     /// Sample every live thread, and with `pages` every live process's placement;
@@ -316,6 +306,16 @@ impl Follower {
             let Some(st) = self.roots.stat(t.pid, *tid) else {
                 continue;
             };
+            // A new thread names itself after it starts, so its first name may be its parent's.
+            if st.comm != t.name {
+                out.push(Entry::Event(Event {
+                    t_ns,
+                    obj: format!("t{tid}"),
+                    what: "rename".into(),
+                    detail: st.comm.clone(),
+                }));
+                t.name = st.comm.clone();
+            }
             let mut v = BTreeMap::new();
             v.insert("cpu".to_string(), st.cpu as f64);
             v.insert("running".into(), if st.state == 'R' { 1.0 } else { 0.0 });

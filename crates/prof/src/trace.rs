@@ -125,6 +125,27 @@ pub struct FieldDesc {
     pub meaning: String,
 }
 
+impl FieldDesc {
+    /// A field description.
+    pub fn new(
+        object: &str,
+        name: &str,
+        unit: &str,
+        cumulative: bool,
+        source: &str,
+        meaning: &str,
+    ) -> FieldDesc {
+        FieldDesc {
+            object: object.into(),
+            name: name.into(),
+            unit: unit.into(),
+            cumulative,
+            source: source.into(),
+            meaning: meaning.into(),
+        }
+    }
+}
+
 /// Kinds of objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,7 +199,7 @@ pub struct Event {
     pub t_ns: u64,
     /// Object id.
     pub obj: String,
-    /// "exit", "exec", "counter-failed", …
+    /// "fork", "exec" and "rename" (detail: the new name), "exit", "counter-failed".
     pub what: String,
     /// Details.
     pub detail: String,
@@ -332,7 +353,15 @@ pub fn parse(bytes: &[u8]) -> Result<Trace, String> {
         match serde_json::from_str::<Entry>(l) {
             Ok(Entry::Object(o)) => t.objects.push(o),
             Ok(Entry::Sample(s)) => t.samples.push(s),
-            Ok(Entry::Event(e)) => t.events.push(e),
+            Ok(Entry::Event(e)) => {
+                // Objects carry their latest name; the events keep the history.
+                if e.what == "exec" || e.what == "rename" {
+                    if let Some(o) = t.objects.iter_mut().find(|o| o.id == e.obj) {
+                        o.name = e.detail.clone();
+                    }
+                }
+                t.events.push(e)
+            }
             Ok(Entry::End(e)) => t.end = Some(e),
             Ok(Entry::Header(_)) => return Err(format!("line {}: a second header", i + 1)),
             // Only the last line may be torn, and only when the file does not end in a newline.
