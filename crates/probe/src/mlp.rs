@@ -2,6 +2,10 @@
 //! advanced either hand-interleaved (G loads in flight from one loop) or as G
 //! stackful coroutines that prefetch their next line and yield, so the other
 //! chains' misses overlap theirs.
+//!
+//! The chains carry on from pass to pass rather than restarting, so a pass never
+//! revisits lines a recent pass left in the caches: every line comes back only after
+//! the whole buffer has been walked.
 
 use crate::timer::Timer;
 use corosensei::stack::DefaultStack;
@@ -63,22 +67,23 @@ pub fn has_prefetch() -> bool {
     cfg!(any(target_arch = "x86_64", target_arch = "aarch64"))
 }
 
-fn interleaved_n<const G: usize>(starts: &[*const u8], steps: usize) -> usize {
-    let mut p: [*const u8; G] = std::array::from_fn(|i| starts[i]);
+fn interleaved_n<const G: usize>(at: &mut [*const u8], steps: usize) {
+    // A fixed-size array keeps the G pointers in registers.
+    let mut p: [*const u8; G] = std::array::from_fn(|i| at[i]);
     for _ in 0..steps {
         for q in p.iter_mut() {
             *q = next(*q);
         }
     }
-    p.iter().fold(0, |a, &x| a ^ x as usize)
+    at.copy_from_slice(&p);
 }
 
-/// Advance every chain `steps` times from one loop; returns a value of the final
-/// pointers (so nothing is optimised away). G = 1…64.
-pub fn interleaved(starts: &[*const u8], steps: usize) -> usize {
+/// Advance every chain `steps` times from one loop, leaving each chain's new line in
+/// `at`. G = 1…64.
+pub fn interleaved(at: &mut [*const u8], steps: usize) {
     seq!(N in 1..=64 {
-        match starts.len() {
-            #( N => interleaved_n::<N>(starts, steps), )*
+        match at.len() {
+            #( N => interleaved_n::<N>(at, steps), )*
             _ => panic!("interleaved chase supports 1..=64 chains"),
         }
     })
@@ -124,10 +129,11 @@ impl Stacks {
 }
 
 /// Advance every chain `steps` times, each chain a coroutine that prefetches its next
-/// line and yields before loading it; round-robin scheduling.
-pub fn coroutines(starts: &[*const u8], steps: usize, stacks: &mut Stacks) -> usize {
-    assert!(stacks.0.len() >= starts.len(), "one stack per chain");
-    let mut coros: Vec<Coroutine<(), (), usize, Colored>> = starts
+/// line and yields before loading it; round-robin scheduling. Each chain's new line
+/// is left in `at`.
+pub fn coroutines(at: &mut [*const u8], steps: usize, stacks: &mut Stacks) {
+    assert!(stacks.0.len() >= at.len(), "one stack per chain");
+    let mut coros: Vec<Coroutine<(), (), usize, Colored>> = at
         .iter()
         .map(|&s| {
             let s = s as usize;
@@ -143,22 +149,19 @@ pub fn coroutines(starts: &[*const u8], steps: usize, stacks: &mut Stacks) -> us
             })
         })
         .collect();
-    let mut acc = 0usize;
-    let mut live = coros.len();
-    let mut done = vec![false; coros.len()];
-    while live > 0 {
-        for (i, c) in coros.iter_mut().enumerate() {
-            if !done[i] {
-                if let CoroutineResult::Return(v) = c.resume(()) {
-                    acc ^= v;
-                    done[i] = true;
-                    live -= 1;
-                }
-            }
+    // Every chain takes the same number of steps, so every coroutine suspends
+    // `steps` times and returns on its next resume: fixed rounds, no bookkeeping.
+    for _ in 0..steps {
+        for c in coros.iter_mut() {
+            c.resume(());
+        }
+    }
+    for (c, slot) in coros.iter_mut().zip(at.iter_mut()) {
+        if let CoroutineResult::Return(v) = c.resume(()) {
+            *slot = v as *const u8;
         }
     }
     stacks.0.extend(coros.into_iter().map(|c| c.into_stack()));
-    acc
 }
 
 /// How the chains are advanced.
@@ -181,8 +184,9 @@ pub struct Linked<'a> {
     pub line: usize,
 }
 
-/// ns per access of `g` chains of `accesses / g` steps, one sample per pass
-/// (after one untimed pass), on the calling thread.
+/// ns per access of `g` chains advanced `accesses / g` steps a pass, one sample per
+/// pass (after one untimed pass), on the calling thread. The chains carry on from
+/// where the last pass left them.
 pub fn measure(
     timer: &Timer,
     chains: Linked,
@@ -192,18 +196,20 @@ pub fn measure(
     passes: usize,
 ) -> std::io::Result<Vec<f64>> {
     let Linked { base, order, line } = chains;
-    let steps = (accesses / g).min(order.len() / g).max(1);
-    let s = starts(base, order, line, g);
+    // Past `order.len() / g` steps a chain walks lines its neighbour walked earlier
+    // this pass; callers keep `accesses` within the buffer's lines when that matters.
+    let steps = (accesses / g).max(1);
+    let mut at = starts(base, order, line, g);
     let mut stacks = Stacks::new(if mode == Mode::Coroutines { g } else { 0 })?;
     let mut out = Vec::with_capacity(passes);
     for pass in 0..=passes {
         let t0 = timer.start();
-        let v = match mode {
-            Mode::Interleaved => interleaved(&s, steps),
-            Mode::Coroutines => coroutines(&s, steps, &mut stacks),
+        match mode {
+            Mode::Interleaved => interleaved(&mut at, steps),
+            Mode::Coroutines => coroutines(&mut at, steps, &mut stacks),
         };
         let t1 = timer.stop();
-        std::hint::black_box(v);
+        std::hint::black_box(&at);
         if pass > 0 {
             out.push(timer.ns(t1 - t0) / (steps * g) as f64);
         }
@@ -241,13 +247,20 @@ mod tests {
         let base = buf.as_ptr() as *const u8;
         for g in [1, 3, 8, 64] {
             let s = starts(base, &order, 64, g);
-            let steps = 4096 / g;
-            let want = (0..g).fold(0usize, |a, i| {
-                a ^ (base as usize + order[(i * (4096 / g) + steps) % 4096] * 64)
-            });
-            assert_eq!(interleaved(&s, steps), want, "G={g}");
+            // Two calls of `steps` each: the second carries on from the first.
+            let steps = 4096 / g / 3;
+            let want: Vec<*const u8> = (0..g)
+                .map(|i| base.wrapping_add(order[(i * (4096 / g) + 2 * steps) % 4096] * 64))
+                .collect();
+            let mut at = s.clone();
+            interleaved(&mut at, steps);
+            interleaved(&mut at, steps);
+            assert_eq!(at, want, "G={g}");
             let mut stacks = Stacks::new(g).unwrap();
-            assert_eq!(coroutines(&s, steps, &mut stacks), want, "G={g}");
+            let mut at = s.clone();
+            coroutines(&mut at, steps, &mut stacks);
+            coroutines(&mut at, steps, &mut stacks);
+            assert_eq!(at, want, "G={g}");
             assert_eq!(stacks.0.len(), g);
         }
     }
