@@ -36,9 +36,10 @@ pub struct EarthArgs {
     /// Loop 7 iterations.
     #[arg(long, default_value_t = 4096)]
     loop_n: usize,
-    /// Bytes the MLP chains run through (default 64M: far beyond the caches).
-    #[arg(long, default_value = "64M")]
-    mlp_size: String,
+    /// Bytes the MLP chains run through (default 8 × the last-level cache, at least
+    /// 256M, so no pass finds lines an earlier one left in the caches).
+    #[arg(long)]
+    mlp_size: Option<String>,
     /// Accesses per MLP pass.
     #[arg(long, default_value_t = 1 << 18)]
     accesses: usize,
@@ -128,13 +129,18 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
         1024,
         "times the communication",
     )?;
-    let mlp_size = size_opt("--mlp-size", &a.mlp_size)?;
-    if mlp_size < (64 * 64 * 64) as u64 {
-        return Err(bad(format!(
-            "invalid --mlp-size '{}': at least 256K (64 chains of 64 lines)",
-            a.mlp_size
-        )));
-    }
+    let mlp_size = match &a.mlp_size {
+        Some(s) => {
+            let v = size_opt("--mlp-size", s)?;
+            if v < (64 * 64 * 64) as u64 {
+                return Err(bad(format!(
+                    "invalid --mlp-size '{s}': at least 256K (64 chains of 64 lines)"
+                )));
+            }
+            Some(v)
+        }
+        None => None,
+    };
     if a.accesses < 64 {
         return Err(bad(format!(
             "invalid --accesses '{}': at least 64",
@@ -147,6 +153,14 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let cpus = earth::cpus(&host.machine, a.cpu, a.helper)?;
+    let mlp_size = mlp_size.unwrap_or_else(|| numalab_suites::memory::beyond_caches(&host.machine));
+    if a.accesses as u64 > mlp_size / 64 {
+        return Err(bad(format!(
+            "invalid --accesses '{}': at most the {} lines of --mlp-size (more would walk lines twice in one pass)",
+            a.accesses,
+            mlp_size / 64
+        )));
+    }
     let (prov, warnings) = provenance(&host);
     let base = json!({
         "worker_cpu": cpus.worker.pu.os,
@@ -228,7 +242,7 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
                 res.mask = Some(curves);
             }
             Part::Mlp => {
-                let (pts, pages) = earth_hide::mlp(
+                let curve = earth_hide::mlp(
                     &host,
                     &timer,
                     &cpus,
@@ -237,10 +251,8 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
                     a.accesses,
                     a.iterations,
                 )?;
-                recs.extend(earth_view::mlp_records(
-                    &pts, &pages, mlp_size, &base, &prov,
-                ));
-                res.mlp = Some((pts, pages));
+                recs.extend(earth_view::mlp_records(&curve, mlp_size, &base, &prov));
+                res.mlp = Some(curve);
             }
             Part::Threads => {
                 let (rows, iters) =

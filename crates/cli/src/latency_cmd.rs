@@ -199,8 +199,7 @@ fn default_size(host: &Host, state: LineState) -> u64 {
             .map(|c| c.bytes / 2)
             .unwrap_or(256 << 10)
     } else {
-        let llc = m.last_level_cache().map(|c| c.bytes).unwrap_or(32 << 20);
-        (llc * 8).next_power_of_two().max(256 << 20)
+        numalab_suites::memory::beyond_caches(m)
     }
 }
 

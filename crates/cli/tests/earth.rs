@@ -56,6 +56,34 @@ fn the_earth_suite_runs_here_with_small_sizes() {
     let g8 = stat(get("mlp: G=8 interleaved"), "access_time", "median");
     assert!(g8 < g1, "G=8 {g8} G=1 {g1}");
     assert!(stat(get("mlp: G=8 coroutines"), "access_time", "median") > 0.0);
+    // The summary names a measured G for each mode's best and agrees with its points.
+    let sum = &get("mlp: summary")["data"];
+    let bi = sum["best_interleaved"]["g"].as_u64().unwrap();
+    assert!(bi == 1 || bi == 8, "{sum}");
+    let best = stat(
+        get(&format!("mlp: G={bi} interleaved")),
+        "access_time",
+        "median",
+    );
+    assert_eq!(
+        sum["best_interleaved"]["ns_per_access"].as_f64(),
+        Some(best)
+    );
+    assert!(
+        sum["coroutine_over_interleaved_throughput"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // Switching alone (chains in L1) costs less than one chain waiting on each line
+    // from beyond L1.
+    let floor = stat(
+        get("mlp: G=8 coroutines, chains in L1"),
+        "access_time",
+        "median",
+    );
+    let g1c = stat(get("mlp: G=1 coroutines"), "access_time", "median");
+    assert!(floor > 0.0 && floor < g1c, "floor {floor} G=1 {g1c}");
     // Loop 7 results were checked against the plain loop; every T is there.
     for name in [
         "mask: ×1 T=64",
@@ -106,6 +134,10 @@ fn bad_earth_input_exits_2_naming_the_value() {
         (vec!["--helper", "0"], "--helper '0'"),
         (vec!["--parts", "fft"], "'fft'"),
         (vec!["--multipliers", "x"], "'x'"),
+        (
+            vec!["--mlp-size", "1M", "--accesses", "20000"],
+            "--accesses '20000'",
+        ),
     ] {
         let mut a = vec!["suite", "earth"];
         a.extend(args.iter().copied());

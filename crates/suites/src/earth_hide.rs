@@ -217,6 +217,61 @@ pub struct MlpPoint {
     pub coroutines: Vec<f64>,
 }
 
+/// What the MLP curve says: the best G of each mode, and where interleaving saturates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MlpSummary {
+    /// The G with the fewest ns per access, interleaved, and that figure (median).
+    pub best_interleaved: (usize, f64),
+    /// The same for coroutines.
+    pub best_coroutines: (usize, f64),
+    /// Coroutine throughput at its best G over interleaved throughput at its best.
+    pub ratio: f64,
+    /// The smallest G whose interleaved figure is within 10% of the best: beyond
+    /// it more chains buy little, the core's miss handling is full.
+    pub saturates_at: usize,
+    /// Misses in flight at the best G by Little's law: ns(G=1) / ns(best); absent
+    /// without a G = 1 point.
+    pub in_flight: Option<f64>,
+}
+
+/// Summarise an MLP curve; `None` when it has no points.
+pub fn mlp_summary(pts: &[MlpPoint]) -> Option<MlpSummary> {
+    let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
+    let best = |f: &dyn Fn(&MlpPoint) -> f64| {
+        pts.iter()
+            .map(|p| (p.g, f(p)))
+            .filter(|x| x.1.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let bi = best(&|p| med(&p.interleaved))?;
+    let bc = best(&|p| med(&p.coroutines))?;
+    let saturates_at = pts
+        .iter()
+        .filter(|p| med(&p.interleaved) <= bi.1 * 1.1)
+        .map(|p| p.g)
+        .min()?;
+    let one = pts.iter().find(|p| p.g == 1).map(|p| med(&p.interleaved));
+    Some(MlpSummary {
+        best_interleaved: bi,
+        best_coroutines: bc,
+        ratio: bi.1 / bc.1,
+        saturates_at,
+        in_flight: one.map(|o| o / bi.1),
+    })
+}
+
+/// An MLP curve with how it was taken.
+#[derive(Debug, Clone, Serialize)]
+pub struct MlpCurve {
+    /// One point per G, in the order asked.
+    pub points: Vec<MlpPoint>,
+    /// The pages the chains run through.
+    pub pages: String,
+    /// Coroutines at the largest G with every chain's lines in L1: what switching
+    /// alone costs per access, the floor under the coroutine curve. ns per pass.
+    pub floor: (usize, Vec<f64>),
+}
+
 /// G random chains over `bytes` on the worker's node (THP when available).
 pub fn mlp(
     host: &Host,
@@ -226,7 +281,7 @@ pub fn mlp(
     groups: &[usize],
     accesses: usize,
     it: usize,
-) -> Result<(Vec<MlpPoint>, String)> {
+) -> Result<MlpCurve> {
     let (buf, pages) = match buffer_near(host, c.worker.pu.os, bytes, PageSize::Thp) {
         Ok(b) => (b, "transparent huge pages (madvise)".to_string()),
         Err(e) => (
@@ -253,7 +308,22 @@ pub fn mlp(
                 .map_err(io)?,
         });
     }
-    Ok((out, pages))
+    // Four lines a chain, 16 KiB at G = 64: resident in any L1 after the warm pass.
+    let top = groups.iter().copied().max().unwrap_or(1);
+    let small = buffer_near(host, c.worker.pu.os, (top * 4 * 64) as u64, PageSize::Base)?;
+    // SAFETY: the buffer is live, writable and page aligned.
+    let order = unsafe { mlp::link(small.as_ptr(), small.len(), 64, 43) };
+    let l1 = Linked {
+        base: small.as_ptr(),
+        order: &order,
+        line: 64,
+    };
+    let floor = mlp::measure(timer, l1, top, accesses, Mode::Coroutines, it).map_err(io)?;
+    Ok(MlpCurve {
+        points: out,
+        pages,
+        floor: (top, floor),
+    })
 }
 
 /// One KSR Table 5 row: k threads, ns per work kind.
@@ -314,4 +384,36 @@ pub fn threads(
         });
     }
     Ok((rows, iters))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(g: usize, i: f64, c: f64) -> MlpPoint {
+        MlpPoint {
+            g,
+            interleaved: vec![i, i * 1.01, i * 0.99],
+            coroutines: vec![c, c * 1.02, c * 0.98],
+        }
+    }
+
+    #[test]
+    fn the_mlp_summary_finds_each_modes_best_and_the_knee() {
+        let pts = [
+            pt(1, 160.0, 158.0),
+            pt(8, 20.0, 22.0),
+            pt(16, 10.0, 12.0),
+            pt(32, 5.4, 7.0),
+            pt(64, 5.0, 5.5),
+        ];
+        let s = mlp_summary(&pts).unwrap();
+        assert_eq!(s.best_interleaved, (64, 5.0));
+        assert_eq!(s.best_coroutines.0, 64);
+        assert!((s.ratio - 5.0 / 5.5).abs() < 1e-9);
+        assert_eq!(s.saturates_at, 32, "5.4 is within 10% of 5.0");
+        assert!((s.in_flight.unwrap() - 32.0).abs() < 1e-9);
+        assert_eq!(mlp_summary(&[]), None);
+        assert_eq!(mlp_summary(&pts[1..]).unwrap().in_flight, None);
+    }
 }
