@@ -191,19 +191,26 @@ pub fn masked(
     timer.stop() - t0
 }
 
-/// Baseline with `u` in memory (homed on another node, no helper): read all of u
-/// into the local copy `repeat` times (flushing it between reads, so each is a
-/// memory access), then compute. The caller flushes u before the call.
+/// Doubles between copies of u in the memory variant: n + 6 rounded up to whole
+/// 64-byte lines, so no line holds parts of two copies.
+pub fn copy_stride(n: usize) -> usize {
+    (n + 6).next_multiple_of(8)
+}
+
+/// Baseline with `u` in memory (homed on another node, no helper): read copy r of u
+/// into the local copy for r = 0..repeat (communication × repeat, every copy cold),
+/// then compute. `u` holds `repeat` copies [`copy_stride`] apart, all flushed by the
+/// caller, so nothing but reading memory is timed as communication.
 pub fn baseline_mem(timer: &Timer, a: &mut Arrays, u: &[f64], repeat: usize) -> (u64, u64) {
     let n = a.x.len();
-    assert!(u.len() >= n + 6, "u holds n + 6 values");
+    let (stride, repeat) = (copy_stride(n), repeat.max(1));
+    assert!(
+        u.len() >= stride * (repeat - 1) + n + 6,
+        "u holds the copies"
+    );
     let t0 = timer.start();
-    for r in 0..repeat.max(1) {
-        if r > 0 {
-            // SAFETY: u is a live slice of n + 6 doubles.
-            unsafe { crate::flush::flush_range(u.as_ptr() as *const u8, (n + 6) * 8, 64) };
-        }
-        a.ul[..n + 6].copy_from_slice(&u[..n + 6]);
+    for r in 0..repeat {
+        a.ul[..n + 6].copy_from_slice(&u[r * stride..r * stride + n + 6]);
     }
     let t1 = timer.stop();
     compute(&mut a.x, &a.ul, &a.z, &a.y, 0, n);
@@ -211,9 +218,10 @@ pub fn baseline_mem(timer: &Timer, a: &mut Arrays, u: &[f64], repeat: usize) -> 
     (t1 - t0, t2 - t1)
 }
 
-/// Masked run with `u` in memory: coroutines of `chunk` iterations prefetch their
-/// lines of u and yield (`repeat` times, flushing between), then copy and compute,
-/// so one chunk's misses overlap the others' work. The caller flushes u first.
+/// Masked run with `u` in memory: for each copy r, coroutines of `chunk` iterations
+/// prefetch their lines of it, yield, then read them into the local copy; then each
+/// computes its chunk. One chunk's misses overlap the others' work. Copies and
+/// flushing as for [`baseline_mem`].
 pub fn masked_mem(
     timer: &Timer,
     a: &mut Arrays,
@@ -223,7 +231,11 @@ pub fn masked_mem(
     pool: &mut Vec<DefaultStack>,
 ) -> u64 {
     let n = a.x.len();
-    assert!(u.len() >= n + 6, "u holds n + 6 values");
+    let (stride, repeat) = (copy_stride(n), repeat.max(1));
+    assert!(
+        u.len() >= stride * (repeat - 1) + n + 6,
+        "u holds the copies"
+    );
     let chunk = chunk.clamp(1, n.max(1));
     assert!(pool.len() >= WINDOW, "a pool of WINDOW stacks");
     let (xp, zp, yp, up, src) = (
@@ -237,19 +249,17 @@ pub fn masked_mem(
     window(n, chunk, pool, move |lo, hi, y| {
         let words = hi - lo + 6;
         // SAFETY: u, x, ul, z and y outlive the coroutines (all finish before
-        // masked_mem returns); chunks write disjoint parts of x and ul.
+        // masked_mem returns); chunks write disjoint parts of x and ul (the six
+        // words past a chunk are written with the same values by its neighbour).
         unsafe {
-            let from = (src as *const f64).add(lo);
-            for r in 0..repeat.max(1) {
-                if r > 0 {
-                    crate::flush::flush_range(from as *const u8, words * 8, 64);
-                }
+            for r in 0..repeat {
+                let from = (src as *const f64).add(r * stride + lo);
                 for off in (0..words * 8).step_by(64) {
                     crate::mlp::prefetch((from as *const u8).add(off));
                 }
                 y.suspend(());
+                std::ptr::copy_nonoverlapping(from, (up as *mut f64).add(lo), words);
             }
-            std::ptr::copy_nonoverlapping(from, (up as *mut f64).add(lo), words);
             chunk_compute(n, xp, up, zp, yp, lo, hi);
         }
     });
@@ -281,13 +291,19 @@ mod tests {
                 masked(c, &timer, &mut a, u.as_ptr(), chunk, 1, &mut pool);
                 assert_eq!(a.x, want.x, "chunk {chunk}");
             }
+            // Three copies of u, copy_stride apart: the variants read every one.
+            let stride = copy_stride(n);
+            let mut copies = vec![0.0; 3 * stride];
+            for r in 0..3 {
+                copies[r * stride..r * stride + n + 6].copy_from_slice(&u);
+            }
             for (chunk, repeat) in [(1, 1), (7, 3), (64, 2), (5000, 1)] {
                 let mut a = Arrays::new(n);
-                masked_mem(&timer, &mut a, &u, chunk, repeat, &mut pool);
+                masked_mem(&timer, &mut a, &copies, chunk, repeat, &mut pool);
                 assert_eq!(a.x, want.x, "memory variant, chunk {chunk}");
             }
             let mut a = Arrays::new(n);
-            baseline_mem(&timer, &mut a, &u, 3);
+            baseline_mem(&timer, &mut a, &copies, 3);
             assert_eq!(a.x, want.x);
         })
         .unwrap();

@@ -155,8 +155,9 @@ pub fn mask(
 }
 
 /// Loop 7 with `u` homed on another node (no helper): the baseline reads all of u,
-/// the masked runs prefetch and yield. u is flushed before every pass. On a machine
-/// with one memory node u stays local and `via` says so.
+/// the masked runs prefetch and yield; communication ×m reads m copies of u. All
+/// copies are flushed before every pass. On a machine with one memory node u stays
+/// local and `via` says so.
 pub fn mask_memory(
     host: &Host,
     timer: &Timer,
@@ -174,16 +175,27 @@ pub fn mask_memory(
             (l, format!("node {l} (local: no other memory node here)"))
         }
     };
+    // One cold copy of u per multiple of the communication: reading ×m means reading
+    // m distinct copies, so no flush runs inside a timed pass.
+    let (stride, copies) = (
+        loop7::copy_stride(n),
+        multipliers.iter().copied().max().unwrap_or(1),
+    );
+    let doubles = stride * copies;
     let mem = resolve_memory(m, &MemSpec::Node(node), PageSize::Base, &[])?;
-    let ubuf = Buffer::allocate(host, &mem, ((n + 6) * 8) as u64)?;
+    let ubuf = Buffer::allocate(host, &mem, (doubles * 8) as u64)?;
     let u = ubuf.as_ptr() as *mut f64;
     let want = u_values(u, n);
-    // SAFETY: the buffer holds n + 6 doubles and outlives the slice.
-    let us = unsafe { std::slice::from_raw_parts(u as *const f64, n + 6) };
+    for r in 1..copies {
+        // SAFETY: copy r lies inside the buffer, apart from copy 0.
+        unsafe { std::ptr::copy_nonoverlapping(u, u.add(r * stride), n + 6) };
+    }
+    // SAFETY: the buffer holds `doubles` doubles and outlives the slice.
+    let us = unsafe { std::slice::from_raw_parts(u as *const f64, doubles) };
     pin_current_thread(host, c.worker.pu.os)?;
     let mut pool = loop7::stacks();
-    // SAFETY: the buffer holds n + 6 doubles.
-    let flush = || unsafe { numalab_probe::flush::flush_range(u as *const u8, (n + 6) * 8, 64) };
+    // SAFETY: the buffer holds `doubles` doubles.
+    let flush = || unsafe { numalab_probe::flush::flush_range(u as *const u8, doubles * 8, 64) };
     curves(
         &via,
         chunks,
