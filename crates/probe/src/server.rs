@@ -53,11 +53,24 @@ pub fn served(x: u64) -> u64 {
     std::hint::black_box(x.wrapping_mul(2654435761).wrapping_add(1))
 }
 
-#[repr(align(128))]
+/// One request's slot: the issuer writes only the first line and the server only the
+/// second, so a request costs one line transfer each way. 128-byte aligned so the
+/// adjacent-line prefetcher pairs a slot's own two lines, never two slots'.
+#[repr(C, align(128))]
 struct Slot {
-    posted: AtomicU64,
-    done: AtomicU64,
+    posted: Posted,
+    reply: Reply,
+}
+
+#[repr(C, align(64))]
+struct Posted {
+    seq: AtomicU64,
     req: UnsafeCell<Request>,
+}
+
+#[repr(C, align(64))]
+struct Reply {
+    done: AtomicU64,
     result: UnsafeCell<u64>,
     seen: UnsafeCell<u64>,
     finished: UnsafeCell<u64>,
@@ -79,12 +92,16 @@ impl Ring {
         Ring {
             slots: (0..CAPACITY)
                 .map(|_| Slot {
-                    posted: AtomicU64::new(0),
-                    done: AtomicU64::new(0),
-                    req: UnsafeCell::new(Request::Quit),
-                    result: UnsafeCell::new(0),
-                    seen: UnsafeCell::new(0),
-                    finished: UnsafeCell::new(0),
+                    posted: Posted {
+                        seq: AtomicU64::new(0),
+                        req: UnsafeCell::new(Request::Quit),
+                    },
+                    reply: Reply {
+                        done: AtomicU64::new(0),
+                        result: UnsafeCell::new(0),
+                        seen: UnsafeCell::new(0),
+                        finished: UnsafeCell::new(0),
+                    },
                 })
                 .collect(),
             busy_ticks: AtomicU64::new(0),
@@ -136,10 +153,10 @@ impl Client<'_> {
         let slot = &self.ring.slots[(seq as usize - 1) % CAPACITY];
         // The previous occupant of this slot must be served before it is reused.
         let prev = seq.saturating_sub(CAPACITY as u64);
-        spin_until(|| slot.done.load(Ordering::Acquire) >= prev);
+        spin_until(|| slot.reply.done.load(Ordering::Acquire) >= prev);
         // SAFETY: the server does not read this slot until `posted` says so.
-        unsafe { *slot.req.get() = req };
-        slot.posted.store(seq, Ordering::Release);
+        unsafe { *slot.posted.req.get() = req };
+        slot.posted.seq.store(seq, Ordering::Release);
         Ticket(seq)
     }
 
@@ -147,6 +164,7 @@ impl Client<'_> {
     #[inline]
     pub fn ready(&self, t: Ticket) -> bool {
         self.ring.slots[(t.0 as usize - 1) % CAPACITY]
+            .reply
             .done
             .load(Ordering::Acquire)
             >= t.0
@@ -157,9 +175,9 @@ impl Client<'_> {
     #[inline]
     pub fn wait(&self, t: Ticket) -> u64 {
         let slot = &self.ring.slots[(t.0 as usize - 1) % CAPACITY];
-        spin_until(|| slot.done.load(Ordering::Acquire) >= t.0);
+        spin_until(|| slot.reply.done.load(Ordering::Acquire) >= t.0);
         // SAFETY: served (done >= t), and the slot is not reused before the next lap.
-        unsafe { *slot.result.get() }
+        unsafe { *slot.reply.result.get() }
     }
 
     /// The server's timestamps of a served request (valid until the slot is reused).
@@ -169,8 +187,8 @@ impl Client<'_> {
         // SAFETY: as in wait.
         unsafe {
             Stamps {
-                seen: *slot.seen.get(),
-                finished: *slot.finished.get(),
+                seen: *slot.reply.seen.get(),
+                finished: *slot.reply.finished.get(),
             }
         }
     }
@@ -238,21 +256,21 @@ fn serve(ring: &Ring, timer: &Timer) {
     let mut spare = DefaultStack::new(64 * 1024).ok();
     loop {
         let slot = &ring.slots[(seq as usize - 1) % CAPACITY];
-        spin_until(|| slot.posted.load(Ordering::Acquire) >= seq);
+        spin_until(|| slot.posted.seq.load(Ordering::Acquire) >= seq);
         let t0 = timer.start();
         // SAFETY: posted, so the issuer has finished writing the request.
-        let req = unsafe { *slot.req.get() };
+        let req = unsafe { *slot.posted.req.get() };
         let r = execute(req, &mut spare);
         let t1 = timer.stop();
         // SAFETY: the issuer reads these only after `done`.
         unsafe {
-            *slot.result.get() = r;
-            *slot.seen.get() = t0;
-            *slot.finished.get() = t1;
+            *slot.reply.result.get() = r;
+            *slot.reply.seen.get() = t0;
+            *slot.reply.finished.get() = t1;
         }
         ring.busy_ticks.fetch_add(t1 - t0, Ordering::Relaxed);
         ring.served.fetch_add(1, Ordering::Relaxed);
-        slot.done.store(seq, Ordering::Release);
+        slot.reply.done.store(seq, Ordering::Release);
         if req == Request::Quit {
             return;
         }
@@ -304,6 +322,13 @@ pub fn with_server<R>(
 mod tests {
     use super::*;
     use numalab_topo::TopologySource;
+
+    #[test]
+    fn each_side_of_a_slot_writes_its_own_line() {
+        assert_eq!(std::mem::size_of::<Posted>(), 64, "a request fits one line");
+        assert_eq!(std::mem::offset_of!(Slot, reply), 64);
+        assert_eq!(std::mem::size_of::<Slot>(), 128);
+    }
 
     #[test]
     fn every_request_is_served_in_order_with_the_right_reply() {
