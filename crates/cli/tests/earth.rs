@@ -48,6 +48,12 @@ fn the_earth_suite_runs_here_with_small_sizes() {
     let call = stat(get("ops: call function, local, sequential"), "time", "min");
     let load = stat(get("ops: load word, local, sequential"), "time", "min");
     assert!(load > call, "load {load} call {call}");
+    // Every local operation has both modes, as the seed's Table 1.
+    for op in ["call function", "spawn coroutine", "spawn OS thread"] {
+        for mode in ["sequential", "pipelined"] {
+            assert!(stat(get(&format!("ops: {op}, local, {mode}")), "time", "median") > 0.0);
+        }
+    }
     let hseq = stat(get("ops: call function, helper, sequential"), "time", "min");
     let hpip = stat(get("ops: call function, helper, pipelined"), "time", "min");
     assert!(hpip < hseq, "pipelined {hpip} sequential {hseq}");

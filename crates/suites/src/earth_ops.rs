@@ -230,8 +230,15 @@ pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>
         "call function",
         "local",
         "sequential",
+        per_call(timer, it, 100_000, |_| acc = served(acc)),
+        "a direct call of a function that is not inlined, each taking the last one's result",
+    ));
+    out.push(cell(
+        "call function",
+        "local",
+        "pipelined",
         per_call(timer, it, 100_000, |i| acc ^= served(i as u64)),
-        "a direct call of a function that is not inlined",
+        "the same calls with independent arguments, so they overlap",
     ));
     out.push(cell(
         "spawn coroutine",
@@ -241,6 +248,15 @@ pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>
             .map(|_| switch::coroutine_spawn(timer, 2000, true))
             .collect(),
         "create a coroutine on a pooled stack, run it to the end (it calls one function)",
+    ));
+    out.push(cell(
+        "spawn coroutine",
+        "local",
+        "pipelined",
+        (0..it)
+            .map(|_| switch::coroutine_spawn_many(timer, 125, 16).0)
+            .collect(),
+        "create 16 coroutines on pooled stacks, then run them all to the end",
     ));
     out.push(cell(
         "spawn coroutine (new stack)",
