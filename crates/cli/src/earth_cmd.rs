@@ -40,9 +40,9 @@ pub struct EarthArgs {
     /// 256M, so no pass finds lines an earlier one left in the caches).
     #[arg(long)]
     mlp_size: Option<String>,
-    /// Accesses per MLP pass.
-    #[arg(long, default_value_t = 1 << 18)]
-    accesses: usize,
+    /// Accesses per MLP pass (default 2^18, or the buffer's lines when fewer).
+    #[arg(long)]
+    accesses: Option<usize>,
     /// Computation : communication of the threads table is 1 : RATIO (the seed's 1, 3, 6).
     #[arg(long, default_value_t = 1)]
     ratio: usize,
@@ -141,11 +141,8 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
         }
         None => None,
     };
-    if a.accesses < 64 {
-        return Err(bad(format!(
-            "invalid --accesses '{}': at least 64",
-            a.accesses
-        )));
+    if let Some(n) = a.accesses.filter(|&n| n < 64) {
+        return Err(bad(format!("invalid --accesses '{n}': at least 64")));
     }
     if a.iterations == 0 || a.ratio == 0 {
         return Err(bad("invalid --iterations or --ratio '0': at least 1"));
@@ -154,13 +151,16 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     let host = a.common.host()?;
     let cpus = earth::cpus(&host.machine, a.cpu, a.helper)?;
     let mlp_size = mlp_size.unwrap_or_else(|| numalab_suites::memory::beyond_caches(&host.machine));
-    if a.accesses as u64 > mlp_size / 64 {
-        return Err(bad(format!(
-            "invalid --accesses '{}': at most the {} lines of --mlp-size (more would walk lines twice in one pass)",
-            a.accesses,
-            mlp_size / 64
-        )));
-    }
+    let lines = (mlp_size / 64) as usize;
+    let accesses = match a.accesses {
+        Some(n) if n > lines => {
+            return Err(bad(format!(
+                "invalid --accesses '{n}': at most the {lines} lines of --mlp-size (more would walk lines twice in one pass)"
+            )))
+        }
+        Some(n) => n,
+        None => lines.min(1 << 18),
+    };
     let (prov, warnings) = provenance(&host);
     let base = json!({
         "worker_cpu": cpus.worker.pu.os,
@@ -248,7 +248,7 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
                     &cpus,
                     mlp_size,
                     &groups,
-                    a.accesses,
+                    accesses,
                     a.iterations,
                 )?;
                 recs.extend(earth_view::mlp_records(&curve, mlp_size, &base, &prov));

@@ -170,7 +170,7 @@ pub fn mlp_records(
             "best_coroutines": {"g": m.best_coroutines.0, "ns_per_access": m.best_coroutines.1},
             "coroutine_over_interleaved_throughput": m.ratio,
             "interleaved_saturates_at_g": m.saturates_at,
-            "misses_in_flight": m.in_flight,
+            "accesses_in_flight": m.in_flight,
         }));
         out.push(r);
     }
@@ -318,7 +318,7 @@ pub fn text(r: &EarthResults) -> String {
         if let Some(m) = earth_hide::mlp_summary(pts) {
             let flight = m
                 .in_flight
-                .map(|f| format!(", about {f:.0} misses in flight"))
+                .map(|f| format!(", about {f:.0} accesses in flight"))
                 .unwrap_or_default();
             let top = pts.iter().map(|p| p.g).max().unwrap_or(0);
             let knee = if m.saturates_at < top {

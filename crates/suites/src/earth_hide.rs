@@ -241,8 +241,8 @@ pub struct MlpSummary {
     /// The smallest G whose interleaved figure is within 10% of the best: beyond
     /// it more chains buy little, the core's miss handling is full.
     pub saturates_at: usize,
-    /// Misses in flight at the best G by Little's law: ns(G=1) / ns(best); absent
-    /// without a G = 1 point.
+    /// Accesses in flight at the best G by Little's law, ns(G=1) / ns(best): misses
+    /// when the buffer is beyond the caches. Absent without a G = 1 point.
     pub in_flight: Option<f64>,
 }
 
