@@ -134,6 +134,14 @@ pub fn mlp_records(
     prov: &Provenance,
 ) -> Vec<Record> {
     let (pts, pages) = (&curve.points, &curve.pages);
+    // Parameters every MLP record shares.
+    let params = |bytes: u64, pages: &str| {
+        let mut q = base.clone();
+        q["part"] = json!("mlp");
+        q["bytes"] = json!(bytes);
+        q["pages"] = json!(pages);
+        q
+    };
     let one = pts.iter().find(|p| p.g == 1).map(|p| med(&p.interleaved));
     let mut out = Vec::new();
     for p in pts {
@@ -141,12 +149,9 @@ pub fn mlp_records(
             ("interleaved", &p.interleaved),
             ("coroutines", &p.coroutines),
         ] {
-            let mut q = base.clone();
-            q["part"] = json!("mlp");
+            let mut q = params(bytes, pages);
             q["g"] = json!(p.g);
             q["mode"] = json!(mode);
-            q["bytes"] = json!(bytes);
-            q["pages"] = json!(pages);
             q["hidden_fraction"] = json!(one.map(|o| 1.0 - med(v) / o));
             let mut r = Record::new(
                 "suite-earth",
@@ -159,10 +164,7 @@ pub fn mlp_records(
         }
     }
     if let Some(m) = earth_hide::mlp_summary(pts) {
-        let mut q = base.clone();
-        q["part"] = json!("mlp");
-        q["bytes"] = json!(bytes);
-        q["pages"] = json!(pages);
+        let q = params(bytes, pages);
         let mut r = Record::new("suite-earth", "mlp: summary", prov.clone(), q);
         // Derived from the medians above, not new samples: data, not stats.
         r.data = Some(json!({
@@ -175,12 +177,9 @@ pub fn mlp_records(
         out.push(r);
     }
     let (g, floor) = &curve.floor;
-    let mut q = base.clone();
-    q["part"] = json!("mlp");
+    let mut q = params(earth_hide::floor_bytes(*g), "4 KiB pages");
     q["g"] = json!(g);
     q["mode"] = json!("coroutines");
-    q["bytes"] = json!(g * 4 * 64);
-    q["pages"] = json!("4 KiB pages");
     let mut r = Record::new(
         "suite-earth",
         &format!("mlp: G={g} coroutines, chains in L1"),

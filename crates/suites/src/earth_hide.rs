@@ -284,6 +284,12 @@ pub struct MlpCurve {
     pub floor: (usize, Vec<f64>),
 }
 
+/// Bytes of the switching-floor buffer for `g` chains: four lines a chain, 16 KiB at
+/// G = 64, resident in any L1 after the warm pass.
+pub fn floor_bytes(g: usize) -> u64 {
+    (g * 4 * 64) as u64
+}
+
 /// G random chains over `bytes` on the worker's node (THP when available).
 pub fn mlp(
     host: &Host,
@@ -320,9 +326,8 @@ pub fn mlp(
                 .map_err(io)?,
         });
     }
-    // Four lines a chain, 16 KiB at G = 64: resident in any L1 after the warm pass.
     let top = groups.iter().copied().max().unwrap_or(1);
-    let small = buffer_near(host, c.worker.pu.os, (top * 4 * 64) as u64, PageSize::Base)?;
+    let small = buffer_near(host, c.worker.pu.os, floor_bytes(top), PageSize::Base)?;
     // SAFETY: the buffer is live, writable and page aligned.
     let order = unsafe { mlp::link(small.as_ptr(), small.len(), 64, 43) };
     let l1 = Linked {
