@@ -252,9 +252,7 @@ mod tests {
     use numalab_topo::{Host, TopologySource};
 
     fn machine(file: &str) -> Machine {
-        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/topologies")
-            .join(file);
+        let p = numalab_fixtures::topology(file);
         Host::load(&TopologySource::Xml(p)).unwrap().machine
     }
 

@@ -2,12 +2,9 @@
 
 use super::*;
 use numalab_topo::{Host, TopologySource};
-use std::path::PathBuf;
 
 fn xml(name: &str) -> Machine {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/topologies")
-        .join(name);
+    let p = numalab_fixtures::topology(name);
     Host::load(&TopologySource::Xml(p)).unwrap().machine
 }
 

@@ -1,21 +1,11 @@
-//! Placement plans against real machines' topologies (../shared/topologies).
+//! Placement plans against real machines' topologies (tests/topologies, through numalab-fixtures).
 
 use numalab_topo::plan::{resolve_memory, resolve_threads};
 use numalab_topo::*;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-fn topo_dir() -> PathBuf {
-    std::env::var_os("NUMALAB_TOPOLOGIES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies")
-        })
-}
 
 fn load(name: &str) -> Machine {
-    let p = topo_dir().join(name);
-    assert!(p.exists(), "missing test topology {}", p.display());
+    let p = numalab_fixtures::topology(name);
     Host::load(&TopologySource::Xml(p)).unwrap().machine
 }
 
@@ -37,9 +27,9 @@ fn cpus(m: &Machine, spec: &str, n: Option<usize>) -> Vec<Pu> {
 }
 
 #[test]
-fn every_shared_topology_loads_and_plans() {
+fn every_fixture_topology_loads_and_plans() {
     let mut seen = 0;
-    for entry in std::fs::read_dir(topo_dir()).unwrap() {
+    for entry in std::fs::read_dir(numalab_fixtures::topologies_dir()).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().and_then(|e| e.to_str()) != Some("xml") {
             continue;

@@ -12,11 +12,7 @@ pub fn numalab(args: &[&str]) -> Output {
 }
 
 pub fn topology(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/topologies")
-        .join(name);
-    assert!(p.exists(), "missing {}", p.display());
-    p.display().to_string()
+    numalab_fixtures::topology(name).display().to_string()
 }
 
 pub fn validate(stdout: &[u8]) -> serde_json::Value {
