@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a tracked file reaches outside the repository: the reference shelf
-# that sits beside the development checkout (`../shared`), or an absolute path of
+# folder that sits beside the development checkout, or an absolute path of
 # a development machine. A user's clone has neither, so a test or a doc that names
 # them works only for us.
 set -euo pipefail
