@@ -6,6 +6,9 @@ use crate::error::{Error, Result};
 pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
     let valid = "a list of indices and ranges such as 0-3,8";
     let mut out = Vec::new();
+    // Repeats are dropped through a set: a linear `contains` per index made the
+    // largest accepted range (2^20 indices) quadratic.
+    let mut seen = std::collections::HashSet::new();
     if s.trim().is_empty() {
         return Err(Error::bad(what, s, valid));
     }
@@ -33,7 +36,7 @@ pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
             ));
         }
         for i in a..=b {
-            if !out.contains(&i) {
+            if seen.insert(i) {
                 out.push(i);
             }
         }

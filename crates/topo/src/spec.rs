@@ -92,11 +92,9 @@ impl ThreadSpec {
                 let ids = cpulist::parse("thread spec", tok).map_err(|_| bad(""))?;
                 match items.last_mut() {
                     Some(Item::Cpus(v)) => {
-                        for i in ids {
-                            if !v.contains(&i) {
-                                v.push(i);
-                            }
-                        }
+                        // A set, not `contains` per index: ranges may hold 2^20 CPUs.
+                        let mut seen: std::collections::HashSet<u32> = v.iter().copied().collect();
+                        v.extend(ids.into_iter().filter(|i| seen.insert(*i)));
                     }
                     _ => items.push(Item::Cpus(ids)),
                 }
