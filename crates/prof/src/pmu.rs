@@ -67,6 +67,7 @@ pub fn parse_format(s: &str) -> Result<Vec<Bits>, String> {
 pub fn parse_terms(s: &str) -> Result<Vec<(String, u64)>, String> {
     s.trim()
         .split(',')
+        .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(|t| {
             let (k, v) = t.split_once('=').unwrap_or((t, "1"));

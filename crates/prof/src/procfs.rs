@@ -74,7 +74,7 @@ pub fn parse_stat(s: &str) -> Option<TaskStat> {
         majflt: at(12)?,
         utime: at(14)?,
         stime: at(15)?,
-        cpu: at(39)? as u32,
+        cpu: u32::try_from(at(39)?).ok()?,
     })
 }
 
@@ -125,7 +125,10 @@ pub fn parse_numa_maps(s: &str) -> BTreeMap<u32, u64> {
                 continue;
             };
             if let (Ok(n), Ok(p)) = (n.parse::<u32>(), pages.parse::<u64>()) {
-                *out.entry(n).or_insert(0) += p * page_kb * 1024;
+                // Saturating: a damaged line must not overflow (a panic in debug builds).
+                let bytes = p.saturating_mul(page_kb).saturating_mul(1024);
+                let e = out.entry(n).or_insert(0u64);
+                *e = e.saturating_add(bytes);
             }
         }
     }
@@ -155,7 +158,10 @@ pub fn parse_node_meminfo(s: &str) -> Option<(u64, u64)> {
                 .flatten()
         })
     };
-    Some((get("MemTotal")? * 1024, get("MemFree")? * 1024))
+    Some((
+        get("MemTotal")?.checked_mul(1024)?,
+        get("MemFree")?.checked_mul(1024)?,
+    ))
 }
 
 /// Busy and total jiffies per CPU from /proc/stat.
@@ -179,8 +185,9 @@ pub fn parse_cpu_times(s: &str) -> BTreeMap<u32, (u64, u64)> {
         }
         // user nice system idle iowait irq softirq steal: idle and iowait are not busy;
         // guest time is already inside user.
-        let total: u64 = v.iter().take(8).sum();
-        let idle = v[3] + v[4];
+        // Saturating: absurd counts in damaged text must not overflow.
+        let total = v.iter().take(8).fold(0u64, |a, x| a.saturating_add(*x));
+        let idle = v[3].saturating_add(v[4]).min(total);
         out.insert(cpu, (total - idle, total));
     }
     out
