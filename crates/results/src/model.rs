@@ -167,10 +167,16 @@ pub fn parse_csv(text: &str) -> Result<Vec<Point>, String> {
             h.and_then(|h| h.parse::<u32>().ok()),
             v.and_then(|v| v.parse::<f64>().ok()),
         ) {
-            (Some(hops), Some(latency_ns)) if f.next().is_none() => Point { hops, latency_ns },
+            // A latency must be a finite, non-negative time: "NaN", "inf" and
+            // negative figures would poison the fit without a word.
+            (Some(hops), Some(latency_ns))
+                if f.next().is_none() && latency_ns.is_finite() && latency_ns >= 0.0 =>
+            {
+                Point { hops, latency_ns }
+            }
             _ => {
                 return Err(format!(
-                    "invalid line {} '{l}': expected hops,latency_ns (e.g. 1,142.5)",
+                    "invalid line {} '{l}': expected hops,latency_ns with a finite latency ≥ 0 (e.g. 1,142.5)",
                     i + 1
                 ))
             }
