@@ -31,14 +31,14 @@ impl Part {
         Part::Suite4,
     ];
 
-    /// Parse "0", "exp0", "1", "i", "suite1", …
+    /// Parse "0", "exp0", "1", "i", "suite1", … and the names records carry ("Suite I").
     pub fn parse(s: &str) -> std::result::Result<Part, String> {
         Ok(match s.to_ascii_lowercase().as_str() {
-            "0" | "exp0" | "experiment0" => Part::Exp0,
-            "1" | "i" | "suite1" => Part::Suite1,
-            "2" | "ii" | "suite2" => Part::Suite2,
-            "3" | "iii" | "suite3" => Part::Suite3,
-            "4" | "iv" | "suite4" => Part::Suite4,
+            "0" | "exp0" | "experiment0" | "experiment 0" => Part::Exp0,
+            "1" | "i" | "suite1" | "suite i" => Part::Suite1,
+            "2" | "ii" | "suite2" | "suite ii" => Part::Suite2,
+            "3" | "iii" | "suite3" | "suite iii" => Part::Suite3,
+            "4" | "iv" | "suite4" | "suite iv" => Part::Suite4,
             _ => {
                 return Err(format!(
                     "invalid --parts item '{s}': one of 0 (exp0), 1, 2, 3, 4 (or i, ii, iii, iv)"
