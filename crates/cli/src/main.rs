@@ -38,6 +38,76 @@ use common::CliError;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Before measuring, wait for other numalab measurements on this machine to end
+    /// (without it, a run that finds one warns and records it in its provenance).
+    #[arg(long, global = true)]
+    wait: bool,
+}
+
+impl Command {
+    /// Commands that time something on this machine, and so disturb (and are
+    /// disturbed by) another measurement running at the same time.
+    fn measures(&self) -> bool {
+        matches!(
+            self,
+            Command::Survey(_)
+                | Command::Latency(_)
+                | Command::Bandwidth(_)
+                | Command::C2c(_)
+                | Command::Matrix(_)
+                | Command::Invalidate(_)
+                | Command::Intervene(_)
+                | Command::LoadedLatency(_)
+                | Command::Suite(_)
+        )
+    }
+}
+
+/// Whether this invocation measures: a measuring command that is not a dry run nor
+/// a plan against another machine's topology.
+fn registers(cli: &Cli, argv: &[String]) -> bool {
+    let planning_only = argv
+        .iter()
+        .any(|a| a == "--dry-run" || a.starts_with("--topology"));
+    cli.command.measures() && !planning_only
+}
+
+/// Registers a measuring run so others can see it, after waiting for the runs
+/// already measuring when `--wait` is given, else warning about them. Dry runs and
+/// plans against another machine's topology measure nothing and register nothing.
+fn announce(cli: &Cli) -> Option<numalab_results::runlock::Registration> {
+    use numalab_results::runlock;
+    if !registers(cli, &std::env::args().collect::<Vec<_>>()) {
+        return None;
+    }
+    let others = runlock::others();
+    if cli.wait && !others.is_empty() {
+        for o in &others {
+            eprintln!(
+                "numalab: waiting for pid {} ({}) to finish measuring",
+                o.pid, o.command
+            );
+        }
+        runlock::wait_for_others();
+    } else {
+        for o in &others {
+            eprintln!(
+                "numalab: warning: another numalab measurement is running on this machine (pid {}: {}); the figures of both may be disturbed, and --wait waits for it",
+                o.pid, o.command
+            );
+        }
+    }
+    let started = numalab_results::provenance::now_utc();
+    match runlock::register(&started) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "numalab: warning: cannot register this run in {} ({e}); other runs will not see it",
+                runlock::dir().display()
+            );
+            None
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -100,6 +170,7 @@ enum Command {
 
 fn run() -> Result<(), CliError> {
     let cli = Cli::parse();
+    let _registration = announce(&cli);
     match cli.command {
         Command::Survey(a) => survey_cmd::run(a),
         Command::Report(a) => report_cmd::run_report(a),
@@ -134,5 +205,36 @@ fn main() {
     if let Err(e) = run() {
         eprintln!("numalab: error: {}", e.msg);
         std::process::exit(e.code);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_real_measurements_register() {
+        let case = |line: &str| {
+            let argv: Vec<String> = line.split_whitespace().map(String::from).collect();
+            registers(&Cli::try_parse_from(&argv).unwrap(), &argv)
+        };
+        for yes in [
+            "numalab latency",
+            "numalab survey --quick",
+            "numalab suite earth",
+            "numalab c2c --wait",
+        ] {
+            assert!(case(yes), "{yes}");
+        }
+        for no in [
+            "numalab latency --dry-run",
+            "numalab survey --topology x.xml",
+            "numalab topo",
+            "numalab report a.json",
+            "numalab plan 0",
+            "numalab schema",
+        ] {
+            assert!(!case(no), "{no}");
+        }
     }
 }

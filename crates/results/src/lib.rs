@@ -10,6 +10,7 @@ pub mod provenance;
 pub mod record;
 pub mod report;
 mod report_sections;
+pub mod runlock;
 pub mod stats;
 
 pub use output::{write_records, OutputError, OutputFormat};

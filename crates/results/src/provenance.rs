@@ -47,6 +47,10 @@ pub struct Provenance {
     pub governor: String,
     /// Virtualisation detected.
     pub virtualization: Virtualization,
+    /// Other numalab measurements found running on this machine while the record
+    /// was made (absent when there were none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concurrent_runs: Vec<crate::runlock::OtherRun>,
 }
 
 fn read(path: &str) -> Option<String> {
@@ -152,6 +156,13 @@ fn virtualization() -> Virtualization {
     }
 }
 
+/// The time now, UTC, RFC 3339.
+pub fn now_utc() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 impl Provenance {
     /// Collect provenance for this run; `topology` is the summary line of the
     /// topology used and `source` where it came from.
@@ -166,9 +177,7 @@ impl Provenance {
         };
         // SAFETY: u is a valid out pointer.
         let ok = unsafe { libc::uname(&mut u) } == 0;
-        let timestamp = time::OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_else(|_| "unknown".into());
+        let timestamp = now_utc();
         Provenance {
             tool_version: env!("CARGO_PKG_VERSION").into(),
             command_line: std::env::args().collect(),
@@ -192,6 +201,7 @@ impl Provenance {
             numa_balancing: numa_balancing(),
             governor: governors(),
             virtualization: virtualization(),
+            concurrent_runs: crate::runlock::others(),
         }
     }
 
@@ -207,6 +217,9 @@ impl Provenance {
         }
         if self.numa_balancing == "on" {
             w.push("NUMA balancing is on: the kernel may migrate pages during measurements".into());
+        }
+        for o in &self.concurrent_runs {
+            w.push(crate::runlock::describe(o));
         }
         if self.thp == "always" {
             w.push("THP is 'always': numalab refuses THP on 4k buffers with madvise".into());

@@ -208,6 +208,18 @@ pub fn provenance_table(p: &crate::Provenance) -> String {
             },
         ],
     ];
+    let mut rows = rows;
+    if !p.concurrent_runs.is_empty() {
+        let others: Vec<String> = p
+            .concurrent_runs
+            .iter()
+            .map(|o| format!("pid {} ({})", o.pid, o.command))
+            .collect();
+        rows.push(vec![
+            "concurrent measurements".into(),
+            format!("warning: {}", others.join("; ")),
+        ]);
+    }
     html_table(&["", ""], &rows)
 }
 
