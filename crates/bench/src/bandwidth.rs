@@ -1,12 +1,13 @@
 //! `bandwidth`: bandwidth kernels per requestor, all starting on a barrier, with
 //! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all).
 
+use crate::sizing;
 use numalab_probe::bw::{self, BwKernel};
 use numalab_probe::{Crew, LineState, Member, Timer};
 use numalab_results::{Provenance, Record};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
-use numalab_topo::{fmt_bytes, Error, Host, Level, Machine, MemPlacement, Result, ThreadPlacement};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, MemPlacement, Result, ThreadPlacement};
 use serde::Serialize;
 use serde_json::json;
 
@@ -82,25 +83,13 @@ pub fn default_state(k: BwKernel) -> LineState {
     }
 }
 
-/// Half the L2 (or L1): lines a helper holds all of in its private cache.
-pub fn half_private_cache(m: &Machine) -> u64 {
-    m.cache(2)
-        .or_else(|| m.cache(1))
-        .map(|c| c.bytes / 2)
-        .unwrap_or(256 << 10)
-}
-
-/// Default bytes per requestor for a kernel.
+/// Default bytes per requestor for a kernel: half a private cache for kernels on lines
+/// a helper holds, else streaming past every cache.
 pub fn default_size(m: &Machine, k: BwKernel, n: usize) -> u64 {
     if matches!(k, BwKernel::Rdex | BwKernel::Upgrade) {
-        return half_private_cache(m);
+        return sizing::half_private_cache(m);
     }
-    // Every cache of the machine together, four times over, spread over the requestors.
-    let llc = m.last_level_cache().map(|c| c.bytes).unwrap_or(32 << 20);
-    let domains = m.domains(Level::L3).map(|d| d.len()).unwrap_or(1).max(1) as u64;
-    (4 * llc * domains / n as u64)
-        .max(64 << 20)
-        .next_multiple_of(2 << 20)
+    sizing::streaming(m, n)
 }
 
 /// Result of one bandwidth measurement.

@@ -248,7 +248,7 @@ pub fn measure_party(
     let m = &host.machine;
     let r = vec![p.requestor.clone()];
     let mem = resolve_memory(m, &MemSpec::Node(p.home), PageSize::Base, &r)?;
-    let evict = m.cache(2).map(|c| 2 * c.bytes as usize).unwrap_or(4 << 20);
+    let evict = crate::sizing::eviction_buffer(m);
     let plan = LatencyPlan::basic(
         r,
         vec![p.owner.clone()],

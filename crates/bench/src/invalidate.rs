@@ -176,7 +176,7 @@ pub fn measure(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Step>> {
     let m = &host.machine;
-    let evict = m.cache(2).map(|c| 2 * c.bytes as usize).unwrap_or(4 << 20);
+    let evict = crate::sizing::eviction_buffer(m);
     let req = vec![plan.requestor.clone()];
     // The unowned reference depends only on the sharer's node: measure each once.
     let mut uown: BTreeMap<u32, Vec<f64>> = BTreeMap::new();

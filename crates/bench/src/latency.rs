@@ -26,6 +26,16 @@ pub const OWN_CACHE_FACTOR: f64 = 1.5;
 /// Loads per pass in restart rounds: ~2×(window+stable) rounds must stay quick.
 pub const RESTART_LOADS: usize = 1 << 16;
 
+/// Default buffer size for a state: half a private cache for lines a helper holds,
+/// else beyond the caches.
+pub fn default_size(m: &Machine, state: LineState) -> u64 {
+    if state.helpers() > 0 {
+        crate::sizing::half_private_cache(m)
+    } else {
+        crate::sizing::beyond_caches(m)
+    }
+}
+
 /// Everything one latency measurement needs, resolved.
 #[derive(Debug, Clone, Serialize)]
 pub struct LatencyPlan {

@@ -9,4 +9,5 @@ pub mod latency;
 pub mod loaded;
 pub mod matrix;
 pub mod restart;
+pub mod sizing;
 pub mod sweep;

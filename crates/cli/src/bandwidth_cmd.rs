@@ -90,7 +90,7 @@ pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
             size: sz,
             iterations: a.iterations,
             mp: a.mp,
-            evict_bytes: m.cache(2).map(|c| 2 * c.bytes as usize).unwrap_or(4 << 20),
+            evict_bytes: numalab_bench::sizing::eviction_buffer(m),
             warnings: placed.warnings,
         };
         plan.check().map_err(bad)?;

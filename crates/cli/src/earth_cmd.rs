@@ -150,7 +150,7 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let cpus = earth::cpus(&host.machine, a.cpu, a.helper)?;
-    let mlp_size = mlp_size.unwrap_or_else(|| numalab_suites::memory::beyond_caches(&host.machine));
+    let mlp_size = mlp_size.unwrap_or_else(|| numalab_bench::sizing::beyond_caches(&host.machine));
     let lines = (mlp_size / 64) as usize;
     let accesses = match a.accesses {
         Some(n) if n > lines => {

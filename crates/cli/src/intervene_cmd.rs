@@ -100,7 +100,7 @@ pub fn run(a: InterveneArgs) -> Result<(), CliError> {
     let m = &host.machine;
     let req = crate::crew_args::one(m, spec)?;
     let rows = intervene::plan(m, &req, hops.as_deref(), &placements)?;
-    let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
+    let size = size.unwrap_or_else(|| numalab_bench::sizing::half_private_cache(m));
     // Checked before anything is timed (a prepared chase needs 16 lines at a 128-byte stride).
     if size < 4096 {
         return Err(bad(format!(

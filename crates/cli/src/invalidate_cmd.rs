@@ -76,7 +76,7 @@ pub fn run(a: InvalidateArgs) -> Result<(), CliError> {
     let m = &host.machine;
     let req = vec![crate::crew_args::one(m, spec)?];
     let mem = resolve_memory(m, &mem_spec, PageSize::Base, &req)?;
-    let size = size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m));
+    let size = size.unwrap_or_else(|| numalab_bench::sizing::half_private_cache(m));
     if size < 4096 {
         return Err(bad(format!(
             "invalid --size '{}': at least 4K",

@@ -190,19 +190,6 @@ fn parse(a: &LatencyArgs) -> Result<Parsed, CliError> {
     })
 }
 
-/// Default buffer size for a state on this machine.
-fn default_size(host: &Host, state: LineState) -> u64 {
-    let m = &host.machine;
-    if state.helpers() > 0 {
-        m.cache(2)
-            .or_else(|| m.cache(1))
-            .map(|c| c.bytes / 2)
-            .unwrap_or(256 << 10)
-    } else {
-        numalab_suites::memory::beyond_caches(m)
-    }
-}
-
 fn build_plan(
     a: &LatencyArgs,
     p: &Parsed,
@@ -215,7 +202,7 @@ fn build_plan(
     let sizes = match (p.sweep, p.size) {
         (Some((lo, hi)), _) => sweep::sizes(lo, hi),
         (None, Some(s)) => vec![s],
-        (None, None) => vec![default_size(host, p.state)],
+        (None, None) => vec![latency::default_size(m, p.state)],
     };
     let largest = *sizes.iter().max().expect("at least one size");
     check_capacity(m, &mem, largest * requestors.len() as u64)?;
@@ -233,11 +220,7 @@ fn build_plan(
         seed: a.seed,
     };
     layout.validate().map_err(bad)?;
-    let evict_bytes = m
-        .cache(2)
-        .or_else(|| m.cache(1))
-        .map(|c| 2 * c.bytes as usize)
-        .unwrap_or(4 << 20);
+    let evict_bytes = numalab_bench::sizing::eviction_buffer(m);
     let plan = LatencyPlan {
         requestors,
         helpers,

@@ -223,7 +223,7 @@ fn run_placement(a: PlacementArgs) -> Result<(), CliError> {
         parts,
         batches,
         max_readers: a.readers,
-        size: size.unwrap_or_else(|| numalab_bench::bandwidth::half_private_cache(m)),
+        size: size.unwrap_or_else(|| numalab_bench::sizing::half_private_cache(m)),
         unit_lines,
         line,
     };
