@@ -2,6 +2,8 @@
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod crew;
+pub mod experiment;
 pub mod helpers;
 pub mod intervene;
 pub mod invalidate;

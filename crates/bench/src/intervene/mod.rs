@@ -4,6 +4,9 @@
 //! (requestor and owner together, home away) — at every available distance, each
 //! beside the unowned latency at that distance (ΔU).
 
+mod experiment;
+pub use experiment::{run, Options, Plan};
+
 use crate::helpers::closeness;
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{LineState, Request, Timer};

@@ -1,6 +1,9 @@
 //! Initiator domain × memory node matrices (MLC's latency and bandwidth matrices):
 //! which CPUs initiate from each domain and how far each node is from them.
 
+mod experiment;
+pub use experiment::{render, run, Options, Plan};
+
 use numalab_topo::{Error, Level, Machine, Result, ThreadPlacement};
 use serde::Serialize;
 

@@ -1,10 +1,10 @@
 //! Text views of the placement suite: the plan and the seed-style curves.
 
+use super::run::Point;
+use super::{Curve, Plan};
+use crate::domains::letter_of;
 use numalab_results::output::table;
 use numalab_results::stats::median;
-use numalab_suites::domains::letter_of;
-use numalab_suites::placement::{Curve, Plan};
-use numalab_suites::placement_run::Point;
 use std::fmt::Write;
 
 /// "A[0 1] B[8 9] …": readers in order, grouped by domain runs.

@@ -1,7 +1,7 @@
 //! Tables for `numalab latency` and the sweep's summary records.
 
-use numalab_bench::latency::{LatencyPlan, SizeResult};
-use numalab_bench::sweep::{capacity_warnings, plateaus, Plateau};
+use super::{LatencyPlan, SizeResult};
+use crate::sweep::{capacity_warnings, plateaus, Plateau};
 use numalab_probe::Timer;
 use numalab_results::output::table;
 use numalab_results::{Provenance, Record};

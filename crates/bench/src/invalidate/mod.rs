@@ -3,6 +3,12 @@
 //! home; each sharer count gets RDEX and UPGRD latency and bandwidth and `zero`
 //! bandwidth, beside the unowned RDEX latency to the farthest sharer's node.
 
+mod experiment;
+pub use experiment::{render, run, Options};
+
+/// The experiment's plan.
+pub type Plan = InvalidatePlan;
+
 use crate::bandwidth::{self, BwPlan};
 use crate::helpers::closeness;
 use crate::latency::{self, LatencyPlan};

@@ -1,12 +1,12 @@
 //! Text and records of the earth suite.
 
+use super::hide::{self as earth_hide, MaskCurve, MlpCurve, ThreadsRow};
+use super::ops::{Cell, Missing};
+use super::{Cpus, Part};
 use numalab_probe::overlap::Work;
 use numalab_results::output::table;
 use numalab_results::stats::median;
 use numalab_results::{Provenance, Record};
-use numalab_suites::earth::{Cpus, Part};
-use numalab_suites::earth_hide::{self, MaskCurve, MlpCurve, ThreadsRow};
-use numalab_suites::earth_ops::{Cell, Missing};
 use numalab_topo::Machine;
 use serde_json::json;
 use std::fmt::Write;
@@ -76,7 +76,7 @@ fn cells_table(title: &str, cells: &[Cell]) -> String {
 }
 
 /// Masking records: baseline and every T, with the percentage masked.
-pub fn mask_records(
+pub(super) fn mask_records(
     curves: &[MaskCurve],
     n: usize,
     base: &serde_json::Value,
@@ -127,7 +127,7 @@ pub fn mask_records(
 }
 
 /// MLP records: ns per access for each G and mode, with the fraction hidden.
-pub fn mlp_records(
+pub(super) fn mlp_records(
     curve: &MlpCurve,
     bytes: u64,
     base: &serde_json::Value,
@@ -192,7 +192,7 @@ pub fn mlp_records(
 }
 
 /// Threads-table records.
-pub fn threads_records(
+pub(super) fn threads_records(
     rows: &[ThreadsRow],
     ratio: usize,
     iters: u64,

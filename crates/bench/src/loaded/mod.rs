@@ -3,6 +3,12 @@
 //! at decreasing delays. The chase and every injector start on one barrier; the
 //! chase finishing stops the injectors, so each pass's traffic overlaps the chase.
 
+mod experiment;
+pub use experiment::{render, run, Options};
+
+/// The experiment's plan.
+pub type Plan = LoadedPlan;
+
 use numalab_probe::inject::{self, Traffic};
 use numalab_probe::kernel::{self, Access};
 use numalab_probe::{Chase, Crew, Layout, LineState, Member, Pass, Timer};

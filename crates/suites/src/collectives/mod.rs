@@ -6,6 +6,12 @@
 //! blocks, for the distinct-lines broadcast), `dst(t)` room for P blocks, `res(t)`
 //! one block for reductions.
 
+mod experiment;
+pub mod run;
+mod view;
+pub use experiment::{head, plan_record, records, run as run_suite, Options};
+pub use view::{osu_text, plan_text, text, Results};
+
 use numalab_probe::script::{Lines, Op, Script, Step};
 use numalab_probe::sync::SyncKind;
 use serde::Serialize;

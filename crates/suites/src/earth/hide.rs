@@ -1,7 +1,7 @@
 //! How much latency threads hide: Loop 7 masking over thread size (seed 001 Fig. 3),
 //! memory-level parallelism with G chains, and the KSR overlap table.
 
-use crate::earth::Cpus;
+use super::Cpus;
 use crate::memory::buffer_near;
 use numalab_probe::loop7::{self, Arrays};
 use numalab_probe::mlp::{self, Linked, Mode};

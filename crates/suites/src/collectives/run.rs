@@ -1,7 +1,8 @@
 //! Planning, measuring and checking the collectives suite, and fitting the seed's
 //! cost models to what was measured.
 
-use crate::collectives::{self, expect, Expect, Kind, BARRIER_REPS};
+use super::{expect, Expect, Kind, BARRIER_REPS};
+use crate::collectives;
 use crate::domains::{self, Ordered};
 use crate::memory::{buffer_near, first_cpu};
 use numalab_bench::helpers::closeness;

@@ -5,6 +5,13 @@
 //! (EARTH's synchronization unit). This module picks the CPUs; `earth_ops` and
 //! `earth_hide` measure.
 
+mod experiment;
+pub mod hide;
+pub mod ops;
+mod view;
+pub use experiment::{run as run_suite, Options, Plan};
+pub use view::{head, text, EarthResults};
+
 use crate::domains;
 use numalab_bench::helpers::closeness;
 use numalab_topo::{Error, Machine, Result, ThreadPlacement};

@@ -1,10 +1,10 @@
 //! Text views of the collectives suite: seed-style tables, OSU-style blocks, models.
 
+use super::run::{med, Measured, PairResult, Plan};
+use super::Kind;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::stats::percentile;
-use numalab_suites::collectives::Kind;
-use numalab_suites::collectives_run::{med, Measured, PairResult, Plan};
 use numalab_topo::{fmt_bytes, Machine};
 use std::fmt::Write;
 
@@ -24,7 +24,7 @@ pub fn head(m: &Machine, plan: &Plan, iterations: usize) -> String {
         "collectives suite (KSR seed 002) on {}: threads in order of {} domains {}; P = {:?}; blocks of {}; barrier between stages: {}; {} passes\n",
         m.summary(),
         plan.level,
-        numalab_suites::domains::describe(&plan.domains),
+        crate::domains::describe(&plan.domains),
         plan.threads,
         plan.block_lines.iter().map(|l| fmt_bytes((l * plan.line) as u64)).collect::<Vec<_>>().join(", "),
         plan.sync.name(),

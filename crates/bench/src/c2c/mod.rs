@@ -1,6 +1,9 @@
 //! Core-to-core: CAS ping-pong (RTT/2) and the latency of reading lines Modified in
 //! the other core, for every pair of CPUs; pairs that share no resource run at once.
 
+mod experiment;
+pub use experiment::{render, run, Measured, Options, Plan};
+
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{pingpong, LineState, Request, Timer};
 use numalab_topo::buffer::Buffer;

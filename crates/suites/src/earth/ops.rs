@@ -1,7 +1,7 @@
 //! The operation cost table, split-phase issuer/server costs and switch costs, as
 //! plans of latency and bandwidth measurements and probe primitives.
 
-use crate::earth::Cpus;
+use super::Cpus;
 use numalab_bench::bandwidth::{self, BwPlan};
 use numalab_bench::latency::{self, LatencyPlan};
 use numalab_probe::bw::BwKernel;

@@ -1,6 +1,11 @@
 //! `latency`: back-to-back (and restart) latency of a pointer chase, per requestor,
 //! with lines prepared in a composite coherence state before every pass.
 
+mod experiment;
+mod view;
+pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
+pub use view::{render, render_plan, sweep_records};
+
 use crate::restart::{self, RestartOutcome, RestartParams};
 use numalab_probe::kernel::{self, UNROLL};
 use numalab_probe::{

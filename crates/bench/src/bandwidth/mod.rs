@@ -1,6 +1,9 @@
 //! `bandwidth`: bandwidth kernels per requestor, all starting on a barrier, with
 //! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all).
 
+mod experiment;
+pub use experiment::{render, run, Options, Plan};
+
 use crate::sizing;
 use numalab_probe::bw::{self, BwKernel};
 use numalab_probe::{Crew, LineState, Member, Timer};

@@ -2,6 +2,12 @@
 //! a barrier releases the readers, each reader reads one word per line. Experiment 0
 //! and Suites I–IV are curves; a curve's point k uses its first k readers.
 
+mod experiment;
+pub mod run;
+mod view;
+pub use experiment::{head, plan_records, records as point_records, run as run_suite, Options};
+pub use view::{placement_plan_text, placement_text};
+
 use crate::domains::{self, Ordered};
 use numalab_topo::{Error, Level, Machine, Result};
 use serde::Serialize;
@@ -439,5 +445,4 @@ impl Plan {
 }
 
 #[cfg(test)]
-#[path = "placement_tests.rs"]
 mod tests;
