@@ -9,6 +9,7 @@ pub mod intervene;
 pub mod invalidate;
 pub mod latency;
 pub mod loaded;
+pub mod machine;
 pub mod matrix;
 pub mod restart;
 pub mod sizing;
