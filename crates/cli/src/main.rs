@@ -19,7 +19,6 @@ mod record_cmd;
 mod report_cmd;
 mod suite_cmd;
 mod survey_cmd;
-mod survey_plan;
 mod survey_view;
 mod topo_cmd;
 mod trace_cmd;

@@ -7,3 +7,4 @@ pub mod domains;
 pub mod earth;
 pub mod memory;
 pub mod placement;
+pub mod survey;
