@@ -2,11 +2,15 @@
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod crew;
+pub mod experiment;
 pub mod helpers;
 pub mod intervene;
 pub mod invalidate;
 pub mod latency;
 pub mod loaded;
+pub mod machine;
 pub mod matrix;
 pub mod restart;
+pub mod sizing;
 pub mod sweep;

@@ -22,16 +22,6 @@ pub fn bad(msg: impl Into<String>) -> CliError {
     }
 }
 
-/// Parse a size option; the error names the option and the value.
-pub fn size_opt(opt: &str, s: &str) -> Result<u64, CliError> {
-    numalab_topo::spec::parse_size(s.trim()).map_err(|_| {
-        bad(format!(
-            "invalid {opt} '{}': a size larger than 0 such as 64, 4K, 16M or 1G (1K = 1024)",
-            s.trim()
-        ))
-    })
-}
-
 /// Measuring commands plan against a topology file only with --dry-run.
 pub fn check_measurable(c: &CommonArgs, dry_run: bool) -> Result<(), CliError> {
     if c.topology.is_some() && !dry_run {
@@ -121,4 +111,26 @@ pub fn provenance(host: &Host) -> (Provenance, Vec<String>) {
         Vec::new()
     };
     (p, w)
+}
+
+/// Run `f` with a progress sink that rewrites one stderr line on a terminal (and
+/// prints nothing otherwise); the line is ended when `f` returns.
+pub fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut shown = false;
+    let r = f(&mut |m: &str| {
+        if tty {
+            eprint!("\r{m}   ");
+            shown = true;
+        }
+    });
+    if shown {
+        eprintln!();
+    }
+    r
+}
+
+/// The records' context (provenance and machine warnings) for `host`.
+pub fn context(host: &Host) -> numalab_bench::experiment::Context {
+    numalab_bench::experiment::Context::of(host)
 }

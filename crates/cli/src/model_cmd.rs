@@ -4,7 +4,6 @@ use crate::common::{bad, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_results::model::{self, Fit, Point};
 use numalab_results::output::table;
-use numalab_results::Record;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -147,19 +146,7 @@ pub fn run(a: ModelArgs) -> Result<(), CliError> {
     let points = load(&fa.file, &fa.stat)?;
     let f = model::fit(&points).map_err(bad)?;
     let predict = hops.map(|h| (h, f.predict(h)));
-    let prov = numalab_results::Provenance::collect(
-        "not measured: fitted from a file",
-        &fa.file.display().to_string(),
-    );
-    let mut rec = Record::new(
-        "model",
-        if predict.is_some() { "predict" } else { "fit" },
-        prov,
-        serde_json::json!({ "file": fa.file, "stat": fa.stat, "predict_hops": hops }),
-    );
-    rec.data = Some(
-        serde_json::json!({ "fit": f, "points": points, "prediction_ns": predict.map(|p| p.1) }),
-    );
+    let rec = model::file_record(&fa.file, &fa.stat, &f, &points, predict);
     fa.common
         .emit(std::slice::from_ref(&rec), || render(&f, &points, predict))
 }

@@ -1,11 +1,10 @@
 //! `numalab plan`: resolve a placement without measuring; `--verify` binds and proves it.
 
-use crate::common::{provenance, CliError, CommonArgs};
+use crate::common::{context, CliError, CommonArgs};
 use clap::{Args, ValueEnum};
+use numalab_bench::machine::{self, Verified};
 use numalab_results::output::table;
 use numalab_results::Record;
-use numalab_topo::bind::{verify_threads, PinProof};
-use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
@@ -67,13 +66,6 @@ pub struct PlanArgs {
     common: CommonArgs,
 }
 
-/// What `--verify` proved: each thread's CPU and every page's node.
-#[derive(serde::Serialize)]
-struct Verified {
-    threads: Vec<PinProof>,
-    memory: MemProof,
-}
-
 /// Run `numalab plan`.
 pub fn run(a: PlanArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -118,34 +110,16 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         memory,
     };
 
-    let mut verified: Option<Verified> = None;
-    let mut mem_note = None;
-    if a.verify {
-        let threads = verify_threads(&host, &plan.threads)?;
-        let mem = plan.memory.as_ref().expect("verify always has memory");
-        let buf = Buffer::allocate(&host, mem, size.expect("verify always has a size"))?;
-        if page_size == PageSize::Thp {
-            let thp = buf.proof.thp_bytes.unwrap_or(0);
-            if thp < buf.proof.bytes {
-                mem_note = Some(format!(
-                    "only {} of {} is backed by transparent huge pages",
-                    fmt_bytes(thp),
-                    fmt_bytes(buf.proof.bytes)
-                ));
-            }
+    let (verified, mem_note) = match (a.verify, size) {
+        (true, Some(size)) => {
+            let (v, note) = machine::verify(&host, &plan, size, page_size)?;
+            (Some(v), note)
         }
-        verified = Some(Verified {
-            threads,
-            memory: buf.proof.clone(),
-        });
-    }
-
-    let (prov, mut warnings) = provenance(&host);
-    warnings.extend(mem_note);
-    let mut rec = Record::new(
-        "plan",
-        &plan.thread_spec,
-        prov,
+        _ => (None, None),
+    };
+    let rec = machine::plan_record(
+        &context(&host),
+        &plan,
         serde_json::json!({
             "topology_source": m.source,
             "threads": a.threads,
@@ -156,13 +130,10 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
             "size_bytes": size,
             "verify": a.verify,
         }),
+        serde_json::json!({ "threads": a.spec, "mem": a.mem }),
+        verified.as_ref(),
+        mem_note,
     );
-    rec.placement = Some(serde_json::json!({
-        "requested": { "threads": a.spec, "mem": a.mem },
-        "resolved": plan,
-        "verified": verified,
-    }));
-    rec.warnings = warnings;
     let text = || render(&plan, verified.as_ref(), &rec, m.default_level());
     a.common.emit(std::slice::from_ref(&rec), text)
 }

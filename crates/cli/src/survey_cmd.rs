@@ -4,13 +4,12 @@
 //! stops the current step and keeps everything measured before it.
 
 use crate::common::{bad, CliError};
-use crate::survey_plan::{self, Step};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use numalab_results::output::{table, write_atomic};
-use numalab_results::{model, report, write_records, Provenance, Record, Unavailable};
+use numalab_results::{report, write_records, Provenance, Record};
+use numalab_suites::survey::{self, model_record, step_record as survey_record, Step};
 use numalab_topo::{Host, TopologySource};
-use serde_json::json;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,55 +140,6 @@ fn run_step(exe: &PathBuf, s: &Step) -> Outcome {
     }
 }
 
-fn survey_record(prov: &Provenance, s: &Step, reason: Option<String>, seconds: f64) -> Record {
-    let mut r = Record::new(
-        "survey",
-        &s.title,
-        prov.clone(),
-        json!({ "section": s.section, "command": s.args, "seconds": seconds }),
-    );
-    if let Some(why) = reason {
-        r.unavailable.push(Unavailable {
-            feature: s.title.clone(),
-            reason: why,
-        });
-    }
-    r
-}
-
-/// Fit the latency model to the matrix cells (hops, median latency).
-fn model_record(prov: &Provenance, records: &[Record]) -> Record {
-    let points: Vec<model::Point> = records
-        .iter()
-        .filter(|r| r.kind == "matrix-latency")
-        .filter_map(|r| {
-            Some(model::Point {
-                hops: r.parameters["hops"].as_u64()? as u32,
-                latency_ns: r
-                    .stats
-                    .iter()
-                    .find(|s| s.metric == "latency")?
-                    .summary
-                    .median,
-            })
-        })
-        .collect();
-    let mut r = Record::new(
-        "model",
-        "fit",
-        prov.clone(),
-        json!({ "source": "the survey's latency matrix", "stat": "median" }),
-    );
-    match model::fit(&points) {
-        Ok(f) => r.data = Some(json!({ "fit": f, "points": points })),
-        Err(e) => r.unavailable.push(Unavailable {
-            feature: "latency model".into(),
-            reason: e,
-        }),
-    }
-    r
-}
-
 fn write_all(dir: &std::path::Path, records: &[Record]) -> Result<(), CliError> {
     write_records(&dir.join("results.json"), records)?;
     write_records(&dir.join("results.csv"), records)?;
@@ -220,7 +170,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
         .map(TopologySource::Xml)
         .unwrap_or(TopologySource::ThisSystem);
     let host = Host::load(&source)?;
-    let steps = survey_plan::plan(&host.machine, a.quick);
+    let steps = survey::plan(&host.machine, a.quick);
     let planned: f64 = steps.iter().map(|s| s.estimate_s).sum();
     if a.dry_run {
         if a.json {

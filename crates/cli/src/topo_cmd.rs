@@ -1,6 +1,6 @@
 //! `numalab topo`: the machine as a compact tree plus tables.
 
-use crate::common::{provenance, CliError, CommonArgs};
+use crate::common::{context, CliError, CommonArgs};
 use clap::Args;
 use numalab_results::output::table;
 use numalab_results::Record;
@@ -19,21 +19,7 @@ pub fn run(a: TopoArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let host = a.common.host()?;
     let m = &host.machine;
-    let (prov, warnings) = provenance(&host);
-    let mut rec = Record::new(
-        "topo",
-        "topology",
-        prov,
-        serde_json::json!({ "topology_source": m.source }),
-    );
-    rec.data = Some(serde_json::to_value(m).expect("machine serialises"));
-    rec.warnings = warnings;
-    if m.nodes.len() < 2 {
-        rec.unavailable.push(numalab_results::Unavailable {
-            feature: "second NUMA node".into(),
-            reason: format!("this topology has {} NUMA node(s)", m.nodes.len()),
-        });
-    }
+    let rec = numalab_bench::machine::topo_record(&host, &context(&host));
     let text = || render(m, &rec);
     a.common.emit(std::slice::from_ref(&rec), text)
 }

@@ -10,6 +10,7 @@ pub mod provenance;
 pub mod record;
 pub mod report;
 mod report_sections;
+mod report_suites;
 pub mod runlock;
 pub mod stats;
 

@@ -186,6 +186,31 @@ pub fn parse_csv(text: &str) -> Result<Vec<Point>, String> {
     Ok(out)
 }
 
+/// The record of a fit from a file (`numalab model fit|predict`): the fit, its points
+/// and, when a hop count was given, the prediction.
+pub fn file_record(
+    file: &std::path::Path,
+    stat: &str,
+    f: &Fit,
+    points: &[Point],
+    predict: Option<(u32, f64)>,
+) -> crate::Record {
+    let prov = crate::Provenance::collect(
+        "not measured: fitted from a file",
+        &file.display().to_string(),
+    );
+    let mut rec = crate::Record::new(
+        "model",
+        if predict.is_some() { "predict" } else { "fit" },
+        prov,
+        serde_json::json!({ "file": file, "stat": stat, "predict_hops": predict.map(|p| p.0) }),
+    );
+    rec.data = Some(
+        serde_json::json!({ "fit": f, "points": points, "prediction_ns": predict.map(|p| p.1) }),
+    );
+    rec
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 
 use crate::record::Record;
 use crate::report_sections as sec;
+use crate::report_suites as suites;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -140,6 +141,24 @@ pub fn sections(records: &[Record]) -> Vec<Section> {
             sec::loaded(records),
         ),
         mk("model", "Latency model", "model", sec::model(records)),
+        mk(
+            "placement",
+            "Thread placement suite (KSR1)",
+            "suite-placement",
+            suites::placement(records),
+        ),
+        mk(
+            "collectives",
+            "Collective communication suite (KSR)",
+            "suite-collectives",
+            suites::collectives(records),
+        ),
+        mk(
+            "earth",
+            "Remote operations and latency hiding (EARTH)",
+            "suite-earth",
+            suites::earth(records),
+        ),
     ]
 }
 

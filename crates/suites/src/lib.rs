@@ -3,11 +3,8 @@
 //! check the data they moved; they never time anything themselves.
 
 pub mod collectives;
-pub mod collectives_run;
 pub mod domains;
 pub mod earth;
-pub mod earth_hide;
-pub mod earth_ops;
 pub mod memory;
 pub mod placement;
-pub mod placement_run;
+pub mod survey;

@@ -20,14 +20,6 @@ pub fn buffer_near(host: &Host, cpu: u32, bytes: u64, page: PageSize) -> Result<
     Buffer::allocate(host, &mem, bytes.max(1))
 }
 
-/// A buffer size far beyond the caches: 8 × the last-level cache (32 MiB assumed when
-/// unknown), a power of two, at least 256 MiB. Random walks over less keep finding
-/// lines an earlier walk left in a large or adaptive L3.
-pub fn beyond_caches(m: &Machine) -> u64 {
-    let llc = m.last_level_cache().map(|c| c.bytes).unwrap_or(32 << 20);
-    (llc * 8).next_power_of_two().max(256 << 20)
-}
-
 /// The first usable CPU.
 pub fn first_cpu(m: &Machine) -> Result<u32> {
     m.pus

@@ -28,6 +28,9 @@ pub enum Error {
         /// Why it failed.
         reason: String,
     },
+    /// Bad user input, with its whole one-line message (the value and what is valid).
+    #[error("{0}")]
+    Input(String),
     /// A system call or hwloc call that failed at run time.
     #[error("{0}")]
     System(String),
@@ -41,8 +44,16 @@ impl Error {
     pub fn is_user_error(&self) -> bool {
         matches!(
             self,
-            Error::BadSpec { .. } | Error::Unsatisfiable(_) | Error::BadTopology { .. }
+            Error::BadSpec { .. }
+                | Error::Unsatisfiable(_)
+                | Error::BadTopology { .. }
+                | Error::Input(_)
         )
+    }
+
+    /// Shorthand for an [`Error::Input`].
+    pub fn input(msg: impl Into<String>) -> Self {
+        Error::Input(msg.into())
     }
 
     /// Shorthand for a [`Error::BadSpec`].

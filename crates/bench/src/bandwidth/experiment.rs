@@ -1,0 +1,197 @@
+//! Bandwidth kernels as an experiment: options, plan, records and text.
+
+use super::{default_size, default_state, measure, parameters, records, BwPlan};
+use crate::crew::CrewOptions;
+use crate::experiment::{check_iterations, opt_size, Context};
+use numalab_probe::bw::BwKernel;
+use numalab_probe::{LineState, Timer};
+use numalab_results::output::table;
+use numalab_results::Record;
+use numalab_topo::plan::{check_capacity, resolve_memory};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, PageSize, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// What the user asks of `bandwidth`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// Kernels, comma-separated, or `all`.
+    pub kernel: String,
+    /// Requestors, helpers and memory.
+    pub crew: CrewOptions,
+    /// Line state before each pass (None: the kernel's default).
+    pub state: Option<String>,
+    /// Bytes per requestor (None: by kernel).
+    pub size: Option<String>,
+    /// Timed passes.
+    pub iterations: usize,
+    /// bwmp: the first requestor to finish stops the others.
+    pub mp: bool,
+    /// Page size: 4k, thp, 2m or 1g.
+    pub page_size: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            kernel: "readv".into(),
+            crew: CrewOptions::default(),
+            state: None,
+            size: None,
+            iterations: 10,
+            mp: false,
+            page_size: "4k".into(),
+        }
+    }
+}
+
+fn kernels(s: &str) -> Result<Vec<BwKernel>> {
+    if s == "all" {
+        return Ok(BwKernel::ALL.to_vec());
+    }
+    s.split(',')
+        .map(|k| BwKernel::parse(k).map_err(Error::Input))
+        .collect()
+}
+
+impl Options {
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        kernels(&self.kernel)?;
+        self.crew.specs()?;
+        PageSize::parse(&self.page_size)?;
+        self.state
+            .as_deref()
+            .map(LineState::parse)
+            .transpose()
+            .map_err(Error::Input)?;
+        opt_size(self.size.as_deref())?;
+        check_iterations(self.iterations)
+    }
+}
+
+/// One measurement per kernel, resolved.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The measurements, in the order of the kernels.
+    pub runs: Vec<BwPlan>,
+}
+
+impl Plan {
+    /// Resolve the options on a machine.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
+        o.check()?;
+        let a = o;
+        let ks = kernels(&o.kernel)?;
+        let (spec, mem) = o.crew.specs()?;
+        let page = PageSize::parse(&o.page_size)?;
+        let state = o
+            .state
+            .as_deref()
+            .map(LineState::parse)
+            .transpose()
+            .map_err(Error::Input)?;
+        let size = opt_size(o.size.as_deref())?;
+        let mut plans = Vec::new();
+        for k in ks {
+            let st = state.unwrap_or(default_state(k));
+            let placed = a.crew.place(m, &spec, st)?;
+            let n = placed.requestors.len();
+            let memp = resolve_memory(m, &mem, page, &placed.requestors)?;
+            let sz = size.unwrap_or_else(|| default_size(m, k, n));
+            check_capacity(m, &memp, sz * n as u64)?;
+            let plan = BwPlan {
+                requestors: placed.requestors,
+                helpers: placed.helpers,
+                mem: memp,
+                state: st,
+                kernel: k,
+                size: sz,
+                iterations: a.iterations,
+                mp: a.mp,
+                evict_bytes: crate::sizing::eviction_buffer(m),
+                warnings: placed.warnings,
+            };
+            plan.check().map_err(Error::Input)?;
+            plan.shape()?;
+            plans.push(plan);
+        }
+        Ok(Plan { runs: plans })
+    }
+
+    /// The plan as records (what `--dry-run` emits).
+    pub fn records(&self, ctx: &Context) -> Vec<Record> {
+        self.runs
+            .iter()
+            .map(|p| {
+                let mut r = Record::new("bandwidth-plan", p.kernel.name(), ctx.prov.clone(), parameters(p));
+                r.placement = Some(serde_json::json!({ "resolved": { "requestors": p.requestors, "helpers": p.helpers, "memory": p.mem } }));
+                r.warnings = ctx.warnings.clone();
+                r
+            })
+            .collect()
+    }
+}
+
+/// Measure every kernel on this machine.
+pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
+    let timer = Timer::best();
+    let mut out = Vec::new();
+    for p in &plan.runs {
+        let r = measure(host, &timer, p)?;
+        out.extend(records(&ctx.prov, &ctx.warnings, p, &timer, &r));
+    }
+    Ok(out)
+}
+
+/// Bandwidth records as text.
+pub fn render(records: &[Record]) -> String {
+    let mut s = String::new();
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            let p = &r.parameters;
+            let st = r.stats.first();
+            let g = |f: fn(&numalab_results::Stat) -> f64| {
+                st.map(|x| format!("{:.2}", f(x)))
+                    .unwrap_or_else(|| "-".into())
+            };
+            vec![
+                r.name.clone(),
+                p["state"].as_str().unwrap_or("").into(),
+                fmt_bytes(p["size_bytes"].as_u64().unwrap_or(0)),
+                p["vector_isa"].as_str().unwrap_or("").into(),
+                g(|x| x.summary.median),
+                g(|x| x.summary.max),
+                g(|x| x.summary.min),
+                r.stats
+                    .iter()
+                    .find(|x| x.metric == "traffic")
+                    .map(|x| format!("{:.2}", x.summary.median))
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let _ = writeln!(s, "Bandwidth (GB/s = 10^9 bytes/s; counted bytes as STREAM counts them, traffic adds write-allocate)\n");
+    s.push_str(&table(
+        &[
+            "measurement",
+            "state",
+            "size",
+            "vector",
+            "median",
+            "max",
+            "min",
+            "traffic median",
+        ],
+        &rows,
+    ));
+    s.push('\n');
+    let mut seen = std::collections::BTreeSet::new();
+    for w in records.iter().flat_map(|r| &r.warnings) {
+        if seen.insert(w) {
+            let _ = writeln!(s, "warning: {w}");
+        }
+    }
+    s
+}

@@ -1,0 +1,270 @@
+//! `bandwidth`: bandwidth kernels per requestor, all starting on a barrier, with
+//! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all).
+
+mod experiment;
+pub use experiment::{render, run, Options, Plan};
+
+use crate::sizing;
+use numalab_probe::bw::{self, BwKernel};
+use numalab_probe::{Crew, LineState, Member, Timer};
+use numalab_results::{Provenance, Record};
+use numalab_topo::bind::PinProof;
+use numalab_topo::buffer::{Buffer, MemProof};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, MemPlacement, Result, ThreadPlacement};
+use serde::Serialize;
+use serde_json::json;
+
+/// A warm pass streams at least this many bytes (small buffers are repeated).
+pub const MIN_PASS_BYTES: u64 = 64 << 20;
+/// Line size of the kernels.
+pub const LINE: usize = 64;
+
+/// One bandwidth measurement, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct BwPlan {
+    /// Requestors (each streams its own buffer).
+    pub requestors: Vec<ThreadPlacement>,
+    /// Helpers preparing the state.
+    pub helpers: Vec<ThreadPlacement>,
+    /// Home of the buffers.
+    pub mem: MemPlacement,
+    /// Line state before each pass.
+    pub state: LineState,
+    /// The kernel.
+    pub kernel: BwKernel,
+    /// Bytes per requestor.
+    pub size: u64,
+    /// Timed passes.
+    pub iterations: usize,
+    /// bwmp: the first requestor to finish stops the others.
+    pub mp: bool,
+    /// cexm eviction buffer bytes.
+    pub evict_bytes: usize,
+    /// Warnings about the plan.
+    pub warnings: Vec<String>,
+}
+
+impl BwPlan {
+    /// Lines per requestor and repetitions per pass.
+    pub fn shape(&self) -> Result<(usize, usize)> {
+        let lines = (self.size as usize) / LINE;
+        // One 4 KiB page per requestor at least (copy uses half for each side).
+        if lines < 64 {
+            return Err(Error::bad(
+                "size",
+                fmt_bytes(self.size),
+                "at least 4 KiB per requestor",
+            ));
+        }
+        let reps = if self.state.prepared() {
+            1
+        } else {
+            MIN_PASS_BYTES.div_ceil(self.size).max(1) as usize
+        };
+        Ok((lines, reps))
+    }
+
+    /// Check the kernel against the state.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        match (self.kernel, self.state) {
+            (BwKernel::Upgrade, LineState::Shrd(_)) => Ok(()),
+            (BwKernel::Upgrade, s) => Err(format!(
+                "invalid state '{}' for kernel upgrade: an upgrade stores to lines the requestor shares; use --state shrd:K",
+                s.name()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The default state of a kernel: rdex needs lines not held (uown), upgrade shared lines.
+pub fn default_state(k: BwKernel) -> LineState {
+    match k {
+        BwKernel::Rdex => LineState::Uown,
+        BwKernel::Upgrade => LineState::Shrd(1),
+        _ => LineState::Warm,
+    }
+}
+
+/// Default bytes per requestor for a kernel: half a private cache for kernels on lines
+/// a helper holds, else streaming past every cache.
+pub fn default_size(m: &Machine, k: BwKernel, n: usize) -> u64 {
+    if matches!(k, BwKernel::Rdex | BwKernel::Upgrade) {
+        return sizing::half_private_cache(m);
+    }
+    sizing::streaming(m, n)
+}
+
+/// Result of one bandwidth measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct BwResult {
+    /// GB/s (counted bytes) per pass, per requestor.
+    pub gbps: Vec<Vec<f64>>,
+    /// Wall time of each pass per requestor, ns.
+    pub ns: Vec<Vec<f64>>,
+    /// Counted bytes of each pass per requestor.
+    pub bytes: Vec<Vec<u64>>,
+    /// Aggregate GB/s per pass: sum of the requestors' (bwmp), or all bytes over the
+    /// slowest requestor's time otherwise.
+    pub aggregate: Vec<f64>,
+    /// Pinning proof.
+    pub pins: Vec<PinProof>,
+    /// Where each buffer landed.
+    pub memory: Vec<MemProof>,
+    /// Lines per requestor and repetitions per pass.
+    pub lines: usize,
+    /// Repetitions of the buffer per pass.
+    pub reps: usize,
+}
+
+/// Measure on this machine.
+pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
+    let (lines, reps) = plan.shape()?;
+    let bufs: Vec<Buffer> = plan
+        .requestors
+        .iter()
+        .map(|_| Buffer::allocate(host, &plan.mem, plan.size))
+        .collect::<Result<_>>()?;
+    let all: Vec<u32> = (0..lines as u32).collect();
+    let crew = Crew {
+        host,
+        timer,
+        members: plan
+            .requestors
+            .iter()
+            .zip(&bufs)
+            .map(|(t, b)| Member {
+                cpu: t.pu.os,
+                base: b.as_ptr(),
+                lines: &all,
+                line: LINE,
+            })
+            .collect(),
+        helpers: plan.helpers.iter().map(|h| h.pu.os).collect(),
+        state: plan.state,
+        preread: plan.kernel == BwKernel::Upgrade,
+        evict_bytes: plan.evict_bytes,
+        first_stops: plan.mp,
+    };
+    let kernel = plan.kernel;
+    let mp = plan.mp;
+    let res = crew.run(plan.iterations, true, |i| {
+        let base = crew.members[i].base;
+        move |pass: &numalab_probe::Pass| {
+            // SAFETY: base covers `lines` aligned lines of this requestor's buffer.
+            unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
+        }
+    })?;
+    let ns: Vec<Vec<f64>> = res
+        .samples
+        .iter()
+        .map(|v| v.iter().map(|t| timer.ns(t.ticks)).collect())
+        .collect();
+    let bytes: Vec<Vec<u64>> = res
+        .samples
+        .iter()
+        .map(|v| v.iter().map(|t| t.units).collect())
+        .collect();
+    let gbps: Vec<Vec<f64>> = ns
+        .iter()
+        .zip(&bytes)
+        .map(|(n, b)| n.iter().zip(b).map(|(n, b)| *b as f64 / n).collect())
+        .collect();
+    let aggregate = (0..plan.iterations)
+        .map(|s| {
+            if mp {
+                gbps.iter().map(|g| g[s]).sum()
+            } else {
+                let total: u64 = bytes.iter().map(|b| b[s]).sum();
+                let slowest = ns.iter().map(|n| n[s]).fold(0.0, f64::max);
+                total as f64 / slowest
+            }
+        })
+        .collect();
+    Ok(BwResult {
+        gbps,
+        ns,
+        bytes,
+        aggregate,
+        pins: res.pins,
+        memory: bufs.iter().map(|b| b.proof.clone()).collect(),
+        lines,
+        reps,
+    })
+}
+
+/// Parameters of a plan's records.
+pub fn parameters(plan: &BwPlan) -> serde_json::Value {
+    json!({
+        "kernel": plan.kernel.name(),
+        "state": plan.state.name(),
+        "state_how": plan.state.how(),
+        "size_bytes": plan.size,
+        "iterations": plan.iterations,
+        "mp": plan.mp,
+        "requestors": plan.requestors.len(),
+        "page_size": plan.mem.page_size.name(),
+        "vector_bits": bw::vector_bits(),
+        "vector_isa": bw::vector_isa(),
+        "counted_bytes_per_line": plan.kernel.counted_per_line(LINE),
+        "traffic_bytes_per_line": plan.kernel.traffic_per_line(LINE),
+        "bytes_convention": "counted: bytes the kernel asks for (STREAM's convention); traffic adds write-allocate reads and writebacks",
+    })
+}
+
+/// One record per requestor, plus the aggregate when there are several.
+pub fn records(
+    prov: &Provenance,
+    base_warnings: &[String],
+    plan: &BwPlan,
+    timer: &Timer,
+    r: &BwResult,
+) -> Vec<Record> {
+    let traffic =
+        plan.kernel.traffic_per_line(LINE) as f64 / plan.kernel.counted_per_line(LINE) as f64;
+    let mut out: Vec<Record> = plan
+        .requestors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut p = parameters(plan);
+            p["requestor_cpu"] = json!(t.pu.os);
+            p["lines"] = json!(r.lines);
+            p["reps_per_pass"] = json!(r.reps);
+            p["timer"] = json!(timer);
+            let name = format!("{} {} {} cpu{}", plan.kernel.name(), plan.state.name(), fmt_bytes(plan.size), t.pu.os);
+            let mut rec = Record::new("bandwidth", &name, prov.clone(), p);
+            rec.placement = Some(json!({
+                "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
+                "verified": { "threads": r.pins, "memory": r.memory[i] },
+            }));
+            rec.add_samples("bandwidth", "GB/s", &r.gbps[i]);
+            let t: Vec<f64> = r.gbps[i].iter().map(|g| g * traffic).collect();
+            rec.add_samples("traffic", "GB/s", &t);
+            rec.data = Some(json!({ "samples_gbps": r.gbps[i], "samples_ns": r.ns[i], "samples_bytes": r.bytes[i] }));
+            rec.warnings = base_warnings.to_vec();
+            rec.warnings.extend(plan.warnings.iter().cloned());
+            rec
+        })
+        .collect();
+    if plan.requestors.len() > 1 {
+        let mut p = parameters(plan);
+        p["requestor_cpus"] = json!(plan.requestors.iter().map(|t| t.pu.os).collect::<Vec<_>>());
+        let name = format!(
+            "{} {} {} aggregate of {}",
+            plan.kernel.name(),
+            plan.state.name(),
+            fmt_bytes(plan.size),
+            plan.requestors.len()
+        );
+        let mut rec = Record::new("bandwidth", &name, prov.clone(), p);
+        rec.add_samples("aggregate_bandwidth", "GB/s", &r.aggregate);
+        rec.data = Some(json!({
+            "samples_gbps": r.aggregate,
+            "aggregate_rule": if plan.mp { "sum of the requestors' figures (bwmp: the first to finish stopped the others)" } else { "all bytes over the slowest requestor's time" },
+        }));
+        rec.warnings = base_warnings.to_vec();
+        out.push(rec);
+    }
+    out
+}

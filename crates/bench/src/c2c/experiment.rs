@@ -1,0 +1,304 @@
+//! The core-to-core matrix as an experiment: options, plan, records and text.
+
+use super::{measure, pairs, schedule, C2cSettings, Home, Pair, PairResult};
+use crate::experiment::{Context, Progress};
+use numalab_probe::Timer;
+use numalab_results::output::table;
+use numalab_results::Record;
+use numalab_topo::spec::parse_size;
+use numalab_topo::{cpulist, Error, Host, Machine, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::fmt::Write;
+
+/// What the user asks of `c2c`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// CPUs to pair (None: every usable CPU).
+    pub cpus: Option<String>,
+    /// cas, read or both.
+    pub metric: String,
+    /// writer or reader: where the line lives.
+    pub home: String,
+    /// CAS round trips per pass.
+    pub round_trips: u64,
+    /// Passes per pair.
+    pub iterations: usize,
+    /// Bytes of Modified lines the reader reads per pass.
+    pub read_size: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpus: None,
+            metric: "both".into(),
+            home: "writer".into(),
+            round_trips: 20_000,
+            iterations: 5,
+            read_size: "64K".into(),
+        }
+    }
+}
+
+impl Options {
+    fn settings(&self) -> Result<C2cSettings> {
+        let (cas, read) = match self.metric.as_str() {
+            "cas" => (true, false),
+            "read" => (false, true),
+            "both" => (true, true),
+            m => {
+                return Err(Error::input(format!(
+                    "invalid metric '{m}': expected cas, read or both"
+                )))
+            }
+        };
+        let home = match self.home.as_str() {
+            "writer" => Home::Writer,
+            "reader" => Home::Reader,
+            h => {
+                return Err(Error::input(format!(
+                    "invalid home '{h}': expected writer or reader"
+                )))
+            }
+        };
+        if self.iterations == 0 || self.round_trips == 0 {
+            return Err(Error::input(
+                "invalid --iterations or --round-trips '0': at least 1",
+            ));
+        }
+        Ok(C2cSettings {
+            round_trips: self.round_trips,
+            iterations: self.iterations,
+            cas,
+            read,
+            home,
+            read_bytes: parse_size(&self.read_size)?,
+        })
+    }
+
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        self.settings().map(|_| ())
+    }
+}
+
+/// The pairs and the concurrent rounds, resolved.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The CPUs paired.
+    pub cpus: Vec<u32>,
+    /// Every pair.
+    pub pairs: Vec<Pair>,
+    /// Pairs that share no core, L3 or package, run at once.
+    pub rounds: Vec<Vec<Pair>>,
+    /// What each pair measures.
+    pub settings: C2cSettings,
+    /// The options, for the records' parameters.
+    pub options: Options,
+}
+
+impl Plan {
+    /// Resolve the options on a machine.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
+        let settings = o.settings()?;
+        let cpus: Vec<u32> = match &o.cpus {
+            Some(s) => {
+                let v = cpulist::parse("CPU list", s)?;
+                if let Some(c) = v.iter().find(|c| m.pu(**c).is_none()) {
+                    return Err(Error::input(format!(
+                        "invalid CPU '{c}': usable CPUs are {}",
+                        m.cpu_list()
+                    )));
+                }
+                v
+            }
+            None => m.pus.iter().map(|p| p.os).collect(),
+        };
+        if cpus.len() < 2 {
+            return Err(Error::input(format!(
+                "invalid CPU list '{}': c2c needs at least two CPUs",
+                cpulist::format(&cpus)
+            )));
+        }
+        let pairs = pairs(m, &cpus);
+        let rounds = schedule(m, &pairs);
+        Ok(Plan {
+            cpus,
+            pairs,
+            rounds,
+            settings,
+            options: o.clone(),
+        })
+    }
+
+    fn params(&self) -> serde_json::Value {
+        let (a, cpus, pairs, rounds) = (&self.options, &self.cpus, &self.pairs, &self.rounds);
+        json!({
+            "cpus": cpulist::format(cpus), "metric": a.metric, "home": a.home,
+            "round_trips": a.round_trips, "iterations": a.iterations, "read_bytes": self.settings.read_bytes,
+            "pairs": pairs.len(), "rounds": rounds.len(),
+        })
+    }
+
+    /// The plan as a record (what `--dry-run` emits).
+    pub fn record(&self, ctx: &Context) -> Record {
+        let mut r = Record::new(
+            "c2c-plan",
+            &format!("{} pairs", self.pairs.len()),
+            ctx.prov.clone(),
+            self.params(),
+        );
+        r.data = Some(json!({ "rounds": self.rounds }));
+        r.warnings = ctx.warnings.clone();
+        r
+    }
+
+    /// The plan as text.
+    pub fn render(&self) -> String {
+        let (cpus, pairs, rounds) = (&self.cpus, &self.pairs, &self.rounds);
+        let mut s = format!(
+                "c2c plan: {} CPUs, {} pairs in {} rounds (pairs in a round share no core, L3 or package and run at once)\n",
+                cpus.len(),
+                pairs.len(),
+                rounds.len()
+            );
+        for (i, r) in rounds.iter().enumerate().take(20) {
+            let ps: Vec<String> = r.iter().map(|p| format!("{}-{}", p.a, p.b)).collect();
+            let _ = writeln!(s, "  round {}: {}", i + 1, ps.join(" "));
+        }
+        if rounds.len() > 20 {
+            let _ = writeln!(s, "  … {} more rounds", rounds.len() - 20);
+        }
+        s
+    }
+}
+
+/// What `run` measured: per pair, the matrices, and the records.
+pub struct Measured {
+    /// Every pair's samples.
+    pub results: Vec<PairResult>,
+    /// Median CAS RTT/2 per CPU × CPU.
+    pub cas: Vec<Vec<Option<f64>>>,
+    /// Median modified-line read per CPU × CPU.
+    pub read: Vec<Vec<Option<f64>>>,
+    /// One record per pair, then the matrix record.
+    pub records: Vec<Record>,
+}
+
+/// Measure every round on this machine.
+pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Result<Measured> {
+    let timer = Timer::best();
+    let results = measure(host, &timer, &plan.rounds, &plan.settings, |i, n| {
+        progress(&format!("c2c: round {}/{n}", i + 1))
+    })?;
+    let (params, prov, warnings, cpus, pairs) = (
+        plan.params(),
+        ctx.prov.clone(),
+        ctx.warnings.clone(),
+        &plan.cpus,
+        &plan.pairs,
+    );
+    let mut records: Vec<Record> = results
+        .iter()
+        .map(|r| {
+            let mut p = params.clone();
+            p["writer_cpu"] = json!(r.pair.a);
+            p["reader_cpu"] = json!(r.pair.b);
+            p["smt_siblings"] = json!(r.pair.smt_siblings);
+            p["home_node"] = json!(r.home_node);
+            let mut rec = Record::new(
+                "c2c",
+                &format!("cpu{}-cpu{}", r.pair.a, r.pair.b),
+                prov.clone(),
+                p,
+            );
+            if let Some(v) = &r.cas_half_ns {
+                rec.add_samples("cas_rtt_half", "ns", v);
+            }
+            if let Some(v) = &r.modified_read_ns {
+                rec.add_samples("modified_read", "ns", v);
+            }
+            rec.warnings = warnings.clone();
+            rec
+        })
+        .collect();
+    let matrix = |f: fn(&PairResult) -> Option<&Vec<f64>>| -> Vec<Vec<Option<f64>>> {
+        cpus.iter()
+            .map(|&x| {
+                cpus.iter()
+                    .map(|&y| {
+                        results
+                            .iter()
+                            .find(|r| {
+                                (r.pair.a, r.pair.b) == (x, y) || (r.pair.a, r.pair.b) == (y, x)
+                            })
+                            .and_then(|r| f(r).and_then(|v| numalab_results::stats::median(v)))
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let cas_m = matrix(|r| r.cas_half_ns.as_ref());
+    let read_m = matrix(|r| r.modified_read_ns.as_ref());
+    let mut mrec = Record::new("c2c-matrix", &format!("{} CPUs", cpus.len()), prov, params);
+    mrec.data = Some(json!({
+        "cpus": cpus, "cas_rtt_half_ns": cas_m, "modified_read_ns": read_m,
+        "smt_sibling_pairs": pairs.iter().filter(|p| p.smt_siblings).map(|p| [p.a, p.b]).collect::<Vec<_>>(),
+        "statistic": "median of passes",
+    }));
+    mrec.warnings = warnings;
+    records.push(mrec);
+    Ok(Measured {
+        results,
+        cas: cas_m,
+        read: read_m,
+        records,
+    })
+}
+
+/// The measured matrices as text.
+pub fn render(m: &Machine, plan: &Plan, r: &Measured) -> String {
+    let (cas_m, read_m, cpus, records) = (&r.cas, &r.read, &plan.cpus, &r.records);
+    let (cas, read, a) = (plan.settings.cas, plan.settings.read, &plan.options);
+    let mut s = String::new();
+    let core = |c: &u32| m.pu(*c).map(|p| p.core);
+    for (title, m, on) in [
+        ("CAS round trip / 2 (ns)", &cas_m, cas),
+        (
+            "read of a line Modified in the other CPU (ns)",
+            &read_m,
+            read,
+        ),
+    ] {
+        if !on {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "{title}, median of {} passes; '*' marks SMT siblings",
+            a.iterations
+        );
+        let mut header = vec!["cpu".to_string()];
+        header.extend(cpus.iter().map(|c| c.to_string()));
+        let rows: Vec<Vec<String>> = cpus
+            .iter()
+            .zip(m.iter())
+            .map(|(c, row)| {
+                let mut r = vec![c.to_string()];
+                r.extend(row.iter().zip(cpus.iter()).map(|(v, d)| match v {
+                    Some(v) => format!("{v:.1}{}", if core(c) == core(d) { "*" } else { "" }),
+                    None => "-".into(),
+                }));
+                r
+            })
+            .collect();
+        let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
+        s.push_str(&table(&h, &rows));
+        s.push_str("\n\n");
+    }
+    for w in &records.last().unwrap().warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

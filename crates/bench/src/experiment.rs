@@ -1,0 +1,85 @@
+//! What every experiment shares: the provenance its records carry, progress reports,
+//! and the checks on options every experiment has.
+//!
+//! An experiment is a module with one shape: `Options` (plain serde, what the user
+//! asks for) → `Plan::resolve(&Machine, &Options)` (placements and sizes: what
+//! `--dry-run` prints) → `measure(&Host, &Plan, …)` → records.
+
+use numalab_results::Provenance;
+use numalab_topo::{Error, Host, Result};
+
+/// Provenance and machine warnings, collected once per run and stamped on every record.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// Tool, host and machine facts.
+    pub prov: Provenance,
+    /// Warnings about the machine (virtualisation, frequency scaling, …).
+    pub warnings: Vec<String>,
+}
+
+impl Context {
+    /// The context of records about `host`; machine warnings only for this machine.
+    pub fn of(host: &Host) -> Self {
+        let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+        let warnings = if host.machine.this_system {
+            prov.warnings()
+        } else {
+            Vec::new()
+        };
+        Context { prov, warnings }
+    }
+}
+
+/// Where an experiment reports how far it is (one short line, e.g. "c2c: round 3/8").
+pub type Progress<'a> = &'a mut dyn FnMut(&str);
+
+/// A progress sink that drops every report.
+pub fn quiet(_: &str) {}
+
+/// At least one timed pass.
+pub fn check_iterations(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::input(
+            "invalid --iterations '0': at least 1 timed pass",
+        ));
+    }
+    Ok(())
+}
+
+/// Parse an optional size option (1K = 1024).
+pub fn opt_size(s: Option<&str>) -> Result<Option<u64>> {
+    s.map(numalab_topo::spec::parse_size).transpose()
+}
+
+/// Parse a size option; the error names the option and the value.
+pub fn size_opt(opt: &str, s: &str) -> Result<u64> {
+    numalab_topo::spec::parse_size(s.trim()).map_err(|_| {
+        Error::input(format!(
+            "invalid {opt} '{}': a size larger than 0 such as 64, 4K, 16M or 1G (1K = 1024)",
+            s.trim()
+        ))
+    })
+}
+
+/// Parse an optional `--level`.
+pub fn level(s: Option<&str>) -> Result<Option<numalab_topo::Level>> {
+    s.map(|l| {
+        numalab_topo::Level::parse(l).ok_or_else(|| {
+            Error::input(format!(
+                "invalid --level '{l}': one of {}",
+                numalab_topo::Level::valid_names()
+            ))
+        })
+    })
+    .transpose()
+}
+
+/// Parse a comma-separated list; a bad item is named with what is valid.
+pub fn list<T>(what: &str, s: &str, f: impl Fn(&str) -> Option<T>, valid: &str) -> Result<Vec<T>> {
+    s.split(',')
+        .map(|x| {
+            f(x.trim())
+                .ok_or_else(|| Error::input(format!("invalid {what} item '{}': {valid}", x.trim())))
+        })
+        .collect()
+}

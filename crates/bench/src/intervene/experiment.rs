@@ -1,0 +1,403 @@
+//! The intervention placements as an experiment: options, plan, records and text.
+
+use super::{measure_party, measure_uown, plan as plan_rows, Cell, Placement, Row};
+use crate::experiment::{check_iterations, opt_size, Context, Progress};
+use numalab_probe::{LineState, Timer};
+use numalab_results::output::table;
+use numalab_results::stats::median;
+use numalab_results::{Record, Unavailable};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, Result, ThreadPlacement, ThreadSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// What the user asks of `intervene`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// The requestor (one CPU); distances are counted from its node.
+    pub cpu: String,
+    /// Owner states, comma-separated: cexh, cexm, dexd, dext.
+    pub states: String,
+    /// Distances in hops, comma-separated (None: every distance).
+    pub hops: Option<String>,
+    /// Placements, comma-separated: x, y, z.
+    pub placements: String,
+    /// Bytes of lines the owner holds (None: half the private cache).
+    pub size: Option<String>,
+    /// Timed passes per measurement.
+    pub iterations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu: "compact".into(),
+            states: "cexh,cexm,dexd,dext".into(),
+            hops: None,
+            placements: "x,y,z".into(),
+            size: None,
+            iterations: 5,
+        }
+    }
+}
+
+/// The parsed lists of the options.
+struct Lists {
+    states: Vec<LineState>,
+    placements: Vec<Placement>,
+    hops: Option<Vec<u32>>,
+}
+
+impl Options {
+    fn lists(&self) -> Result<Lists> {
+        ThreadSpec::parse(&self.cpu)?;
+        let states = list(&self.states, parse_state)?;
+        let placements = list(&self.placements, Placement::parse)?;
+        let hops = self
+            .hops
+            .as_deref()
+            .map(|h| {
+                list(h, |x| {
+                    x.parse::<u32>().map_err(|_| {
+                        format!("invalid --hops '{x}': expected hop counts such as 0,1,2")
+                    })
+                })
+            })
+            .transpose()?;
+        check_iterations(self.iterations)?;
+        opt_size(self.size.as_deref())?;
+        Ok(Lists {
+            states,
+            placements,
+            hops,
+        })
+    }
+
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        self.lists().map(|_| ())
+    }
+}
+
+/// The intervention placements, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// The requestor.
+    pub requestor: ThreadPlacement,
+    /// Owner states measured.
+    pub states: Vec<LineState>,
+    /// One row per distance.
+    pub rows: Vec<Row>,
+    /// Bytes of lines per measurement.
+    pub size: u64,
+    /// Timed passes per measurement.
+    pub iterations: usize,
+    /// Things the reader should know about the plan.
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Resolve the options on a machine.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
+        let l = o.lists()?;
+        let req = crate::crew::one(m, ThreadSpec::parse(&o.cpu)?)?;
+        let rows = plan_rows(m, &req, l.hops.as_deref(), &l.placements)?;
+        let size =
+            opt_size(o.size.as_deref())?.unwrap_or_else(|| crate::sizing::half_private_cache(m));
+        // Checked before anything is timed (a prepared chase needs 16 lines at a 128-byte stride).
+        if size < 4096 {
+            return Err(Error::input(format!(
+                "invalid --size '{}': at least 4K",
+                o.size.as_deref().unwrap_or_default()
+            )));
+        }
+        let mut warnings = Vec::new();
+        if rows.len() == 1 {
+            warnings.push("one node reachable: only the local (zero-hop) row exists; the xhops/yhops/zhops placements need a second node".into());
+        }
+        Ok(Plan {
+            requestor: req,
+            states: l.states,
+            rows,
+            size,
+            iterations: o.iterations,
+            warnings,
+        })
+    }
+
+    fn warnings(&self, ctx: &Context) -> Vec<String> {
+        let mut w = ctx.warnings.clone();
+        w.extend(self.warnings.iter().cloned());
+        w
+    }
+
+    /// The plan as records (what `--dry-run` emits).
+    pub fn records(&self, ctx: &Context) -> Vec<Record> {
+        let (rows, size, prov, warnings) = (&self.rows, self.size, &ctx.prov, self.warnings(ctx));
+        let mut recs = Vec::new();
+        for row in rows {
+            for c in &row.cells {
+                let mut r = Record::new(
+                    "intervene-plan",
+                    &format!("hops {} {}", row.hops, c.placement.name()),
+                    prov.clone(),
+                    cell_params(row, c, None, size),
+                );
+                r.placement =
+                    Some(json!({ "resolved": c.party.as_ref().ok(), "uown_home": row.uown_home }));
+                r.unavailable = unavailable(c);
+                r.warnings = warnings.clone();
+                recs.push(r);
+            }
+        }
+        recs
+    }
+
+    /// The plan as text.
+    pub fn render(&self, ctx: &Context) -> String {
+        render_plan(&self.rows, &self.warnings(ctx))
+    }
+
+    /// The measured records as text.
+    pub fn render_records(&self, records: &[Record], ctx: &Context) -> String {
+        render(
+            records,
+            &self.states,
+            &self.rows,
+            &self.warnings(ctx),
+            self.iterations,
+        )
+    }
+}
+
+fn unavailable(c: &Cell) -> Vec<Unavailable> {
+    match &c.party {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![Unavailable {
+            feature: format!("placement {}", c.placement.name()),
+            reason: e.clone(),
+        }],
+    }
+}
+
+/// Measure every state at every distance and placement, beside the unowned reference.
+pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Result<Vec<Record>> {
+    let (rows, states, size, req, prov) = (
+        &plan.rows,
+        &plan.states,
+        plan.size,
+        &plan.requestor,
+        &ctx.prov,
+    );
+    let warnings = plan.warnings(ctx);
+    let timer = Timer::best();
+    let mut records = Vec::new();
+    let mut uown: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for row in rows {
+        let mut r = Record::new(
+            "intervene-uown",
+            &format!("uown hops {}", row.hops),
+            prov.clone(),
+            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read" }),
+        );
+        match row.uown_home {
+            Some(h) => {
+                let v = measure_uown(host, &timer, req, h, size, plan.iterations)?;
+                r.add_samples("latency", "ns", &v);
+                uown.insert(row.hops, v);
+            }
+            None => r.unavailable.push(Unavailable {
+                feature: "uown_latency".into(),
+                reason: format!("no node with memory {} hops away", row.hops),
+            }),
+        }
+        r.warnings = warnings.clone();
+        records.push(r);
+    }
+    let total = states.len() * rows.iter().map(|r| r.cells.len()).sum::<usize>();
+    let mut done = 0;
+    for &st in states {
+        for row in rows {
+            for c in &row.cells {
+                done += 1;
+                progress(&format!("intervene: {done}/{total}"));
+                let mut r = Record::new(
+                    "intervene",
+                    &format!("{} hops {} {}", st.name(), row.hops, c.placement.name()),
+                    prov.clone(),
+                    cell_params(row, c, Some(st), size),
+                );
+                r.unavailable = unavailable(c);
+                if let Ok(p) = &c.party {
+                    let ms = measure_party(host, &timer, p, st, size, plan.iterations)?;
+                    r.add_samples("latency", "ns", &ms.ns);
+                    let du = median(&ms.ns)
+                        .zip(uown.get(&row.hops).and_then(|u| median(u)))
+                        .map(|(x, u)| x - u);
+                    r.data = Some(
+                        json!({ "delta_u_ns": du, "delta_u_rule": "median latency minus the median unowned read latency at the same distance" }),
+                    );
+                    r.placement =
+                        Some(json!({ "resolved": p, "verified": { "threads": ms.pins } }));
+                }
+                r.warnings = warnings.clone();
+                records.push(r);
+            }
+        }
+    }
+    Ok(records)
+}
+
+fn list<T>(s: &str, f: impl Fn(&str) -> std::result::Result<T, String>) -> Result<Vec<T>> {
+    s.split(',')
+        .map(|x| f(x.trim()).map_err(Error::Input))
+        .collect()
+}
+
+fn parse_state(s: &str) -> std::result::Result<LineState, String> {
+    match LineState::parse(s) {
+        Ok(st @ (LineState::Cexh | LineState::Cexm | LineState::Dexd | LineState::Dext)) => Ok(st),
+        _ => Err(format!(
+            "invalid state '{s}': expected cexh, cexm, dexd or dext (an owner's state)"
+        )),
+    }
+}
+
+fn cell_params(row: &Row, c: &Cell, state: Option<LineState>, size: u64) -> serde_json::Value {
+    let mut p = json!({
+        "hops": row.hops, "placement": c.placement.name(), "size_bytes": size,
+    });
+    if let Some(s) = state {
+        p["state"] = json!(s.name());
+        p["request"] = json!(s.default_request().name());
+    }
+    if let Ok(x) = &c.party {
+        p["requestor_cpu"] = json!(x.requestor.pu.os);
+        p["requestor_node"] = json!(x.requestor.pu.node);
+        p["owner_cpu"] = json!(x.owner.pu.os);
+        p["owner_node"] = json!(x.owner.pu.node);
+        p["home_node"] = json!(x.home);
+        p["xhops"] = json!(x.xhops);
+        p["yhops"] = json!(x.yhops);
+        p["zhops"] = json!(x.zhops);
+    }
+    p
+}
+
+fn render_plan(rows: &[Row], warnings: &[String]) -> String {
+    let mut out = Vec::new();
+    for row in rows {
+        for c in &row.cells {
+            let cpu = |t: &numalab_topo::ThreadPlacement| {
+                format!(
+                    "{} (node {})",
+                    t.pu.os,
+                    t.pu.node.map(|n| n.to_string()).unwrap_or("?".into())
+                )
+            };
+            let h = |x: Option<u32>| x.map(|v| v.to_string()).unwrap_or("?".into());
+            out.push(match &c.party {
+                Ok(p) => vec![
+                    row.hops.to_string(),
+                    c.placement.name().into(),
+                    cpu(&p.requestor),
+                    cpu(&p.owner),
+                    p.home.to_string(),
+                    format!("{}/{}/{}", h(p.xhops), h(p.yhops), h(p.zhops)),
+                ],
+                Err(e) => vec![
+                    row.hops.to_string(),
+                    c.placement.name().into(),
+                    format!("unavailable: {e}"),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ],
+            });
+        }
+    }
+    let mut s = String::from("Intervention placements (plan only)\n\n");
+    s.push_str(&table(
+        &[
+            "hops",
+            "placement",
+            "requestor",
+            "owner",
+            "home",
+            "x/y/z hops",
+        ],
+        &out,
+    ));
+    s.push('\n');
+    for w in warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}
+
+fn render(
+    records: &[Record],
+    states: &[LineState],
+    rows: &[Row],
+    warnings: &[String],
+    iterations: usize,
+) -> String {
+    let med = |kind: &str, name: &str| {
+        records
+            .iter()
+            .find(|r| r.kind == kind && r.name == name)
+            .and_then(|r| r.stats.first())
+            .map(|s| s.summary.median)
+    };
+    let mut s = String::new();
+    for st in states {
+        let _ = writeln!(
+            s,
+            "{} latency (ns, median of {iterations} passes; ΔU = minus unowned at the same distance)",
+            st.name()
+        );
+        let mut header = vec!["hops", "UOWN"];
+        for p in ["xhops=0", "yhops=0", "zhops=0"] {
+            header.extend([p, "ΔU"]);
+        }
+        let body: Vec<Vec<String>> = rows
+            .iter()
+            .map(|row| {
+                let u = med("intervene-uown", &format!("uown hops {}", row.hops));
+                let fmt = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
+                let mut line = vec![row.hops.to_string(), fmt(u)];
+                for p in [Placement::X, Placement::Y, Placement::Z] {
+                    // The zero-hop row is one local measurement, shown under each placement.
+                    let which = if row.hops == 0 { Placement::Local } else { p };
+                    let v = med(
+                        "intervene",
+                        &format!("{} hops {} {}", st.name(), row.hops, which.name()),
+                    );
+                    line.push(fmt(v));
+                    line.push(
+                        v.zip(u)
+                            .map(|(v, u)| format!("{:+.1}", v - u))
+                            .unwrap_or("-".into()),
+                    );
+                }
+                line
+            })
+            .collect();
+        s.push_str(&table(&header, &body));
+        s.push_str("\n\n");
+    }
+    let _ = writeln!(
+        s,
+        "{} of lines per measurement; requests: cexh/cexm/dexd read, dext rdex",
+        records
+            .first()
+            .and_then(|r| r.parameters["size_bytes"].as_u64())
+            .map(fmt_bytes)
+            .unwrap_or_default()
+    );
+    for w in warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

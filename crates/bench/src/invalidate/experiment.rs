@@ -1,0 +1,234 @@
+//! The invalidation sweep as an experiment: options, plan, records and text.
+
+use super::{measure, InvalidatePlan, Step};
+use crate::experiment::{check_iterations, opt_size, Context, Progress};
+use numalab_probe::Timer;
+use numalab_results::output::table;
+use numalab_results::stats::median;
+use numalab_results::{Record, Unavailable};
+use numalab_topo::plan::resolve_memory;
+use numalab_topo::{fmt_bytes, Error, Host, Machine, MemSpec, PageSize, Result, ThreadSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::fmt::Write;
+
+/// What the user asks of `invalidate`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// The requestor (one CPU; the language of `numalab plan`).
+    pub cpu: String,
+    /// Home node of the lines.
+    pub mem_node: String,
+    /// Sharers per node.
+    pub per_node: usize,
+    /// Largest sharer count (None: every node's sharers).
+    pub sharers: Option<usize>,
+    /// Bytes of shared lines (None: half the private cache).
+    pub size: Option<String>,
+    /// Timed passes per measurement.
+    pub iterations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu: "compact".into(),
+            mem_node: "local".into(),
+            per_node: 1,
+            sharers: None,
+            size: None,
+            iterations: 5,
+        }
+    }
+}
+
+impl Options {
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        ThreadSpec::parse(&self.cpu)?;
+        MemSpec::parse(&self.mem_node)?;
+        if self.per_node == 0 {
+            return Err(Error::input(
+                "invalid --per-node '0': at least 1 sharer per node",
+            ));
+        }
+        check_iterations(self.iterations)?;
+        opt_size(self.size.as_deref())?;
+        Ok(())
+    }
+}
+
+impl InvalidatePlan {
+    /// Resolve the options on a machine: the requestor, the home, sharers nearest-first.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<InvalidatePlan> {
+        o.check()?;
+        let req = vec![crate::crew::one(m, ThreadSpec::parse(&o.cpu)?)?];
+        let mem = resolve_memory(m, &MemSpec::parse(&o.mem_node)?, PageSize::Base, &req)?;
+        let size =
+            opt_size(o.size.as_deref())?.unwrap_or_else(|| crate::sizing::half_private_cache(m));
+        if size < 4096 {
+            return Err(Error::input(format!(
+                "invalid --size '{}': at least 4K",
+                o.size.as_deref().unwrap_or_default()
+            )));
+        }
+        InvalidatePlan::new(
+            m,
+            req[0].clone(),
+            mem,
+            o.per_node,
+            o.sharers,
+            size,
+            o.iterations,
+        )
+    }
+
+    /// The plan as a record (what `--dry-run` emits).
+    pub fn record(&self, ctx: &Context) -> Record {
+        let n = self.sharers.len();
+        let mut r = Record::new(
+            "invalidate-plan",
+            &format!("1..{n} sharers"),
+            ctx.prov.clone(),
+            params(self, n),
+        );
+        r.placement = Some(
+            json!({ "resolved": { "requestor": self.requestor, "sharers": self.sharers, "memory": self.mem } }),
+        );
+        r.warnings = warnings(self, ctx);
+        r
+    }
+}
+
+fn warnings(plan: &InvalidatePlan, ctx: &Context) -> Vec<String> {
+    let mut w = ctx.warnings.clone();
+    w.extend(plan.warnings.iter().cloned());
+    w
+}
+
+fn params(p: &InvalidatePlan, k: usize) -> serde_json::Value {
+    let s = &p.sharers[..k];
+    json!({
+        "sharers": k,
+        "requestor_cpu": p.requestor.pu.os,
+        "requestor_node": p.requestor.pu.node,
+        "home_node": p.home(),
+        "sharer_cpus": s.iter().map(|x| x.thread.pu.os).collect::<Vec<_>>(),
+        "sharer_nodes": s.iter().map(|x| x.node).collect::<Vec<_>>(),
+        "newest_node": s[k - 1].node,
+        "hops": s[k - 1].hops,
+        "size_bytes": p.size,
+        "iterations": p.iterations,
+        "state": format!("shrd:{k}"),
+        "method": "lines flushed, then the sharers read them; rdex: the requestor's modify chase; upgrade: the requestor reads them too, untimed, then the modify chase; bandwidth kernels rdex/upgrade/zero store one word per line",
+    })
+}
+
+/// Measure the sweep on this machine: the steps and one record per sharer count.
+pub fn run(
+    host: &Host,
+    plan: &InvalidatePlan,
+    ctx: &Context,
+    progress: Progress,
+) -> Result<(Vec<Step>, Vec<Record>)> {
+    let timer = Timer::best();
+    let steps = measure(host, &timer, plan, |k, n| {
+        progress(&format!("invalidate: {k}/{n} sharers"))
+    })?;
+    let warnings = warnings(plan, ctx);
+    let records = steps
+        .iter()
+        .map(|s| {
+            let mut r = Record::new(
+                "invalidate",
+                &format!("{} sharers", s.sharers),
+                ctx.prov.clone(),
+                params(plan, s.sharers),
+            );
+            r.add_samples("rdex_latency", "ns", &s.rdex_ns);
+            r.add_samples("upgrade_latency", "ns", &s.upgrade_ns);
+            r.add_samples("rdex_bandwidth", "GB/s", &s.rdex_gbps);
+            r.add_samples("upgrade_bandwidth", "GB/s", &s.upgrade_gbps);
+            r.add_samples("zero_bandwidth", "GB/s", &s.zero_gbps);
+            match &s.uown_ns {
+                Some(u) => r.add_samples("uown_rdex_latency", "ns", u),
+                None => r.unavailable.push(Unavailable {
+                    feature: "uown_rdex_latency".into(),
+                    reason:
+                        "the newest sharer's node has no memory to home an unowned reference on"
+                            .into(),
+                }),
+            }
+            r.placement = Some(json!({ "verified": { "threads": s.pins } }));
+            r.data = Some(json!({ "samples": s }));
+            r.warnings = warnings.clone();
+            r
+        })
+        .collect();
+    Ok((steps, records))
+}
+
+/// The sweep as text: the sharer order, and the figures of each count when measured.
+pub fn render(plan: &InvalidatePlan, steps: Option<&[Step]>, ctx: &Context) -> String {
+    let warnings = warnings(plan, ctx);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Invalidation sweep: requestor CPU {} (node {}), lines homed on node {}, {} of shared lines{}\n",
+        plan.requestor.pu.os,
+        plan.requestor.pu.node.map(|n| n.to_string()).unwrap_or("?".into()),
+        plan.home(),
+        fmt_bytes(plan.size),
+        if steps.is_some() {
+            format!(", median of {} passes", plan.iterations)
+        } else {
+            " (plan only)".into()
+        }
+    );
+    let f = |v: &[f64]| median(v).map(|x| format!("{x:.1}")).unwrap_or("-".into());
+    let g = |v: &[f64]| median(v).map(|x| format!("{x:.2}")).unwrap_or("-".into());
+    let rows: Vec<Vec<String>> = plan
+        .sharers
+        .iter()
+        .enumerate()
+        .map(|(i, sh)| {
+            let mut row = vec![
+                (i + 1).to_string(),
+                sh.thread.pu.os.to_string(),
+                sh.node.map(|n| n.to_string()).unwrap_or("?".into()),
+                sh.hops.map(|h| h.to_string()).unwrap_or("?".into()),
+            ];
+            if let Some(st) = steps.and_then(|v| v.get(i)) {
+                row.extend([
+                    f(&st.rdex_ns),
+                    f(&st.upgrade_ns),
+                    st.uown_ns.as_deref().map(f).unwrap_or("-".into()),
+                    g(&st.rdex_gbps),
+                    g(&st.upgrade_gbps),
+                    g(&st.zero_gbps),
+                ]);
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["#sh", "+cpu", "node", "hops"];
+    if steps.is_some() {
+        header.extend([
+            "RDEX ns",
+            "UPGRD ns",
+            "UOWN ns",
+            "RDEX GB/s",
+            "UPGRD GB/s",
+            "zero GB/s",
+        ]);
+    }
+    s.push_str(&table(&header, &rows));
+    s.push('\n');
+    if steps.is_some() {
+        let _ = writeln!(s, "\nUOWN: unowned RDEX latency from the requestor to the newest sharer's node (snbench Figure 4.12's reference). UPGRD latency overlaps stores, as snbench notes; it is not an isolated invalidation.");
+    }
+    for w in &warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

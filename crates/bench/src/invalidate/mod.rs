@@ -1,0 +1,299 @@
+//! The invalidation sweep (snbench Table 4.19): the requestor sits on the home node
+//! and lines are shared by 1, 2, … sharers added nearest-first by distance from the
+//! home; each sharer count gets RDEX and UPGRD latency and bandwidth and `zero`
+//! bandwidth, beside the unowned RDEX latency to the farthest sharer's node.
+
+mod experiment;
+pub use experiment::{render, run, Options};
+
+/// The experiment's plan.
+pub type Plan = InvalidatePlan;
+
+use crate::bandwidth::{self, BwPlan};
+use crate::helpers::closeness;
+use crate::latency::{self, LatencyPlan};
+use numalab_probe::bw::BwKernel;
+use numalab_probe::{LineState, Request, Timer};
+use numalab_topo::plan::resolve_memory;
+use numalab_topo::{
+    Error, Host, Machine, MemPlacement, MemSpec, PageSize, Result, ThreadPlacement,
+};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One sharer in the sweep's order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sharer {
+    /// Where it runs.
+    pub thread: ThreadPlacement,
+    /// Its NUMA node.
+    pub node: Option<u32>,
+    /// Hops from the home node to its node.
+    pub hops: Option<u32>,
+}
+
+/// Every CPU that may share, nearest-first from `home`: nodes by (hops, distance,
+/// number), at most `per_node` CPUs of each (other cores before SMT siblings, nearest
+/// to the requestor first), never on the requestor's core.
+pub fn sharer_order(
+    m: &Machine,
+    requestor: &ThreadPlacement,
+    home: u32,
+    per_node: usize,
+) -> Vec<Sharer> {
+    let d = &m.distances;
+    let mut free: Vec<_> = m
+        .pus
+        .iter()
+        .filter(|p| p.core != requestor.pu.core)
+        .collect();
+    free.sort_by_key(|p| {
+        let node_key = p.node.map(|n| {
+            (
+                d.hops_between(home, n).unwrap_or(u32::MAX),
+                d.distance(home, n).unwrap_or(u64::MAX),
+                n,
+            )
+        });
+        (node_key, p.smt_rank, closeness(m, &requestor.pu, p))
+    });
+    let mut taken: BTreeMap<Option<u32>, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for p in free {
+        let t = taken.entry(p.node).or_default();
+        if *t >= per_node {
+            continue;
+        }
+        *t += 1;
+        out.push(Sharer {
+            thread: ThreadPlacement {
+                thread: out.len(),
+                pu: p.clone(),
+            },
+            node: p.node,
+            hops: p.node.and_then(|n| d.hops_between(home, n)),
+        });
+    }
+    out
+}
+
+/// The sweep, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct InvalidatePlan {
+    /// The requestor (on the home node unless the user moved the memory).
+    pub requestor: ThreadPlacement,
+    /// Home of the lines.
+    pub mem: MemPlacement,
+    /// Sharers in the order they join; step k uses the first k.
+    pub sharers: Vec<Sharer>,
+    /// Bytes of shared lines per measurement.
+    pub size: u64,
+    /// Timed passes per measurement.
+    pub iterations: usize,
+    /// Things the reader should know.
+    pub warnings: Vec<String>,
+}
+
+impl InvalidatePlan {
+    /// Resolve: sharers nearest-first from the home node, `max` of them (default all).
+    pub fn new(
+        m: &Machine,
+        requestor: ThreadPlacement,
+        mem: MemPlacement,
+        per_node: usize,
+        max: Option<usize>,
+        size: u64,
+        iterations: usize,
+    ) -> Result<InvalidatePlan> {
+        let home = *mem
+            .nodes
+            .first()
+            .ok_or_else(|| Error::System("memory placement has no node".into()))?;
+        let mut sharers = sharer_order(m, &requestor, home, per_node);
+        let available = sharers.len();
+        if available == 0 {
+            return Err(Error::Unsatisfiable(format!(
+                "the invalidation sweep needs at least one sharer on a core other than the requestor's (CPU {}), and this machine has none",
+                requestor.pu.os
+            )));
+        }
+        if let Some(k) = max {
+            if k == 0 || k > available {
+                return Err(Error::bad(
+                    "--sharers",
+                    k.to_string(),
+                    format!(
+                        "1..={available} ({available} CPU(s) off the requestor's core, at most {per_node} per node; raise --per-node for more)"
+                    ),
+                ));
+            }
+            sharers.truncate(k);
+        }
+        let mut warnings = Vec::new();
+        if requestor.pu.node != Some(home) {
+            warnings.push(format!(
+                "the requestor (CPU {}) is not on the home node {home}, unlike snbench's sweep",
+                requestor.pu.os
+            ));
+        }
+        Ok(InvalidatePlan {
+            requestor,
+            mem,
+            sharers,
+            size,
+            iterations,
+            warnings,
+        })
+    }
+
+    /// The home node.
+    pub fn home(&self) -> u32 {
+        self.mem.nodes[0]
+    }
+}
+
+/// The figures of one sharer count (samples per pass).
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Sharers in this step.
+    pub sharers: usize,
+    /// RDEX latency, ns per load.
+    pub rdex_ns: Vec<f64>,
+    /// UPGRD latency, ns per load.
+    pub upgrade_ns: Vec<f64>,
+    /// RDEX bandwidth, GB/s.
+    pub rdex_gbps: Vec<f64>,
+    /// UPGRD bandwidth, GB/s.
+    pub upgrade_gbps: Vec<f64>,
+    /// zero bandwidth (stores to the shared lines), GB/s.
+    pub zero_gbps: Vec<f64>,
+    /// Unowned RDEX latency from the requestor to the newest sharer's node (when it
+    /// has memory), ns per load: the reference Figure 4.12 draws.
+    pub uown_ns: Option<Vec<f64>>,
+    /// Pinning proof of the RDEX latency run (requestor, then sharers).
+    pub pins: Vec<numalab_topo::bind::PinProof>,
+}
+
+/// Measure every sharer count; `progress(k, total)` before each.
+pub fn measure(
+    host: &Host,
+    timer: &Timer,
+    plan: &InvalidatePlan,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<Step>> {
+    let m = &host.machine;
+    let evict = crate::sizing::eviction_buffer(m);
+    let req = vec![plan.requestor.clone()];
+    // The unowned reference depends only on the sharer's node: measure each once.
+    let mut uown: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for k in 1..=plan.sharers.len() {
+        progress(k, plan.sharers.len());
+        let helpers: Vec<ThreadPlacement> =
+            plan.sharers[..k].iter().map(|s| s.thread.clone()).collect();
+        let state = LineState::Shrd(k);
+        let lat = |r: Request| {
+            let p = LatencyPlan::basic(
+                req.clone(),
+                helpers.clone(),
+                plan.mem.clone(),
+                state,
+                r,
+                plan.iterations,
+                evict,
+            );
+            latency::measure(host, timer, &p, plan.size)
+        };
+        let rdex = lat(Request::Rdex)?;
+        let upgrade = lat(Request::Upgrade)?;
+        let bw = |kernel: BwKernel| -> Result<Vec<f64>> {
+            let p = BwPlan {
+                requestors: req.clone(),
+                helpers: helpers.clone(),
+                mem: plan.mem.clone(),
+                state,
+                kernel,
+                size: plan.size,
+                iterations: plan.iterations,
+                mp: false,
+                evict_bytes: evict,
+                warnings: Vec::new(),
+            };
+            Ok(bandwidth::measure(host, timer, &p)?.aggregate)
+        };
+        let newest = plan.sharers[k - 1].node;
+        let uown_ns = match newest {
+            Some(n) if m.node(n).is_some_and(|x| m.has_memory(x)) => {
+                if let std::collections::btree_map::Entry::Vacant(e) = uown.entry(n) {
+                    let mem = resolve_memory(m, &MemSpec::Node(n), PageSize::Base, &req)?;
+                    let p = LatencyPlan::basic(
+                        req.clone(),
+                        Vec::new(),
+                        mem,
+                        LineState::Uown,
+                        Request::Rdex,
+                        plan.iterations,
+                        0,
+                    );
+                    e.insert(
+                        latency::measure(host, timer, &p, plan.size)?.requestors[0]
+                            .ns
+                            .clone(),
+                    );
+                }
+                uown.get(&n).cloned()
+            }
+            _ => None,
+        };
+        out.push(Step {
+            sharers: k,
+            rdex_ns: rdex.requestors[0].ns.clone(),
+            upgrade_ns: upgrade.requestors[0].ns.clone(),
+            rdex_gbps: bw(BwKernel::Rdex)?,
+            upgrade_gbps: bw(BwKernel::Upgrade)?,
+            zero_gbps: bw(BwKernel::Zero)?,
+            uown_ns,
+            pins: rdex.pins,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_topo::{Host, TopologySource};
+
+    fn machine(desc: &str) -> Machine {
+        Host::load(&TopologySource::Synthetic(desc.into()))
+            .unwrap()
+            .machine
+    }
+
+    fn at(m: &Machine, cpu: u32) -> ThreadPlacement {
+        ThreadPlacement {
+            thread: 0,
+            pu: m.pu(cpu).unwrap().clone(),
+        }
+    }
+
+    #[test]
+    fn one_sharer_per_node_never_on_the_requestors_core() {
+        let m = machine("pack:2 numa:2 core:2 pu:2");
+        let order = sharer_order(&m, &at(&m, 0), 0, 1);
+        // Four nodes, one sharer each; the home node's sharer is another core.
+        assert_eq!(order.len(), 4);
+        assert_eq!(order[0].node, Some(0));
+        assert_ne!(order[0].thread.pu.core, m.pu(0).unwrap().core);
+        assert_eq!(order[0].thread.pu.smt_rank, 0);
+        let mut nodes: Vec<_> = order.iter().map(|s| s.node).collect();
+        nodes.dedup();
+        assert_eq!(nodes.len(), 4);
+        // More per node: the home node gives its other core (both PUs) only.
+        let order = sharer_order(&m, &at(&m, 0), 0, 4);
+        assert_eq!(order.iter().filter(|s| s.node == Some(0)).count(), 2);
+        assert!(order
+            .iter()
+            .all(|s| s.thread.pu.core != m.pu(0).unwrap().core));
+    }
+}

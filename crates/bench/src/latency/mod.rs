@@ -1,0 +1,454 @@
+//! `latency`: back-to-back (and restart) latency of a pointer chase, per requestor,
+//! with lines prepared in a composite coherence state before every pass.
+
+mod experiment;
+mod view;
+pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
+pub use view::{render, render_plan, sweep_records};
+
+use crate::restart::{self, RestartOutcome, RestartParams};
+use numalab_probe::kernel::{self, UNROLL};
+use numalab_probe::{
+    flush, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target, Timer,
+};
+use numalab_results::{Provenance, Record};
+use numalab_topo::bind::PinProof;
+use numalab_topo::buffer::{Buffer, MemProof};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, MemPlacement, Result, ThreadPlacement};
+use serde::Serialize;
+use serde_json::json;
+
+/// A timed pass needs at least this many loads to dwarf the timer's overhead; small
+/// warm buffers are chased round several times per pass.
+pub const MIN_LOADS: usize = 1 << 16;
+/// Default cap on the loads of one pass (and on the lines prepared for one pass).
+pub const DEFAULT_MAX_LOADS: usize = 1 << 20;
+/// Passes of the own-cache reference run beside helper-held states.
+pub const OWN_CACHE_PASSES: usize = 5;
+/// A helper-held state within this factor of the own-cache reference is suspicious.
+pub const OWN_CACHE_FACTOR: f64 = 1.5;
+
+/// Loads per pass in restart rounds: ~2×(window+stable) rounds must stay quick.
+pub const RESTART_LOADS: usize = 1 << 16;
+
+/// Default buffer size for a state: half a private cache for lines a helper holds,
+/// else beyond the caches.
+pub fn default_size(m: &Machine, state: LineState) -> u64 {
+    if state.helpers() > 0 {
+        crate::sizing::half_private_cache(m)
+    } else {
+        crate::sizing::beyond_caches(m)
+    }
+}
+
+/// Everything one latency measurement needs, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyPlan {
+    /// Requestor threads (timed simultaneously, each with its own chase).
+    pub requestors: Vec<ThreadPlacement>,
+    /// Helper threads preparing the line state.
+    pub helpers: Vec<ThreadPlacement>,
+    /// Home of every requestor's buffer.
+    pub mem: MemPlacement,
+    /// Line state.
+    pub state: LineState,
+    /// Request (kernel).
+    pub request: Request,
+    /// Chase layout (the seed is offset by the requestor index).
+    pub layout: Layout,
+    /// Timed passes per requestor.
+    pub iterations: usize,
+    /// Cap on loads (and prepared lines) per pass.
+    pub max_loads: usize,
+    /// Restart search, when asked for.
+    pub restart: Option<RestartParams>,
+    /// Bytes a cexm helper streams through to evict its private caches.
+    pub evict_bytes: usize,
+    /// Things the reader should know about this plan.
+    pub warnings: Vec<String>,
+}
+
+/// How one size will be run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// Buffer bytes per requestor.
+    pub size: u64,
+    /// Chase elements in the buffer.
+    pub elements: usize,
+    /// Elements prepared and visited per prepared pass (== elements for warm passes).
+    pub visited: usize,
+    /// Loads per timed pass.
+    pub loads: usize,
+}
+
+impl LatencyPlan {
+    /// A plain plan: one chase per requestor at a 128-byte stride (no adjacent-line
+    /// prefetch pairs), 4 KiB pages, no restart search. Experiments built from
+    /// latency measurements (c2c, matrices, invalidation, intervention) use this.
+    pub fn basic(
+        requestors: Vec<ThreadPlacement>,
+        helpers: Vec<ThreadPlacement>,
+        mem: MemPlacement,
+        state: LineState,
+        request: Request,
+        iterations: usize,
+        evict_bytes: usize,
+    ) -> LatencyPlan {
+        LatencyPlan {
+            requestors,
+            helpers,
+            mem,
+            state,
+            request,
+            layout: Layout {
+                stride: 128,
+                ..Layout::default_for(4096, 1)
+            },
+            iterations,
+            max_loads: DEFAULT_MAX_LOADS,
+            restart: None,
+            evict_bytes,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Lines visited and loads per pass for a buffer of `size` bytes.
+    pub fn shape(&self, size: u64) -> Result<Shape> {
+        let elements = self.layout.elements(size as usize);
+        let cap = if self.restart.is_some() {
+            self.max_loads.min(RESTART_LOADS)
+        } else {
+            self.max_loads
+        };
+        if self.state.prepared() {
+            let visited = elements.min(cap) / UNROLL * UNROLL;
+            if visited == 0 {
+                return Err(Error::bad(
+                    "size",
+                    fmt_bytes(size),
+                    format!(
+                        "state {} visits each line once per pass and needs at least {UNROLL} elements ({} at a {}-byte stride)",
+                        self.state.name(),
+                        fmt_bytes((UNROLL * self.layout.stride) as u64),
+                        self.layout.stride
+                    ),
+                ));
+            }
+            Ok(Shape {
+                size,
+                elements,
+                visited,
+                loads: visited,
+            })
+        } else {
+            if elements == 0 {
+                return Err(Error::bad(
+                    "size",
+                    fmt_bytes(size),
+                    format!("at least one {}-byte stride", self.layout.stride),
+                ));
+            }
+            let loads = if elements >= MIN_LOADS {
+                elements.min(cap)
+            } else {
+                elements * MIN_LOADS.div_ceil(elements)
+            };
+            Ok(Shape {
+                size,
+                elements,
+                visited: elements,
+                loads,
+            })
+        }
+    }
+
+    /// Warnings about this size: prepared lines that cannot fit where the state puts them.
+    pub fn size_warnings(&self, m: &Machine, shape: &Shape) -> Vec<String> {
+        let mut w = Vec::new();
+        let held = (shape.visited * self.layout.line * self.requestors.len()) as u64;
+        let private = m
+            .cache(2)
+            .or_else(|| m.cache(1))
+            .filter(|c| c.shared_by <= 2);
+        if matches!(
+            self.state,
+            LineState::Shrd(_) | LineState::Cexh | LineState::Dexd | LineState::Dext
+        ) {
+            if let Some(c) = private {
+                if held > c.bytes {
+                    w.push(format!(
+                        "the {} of prepared lines exceed a helper's L{} cache ({}): some will sit in a shared cache or memory instead of the helper's cache; use --size ≤ {}",
+                        fmt_bytes(held),
+                        c.level,
+                        fmt_bytes(c.bytes),
+                        fmt_bytes(c.bytes / 2)
+                    ));
+                }
+            }
+        }
+        if shape.visited < shape.elements && self.state.prepared() {
+            w.push(format!(
+                "a pass visits {} of the {} elements (the first ones of the random cycle); raise --max-loads to visit more",
+                shape.visited, shape.elements
+            ));
+        }
+        w
+    }
+}
+
+/// One requestor's result at one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestorResult {
+    /// Requestor index.
+    pub requestor: usize,
+    /// ns per load, one per pass.
+    pub ns: Vec<f64>,
+    /// Timer ticks (TSC cycles on x86) per load, one per pass.
+    pub ticks: Vec<f64>,
+    /// Where its buffer landed.
+    pub memory: MemProof,
+    /// Restart search, when asked for.
+    pub restart: Option<RestartOutcome>,
+    /// For states held in a helper's cache: the same chase with the lines in the
+    /// requestor's own caches (ns per load, one per pass), to tell a remote hit from a local one.
+    pub own_cache_ns: Option<Vec<f64>>,
+}
+
+/// The result of one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeResult {
+    /// How it was run.
+    pub shape: Shape,
+    /// Per requestor.
+    pub requestors: Vec<RequestorResult>,
+    /// Pinning proof: requestors, then helpers.
+    pub pins: Vec<PinProof>,
+    /// Warnings for this size.
+    pub warnings: Vec<String>,
+}
+
+fn min_of(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// Measure one size on this machine.
+pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result<SizeResult> {
+    let shape = plan.shape(size)?;
+    if plan.state.prepared() && !flush::available() {
+        return Err(Error::Unsatisfiable(format!(
+            "state {} needs a cache-flush instruction; this architecture has none implemented (use --state warm)",
+            plan.state.name()
+        )));
+    }
+    let mut chases = Vec::with_capacity(plan.requestors.len());
+    for (i, _) in plan.requestors.iter().enumerate() {
+        let buf = Buffer::allocate(host, &plan.mem, size)?;
+        let layout = Layout {
+            seed: plan.layout.seed.wrapping_add(i as u64),
+            ..plan.layout.clone()
+        };
+        let chase = Chase::new(buf, layout, Some(shape.visited))
+            .map_err(|e| Error::bad("layout", e, "see --stride, --window and --size"))?;
+        chases.push(chase);
+    }
+    let setup = Setup {
+        host,
+        timer,
+        requestors: plan
+            .requestors
+            .iter()
+            .zip(&chases)
+            .map(|(t, c)| Requestor {
+                cpu: t.pu.os,
+                chase: c,
+            })
+            .collect(),
+        helpers: plan.helpers.iter().map(|h| h.pu.os).collect(),
+        state: plan.state,
+        request: plan.request,
+        evict_bytes: plan.evict_bytes,
+    };
+    let main = run_round(
+        &setup,
+        &Round {
+            work: 0,
+            samples: plan.iterations,
+            loads: shape.loads,
+            target: Target::Chase,
+        },
+    )?;
+    let mut restarts: Vec<Option<RestartOutcome>> = vec![None; chases.len()];
+    if let Some(p) = &plan.restart {
+        // All requestors run every round together; each gets its own curve.
+        let mut curves: Vec<Vec<(f64, f64)>> = vec![Vec::new(); chases.len()];
+        let loads = shape.loads.min(RESTART_LOADS);
+        let round = |work: usize, target: Target| {
+            run_round(
+                &setup,
+                &Round {
+                    work,
+                    samples: plan.iterations,
+                    loads,
+                    target,
+                },
+            )
+        };
+        // The search follows requestor 0; the others are recorded over the same k.
+        let outcome = restart::search(p, |k| -> Result<(f64, f64)> {
+            let b = round(k, Target::Chase)?;
+            let l = round(k, Target::SelfLoop)?;
+            for (i, c) in curves.iter_mut().enumerate() {
+                c.push((min_of(&b.ns_per_load[i]), min_of(&l.ns_per_load[i])));
+            }
+            Ok(curves[0][k])
+        })?;
+        for (i, c) in curves.iter().enumerate() {
+            restarts[i] = Some(if i == 0 {
+                outcome.clone()
+            } else {
+                let mut it = c.iter().copied();
+                restart::search(
+                    &RestartParams {
+                        max_work: c.len() - 1,
+                        ..*p
+                    },
+                    |_| Ok::<_, Error>(it.next().unwrap_or((f64::NAN, f64::NAN))),
+                )?
+            });
+        }
+    }
+    // Reference for helper-held states: the same lines once the requestor holds them.
+    let own = if plan.state.helpers() > 0 {
+        let warm = Setup {
+            helpers: Vec::new(),
+            state: LineState::Warm,
+            request: if plan.request == Request::Upgrade {
+                Request::Rdex
+            } else {
+                plan.request
+            },
+            ..setup
+        };
+        Some(run_round(
+            &warm,
+            &Round {
+                work: 0,
+                samples: OWN_CACHE_PASSES,
+                loads: shape.loads,
+                target: Target::Chase,
+            },
+        )?)
+    } else {
+        None
+    };
+    let requestors = chases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| RequestorResult {
+            requestor: i,
+            ns: main.ns_per_load[i].clone(),
+            ticks: main.ticks_per_load[i].clone(),
+            memory: c.buffer.proof.clone(),
+            restart: restarts[i].take(),
+            own_cache_ns: own.as_ref().map(|o| o.ns_per_load[i].clone()),
+        })
+        .collect();
+    Ok(SizeResult {
+        shape,
+        requestors,
+        pins: main.pins,
+        warnings: plan.size_warnings(&host.machine, &shape),
+    })
+}
+
+/// Parameters common to every record of a plan.
+pub fn parameters(plan: &LatencyPlan, timer: Option<&Timer>, shape: &Shape) -> serde_json::Value {
+    json!({
+        "size_bytes": shape.size,
+        "state": plan.state.name(),
+        "state_how": plan.state.how(),
+        "kernel": plan.request.name(),
+        "stride_bytes": plan.layout.stride,
+        "line_bytes": plan.layout.line,
+        "window_pages": plan.layout.window_pages,
+        "order": plan.layout.order,
+        "page_size": plan.mem.page_size.name(),
+        "seed": plan.layout.seed,
+        "iterations": plan.iterations,
+        "elements": shape.elements,
+        "visited_per_pass": shape.visited,
+        "loads_per_pass": shape.loads,
+        "max_loads": plan.max_loads,
+        "restart": plan.restart,
+        "evict_bytes": (plan.state == LineState::Cexm).then_some(plan.evict_bytes),
+        "kernel_impl": kernel::IMPLEMENTATION,
+        "unroll": UNROLL,
+        "flush": plan.state.prepared().then(flush::method),
+        "timer": timer,
+    })
+}
+
+/// One record per requestor for one size.
+pub fn records(
+    prov: &Provenance,
+    base_warnings: &[String],
+    plan: &LatencyPlan,
+    timer: &Timer,
+    r: &SizeResult,
+) -> Vec<Record> {
+    r.requestors
+        .iter()
+        .map(|q| {
+            let t = &plan.requestors[q.requestor];
+            let name = format!(
+                "{} {} {} cpu{} node{}",
+                plan.request.name(),
+                plan.state.name(),
+                fmt_bytes(r.shape.size),
+                t.pu.os,
+                numalab_topo::cpulist::format(&plan.mem.nodes)
+            );
+            let mut params = parameters(plan, Some(timer), &r.shape);
+            params["requestor"] = json!(q.requestor);
+            params["requestor_cpu"] = json!(t.pu.os);
+            params["helper_cpus"] = json!(plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>());
+            let mut rec = Record::new("latency", &name, prov.clone(), params);
+            rec.placement = Some(json!({
+                "requested": { "requestor": t, "helpers": plan.helpers, "mem": plan.mem.spec },
+                "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
+                "verified": { "threads": r.pins, "memory": q.memory },
+            }));
+            rec.add_samples("latency", "ns", &q.ns);
+            if timer.ticks_are_tsc_cycles() {
+                rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);
+            }
+            rec.data = Some(json!({ "samples_ns": q.ns }));
+            if let Some(own) = &q.own_cache_ns {
+                rec.add_samples("own_cache_reference", "ns", own);
+                let med = |v: &[f64]| numalab_results::stats::median(v).unwrap_or(f64::NAN);
+                let (state, own) = (med(&q.ns), med(own));
+                if state <= own * OWN_CACHE_FACTOR {
+                    rec.warnings.push(format!(
+                        "state {} took {state:.1} ns, no more than {OWN_CACHE_FACTOR}× the {own:.1} ns of the same lines in the requestor's own caches: the helper (CPU {}) seems to share the requestor's caches (on a VM, vCPUs can be SMT siblings of one host core)",
+                        plan.state.name(),
+                        numalab_topo::cpulist::format(&plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>())
+                    ));
+                }
+            }
+            if let Some(o) = &q.restart {
+                rec.add_samples("restart", "ns", &o.window_values);
+                rec.data = Some(json!({ "samples_ns": q.ns, "restart": o }));
+                if !o.converged {
+                    rec.warnings.push(format!(
+                        "restart search did not stabilise within k = 0..={}; the figure is the minimum of the last window",
+                        o.stable_to
+                    ));
+                }
+            }
+            rec.warnings.extend(base_warnings.iter().cloned());
+            rec.warnings.extend(plan.warnings.iter().cloned());
+            rec.warnings.extend(r.warnings.iter().cloned());
+            rec
+        })
+        .collect()
+}

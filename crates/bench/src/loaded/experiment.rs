@@ -1,0 +1,322 @@
+//! Loaded latency as an experiment: options, plan, records and text.
+
+use super::{measure, LoadedPlan, Point, DEFAULT_DELAYS};
+use crate::experiment::{Context, Progress};
+use numalab_probe::inject::Traffic;
+use numalab_probe::kernel::UNROLL;
+use numalab_probe::Timer;
+use numalab_results::output::table;
+use numalab_results::stats::{median, percentile};
+use numalab_results::Record;
+use numalab_topo::plan::{check_capacity, resolve_memory};
+use numalab_topo::spec::parse_size;
+use numalab_topo::{
+    cpulist, fmt_bytes, Error, Host, Machine, MemSpec, PageSize, Result, ThreadPlacement,
+    ThreadSpec,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::fmt::Write;
+
+/// Loads per timed pass at most (~40 ms at memory latency).
+const MAX_LOADS: usize = 1 << 18;
+
+/// What the user asks of `loaded-latency`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// The chasing thread (one CPU).
+    pub cpu: String,
+    /// Injector CPUs (None: every CPU off the chaser's core).
+    pub injectors: Option<String>,
+    /// Home of the chase and the injected traffic.
+    pub mem_node: String,
+    /// Injected traffic: read or write.
+    pub traffic: String,
+    /// Injector delays, comma-separated (None: 20000 down to 0).
+    pub delays: Option<String>,
+    /// Chase buffer bytes (None: streaming past every cache).
+    pub size: Option<String>,
+    /// Bytes per injector (None: as the chase, spread over the injectors).
+    pub inject_size: Option<String>,
+    /// Timed passes per point.
+    pub iterations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu: "compact".into(),
+            injectors: None,
+            mem_node: "local".into(),
+            traffic: "read".into(),
+            delays: None,
+            size: None,
+            inject_size: None,
+            iterations: 5,
+        }
+    }
+}
+
+/// The options, parsed.
+struct Parsed {
+    spec: ThreadSpec,
+    inj_spec: Option<ThreadSpec>,
+    mem_spec: MemSpec,
+    traffic: Traffic,
+    delays: Vec<u64>,
+    size: Option<u64>,
+    inject_size: Option<u64>,
+}
+
+impl Options {
+    fn parsed(&self) -> Result<Parsed> {
+        let o = self;
+        let spec = ThreadSpec::parse(&o.cpu)?;
+        let inj_spec = o.injectors.as_deref().map(ThreadSpec::parse).transpose()?;
+        let mem_spec = MemSpec::parse(&o.mem_node)?;
+        let traffic = Traffic::parse(&o.traffic).map_err(Error::Input)?;
+        let delays: Vec<u64> = match &o.delays {
+            Some(d) => d
+                .split(',')
+                .map(|x| {
+                    x.trim().parse::<u64>().map_err(|_| {
+                        Error::input(format!(
+                            "invalid delay '{x}': expected spin-loop counts such as 1000,100,0"
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?,
+            None => DEFAULT_DELAYS.to_vec(),
+        };
+        crate::experiment::check_iterations(o.iterations)?;
+        let size = o.size.as_deref().map(parse_size).transpose()?;
+        let inject_size = o.inject_size.as_deref().map(parse_size).transpose()?;
+        Ok(Parsed {
+            spec,
+            inj_spec,
+            mem_spec,
+            traffic,
+            delays,
+            size,
+            inject_size,
+        })
+    }
+
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        self.parsed().map(|_| ())
+    }
+}
+
+impl LoadedPlan {
+    /// Resolve the options on a machine.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<LoadedPlan> {
+        let Parsed {
+            spec,
+            inj_spec,
+            mem_spec,
+            traffic,
+            delays,
+            size,
+            inject_size,
+        } = o.parsed()?;
+        let req = vec![crate::crew::one(m, spec)?];
+        let r = &req[0];
+        let injectors: Vec<ThreadPlacement> = match inj_spec {
+            Some(s) => {
+                let natural = matches!(s, ThreadSpec::List(_));
+                let v = crate::crew::threads(m, s, (!natural).then_some(1))?;
+                if let Some(t) = v.iter().find(|t| t.pu.os == r.pu.os) {
+                    return Err(Error::input(format!(
+                    "invalid injector CPU '{}': it is the chasing CPU; choose others with --injectors",
+                    t.pu.os
+                )));
+                }
+                v
+            }
+            None => m
+                .pus
+                .iter()
+                .filter(|p| p.core != r.pu.core)
+                .enumerate()
+                .map(|(i, p)| ThreadPlacement {
+                    thread: i,
+                    pu: p.clone(),
+                })
+                .collect(),
+        };
+        if injectors.is_empty() {
+            return Err(Error::Unsatisfiable(format!(
+            "loaded latency needs at least one injector CPU off the chaser's core (CPU {}); this machine has none",
+            r.pu.os
+        )));
+        }
+        let mem = resolve_memory(m, &mem_spec, PageSize::Base, &req)?;
+        let chase_bytes = size.unwrap_or_else(|| crate::sizing::streaming(m, 1));
+        let inject_bytes =
+            inject_size.unwrap_or_else(|| crate::sizing::streaming(m, injectors.len()));
+        for (what, given, v) in [
+            ("--size", &o.size, chase_bytes),
+            ("--inject-size", &o.inject_size, inject_bytes),
+        ] {
+            if v < 64 << 10 {
+                return Err(Error::input(format!(
+                    "invalid {what} '{}': at least 64K",
+                    given.as_deref().unwrap_or_default()
+                )));
+            }
+        }
+        check_capacity(m, &mem, chase_bytes + inject_bytes * injectors.len() as u64)?;
+        let elements = (chase_bytes / 128) as usize;
+        Ok(LoadedPlan {
+            requestor: r.clone(),
+            injectors,
+            mem,
+            traffic,
+            delays,
+            chase_bytes,
+            inject_bytes,
+            loads: (elements.min(MAX_LOADS) / UNROLL).max(1) * UNROLL,
+            iterations: o.iterations,
+        })
+    }
+
+    /// Warnings about the plan.
+    pub fn warnings(&self, ctx: &Context) -> Vec<String> {
+        let mut warnings = ctx.warnings.clone();
+        let r = &self.requestor;
+        if self.injectors.iter().any(|t| t.pu.core == r.pu.core) {
+            warnings.push("an injector shares the chaser's core (SMT sibling): it competes for the core as well as for memory".into());
+        }
+        warnings
+    }
+
+    fn params(&self, d: Option<u64>) -> serde_json::Value {
+        let (plan, traffic, r) = (self, self.traffic, &self.requestor);
+        json!({
+            "delay": d, "delay_unit": "spin-loop iterations after each injected line",
+            "traffic": traffic.name(), "traffic_bytes_per_line": traffic.traffic_per_line(),
+            "requestor_cpu": r.pu.os,
+            "injector_cpus": cpulist::format(&plan.injectors.iter().map(|t| t.pu.os).collect::<Vec<_>>()),
+            "injectors": if d.is_some() { plan.injectors.len() } else { 0 },
+            "chase_bytes": plan.chase_bytes, "inject_bytes": plan.inject_bytes,
+            "loads_per_pass": plan.loads, "iterations": plan.iterations,
+            "chase": "random, 128-byte stride, 4 KiB pages, 256 KiB TLB windows",
+        })
+    }
+
+    /// The plan as a record (what `--dry-run` emits).
+    pub fn record(&self, ctx: &Context) -> Record {
+        let plan = self;
+        let mut rec = Record::new(
+            "loaded-latency-plan",
+            "plan",
+            ctx.prov.clone(),
+            self.params(None),
+        );
+        rec.data = Some(json!({ "delays": plan.delays }));
+        rec.placement = Some(
+            json!({ "resolved": { "requestor": plan.requestor, "injectors": plan.injectors, "memory": plan.mem } }),
+        );
+        rec.warnings = self.warnings(ctx);
+        rec
+    }
+
+    /// The plan as text.
+    pub fn render(&self, rec: &Record) -> String {
+        let (plan, traffic, r) = (self, self.traffic, &self.requestor);
+        let mut s = format!(
+                "loaded latency: chase on CPU {} over {}, {} {} injector(s) on CPUs {} with {} each, memory {}; an unloaded point, then delays {:?}\n",
+                r.pu.os,
+                fmt_bytes(plan.chase_bytes),
+                plan.injectors.len(),
+                traffic.name(),
+                rec.parameters["injector_cpus"].as_str().unwrap_or(""),
+                fmt_bytes(plan.inject_bytes),
+                cpulist::format(&plan.mem.nodes),
+                plan.delays
+            );
+        for w in &rec.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+}
+
+/// Measure the unloaded point, then every delay: the points and their records.
+pub fn run(
+    host: &Host,
+    plan: &LoadedPlan,
+    ctx: &Context,
+    progress: Progress,
+) -> Result<(Vec<Point>, Vec<Record>)> {
+    let timer = Timer::best();
+    let (points, landed) = measure(host, &timer, plan, |i, n| {
+        progress(&format!("loaded-latency: point {}/{n}", i + 1))
+    })?;
+    let (prov, warnings) = (&ctx.prov, plan.warnings(ctx));
+    let params = |d| plan.params(d);
+    let records: Vec<Record> = points
+        .iter()
+        .map(|p| {
+            let name = p
+                .delay
+                .map(|d| format!("delay {d}"))
+                .unwrap_or_else(|| "unloaded".into());
+            let mut rec = Record::new("loaded-latency", &name, prov.clone(), params(p.delay));
+            rec.add_samples("latency", "ns", &p.latency_ns);
+            if p.delay.is_some() {
+                rec.add_samples("injected_bandwidth", "GB/s", &p.injected_gbps);
+            }
+            rec.add_samples("chase_bandwidth", "GB/s", &p.chase_gbps);
+            rec.placement = Some(json!({ "verified": { "threads": p.pins, "memory": landed } }));
+            rec.data = Some(json!({ "samples": p }));
+            rec.warnings = warnings.clone();
+            rec
+        })
+        .collect();
+    Ok((points, records))
+}
+
+/// The curve as text.
+pub fn render(plan: &LoadedPlan, points: &[Point], warnings: &[String]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Loaded latency: chase on CPU {} over {}; {} {} injector(s); median of {} passes\n",
+        plan.requestor.pu.os,
+        fmt_bytes(plan.chase_bytes),
+        plan.injectors.len(),
+        plan.traffic.name(),
+        plan.iterations
+    );
+    let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            let mut l = p.latency_ns.clone();
+            l.sort_by(f64::total_cmp);
+            vec![
+                p.delay.map(|d| d.to_string()).unwrap_or("unloaded".into()),
+                if p.delay.is_some() {
+                    f(median(&p.injected_gbps), 2)
+                } else {
+                    "-".into()
+                },
+                f(median(&p.latency_ns), 1),
+                f(l.first().copied(), 1),
+                f(Some(percentile(&l, 0.9)), 1),
+            ]
+        })
+        .collect();
+    s.push_str(&table(
+        &["delay", "injected GB/s", "latency ns", "min", "p90"],
+        &rows,
+    ));
+    s.push('\n');
+    let _ = writeln!(s, "\ninjected GB/s counts memory traffic: 64 bytes per line read, 128 per line written (read-for-ownership plus writeback)");
+    for w in warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

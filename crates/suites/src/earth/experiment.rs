@@ -1,0 +1,366 @@
+//! The earth suite as an experiment: options, plan, records and text.
+
+use super::hide as earth_hide;
+use super::ops::{self as earth_ops, Cell};
+use super::view::{mask_records, mlp_records, threads_records, EarthResults};
+use super::{check_list, cpus, Cpus, Part};
+use numalab_bench::experiment::{size_opt, Context, Progress};
+use numalab_probe::Timer;
+use numalab_results::{Provenance, Record, Unavailable};
+use numalab_topo::{Error, Host, Machine, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What the user asks of `suite earth`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// Parts to run, comma-separated: ops, split, switch, mask, mlp, threads.
+    pub parts: String,
+    /// The worker (issuing) CPU (None: the first CPU).
+    pub cpu: Option<u32>,
+    /// The helper CPU (None: the nearest CPU in another domain).
+    pub helper: Option<u32>,
+    /// MLP chain counts G, comma-separated, 1..64.
+    pub groups: String,
+    /// Loop 7 chunk sizes T, comma-separated (None: powers of two up to the loop).
+    pub chunks: Option<String>,
+    /// Loop 7 communication multipliers, comma-separated.
+    pub multipliers: String,
+    /// Loop 7 iterations.
+    pub loop_n: usize,
+    /// Bytes the MLP chains run through (None: beyond the caches).
+    pub mlp_size: Option<String>,
+    /// Accesses per MLP pass (None: 2^18, or the buffer's lines when fewer).
+    pub accesses: Option<usize>,
+    /// Computation : communication of the threads table is 1 : ratio.
+    pub ratio: usize,
+    /// Timed passes per measurement.
+    pub iterations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            parts: "ops,split,switch,mask,mlp,threads".into(),
+            cpu: None,
+            helper: None,
+            groups: "1,2,4,8,12,16,24,32,48,64".into(),
+            chunks: None,
+            multipliers: "1,2,4,8,16".into(),
+            loop_n: 4096,
+            mlp_size: None,
+            accesses: None,
+            ratio: 1,
+            iterations: 5,
+        }
+    }
+}
+
+/// The options, parsed.
+struct Parsed {
+    parts: Vec<Part>,
+    groups: Vec<usize>,
+    chunks: Vec<usize>,
+    multipliers: Vec<usize>,
+    mlp_size: Option<u64>,
+}
+
+impl Options {
+    fn parsed(&self) -> Result<Parsed> {
+        let a = self;
+        let parts: Vec<Part> = a
+            .parts
+            .split(',')
+            .map(|s| Part::parse(s.trim()).map_err(Error::Input))
+            .collect::<Result<_>>()?;
+        let groups = nums("--groups", &a.groups)?;
+        check_list("--groups", &groups, 64, "independent chains")?;
+        if a.loop_n == 0 {
+            return Err(Error::input("invalid --loop-n '0': at least 1 iteration"));
+        }
+        let chunks = match &a.chunks {
+            Some(c) => nums("--chunks", c)?,
+            None => (0..)
+                .map(|i| 1usize << i)
+                .take_while(|&t| t <= a.loop_n)
+                .collect(),
+        };
+        check_list(
+            "--chunks",
+            &chunks,
+            a.loop_n,
+            "iterations of the loop, --loop-n",
+        )?;
+        let multipliers = nums("--multipliers", &a.multipliers)?;
+        check_list(
+            "--multipliers",
+            &multipliers,
+            1024,
+            "times the communication",
+        )?;
+        let mlp_size = match &a.mlp_size {
+            Some(s) => {
+                let v = size_opt("--mlp-size", s)?;
+                if v < (64 * 64 * 64) as u64 {
+                    return Err(Error::input(format!(
+                        "invalid --mlp-size '{s}': at least 256K (64 chains of 64 lines)"
+                    )));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        if let Some(n) = a.accesses.filter(|&n| n < 64) {
+            return Err(Error::input(format!(
+                "invalid --accesses '{n}': at least 64"
+            )));
+        }
+        if a.iterations == 0 || a.ratio == 0 {
+            return Err(Error::input(
+                "invalid --iterations or --ratio '0': at least 1",
+            ));
+        }
+        Ok(Parsed {
+            parts,
+            groups,
+            chunks,
+            multipliers,
+            mlp_size,
+        })
+    }
+
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        self.parsed().map(|_| ())
+    }
+}
+
+/// The suite, resolved: CPUs, parts and their sizes.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Worker, helper and remote node.
+    pub cpus: Cpus,
+    /// Parts in the order run.
+    pub parts: Vec<Part>,
+    /// MLP chain counts.
+    pub groups: Vec<usize>,
+    /// Loop 7 chunk sizes.
+    pub chunks: Vec<usize>,
+    /// Loop 7 communication multipliers.
+    pub multipliers: Vec<usize>,
+    /// Bytes the MLP chains run through.
+    pub mlp_size: u64,
+    /// Accesses per MLP pass.
+    pub accesses: usize,
+    /// The options (loop, ratio, passes).
+    pub options: Options,
+}
+
+impl Plan {
+    /// Resolve the options on a machine.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
+        let a = o;
+        let Parsed {
+            parts,
+            groups,
+            chunks,
+            multipliers,
+            mlp_size,
+        } = o.parsed()?;
+        let cpus = cpus(m, a.cpu, a.helper)?;
+        let mlp_size = mlp_size.unwrap_or_else(|| numalab_bench::sizing::beyond_caches(m));
+        let lines = (mlp_size / 64) as usize;
+        let accesses = match a.accesses {
+        Some(n) if n > lines => {
+            return Err(Error::input(format!(
+                "invalid --accesses '{n}': at most the {lines} lines of --mlp-size (more would walk lines twice in one pass)"
+            )))
+        }
+        Some(n) => n,
+        None => lines.min(1 << 18),
+    };
+        Ok(Plan {
+            cpus,
+            parts,
+            groups,
+            chunks,
+            multipliers,
+            mlp_size,
+            accesses,
+            options: o.clone(),
+        })
+    }
+
+    /// Parameters every record of the suite carries.
+    fn base(&self) -> serde_json::Value {
+        let (cpus, a) = (&self.cpus, &self.options);
+        json!({
+        "worker_cpu": cpus.worker.pu.os,
+        "helper_cpu": cpus.helper.pu.os,
+        "worker_node": cpus.worker.pu.node,
+        "helper_node": cpus.helper.pu.node,
+        "remote_node": cpus.remote_node,
+        "iterations": a.iterations,
+        })
+    }
+
+    /// The first line of the suite's text.
+    pub fn head(&self, m: &Machine) -> String {
+        super::view::head(m, &self.cpus, &self.parts, self.options.iterations)
+    }
+
+    /// The plan as a record (what `--dry-run` emits).
+    pub fn record(&self, ctx: &Context) -> Record {
+        let (prov, warnings, base, a) = (
+            ctx.prov.clone(),
+            ctx.warnings.clone(),
+            self.base(),
+            &self.options,
+        );
+        let (parts, cpus, groups, chunks, multipliers) = (
+            &self.parts,
+            &self.cpus,
+            &self.groups,
+            &self.chunks,
+            &self.multipliers,
+        );
+        let mut r = Record::new("suite-earth-plan", "earth plan", prov, base);
+        r.data = Some(
+            json!({ "parts": parts, "cpus": cpus, "groups": groups, "chunks": chunks, "multipliers": multipliers, "loop_n": a.loop_n }),
+        );
+        r.warnings = warnings;
+        r
+    }
+}
+
+/// Run every part on this machine: the results and their records.
+pub fn run(
+    host: &Host,
+    plan: &Plan,
+    ctx: &Context,
+    progress: Progress,
+) -> Result<(EarthResults, Vec<Record>)> {
+    let (a, cpus, base, prov) = (&plan.options, &plan.cpus, plan.base(), &ctx.prov);
+    let (parts, groups, chunks, multipliers, mlp_size, accesses) = (
+        &plan.parts,
+        &plan.groups,
+        &plan.chunks,
+        &plan.multipliers,
+        plan.mlp_size,
+        plan.accesses,
+    );
+    let timer = Timer::best();
+    let mut note = |p: Part| progress(&format!("earth: {}     ", p.name()));
+    let mut res = EarthResults::default();
+    let mut recs = Vec::new();
+    for &p in parts {
+        note(p);
+        match p {
+            Part::Ops => {
+                let (cells, missing) = earth_ops::ops(host, &timer, cpus, a.iterations)?;
+                recs.extend(cell_records(p, &cells, &base, &prov));
+                for (what, why) in &missing {
+                    let mut r = Record::new(
+                        "suite-earth",
+                        &format!("ops: {what}"),
+                        prov.clone(),
+                        base.clone(),
+                    );
+                    r.unavailable.push(Unavailable {
+                        feature: what.clone(),
+                        reason: why.clone(),
+                    });
+                    recs.push(r);
+                }
+                res.ops = Some((cells, missing));
+            }
+            Part::Split => {
+                let cells = earth_ops::split(host, &timer, cpus, a.iterations)?;
+                recs.extend(cell_records(p, &cells, &base, &prov));
+                res.split = Some(cells);
+            }
+            Part::Switch => {
+                let cells = earth_ops::switches(host, &timer, cpus, a.iterations)?;
+                recs.extend(cell_records(p, &cells, &base, &prov));
+                res.switch = Some(cells);
+            }
+            Part::Mask => {
+                let mut curves = earth_hide::mask(
+                    host,
+                    &timer,
+                    cpus,
+                    a.loop_n,
+                    chunks,
+                    multipliers,
+                    a.iterations,
+                )?;
+                curves.extend(earth_hide::mask_memory(
+                    host,
+                    &timer,
+                    cpus,
+                    a.loop_n,
+                    chunks,
+                    multipliers,
+                    a.iterations,
+                )?);
+                recs.extend(mask_records(&curves, a.loop_n, &base, &prov));
+                res.mask = Some(curves);
+            }
+            Part::Mlp => {
+                let curve =
+                    earth_hide::mlp(host, &timer, cpus, mlp_size, groups, accesses, a.iterations)?;
+                recs.extend(mlp_records(&curve, mlp_size, &base, &prov));
+                res.mlp = Some(curve);
+            }
+            Part::Threads => {
+                let (rows, iters) = earth_hide::threads(host, &timer, cpus, a.ratio, a.iterations)?;
+                recs.extend(threads_records(&rows, a.ratio, iters, &base, &prov));
+                res.threads = Some(rows);
+            }
+        }
+    }
+    for r in &mut recs {
+        r.warnings = ctx.warnings.clone();
+    }
+    Ok((res, recs))
+}
+
+fn nums(what: &str, s: &str) -> Result<Vec<usize>> {
+    s.split(',')
+        .map(|x| {
+            x.trim().parse::<usize>().map_err(|_| {
+                Error::input(format!(
+                    "invalid {what} item '{}': a whole number of at least 1",
+                    x.trim()
+                ))
+            })
+        })
+        .collect()
+}
+
+fn cell_records(
+    part: Part,
+    cells: &[Cell],
+    base: &serde_json::Value,
+    prov: &Provenance,
+) -> Vec<Record> {
+    cells
+        .iter()
+        .map(|c| {
+            let mut p = base.clone();
+            p["part"] = json!(part.name());
+            p["op"] = json!(c.op);
+            p["place"] = json!(c.place);
+            p["mode"] = json!(c.mode);
+            p["method"] = json!(c.how);
+            let mut r = Record::new(
+                "suite-earth",
+                &format!("{}: {}, {}, {}", part.name(), c.op, c.place, c.mode),
+                prov.clone(),
+                p,
+            );
+            r.add_samples("time", "ns", &c.ns);
+            r
+        })
+        .collect()
+}

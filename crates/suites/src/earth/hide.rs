@@ -1,0 +1,436 @@
+//! How much latency threads hide: Loop 7 masking over thread size (seed 001 Fig. 3),
+//! memory-level parallelism with G chains, and the KSR overlap table.
+
+use super::Cpus;
+use crate::memory::buffer_near;
+use numalab_probe::loop7::{self, Arrays};
+use numalab_probe::mlp::{self, Linked, Mode};
+use numalab_probe::overlap::{self, Work};
+use numalab_probe::server::with_server;
+use numalab_probe::Timer;
+use numalab_results::stats::median;
+use numalab_topo::bind::pin_current_thread;
+use numalab_topo::buffer::Buffer;
+use numalab_topo::plan::resolve_memory;
+use numalab_topo::{Error, Host, MemSpec, PageSize, Result};
+use serde::Serialize;
+
+/// One communication multiplier of the masking experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct MaskCurve {
+    /// How u is remote: "helper CPU 3" (fetched by the helper) or "node 1" (homed there).
+    pub via: String,
+    /// Communication multiplier (each fetch is repeated this often).
+    pub multiplier: usize,
+    /// Baseline fetch-everything phase, ns per pass.
+    pub comm_ns: Vec<f64>,
+    /// Baseline compute phase, ns per pass.
+    pub comp_ns: Vec<f64>,
+    /// (T, ns per pass) of the masked runs.
+    pub points: Vec<(usize, Vec<f64>)>,
+}
+
+impl MaskCurve {
+    /// Percentage of the baseline's communication time hidden at each T (medians).
+    pub fn masked_pct(&self) -> Vec<(usize, f64)> {
+        let comm = median(&self.comm_ns).unwrap_or(f64::NAN);
+        let base = comm + median(&self.comp_ns).unwrap_or(f64::NAN);
+        self.points
+            .iter()
+            .map(|(t, v)| (*t, 100.0 * (base - median(v).unwrap_or(f64::NAN)) / comm))
+            .collect()
+    }
+
+    /// The T that hides the most.
+    pub fn best(&self) -> Option<(usize, f64)> {
+        self.masked_pct()
+            .into_iter()
+            .filter(|x| x.1.is_finite())
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+}
+
+fn check(a: &Arrays, want: &Arrays, what: &str) -> Result<()> {
+    if a.x != want.x {
+        return Err(Error::System(format!(
+            "data check failed: Loop 7 {what} differs from the plain loop"
+        )));
+    }
+    Ok(())
+}
+
+/// The curves for every multiplier: `base(m)` and `masked(T, m)` each run one checked pass.
+fn curves(
+    via: &str,
+    chunks: &[usize],
+    multipliers: &[usize],
+    it: usize,
+    base: &mut dyn FnMut(usize) -> Result<(f64, f64)>,
+    masked: &mut dyn FnMut(usize, usize) -> Result<f64>,
+) -> Result<Vec<MaskCurve>> {
+    let mut out = Vec::new();
+    for &m in multipliers {
+        let (mut comm, mut comp) = (Vec::new(), Vec::new());
+        for pass in 0..=it {
+            let (f, k) = base(m)?;
+            if pass > 0 {
+                comm.push(f);
+                comp.push(k);
+            }
+        }
+        let mut points = Vec::new();
+        for &t in chunks {
+            let mut v = Vec::new();
+            for pass in 0..=it {
+                let ns = masked(t, m)?;
+                if pass > 0 {
+                    v.push(ns);
+                }
+            }
+            points.push((t, v));
+        }
+        out.push(MaskCurve {
+            via: via.into(),
+            multiplier: m,
+            comm_ns: comm,
+            comp_ns: comp,
+            points,
+        });
+    }
+    Ok(out)
+}
+
+fn u_values(u: *mut f64, n: usize) -> Arrays {
+    for i in 0..n + 6 {
+        // SAFETY: the caller's buffer holds n + 6 doubles.
+        unsafe { u.add(i).write((i % 31) as f64 - 7.5) };
+    }
+    // SAFETY: as above; the buffer outlives the slice.
+    let uslice = unsafe { std::slice::from_raw_parts(u as *const f64, n + 6) };
+    let mut want = Arrays::new(n);
+    loop7::compute(&mut want.x, uslice, &want.z, &want.y, 0, n);
+    want
+}
+
+/// Loop 7 with `u` on the helper's node, fetched through the helper: the baseline
+/// and every chunk size T, for every multiplier. Every run's x is checked against
+/// the plain loop.
+pub fn mask(
+    host: &Host,
+    timer: &Timer,
+    c: &Cpus,
+    n: usize,
+    chunks: &[usize],
+    multipliers: &[usize],
+    it: usize,
+) -> Result<Vec<MaskCurve>> {
+    let ubuf = buffer_near(host, c.helper.pu.os, ((n + 6) * 8) as u64, PageSize::Base)?;
+    let u = ubuf.as_ptr() as *mut f64;
+    let want = u_values(u, n);
+    pin_current_thread(host, c.worker.pu.os)?;
+    let mut pool = loop7::stacks();
+    let via = format!("helper CPU {}", c.helper.pu.os);
+    let (r, _) = with_server(host, timer, c.helper.pu.os, |cl| {
+        let cl = std::cell::RefCell::new(cl);
+        curves(
+            &via,
+            chunks,
+            multipliers,
+            it,
+            &mut |m| {
+                let mut a = Arrays::new(n);
+                let (f, k) = loop7::baseline(&mut cl.borrow_mut(), timer, &mut a, u, m);
+                check(&a, &want, "baseline")?;
+                Ok((timer.ns(f), timer.ns(k)))
+            },
+            &mut |t, m| {
+                let mut a = Arrays::new(n);
+                let ticks = loop7::masked(&mut cl.borrow_mut(), timer, &mut a, u, t, m, &mut pool);
+                check(&a, &want, &format!("with T={t}"))?;
+                Ok(timer.ns(ticks))
+            },
+        )
+    })?;
+    r
+}
+
+/// Loop 7 with `u` homed on another node (no helper): the baseline reads all of u,
+/// the masked runs prefetch and yield; communication ×m reads m copies of u. All
+/// copies are flushed before every pass. On a machine with one memory node u stays
+/// local and `via` says so.
+pub fn mask_memory(
+    host: &Host,
+    timer: &Timer,
+    c: &Cpus,
+    n: usize,
+    chunks: &[usize],
+    multipliers: &[usize],
+    it: usize,
+) -> Result<Vec<MaskCurve>> {
+    let m = &host.machine;
+    let (node, via) = match c.remote_node {
+        Some(r) => (r, format!("node {r}")),
+        None => {
+            let l = crate::memory::node_near(m, c.worker.pu.os)?;
+            (l, format!("node {l} (local: no other memory node here)"))
+        }
+    };
+    // One cold copy of u per multiple of the communication: reading ×m means reading
+    // m distinct copies, so no flush runs inside a timed pass.
+    let (stride, copies) = (
+        loop7::copy_stride(n),
+        multipliers.iter().copied().max().unwrap_or(1),
+    );
+    let doubles = stride * copies;
+    let mem = resolve_memory(m, &MemSpec::Node(node), PageSize::Base, &[])?;
+    let ubuf = Buffer::allocate(host, &mem, (doubles * 8) as u64)?;
+    let u = ubuf.as_ptr() as *mut f64;
+    let want = u_values(u, n);
+    for r in 1..copies {
+        // SAFETY: copy r lies inside the buffer, apart from copy 0.
+        unsafe { std::ptr::copy_nonoverlapping(u, u.add(r * stride), n + 6) };
+    }
+    // SAFETY: the buffer holds `doubles` doubles and outlives the slice.
+    let us = unsafe { std::slice::from_raw_parts(u as *const f64, doubles) };
+    pin_current_thread(host, c.worker.pu.os)?;
+    let mut pool = loop7::stacks();
+    // SAFETY: the buffer holds `doubles` doubles.
+    let flush = || unsafe { numalab_probe::flush::flush_range(u as *const u8, doubles * 8, 64) };
+    curves(
+        &via,
+        chunks,
+        multipliers,
+        it,
+        &mut |mu| {
+            let mut a = Arrays::new(n);
+            flush();
+            let (f, k) = loop7::baseline_mem(timer, &mut a, us, mu);
+            check(&a, &want, "baseline (memory)")?;
+            Ok((timer.ns(f), timer.ns(k)))
+        },
+        &mut |t, mu| {
+            let mut a = Arrays::new(n);
+            flush();
+            let ticks = loop7::masked_mem(timer, &mut a, us, t, mu, &mut pool);
+            check(&a, &want, &format!("(memory) with T={t}"))?;
+            Ok(timer.ns(ticks))
+        },
+    )
+}
+
+/// MLP results: per G, ns per access for both modes.
+#[derive(Debug, Clone, Serialize)]
+pub struct MlpPoint {
+    /// Chains.
+    pub g: usize,
+    /// Hand-interleaved, ns per access per pass.
+    pub interleaved: Vec<f64>,
+    /// Coroutines, ns per access per pass.
+    pub coroutines: Vec<f64>,
+}
+
+/// What the MLP curve says: the best G of each mode, and where interleaving saturates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MlpSummary {
+    /// The G with the fewest ns per access, interleaved, and that figure (median).
+    pub best_interleaved: (usize, f64),
+    /// The same for coroutines.
+    pub best_coroutines: (usize, f64),
+    /// Coroutine throughput at its best G over interleaved throughput at its best.
+    pub ratio: f64,
+    /// The smallest G whose interleaved figure is within 10% of the best: beyond
+    /// it more chains buy little, the core's miss handling is full.
+    pub saturates_at: usize,
+    /// Accesses in flight at the best G by Little's law, ns(G=1) / ns(best): misses
+    /// when the buffer is beyond the caches. Absent without a G = 1 point.
+    pub in_flight: Option<f64>,
+}
+
+/// Summarise an MLP curve; `None` when it has no points.
+pub fn mlp_summary(pts: &[MlpPoint]) -> Option<MlpSummary> {
+    let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
+    let best = |f: &dyn Fn(&MlpPoint) -> f64| {
+        pts.iter()
+            .map(|p| (p.g, f(p)))
+            .filter(|x| x.1.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    let bi = best(&|p| med(&p.interleaved))?;
+    let bc = best(&|p| med(&p.coroutines))?;
+    let saturates_at = pts
+        .iter()
+        .filter(|p| med(&p.interleaved) <= bi.1 * 1.1)
+        .map(|p| p.g)
+        .min()?;
+    let one = pts.iter().find(|p| p.g == 1).map(|p| med(&p.interleaved));
+    Some(MlpSummary {
+        best_interleaved: bi,
+        best_coroutines: bc,
+        ratio: bi.1 / bc.1,
+        saturates_at,
+        in_flight: one.map(|o| o / bi.1),
+    })
+}
+
+/// An MLP curve with how it was taken.
+#[derive(Debug, Clone, Serialize)]
+pub struct MlpCurve {
+    /// One point per G, in the order asked.
+    pub points: Vec<MlpPoint>,
+    /// The pages the chains run through.
+    pub pages: String,
+    /// Coroutines at the largest G with every chain's lines in L1: what switching
+    /// alone costs per access, the floor under the coroutine curve. ns per pass.
+    pub floor: (usize, Vec<f64>),
+}
+
+/// Bytes of the switching-floor buffer for `g` chains: four lines a chain, 16 KiB at
+/// G = 64, resident in any L1 after the warm pass.
+pub fn floor_bytes(g: usize) -> u64 {
+    (g * 4 * 64) as u64
+}
+
+/// G random chains over `bytes` on the worker's node (THP when available).
+pub fn mlp(
+    host: &Host,
+    timer: &Timer,
+    c: &Cpus,
+    bytes: u64,
+    groups: &[usize],
+    accesses: usize,
+    it: usize,
+) -> Result<MlpCurve> {
+    let (buf, pages) = match buffer_near(host, c.worker.pu.os, bytes, PageSize::Thp) {
+        Ok(b) => (b, "transparent huge pages (madvise)".to_string()),
+        Err(e) => (
+            buffer_near(host, c.worker.pu.os, bytes, PageSize::Base)?,
+            format!("4 KiB pages: THP unavailable ({e})"),
+        ),
+    };
+    pin_current_thread(host, c.worker.pu.os)?;
+    // SAFETY: the buffer is live, writable and page aligned.
+    let order = unsafe { mlp::link(buf.as_ptr(), buf.len(), 64, 42) };
+    let chains = Linked {
+        base: buf.as_ptr(),
+        order: &order,
+        line: 64,
+    };
+    let io = |e: std::io::Error| Error::System(format!("coroutine stacks: {e}"));
+    let mut out = Vec::new();
+    for &g in groups {
+        out.push(MlpPoint {
+            g,
+            interleaved: mlp::measure(timer, chains, g, accesses, Mode::Interleaved, it)
+                .map_err(io)?,
+            coroutines: mlp::measure(timer, chains, g, accesses, Mode::Coroutines, it)
+                .map_err(io)?,
+        });
+    }
+    let top = groups.iter().copied().max().unwrap_or(1);
+    let small = buffer_near(host, c.worker.pu.os, floor_bytes(top), PageSize::Base)?;
+    // SAFETY: the buffer is live, writable and page aligned.
+    let order = unsafe { mlp::link(small.as_ptr(), small.len(), 64, 43) };
+    let l1 = Linked {
+        base: small.as_ptr(),
+        order: &order,
+        line: 64,
+    };
+    let floor = mlp::measure(timer, l1, top, accesses, Mode::Coroutines, it).map_err(io)?;
+    Ok(MlpCurve {
+        points: out,
+        pages,
+        floor: (top, floor),
+    })
+}
+
+/// One KSR Table 5 row: k threads, ns per work kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadsRow {
+    /// Threads on the worker's CPU.
+    pub k: usize,
+    /// (work, ns per pass).
+    pub times: Vec<(Work, Vec<f64>)>,
+    /// Creating and joining the k threads with no work, ns per pass.
+    pub empty: Vec<f64>,
+}
+
+/// k = 1…5 threads on the worker's CPU sharing computation, communication (lines
+/// the helper just wrote) and both; computation sized to `ratio` times less than
+/// the communication of one thread (the seed's DS1 1:1, DS2 1:3, DS3 1:6).
+pub fn threads(
+    host: &Host,
+    timer: &Timer,
+    c: &Cpus,
+    ratio: usize,
+    it: usize,
+) -> Result<(Vec<ThreadsRow>, u64)> {
+    // Large enough that the work dwarfs creating five threads (tens of µs each).
+    let buf = buffer_near(host, c.worker.pu.os, 8 << 20, PageSize::Base)?;
+    let (w, h) = (c.worker.pu.os, c.helper.pu.os);
+    // Size the computation from one thread's communication time, less the cost of
+    // creating and joining the thread (a pass with no work).
+    let empty =
+        |k: usize, p: usize| overlap::pass(host, timer, w, h, k, Work::Compute, &buf, 64, 0, p);
+    let comm: Vec<f64> = (0..5)
+        .map(|p| {
+            Ok(
+                overlap::pass(host, timer, w, h, 1, Work::Communicate, &buf, 64, 0, p)?
+                    - empty(1, p)?,
+            )
+        })
+        .collect::<Result<_>>()?;
+    pin_current_thread(host, w)?;
+    let t0 = timer.start();
+    overlap::compute(1 << 20);
+    let per_iter = timer.ns(timer.stop() - t0) / (1 << 20) as f64;
+    let iters = (median(&comm).unwrap_or(0.0).max(0.0) / per_iter / ratio.max(1) as f64) as u64;
+    let mut rows = Vec::new();
+    for k in 1..=5 {
+        let mut times = Vec::new();
+        for work in [Work::Compute, Work::Communicate, Work::Both] {
+            let v: Result<Vec<f64>> = (0..it)
+                .map(|p| overlap::pass(host, timer, w, h, k, work, &buf, 64, iters, p + 1))
+                .collect();
+            times.push((work, v?));
+        }
+        let e: Result<Vec<f64>> = (0..it).map(|p| empty(k, p + 1)).collect();
+        rows.push(ThreadsRow {
+            k,
+            times,
+            empty: e?,
+        });
+    }
+    Ok((rows, iters))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(g: usize, i: f64, c: f64) -> MlpPoint {
+        MlpPoint {
+            g,
+            interleaved: vec![i, i * 1.01, i * 0.99],
+            coroutines: vec![c, c * 1.02, c * 0.98],
+        }
+    }
+
+    #[test]
+    fn the_mlp_summary_finds_each_modes_best_and_the_knee() {
+        let pts = [
+            pt(1, 160.0, 158.0),
+            pt(8, 20.0, 22.0),
+            pt(16, 10.0, 12.0),
+            pt(32, 5.4, 7.0),
+            pt(64, 5.0, 5.5),
+        ];
+        let s = mlp_summary(&pts).unwrap();
+        assert_eq!(s.best_interleaved, (64, 5.0));
+        assert_eq!(s.best_coroutines.0, 64);
+        assert!((s.ratio - 5.0 / 5.5).abs() < 1e-9);
+        assert_eq!(s.saturates_at, 32, "5.4 is within 10% of 5.0");
+        assert!((s.in_flight.unwrap() - 32.0).abs() < 1e-9);
+        assert_eq!(mlp_summary(&[]), None);
+        assert_eq!(mlp_summary(&pts[1..]).unwrap().in_flight, None);
+    }
+}

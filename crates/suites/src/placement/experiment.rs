@@ -1,0 +1,258 @@
+//! The placement suite as an experiment: options, plan, records and text.
+
+use super::run::{measure, Point};
+use super::{Config, Part, Plan};
+use numalab_bench::experiment::{level, list, size_opt, Context, Progress};
+use numalab_probe::Timer;
+use numalab_results::Record;
+use numalab_topo::{fmt_bytes, Error, Host, Machine, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What the user asks of `suite placement`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// Level whose domains play the KSR's rings (None: the most informative level).
+    pub level: Option<String>,
+    /// Owner CPU of Experiment 0 and Suites II–IV.
+    pub owner: Option<u32>,
+    /// Parts to run, comma-separated: 0, 1, 2, 3, 4.
+    pub parts: String,
+    /// Suite III batch sizes, comma-separated.
+    pub batches: Option<String>,
+    /// Largest number of readers.
+    pub readers: Option<usize>,
+    /// Bytes of the shared data set (None: half the private cache).
+    pub size: Option<String>,
+    /// line or pair.
+    pub unit: String,
+    /// Timed passes per point.
+    pub iterations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            level: None,
+            owner: None,
+            parts: "0,1,2,3,4".into(),
+            batches: None,
+            readers: None,
+            size: None,
+            unit: "line".into(),
+            iterations: 7,
+        }
+    }
+}
+
+/// The options, parsed.
+struct Parsed {
+    level: Option<numalab_topo::Level>,
+    parts: Vec<Part>,
+    batches: Option<Vec<usize>>,
+    unit_lines: usize,
+    size: Option<u64>,
+}
+
+impl Options {
+    fn parsed(&self) -> Result<Parsed> {
+        let a = self;
+        let level = level(a.level.as_deref())?;
+        let parts = list(
+            "--parts",
+            &a.parts,
+            |s| Part::parse(s).ok(),
+            "one of 0, 1, 2, 3, 4 (or i, ii, iii, iv)",
+        )?;
+        let batches = a
+            .batches
+            .as_deref()
+            .map(|b| {
+                list(
+                    "--batches",
+                    b,
+                    |s| s.parse::<usize>().ok(),
+                    "a batch size of at least 1",
+                )
+            })
+            .transpose()?;
+        let unit_lines = match a.unit.as_str() {
+            "line" => 1,
+            "pair" => 2,
+            u => return Err(Error::input(format!("invalid --unit '{u}': line or pair"))),
+        };
+        if a.iterations == 0 {
+            return Err(Error::input(
+                "invalid --iterations '0': at least 1 timed pass",
+            ));
+        }
+        let size = a
+            .size
+            .as_deref()
+            .map(|s| size_opt("--size", s))
+            .transpose()?;
+        Ok(Parsed {
+            level,
+            parts,
+            batches,
+            unit_lines,
+            size,
+        })
+    }
+
+    /// Check what can be checked without a machine.
+    pub fn check(&self) -> Result<()> {
+        self.parsed().map(|_| ())
+    }
+}
+
+impl Plan {
+    /// Resolve the options on a machine.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
+        let a = o;
+        let Parsed {
+            level,
+            parts,
+            batches,
+            unit_lines,
+            size,
+        } = o.parsed()?;
+        let line = m.caches.first().and_then(|c| c.line_bytes).unwrap_or(64) as usize;
+        let cfg = Config {
+            level,
+            owner: a.owner,
+            parts,
+            batches,
+            max_readers: a.readers,
+            size: size.unwrap_or_else(|| numalab_bench::sizing::half_private_cache(m)),
+            unit_lines,
+            line,
+        };
+        Plan::new(m, &cfg)
+    }
+}
+
+/// The first line of the suite's text.
+pub fn head(m: &Machine, plan: &Plan, a: &Options) -> String {
+    let line = m.caches.first().and_then(|c| c.line_bytes).unwrap_or(64) as usize;
+    format!(
+        "placement suite (KSR1 seed 000) on {}: level {}, domains {}; owner {}; data set {} ({} lines), unit {}, {} passes per point\n",
+        m.summary(),
+        plan.level,
+        crate::domains::describe(&plan.domains),
+        plan.owner,
+        fmt_bytes((plan.lines * line) as u64),
+        plan.lines,
+        a.unit,
+        a.iterations
+    )
+}
+
+/// The plan as records (what `--dry-run` emits).
+pub fn plan_records(plan: &Plan, a: &Options, ctx: &Context) -> Vec<Record> {
+    let (prov, warnings) = (&ctx.prov, ctx.warnings.clone());
+    let mut r = Record::new(
+        "suite-placement-plan",
+        "placement plan",
+        prov.clone(),
+        json!({ "iterations": a.iterations }),
+    );
+    r.data = Some(serde_json::to_value(&plan).unwrap_or_default());
+    r.warnings = warnings;
+    let mut recs = vec![r];
+    recs.extend(skipped_record(plan, prov));
+    recs
+}
+
+/// Measure every point on this machine.
+pub fn run(host: &Host, plan: &Plan, a: &Options, progress: Progress) -> Result<Vec<Point>> {
+    let timer = Timer::best();
+    measure(host, &timer, plan, a.iterations, |d, n| {
+        progress(&format!("placement: {d}/{n} points"))
+    })
+}
+
+/// The measured points as records.
+pub fn records(plan: &Plan, points: &[Point], a: &Options, ctx: &Context) -> Vec<Record> {
+    let mut recs = point_records(plan, points, a.iterations, &ctx.prov, &ctx.warnings);
+    recs.extend(skipped_record(plan, &ctx.prov));
+    recs
+}
+
+fn params(plan: &Plan, c: usize, k: usize, iterations: usize) -> serde_json::Value {
+    let cv = &plan.curves[c];
+    json!({
+        "part": cv.part.id(),
+        "suite": cv.part.name(),
+        "curve": cv.label,
+        "readers": k,
+        "x": k - cv.fixed,
+        "fixed_readers": cv.fixed,
+        "owners": cv.owners,
+        "reader_cpus": cv.readers[..k],
+        "reader_domains": cv.readers[..k].iter().map(|&r| crate::domains::letter_of(&plan.domains, r)).collect::<Vec<_>>(),
+        "staggered": cv.stagger,
+        "partitioned": cv.partitioned,
+        "level": plan.level,
+        "unit_lines": plan.unit_lines,
+        "line_bytes": plan.line,
+        "lines_per_reader": plan.point_lines(cv, k).1,
+        "data_set_lines": plan.point_lines(cv, k).0,
+        "iterations": iterations,
+        "method": "owners write one word per line (lines end Modified in the owner's cache, or its memory when larger), a barrier releases the readers, each reader reads one word per line sequentially; time per unit per reader, averaged over readers",
+    })
+}
+
+fn point_records(
+    plan: &Plan,
+    points: &[Point],
+    iterations: usize,
+    prov: &numalab_results::Provenance,
+    warnings: &[String],
+) -> Vec<Record> {
+    points
+        .iter()
+        .map(|p| {
+            let cv = &plan.curves[p.curve];
+            let mut r = Record::new(
+                "suite-placement",
+                &format!("{} {}: {} readers", cv.part.id(), cv.label, p.readers),
+                prov.clone(),
+                params(plan, p.curve, p.readers, iterations),
+            );
+            r.add_samples("read_time", "ns", &p.overall);
+            for (d, s) in &p.per_domain {
+                r.add_samples(&format!("read_time_{d}"), "ns", s);
+            }
+            r.placement = Some(json!({
+                "domains": plan.domains,
+                "verified": { "threads": p.pins, "memory": p.home },
+            }));
+            r.data = Some(json!({
+                "per_reader": p.per_reader.iter().map(|(c, d, ns)| json!({"cpu": c, "domain": d, "median_ns": ns})).collect::<Vec<_>>(),
+                "data_checked": true,
+            }));
+            r.warnings = warnings.to_vec();
+            r
+        })
+        .collect()
+}
+
+fn skipped_record(plan: &Plan, prov: &numalab_results::Provenance) -> Option<Record> {
+    if plan.skipped.is_empty() {
+        return None;
+    }
+    let mut r = Record::new(
+        "suite-placement",
+        "not run here",
+        prov.clone(),
+        json!({ "level": plan.level }),
+    );
+    for (part, why) in &plan.skipped {
+        r.unavailable.push(numalab_results::Unavailable {
+            feature: part.name().into(),
+            reason: why.clone(),
+        });
+    }
+    Some(r)
+}

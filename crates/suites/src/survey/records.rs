@@ -1,0 +1,57 @@
+//! The survey's own records: one per step (what ran, how long, why not), and the
+//! latency model fitted to the matrix.
+
+use super::plan::Step;
+use numalab_results::{model, Provenance, Record, Unavailable};
+use serde_json::json;
+
+/// The record of one step: its section, command line and duration; `reason` when it
+/// was skipped or failed.
+pub fn step_record(prov: &Provenance, s: &Step, reason: Option<String>, seconds: f64) -> Record {
+    let mut r = Record::new(
+        "survey",
+        &s.title,
+        prov.clone(),
+        json!({ "section": s.section, "command": s.args, "seconds": seconds }),
+    );
+    if let Some(why) = reason {
+        r.unavailable.push(Unavailable {
+            feature: s.title.clone(),
+            reason: why,
+        });
+    }
+    r
+}
+
+/// Fit the latency model to the matrix cells (hops, median latency).
+pub fn model_record(prov: &Provenance, records: &[Record]) -> Record {
+    let points: Vec<model::Point> = records
+        .iter()
+        .filter(|r| r.kind == "matrix-latency")
+        .filter_map(|r| {
+            Some(model::Point {
+                hops: r.parameters["hops"].as_u64()? as u32,
+                latency_ns: r
+                    .stats
+                    .iter()
+                    .find(|s| s.metric == "latency")?
+                    .summary
+                    .median,
+            })
+        })
+        .collect();
+    let mut r = Record::new(
+        "model",
+        "fit",
+        prov.clone(),
+        json!({ "source": "the survey's latency matrix", "stat": "median" }),
+    );
+    match model::fit(&points) {
+        Ok(f) => r.data = Some(json!({ "fit": f, "points": points })),
+        Err(e) => r.unavailable.push(Unavailable {
+            feature: "latency model".into(),
+            reason: e,
+        }),
+    }
+    r
+}
