@@ -119,12 +119,13 @@ fn measured_local_row_with_unowned_reference() {
     );
     let recs = v.as_array().unwrap();
     let uown = recs.iter().find(|r| r["kind"] == "intervene-uown").unwrap();
-    assert!(stat(uown, "latency", "median") > 0.0);
+    assert!(stat(uown, "latency", "min") > 0.0);
     let cells: Vec<&Value> = recs.iter().filter(|r| r["kind"] == "intervene").collect();
     assert_eq!(cells.len(), 2);
     for c in cells {
-        let l = stat(c, "latency", "median");
-        assert!(l > 0.0 && l < 100_000.0);
+        // The fastest pass, below 1 ms per line whatever the scheduling.
+        let l = stat(c, "latency", "min");
+        assert!(l > 0.0 && l < 1e6, "{l}");
         assert!(c["data"]["delta_u_ns"].is_number());
         assert_eq!(
             c["placement"]["verified"]["threads"]

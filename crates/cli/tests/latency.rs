@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{numalab, stat, tmpdir, topology};
+use common::{assert_sane, claim, ensure, measured_claim, numalab, stat, tmpdir, topology};
 use serde_json::Value;
+use std::cell::Cell;
 
 fn expect_usage_error(args: &[&str], names: &str) {
     let dir = tmpdir(&format!(
@@ -110,103 +111,153 @@ fn plateau(sweep: &Value, level: &str) -> Option<f64> {
 }
 
 /// One test so that measurements never run beside each other on a 2-core machine.
+/// Each claim here holds by more than 5× (an L1 hit is ~1.5 ns, a line from another
+/// core or memory tens to hundreds); the closer orderings of the hierarchy (L1 < L2,
+/// L2 < L3 < memory, medians strictly increasing, uown against L3) are reported by
+/// compare/timing-claims instead.
 #[test]
 fn measurements_on_this_machine_keep_their_order() {
-    // The hierarchy: 8 KiB to 256 MiB, short passes.
-    let v = run_json(&[
-        "--sweep=8K-256M",
-        "--iterations",
-        "5",
-        "--max-loads",
-        "262144",
-    ]);
-    let recs = v.as_array().unwrap();
-    let sweep = recs.iter().find(|r| r["kind"] == "latency-sweep").unwrap();
-    let ps = sweep["data"]["plateaus"].as_array().unwrap();
-    let medians: Vec<f64> = ps
+    // The hierarchy: 8 KiB to 8 × the last-level cache (at least 64 MiB), short passes.
+    let llc = common::run_json("topo", &[])[0]["data"]["caches"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|p| p["median_ns"].as_f64().unwrap())
-        .collect();
-    assert!(ps.len() >= 3, "plateaus: {ps:?}");
-    assert!(medians.windows(2).all(|w| w[0] < w[1]), "{medians:?}");
-    let l1 = plateau(sweep, "L1").expect("an L1 plateau");
-    let l2 = plateau(sweep, "L2").expect("an L2 plateau");
-    let mem = plateau(sweep, "memory").expect("a memory plateau");
-    assert!(l1 < l2 && l2 < mem, "L1 {l1} L2 {l2} memory {mem}");
-    // L3 (or whatever share of it this run gets) lies between L2 and memory; on a
-    // shared VM the share can be nothing, and then the sweep must say so.
-    match plateau(sweep, "L3") {
-        Some(l3) => assert!(l2 < l3 && l3 < mem, "L2 {l2} L3 {l3} memory {mem}"),
-        None => {
-            let warned = sweep["warnings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|w| w.as_str().unwrap().contains("no L3 plateau"));
-            let has_l3 = sweep["data"]["topology_caches"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["level"] == 3);
-            assert!(warned || !has_l3, "no L3 plateau and no warning: {ps:?}");
+        .filter_map(|c| c["bytes"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let range = format!(
+        "--sweep=8K-{}M",
+        (8 * llc).max(64 << 20).next_power_of_two() >> 20
+    );
+    let sweep = || {
+        let v = run_json(&[&range, "--iterations", "5", "--max-loads", "262144"]);
+        let recs = v.as_array().unwrap();
+        recs.iter()
+            .find(|r| r["kind"] == "latency-sweep")
+            .unwrap()
+            .clone()
+    };
+    let first = sweep();
+    let l1 = Cell::new(0.0);
+    claim("the sweep's plateaus", first.clone(), sweep, |sweep| {
+        let ps = sweep["data"]["plateaus"].as_array().unwrap();
+        let medians: Vec<f64> = ps
+            .iter()
+            .map(|p| p["median_ns"].as_f64().unwrap())
+            .collect();
+        for m in &medians {
+            assert!(*m > 0.0 && m.is_finite(), "{medians:?}");
         }
+        // An L1 plateau first, memory last, and memory far dearer than L1.
+        let (Some(a), Some(mem)) = (plateau(sweep, "L1"), plateau(sweep, "memory")) else {
+            return Err(format!("no L1 or no memory plateau: {medians:?}"));
+        };
+        ensure(a < mem, || format!("L1 {a} memory {mem}: {medians:?}"))?;
+        l1.set(a);
+        Ok(())
+    });
+    let l1 = l1.get();
+    // Without an L3 plateau the sweep says why, when the topology has an L3.
+    if plateau(&first, "L3").is_none() {
+        let warned = first["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no L3 plateau"));
+        let has_l3 = first["data"]["topology_caches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["level"] == 3);
+        assert!(
+            warned || !has_l3,
+            "no L3 plateau and no warning: {}",
+            first["data"]["plateaus"]
+        );
     }
-    let l3 = plateau(sweep, "L3").unwrap_or(l2);
 
     // Restart search on an L2-sized chase: the L1 reference grows with the work, the
     // figure comes from the curve, and the curve starts at k = 0.
-    let v = run_json(&[
-        "--size",
-        "512K",
-        "--stride",
-        "64",
-        "--restart",
-        "--iterations",
-        "5",
-    ]);
-    let curve = v[0]["data"]["restart"]["curve"].as_array().unwrap();
-    assert!(curve.len() >= 13, "{} steps", curve.len());
-    let l1_at = |k: usize| curve[k]["l1_ns"].as_f64().unwrap();
-    assert!(
-        l1_at(12) > l1_at(0),
-        "L1 reference {} -> {}",
-        l1_at(0),
-        l1_at(12)
-    );
-    let restart = stat(&v[0], "restart", "min");
-    let b2b_max = curve
-        .iter()
-        .map(|s| s["b2b_ns"].as_f64().unwrap())
-        .fold(0.0, f64::max);
-    assert!(restart > 0.0 && restart < b2b_max, "restart {restart}");
-
-    // A line Modified in the other core costs more than an L1 hit, less than 10 µs.
-    let v = run_json(&["--state", "dext", "--iterations", "10"]);
-    let dext = stat(&v[0], "latency", "median");
-    assert!(dext > l1 && dext < 10_000.0, "dext {dext} ns, L1 {l1} ns");
-    assert_eq!(v[0]["parameters"]["kernel"], "rdex");
-    // Beside it, the same lines in the requestor's own caches, for reference.
-    assert!(stat(&v[0], "own_cache_reference", "median") > 0.0);
-    let verified = &v[0]["placement"]["verified"]["threads"];
-    assert_eq!(
-        verified.as_array().unwrap().len(),
-        2,
-        "requestor and helper pinned"
+    measured_claim(
+        "restart",
+        || {
+            run_json(&[
+                "--size",
+                "512K",
+                "--stride",
+                "64",
+                "--restart",
+                "--iterations",
+                "5",
+            ])
+        },
+        |v| {
+            let curve = v[0]["data"]["restart"]["curve"].as_array().unwrap();
+            assert!(curve.len() >= 13, "{} steps", curve.len());
+            // From no work to the most (≥ 12 dependent operations per load): ≥ 4×.
+            let l1_at = |k: usize| curve[k]["l1_ns"].as_f64().unwrap();
+            let last = curve.len() - 1;
+            ensure(l1_at(last) > l1_at(0), || {
+                format!("L1 reference {} -> {}", l1_at(0), l1_at(last))
+            })?;
+            let restart = stat(&v[0], "restart", "min");
+            let b2b_max = curve
+                .iter()
+                .map(|s| s["b2b_ns"].as_f64().unwrap())
+                .fold(0.0, f64::max);
+            assert!(restart > 0.0 && restart.is_finite(), "restart {restart}");
+            ensure(restart < b2b_max, || {
+                format!("restart {restart} ns, back-to-back at most {b2b_max} ns")
+            })
+        },
     );
 
-    // Unowned lines over 1 GiB come from memory: dearer than the L3 plateau.
-    let v = run_json(&[
-        "--state",
+    // A line Modified in the other core costs more than an L1 hit (≥ 10×).
+    measured_claim(
+        "dext",
+        || run_json(&["--state", "dext", "--iterations", "10"]),
+        |v| {
+            assert_eq!(v[0]["parameters"]["kernel"], "rdex");
+            // Beside it, the same lines in the requestor's own caches, for reference.
+            assert_sane(
+                "own cache",
+                stat(&v[0], "own_cache_reference", "median"),
+                1e9,
+            );
+            let verified = &v[0]["placement"]["verified"]["threads"];
+            assert_eq!(
+                verified.as_array().unwrap().len(),
+                2,
+                "requestor and helper pinned"
+            );
+            let dext = stat(&v[0], "latency", "min");
+            assert_sane("dext", dext, 1e9);
+            ensure(dext > l1, || format!("dext {dext} ns, L1 {l1} ns"))
+        },
+    );
+
+    // Unowned lines (flushed) over 256 MiB come from memory: dearer than an L1 hit
+    // (≥ 30×); the pages were all there.
+    measured_claim(
         "uown",
-        "--size",
-        "1G",
-        "--iterations",
-        "3",
-        "--max-loads",
-        "65536",
-    ]);
-    let uown = stat(&v[0], "latency", "median");
-    assert!(uown > l3, "uown {uown} ns, L3 {l3} ns");
-    let pages = &v[0]["placement"]["verified"]["memory"];
-    assert_eq!(pages["pages_missing"], 0);
+        || {
+            run_json(&[
+                "--state",
+                "uown",
+                "--size",
+                "256M",
+                "--iterations",
+                "3",
+                "--max-loads",
+                "65536",
+            ])
+        },
+        |v| {
+            let pages = &v[0]["placement"]["verified"]["memory"];
+            assert_eq!(pages["pages_missing"], 0);
+            let uown = stat(&v[0], "latency", "min");
+            assert_sane("uown", uown, 1e9);
+            ensure(uown > l1, || format!("uown {uown} ns, L1 {l1} ns"))
+        },
+    );
 }

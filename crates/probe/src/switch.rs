@@ -165,7 +165,9 @@ mod tests {
     fn switch_and_spawn_costs_are_positive_and_ordered() {
         let host = Host::load(&TopologySource::ThisSystem).unwrap();
         let timer = Timer::best();
-        let co = coroutine_switch(&timer, 10_000);
+        let co = (0..5)
+            .map(|_| coroutine_switch(&timer, 10_000))
+            .fold(f64::INFINITY, f64::min);
         assert!(co > 0.0 && co < 10_000.0, "{co}");
         assert!(coroutine_spawn(&timer, 100, true) > 0.0);
         assert!(coroutine_spawn(&timer, 100, false) > 0.0);
@@ -175,9 +177,23 @@ mod tests {
         assert!(ns > 0.0);
         assert_eq!(got, want);
         let cpu = host.machine.pus[0].os;
-        let os = os_switch(&host, &timer, cpu, 200).unwrap();
-        // A kernel context switch costs more than a user-level one.
-        assert!(os > co, "os {os} coroutine {co}");
+        // A kernel context switch costs more than a user-level one (≥ 10×, debug build
+        // included): the best of several passes of each, since preemption only adds
+        // time, and measured once more before failing.
+        let best = |f: &dyn Fn() -> f64| (0..5).map(|_| f()).fold(f64::INFINITY, f64::min);
+        let measure = || {
+            let co = best(&|| coroutine_switch(&timer, 10_000));
+            let os = best(&|| os_switch(&host, &timer, cpu, 200).unwrap());
+            (co, os)
+        };
+        let (co, os) = measure();
+        if os <= co {
+            let (co2, os2) = measure();
+            assert!(
+                os2 > co2,
+                "os {os} coroutine {co}; again os {os2} coroutine {co2}"
+            );
+        }
         assert!(os_create_join(&host, &timer, &[cpu], 3).unwrap() > 0.0);
     }
 }

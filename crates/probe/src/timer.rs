@@ -292,13 +292,22 @@ mod tests {
     #[test]
     fn timer_agrees_with_the_clock_over_a_sleep() {
         let t = Timer::best();
-        let c0 = monotonic_raw_ns();
-        let a = t.start();
-        std::thread::sleep(std::time::Duration::from_millis(30));
-        let b = t.stop();
-        let c1 = monotonic_raw_ns();
-        let ratio = t.ns(b - a) / (c1 - c0) as f64;
-        // Loose: only a wrong rate by a large factor fails, never scheduling noise.
-        assert!((0.8..1.25).contains(&ratio), "ratio {ratio}");
+        let ratio = || {
+            let c0 = monotonic_raw_ns();
+            let a = t.start();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let b = t.stop();
+            let c1 = monotonic_raw_ns();
+            t.ns(b - a) / (c1 - c0) as f64
+        };
+        // Loose: only a wrong rate by a large factor fails. A preemption between the
+        // paired reads (up to 20 ms here) only lowers the ratio; one failing ratio is
+        // measured once more before the test fails.
+        let ok = |r: f64| (0.8..1.25).contains(&r);
+        let first = ratio();
+        if !ok(first) {
+            let again = ratio();
+            assert!(ok(again), "ratio {first}, measured again {again}");
+        }
     }
 }

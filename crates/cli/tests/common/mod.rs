@@ -59,3 +59,45 @@ pub fn stat(rec: &serde_json::Value, metric: &str, field: &str) -> f64 {
         .as_f64()
         .unwrap()
 }
+
+/// A measured claim that holds by a wide margin (≥ 3×) under any scheduling: checked on
+/// `first`; if it fails there, measured once more afresh with `again` and checked on
+/// that, so one preemption (which only ever adds time) cannot fail it, while a claim
+/// that is really false fails twice. Never re-checks the same data.
+pub fn claim<T>(
+    what: &str,
+    first: T,
+    again: impl FnOnce() -> T,
+    check: impl Fn(&T) -> Result<(), String>,
+) {
+    if let Err(e1) = check(&first) {
+        eprintln!("{what}: {e1}; measuring once more");
+        if let Err(e2) = check(&again()) {
+            panic!("{what}: {e1}; measured again: {e2}");
+        }
+    }
+}
+
+/// `claim` on a fresh measurement each time.
+pub fn measured_claim<T>(
+    what: &str,
+    measure: impl Fn() -> T,
+    check: impl Fn(&T) -> Result<(), String>,
+) {
+    claim(what, measure(), &measure, check)
+}
+
+/// `Ok` when `ok`, else the message: the failing half of a claim.
+pub fn ensure(ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+/// A measured time or rate that is physically possible whatever the scheduling:
+/// positive, finite and below `bound` (a bound no preemption reaches, e.g. 1 s in ns).
+pub fn assert_sane(what: &str, x: f64, bound: f64) {
+    assert!(x > 0.0 && x.is_finite() && x < bound, "{what}: {x}");
+}
