@@ -160,7 +160,7 @@ pub fn plan_record(plan: &Plan, a: &Options, ctx: &Context) -> Record {
         prov,
         json!({ "iterations": a.iterations }),
     );
-    r.data = Some(serde_json::to_value(&plan).unwrap_or_default());
+    r.data = Some(serde_json::to_value(plan).unwrap_or_default());
     r.warnings = warnings;
     r
 }

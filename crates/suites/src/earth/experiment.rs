@@ -258,7 +258,7 @@ pub fn run(
         match p {
             Part::Ops => {
                 let (cells, missing) = earth_ops::ops(host, &timer, cpus, a.iterations)?;
-                recs.extend(cell_records(p, &cells, &base, &prov));
+                recs.extend(cell_records(p, &cells, &base, prov));
                 for (what, why) in &missing {
                     let mut r = Record::new(
                         "suite-earth",
@@ -276,12 +276,12 @@ pub fn run(
             }
             Part::Split => {
                 let cells = earth_ops::split(host, &timer, cpus, a.iterations)?;
-                recs.extend(cell_records(p, &cells, &base, &prov));
+                recs.extend(cell_records(p, &cells, &base, prov));
                 res.split = Some(cells);
             }
             Part::Switch => {
                 let cells = earth_ops::switches(host, &timer, cpus, a.iterations)?;
-                recs.extend(cell_records(p, &cells, &base, &prov));
+                recs.extend(cell_records(p, &cells, &base, prov));
                 res.switch = Some(cells);
             }
             Part::Mask => {
@@ -303,18 +303,18 @@ pub fn run(
                     multipliers,
                     a.iterations,
                 )?);
-                recs.extend(mask_records(&curves, a.loop_n, &base, &prov));
+                recs.extend(mask_records(&curves, a.loop_n, &base, prov));
                 res.mask = Some(curves);
             }
             Part::Mlp => {
                 let curve =
                     earth_hide::mlp(host, &timer, cpus, mlp_size, groups, accesses, a.iterations)?;
-                recs.extend(mlp_records(&curve, mlp_size, &base, &prov));
+                recs.extend(mlp_records(&curve, mlp_size, &base, prov));
                 res.mlp = Some(curve);
             }
             Part::Threads => {
                 let (rows, iters) = earth_hide::threads(host, &timer, cpus, a.ratio, a.iterations)?;
-                recs.extend(threads_records(&rows, a.ratio, iters, &base, &prov));
+                recs.extend(threads_records(&rows, a.ratio, iters, &base, prov));
                 res.threads = Some(rows);
             }
         }

@@ -224,6 +224,15 @@ pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>
             "this machine has one NUMA node with memory".into(),
         )),
     }
+    out.extend(local_calls(host, timer, c, it)?);
+    out.extend(through_helper(host, timer, c.helper.pu.os, it)?);
+    Ok((out, missing))
+}
+
+/// Seed Table 1's local and remote-core rows: calls, coroutine spawns and threads,
+/// sequential and pipelined, from the pinned worker.
+fn local_calls(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<Vec<Cell>> {
+    let mut out = Vec::new();
     pin_worker(host, c)?;
     let mut acc = 0u64;
     out.push(cell(
@@ -297,6 +306,12 @@ pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>
         ));
     }
     std::hint::black_box(acc);
+    Ok(out)
+}
+
+/// Seed Table 1's helper rows: split-phase requests through the helper thread on
+/// CPU `h` (EARTH's EU→SU offload), sequential and pipelined.
+fn through_helper(host: &Host, timer: &Timer, h: u32, it: usize) -> Result<Vec<Cell>> {
     // Through the helper: split-phase requests (EARTH's EU→SU offload).
     let mut word = vec![0u64; 16];
     let wp = word.as_mut_ptr();
@@ -341,8 +356,7 @@ pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>
         v
     })?;
     std::hint::black_box(&mut word);
-    out.extend(cells);
-    Ok((out, missing))
+    Ok(cells)
 }
 
 /// Seed Tables 2 and 4: per split-phase request, what the issuer spends (posting)

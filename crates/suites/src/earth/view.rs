@@ -280,6 +280,13 @@ pub fn text(r: &EarthResults) -> String {
         s.push_str(&table(&h, &rows));
         s.push('\n');
     }
+    s.push_str(&hiding_text(r));
+    s
+}
+
+/// The MLP and threads parts as text.
+fn hiding_text(r: &EarthResults) -> String {
+    let mut s = String::new();
     if let Some(curve) = &r.mlp {
         let (pts, pages) = (&curve.points, &curve.pages);
         let one = pts.iter().find(|p| p.g == 1).map(|p| med(&p.interleaved));

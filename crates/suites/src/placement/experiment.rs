@@ -157,7 +157,7 @@ pub fn plan_records(plan: &Plan, a: &Options, ctx: &Context) -> Vec<Record> {
         prov.clone(),
         json!({ "iterations": a.iterations }),
     );
-    r.data = Some(serde_json::to_value(&plan).unwrap_or_default());
+    r.data = Some(serde_json::to_value(plan).unwrap_or_default());
     r.warnings = warnings;
     let mut recs = vec![r];
     recs.extend(skipped_record(plan, prov));

@@ -1,8 +1,10 @@
 //! The survey: the battery of experiments chosen from the topology (a typed plan,
 //! each step an experiment's `Options`), and the survey's own records.
 
+mod experiment;
 pub mod plan;
 mod records;
 
-pub use plan::{argv, c2c_cpus, plan, Experiment, Step};
+pub use experiment::{argv, Experiment};
+pub use plan::{c2c_cpus, plan, Step};
 pub use records::{model_record, step_record};

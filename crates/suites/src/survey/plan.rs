@@ -1,221 +1,12 @@
 //! The survey's battery, chosen from the topology: each step is an experiment's
-//! `Options` value; its command line (`argv`, so any step can be rerun alone) is built
-//! from the options in one function.
+//! `Options` value with a time estimate and, where the machine cannot do it, the
+//! reason it is skipped.
 
+use super::experiment::{argv, Experiment};
 use crate::{collectives, earth, placement};
 use numalab_bench::{bandwidth, c2c, intervene, invalidate, latency, loaded, matrix};
 use numalab_topo::{Level, Machine};
 use serde::Serialize;
-use std::fmt::Display;
-
-/// What a step runs: one experiment and its options.
-#[derive(Debug, Clone)]
-pub enum Experiment {
-    /// `numalab topo`.
-    Topo,
-    /// `numalab latency`.
-    Latency(latency::Options),
-    /// `numalab bandwidth`.
-    Bandwidth(bandwidth::Options),
-    /// `numalab c2c`.
-    C2c(c2c::Options),
-    /// `numalab invalidate`.
-    Invalidate(invalidate::Options),
-    /// `numalab loaded-latency`.
-    Loaded(loaded::Options),
-    /// `numalab matrix`.
-    Matrix(matrix::Options),
-    /// `numalab intervene`.
-    Intervene(intervene::Options),
-    /// `numalab suite placement`.
-    Placement(placement::Options),
-    /// `numalab suite collectives`.
-    Collectives(collectives::Options),
-    /// `numalab suite earth`.
-    Earth(earth::Options),
-}
-
-/// Arguments built flag by flag; a flag whose value is the default is left out.
-struct Args(Vec<String>);
-
-impl Args {
-    fn new(words: &[&str]) -> Self {
-        Args(words.iter().map(|s| s.to_string()).collect())
-    }
-    fn flag(&mut self, name: &str, v: impl Display) {
-        self.0.push(name.into());
-        self.0.push(v.to_string());
-    }
-    fn set<T: PartialEq + Display>(&mut self, name: &str, v: &T, default: &T) {
-        if v != default {
-            self.flag(name, v);
-        }
-    }
-    fn opt<T: PartialEq + Display>(&mut self, name: &str, v: &Option<T>, default: &Option<T>) {
-        if let (Some(x), true) = (v, v != default) {
-            self.flag(name, x);
-        }
-    }
-    fn switch(&mut self, name: &str, on: bool) {
-        if on {
-            self.0.push(name.into());
-        }
-    }
-}
-
-/// The numalab arguments (without --json) that run `e`: the one place a step's
-/// options become a command line.
-pub fn argv(e: &Experiment) -> Vec<String> {
-    match e {
-        Experiment::Topo => Args::new(&["topo"]).0,
-        Experiment::Latency(o) => {
-            let d = latency::Options::default();
-            let mut a = Args::new(&["latency"]);
-            crew(&mut a, &o.crew);
-            a.set("--state", &o.state, &d.state);
-            a.opt("--kernel", &o.kernel, &d.kernel);
-            a.opt("--size", &o.size, &d.size);
-            match o.sweep.as_deref() {
-                Some("4K-1G") => a.0.push("--sweep".into()),
-                Some(r) => a.0.push(format!("--sweep={r}")),
-                None => {}
-            }
-            a.switch("--restart", o.restart);
-            a.set("--restart-window", &o.restart_window, &d.restart_window);
-            a.set("--restart-bound", &o.restart_bound, &d.restart_bound);
-            a.set("--restart-stable", &o.restart_stable, &d.restart_stable);
-            a.set(
-                "--restart-max-work",
-                &o.restart_max_work,
-                &d.restart_max_work,
-            );
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.opt("--stride", &o.stride, &d.stride);
-            a.set("--window", &o.window, &d.window);
-            a.set("--order", &o.order, &d.order);
-            a.set("--page-size", &o.page_size, &d.page_size);
-            a.set("--seed", &o.seed, &d.seed);
-            a.set("--max-loads", &o.max_loads, &d.max_loads);
-            a.0
-        }
-        Experiment::Bandwidth(o) => {
-            let d = bandwidth::Options::default();
-            let mut a = Args::new(&["bandwidth"]);
-            a.set("--kernel", &o.kernel, &d.kernel);
-            crew(&mut a, &o.crew);
-            a.opt("--state", &o.state, &d.state);
-            a.opt("--size", &o.size, &d.size);
-            a.switch("--mp", o.mp);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.set("--page-size", &o.page_size, &d.page_size);
-            a.0
-        }
-        Experiment::C2c(o) => {
-            let d = c2c::Options::default();
-            let mut a = Args::new(&["c2c"]);
-            a.opt("--cpus", &o.cpus, &d.cpus);
-            a.set("--metric", &o.metric, &d.metric);
-            a.set("--home", &o.home, &d.home);
-            // Named always: the survey picks it by mode.
-            a.flag("--round-trips", o.round_trips);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.set("--read-size", &o.read_size, &d.read_size);
-            a.0
-        }
-        Experiment::Invalidate(o) => {
-            let d = invalidate::Options::default();
-            let mut a = Args::new(&["invalidate"]);
-            a.set("--cpu", &o.cpu, &d.cpu);
-            a.set("--mem-node", &o.mem_node, &d.mem_node);
-            a.set("--per-node", &o.per_node, &d.per_node);
-            a.opt("--sharers", &o.sharers, &d.sharers);
-            a.opt("--size", &o.size, &d.size);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.0
-        }
-        Experiment::Loaded(o) => {
-            let d = loaded::Options::default();
-            let mut a = Args::new(&["loaded-latency"]);
-            a.set("--cpu", &o.cpu, &d.cpu);
-            a.opt("--injectors", &o.injectors, &d.injectors);
-            a.set("--mem-node", &o.mem_node, &d.mem_node);
-            a.set("--traffic", &o.traffic, &d.traffic);
-            a.opt("--delays", &o.delays, &d.delays);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.opt("--size", &o.size, &d.size);
-            a.opt("--inject-size", &o.inject_size, &d.inject_size);
-            a.0
-        }
-        Experiment::Matrix(o) => {
-            let d = matrix::Options::default();
-            let mut a = Args::new(&["matrix", &o.what]);
-            // The level is always named: the survey picks it from the topology.
-            a.flag("--level", &o.level);
-            a.opt("--size", &o.size, &d.size);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.0
-        }
-        Experiment::Intervene(o) => {
-            let d = intervene::Options::default();
-            let mut a = Args::new(&["intervene"]);
-            a.set("--cpu", &o.cpu, &d.cpu);
-            a.set("--states", &o.states, &d.states);
-            a.opt("--hops", &o.hops, &d.hops);
-            a.set("--placements", &o.placements, &d.placements);
-            a.opt("--size", &o.size, &d.size);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.0
-        }
-        Experiment::Placement(o) => {
-            let d = placement::Options::default();
-            let mut a = Args::new(&["suite", "placement"]);
-            a.opt("--level", &o.level, &d.level);
-            a.opt("--owner", &o.owner, &d.owner);
-            a.set("--parts", &o.parts, &d.parts);
-            a.opt("--batches", &o.batches, &d.batches);
-            a.opt("--readers", &o.readers, &d.readers);
-            a.opt("--size", &o.size, &d.size);
-            a.set("--unit", &o.unit, &d.unit);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.0
-        }
-        Experiment::Collectives(o) => {
-            let d = collectives::Options::default();
-            let mut a = Args::new(&["suite", "collectives"]);
-            a.opt("--level", &o.level, &d.level);
-            a.opt("--threads", &o.threads, &d.threads);
-            a.set("--sizes", &o.sizes, &d.sizes);
-            a.set("--barrier", &o.barrier, &d.barrier);
-            a.opt("--only", &o.only, &d.only);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.0
-        }
-        Experiment::Earth(o) => {
-            let d = earth::Options::default();
-            let mut a = Args::new(&["suite", "earth"]);
-            a.set("--parts", &o.parts, &d.parts);
-            a.opt("--cpu", &o.cpu, &d.cpu);
-            a.opt("--helper", &o.helper, &d.helper);
-            a.set("--groups", &o.groups, &d.groups);
-            a.opt("--chunks", &o.chunks, &d.chunks);
-            a.set("--multipliers", &o.multipliers, &d.multipliers);
-            a.set("--loop-n", &o.loop_n, &d.loop_n);
-            a.opt("--mlp-size", &o.mlp_size, &d.mlp_size);
-            a.opt("--accesses", &o.accesses, &d.accesses);
-            a.set("--ratio", &o.ratio, &d.ratio);
-            a.set("--iterations", &o.iterations, &d.iterations);
-            a.0
-        }
-    }
-}
-
-fn crew(a: &mut Args, o: &numalab_bench::crew::CrewOptions) {
-    let d = numalab_bench::crew::CrewOptions::default();
-    a.set("--cpu", &o.cpu, &d.cpu);
-    a.opt("-n", &o.count, &d.count);
-    a.set("--mem-node", &o.mem_node, &d.mem_node);
-    a.opt("--helpers", &o.helpers, &d.helpers);
-}
 
 /// One step of the survey.
 #[derive(Debug, Clone, Serialize)]
@@ -306,7 +97,7 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
     let pus = m.pus.len();
     let nodes = m.nodes.iter().filter(|n| !n.local_cpus.is_empty()).count();
     let l3s = m.domains(Level::L3).map_or(0, |d| d.len());
-    let iters = if quick { 3 } else { 7 };
+    let iters: usize = if quick { 3 } else { 7 };
     let mut v = vec![step("machine", "topology", Experiment::Topo, 0.5)];
     v.push(step(
         "hierarchy",
@@ -368,6 +159,66 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
             if quick { 2.0 } else { 4.0 },
         ));
     }
+    sharing(m, quick, iters, cores, nodes, &mut v);
+    let level = if nodes > 1 {
+        Some("node")
+    } else if l3s > 1 {
+        Some("l3")
+    } else {
+        None
+    };
+    match level {
+        Some(l) => {
+            let cells = (nodes.max(l3s) * m.memory_nodes().len()) as f64;
+            for what in ["latency", "bandwidth"] {
+                v.push(step(
+                    "matrix",
+                    &format!("{what} matrix per {l}"),
+                    Experiment::Matrix(matrix::Options {
+                        what: what.into(),
+                        level: l.into(),
+                        iterations: iters,
+                        ..Default::default()
+                    }),
+                    cells * 0.6,
+                ));
+            }
+        }
+        None => {
+            let why =
+                "one NUMA node and one L3 domain: there is no initiator × memory matrix to draw"
+                    .to_string();
+            v.push(skipped("matrix", "latency and bandwidth matrices", why));
+        }
+    }
+    if nodes > 1 && cores >= 2 {
+        v.push(step(
+            "intervene",
+            "intervention placements",
+            Experiment::Intervene(intervene::Options {
+                iterations: iters,
+                ..Default::default()
+            }),
+            2.0 * nodes as f64,
+        ));
+    } else {
+        v.push(skipped(
+            "intervene",
+            "intervention placements",
+            "one NUMA node: the placements need owner, requestor and home on two nodes".into(),
+        ));
+    }
+    if nodes <= 1 {
+        v.push(skipped("model", "latency model fit", "one NUMA node: every latency is local, so no remote penalty or per-hop delay can be fitted".into()));
+    }
+    suites(m, quick, cores, pus, &mut v);
+    v
+}
+
+/// Steps between cores: core-to-core pairs, the invalidation sweep, loaded latency.
+fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v: &mut Vec<Step>) {
+    let pus = m.pus.len();
+    let one_core = || format!("one core ({pus} CPU(s)): helper threads need a second core");
     let cpus = c2c_cpus(m, if quick { 8 } else { 16 });
     if cpus.len() >= 2 {
         let list = numalab_topo::cpulist::format(&cpus);
@@ -422,59 +273,6 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
             "one core: injectors need a second core".into(),
         ));
     }
-    let level = if nodes > 1 {
-        Some("node")
-    } else if l3s > 1 {
-        Some("l3")
-    } else {
-        None
-    };
-    match level {
-        Some(l) => {
-            let cells = (nodes.max(l3s) * m.memory_nodes().len()) as f64;
-            for what in ["latency", "bandwidth"] {
-                v.push(step(
-                    "matrix",
-                    &format!("{what} matrix per {l}"),
-                    Experiment::Matrix(matrix::Options {
-                        what: what.into(),
-                        level: l.into(),
-                        iterations: iters,
-                        ..Default::default()
-                    }),
-                    cells * 0.6,
-                ));
-            }
-        }
-        None => {
-            let why =
-                "one NUMA node and one L3 domain: there is no initiator × memory matrix to draw"
-                    .to_string();
-            v.push(skipped("matrix", "latency and bandwidth matrices", why));
-        }
-    }
-    if nodes > 1 && cores >= 2 {
-        v.push(step(
-            "intervene",
-            "intervention placements",
-            Experiment::Intervene(intervene::Options {
-                iterations: iters,
-                ..Default::default()
-            }),
-            2.0 * nodes as f64,
-        ));
-    } else {
-        v.push(skipped(
-            "intervene",
-            "intervention placements",
-            "one NUMA node: the placements need owner, requestor and home on two nodes".into(),
-        ));
-    }
-    if nodes <= 1 {
-        v.push(skipped("model", "latency model fit", "one NUMA node: every latency is local, so no remote penalty or per-hop delay can be fitted".into()));
-    }
-    suites(m, quick, cores, pus, &mut v);
-    v
 }
 
 /// The seed suites as steps: placement, collectives and earth.

@@ -274,7 +274,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     );
     print!("{}", table(&["step", "result", "seconds"], &summary));
     println!();
-    print!("{}", crate::survey_view::headline(&records));
+    print!("{}", super::survey_view::headline(&records));
     println!(
         "\nwrote {}/results.json, results.csv and report.html",
         a.dir.display()

@@ -142,6 +142,25 @@ pub fn render(m: &Machine, rec: &Record) -> String {
     ));
     s.push('\n');
 
+    distances_and_kinds(m, &mut s);
+    if m.this_system {
+        let _ = writeln!(
+            s,
+            "\nSystem: THP {}; NUMA balancing {}; governor {}; kernel {}",
+            p.thp, p.numa_balancing, p.governor, p.kernel
+        );
+    }
+    for w in &rec.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    for u in &rec.unavailable {
+        let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
+    }
+    s
+}
+
+/// Distances and hops, memory attributes and CPU kinds.
+fn distances_and_kinds(m: &Machine, s: &mut String) {
     let d = &m.distances;
     let _ = writeln!(s, "\nDistances and hops (from {})", d.source);
     let mut header = vec!["from\\to".to_string()];
@@ -205,18 +224,4 @@ pub fn render(m: &Machine, rec: &Record) -> String {
         s.push_str(&table(&["rank", "CPUs", "infos"], &rows));
         s.push('\n');
     }
-    if m.this_system {
-        let _ = writeln!(
-            s,
-            "\nSystem: THP {}; NUMA balancing {}; governor {}; kernel {}",
-            p.thp, p.numa_balancing, p.governor, p.kernel
-        );
-    }
-    for w in &rec.warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    for u in &rec.unavailable {
-        let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
-    }
-    s
 }

@@ -134,7 +134,7 @@ fn trace_report(a: &ReportArgs) -> Result<(), CliError> {
             a.files.len()
         )));
     }
-    let t = crate::trace_cmd::load(&a.files[0])?;
+    let t = super::trace::load(&a.files[0])?;
     let what = if t.header.target.is_empty() {
         "monitor".to_string()
     } else {

@@ -18,19 +18,19 @@ enum Which {
     Placement(PlacementArgs),
     /// KSR collectives: remote read by distance, barriers, broadcast, shifts,
     /// concatenation and reduction over P threads, with fitted cost models.
-    Collectives(crate::collectives_cmd::CollectivesArgs),
+    Collectives(super::collectives::CollectivesArgs),
     /// EARTH-MANNA and KSR threads: remote operation costs (local/remote, sequential/
     /// pipelined, through a helper thread), switch costs, Loop 7 latency masking, MLP
     /// with coroutines, and compute/communication overlap.
-    Earth(crate::earth_cmd::EarthArgs),
+    Earth(super::earth::EarthArgs),
 }
 
 /// Run `numalab suite …`.
 pub fn run(a: SuiteArgs) -> Result<(), CliError> {
     match a.which {
         Which::Placement(p) => run_placement(p),
-        Which::Collectives(c) => crate::collectives_cmd::run(c),
-        Which::Earth(e) => crate::earth_cmd::run(e),
+        Which::Collectives(c) => super::collectives::run(c),
+        Which::Earth(e) => super::earth::run(e),
     }
 }
 

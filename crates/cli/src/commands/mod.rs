@@ -1,0 +1,21 @@
+//! One file per command: clap arguments → the experiment's `Options` → run → emit.
+
+pub mod bandwidth;
+pub mod c2c;
+pub mod collectives;
+pub mod earth;
+pub mod intervene;
+pub mod invalidate;
+pub mod latency;
+pub mod loaded;
+pub mod matrix;
+pub mod model;
+pub mod monitor;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod suite;
+pub mod survey;
+mod survey_view;
+pub mod topo;
+pub mod trace;
