@@ -6,7 +6,7 @@ use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::bind::{verify_threads, PinProof};
 use numalab_topo::buffer::{Buffer, MemProof};
-use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
+use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads, spread_note};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
 use std::fmt::Write;
@@ -142,6 +142,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
 
     let (prov, mut warnings) = provenance(&host);
     warnings.extend(mem_note);
+    warnings.extend(spread_note(m, &req));
     let mut rec = Record::new(
         "plan",
         &plan.thread_spec,
