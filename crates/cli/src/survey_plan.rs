@@ -246,6 +246,120 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
     v
 }
 
+/// A size as numalab's options take it (K/M/G suffixes where exact).
+fn size_arg(b: u64) -> String {
+    match b {
+        b if b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
+}
+
+/// Set `flag value` in a step's arguments, replacing the flag's value if it has one.
+fn set_arg(args: &mut Vec<String>, flag: &str, value: String) {
+    match args.iter().position(|a| a == flag) {
+        Some(i) if i + 1 < args.len() => args[i + 1] = value,
+        _ => args.extend([flag.to_string(), value]),
+    }
+}
+
+fn arg_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1).map(String::as_str)
+}
+
+/// Cap every step's buffer at `max` bytes (`survey --max-size`), for machines where the
+/// default beyond-cache buffers take too long (an emulated guest) or too much memory.
+/// A step whose default is already no larger keeps it; a bandwidth step whose kernels
+/// have different defaults is split so the in-cache kernels keep theirs.
+pub fn cap_sizes(m: &Machine, steps: Vec<Step>, max: u64) -> Vec<Step> {
+    let half_l2 = numalab_bench::bandwidth::half_private_cache(m);
+    let mut out = Vec::with_capacity(steps.len());
+    for mut s in steps {
+        if s.skip.is_some() || s.args.is_empty() {
+            out.push(s);
+            continue;
+        }
+        let cmd = s.args[0].clone();
+        let cap = size_arg(max);
+        match cmd.as_str() {
+            "latency" => {
+                if let Some(i) = s.args.iter().position(|a| a.starts_with("--sweep")) {
+                    let top = if s.args[i].contains('=') {
+                        64 << 20
+                    } else {
+                        1 << 30
+                    };
+                    if max < top {
+                        s.args[i] = format!("--sweep=4K-{cap}");
+                    }
+                } else {
+                    let default = match arg_after(&s.args, "--state") {
+                        Some("uown") | Some("warm") | None => {
+                            numalab_suites::memory::beyond_caches(m)
+                        }
+                        Some(_) => half_l2,
+                    };
+                    if max < default {
+                        set_arg(&mut s.args, "--size", cap);
+                    }
+                }
+            }
+            "bandwidth" => {
+                let n: usize = arg_after(&s.args, "-n")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                let kernels: Vec<String> = match arg_after(&s.args, "--kernel") {
+                    Some("all") | None => [
+                        "read", "readv", "rdsh", "rdex", "zero", "upgrade", "nt", "copy",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    Some(list) => list.split(',').map(String::from).collect(),
+                };
+                let (big, keep): (Vec<String>, Vec<String>) = kernels.into_iter().partition(|k| {
+                    numalab_bench::bandwidth::default_size_of(m, k, n).is_none_or(|d| max < d)
+                });
+                if !keep.is_empty() && !big.is_empty() {
+                    let mut rest = s.clone();
+                    set_arg(&mut rest.args, "--kernel", keep.join(","));
+                    rest.title = format!("{} (kernels within the caches)", s.title);
+                    set_arg(&mut s.args, "--kernel", big.join(","));
+                    set_arg(&mut s.args, "--size", cap);
+                    out.push(s);
+                    out.push(rest);
+                    continue;
+                }
+                if keep.is_empty() {
+                    set_arg(&mut s.args, "--size", cap);
+                }
+            }
+            "loaded-latency" | "matrix" => {
+                // The defaults matrix_cmd and loaded_cmd use when no --size is given.
+                let default = match arg_after(&s.args, "--size") {
+                    Some(v) => numalab_topo::spec::parse_size(v).unwrap_or(u64::MAX),
+                    None if s.args.get(1).is_some_and(|a| a == "latency") => 256 << 20,
+                    None if cmd == "matrix" => 64 << 20,
+                    None => {
+                        numalab_bench::bandwidth::default_size_of(m, "read", 1).unwrap_or(64 << 20)
+                    }
+                };
+                if max < default {
+                    set_arg(&mut s.args, "--size", cap);
+                }
+            }
+            "invalidate" | "intervene" if max < half_l2 => {
+                set_arg(&mut s.args, "--size", cap);
+            }
+            "c2c" if max < 64 << 10 => set_arg(&mut s.args, "--read-size", cap),
+            _ => {}
+        }
+        out.push(s);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +387,49 @@ mod tests {
             .iter()
             .any(|x| x.section == "intervene" && x.skip.is_some()));
         assert!(p.iter().any(|x| x.section == "model" && x.skip.is_some()));
+    }
+
+    #[test]
+    fn max_size_caps_every_beyond_cache_buffer_and_keeps_smaller_ones() {
+        let big = machine("64amd64-4s2n4ca2co.xml");
+        let capped = cap_sizes(&big, plan(&big, true), 4 << 20);
+        let size_of = |s: &Step| {
+            s.args
+                .iter()
+                .position(|a| a == "--size")
+                .map(|i| numalab_topo::spec::parse_size(&s.args[i + 1]).unwrap())
+        };
+        for s in capped.iter().filter(|s| s.skip.is_none()) {
+            let line = s.args.join(" ");
+            assert!(size_of(s).is_none_or(|b| b <= 4 << 20), "{line}");
+            if let Some(sweep) = s.args.iter().find(|a| a.starts_with("--sweep")) {
+                assert_eq!(sweep, "--sweep=4K-4M");
+            }
+            if ["matrix", "loaded-latency"].contains(&s.args[0].as_str())
+                || line.contains("--state uown")
+            {
+                assert_eq!(size_of(s), Some(4 << 20), "{line}");
+            }
+            // Lines held in a helper's cache (half an L2 here) keep their default.
+            if line.contains("--state cexh") || s.args[0] == "intervene" {
+                assert_eq!(size_of(s), None, "{line}");
+            }
+        }
+        // The one-thread `all` step splits: streaming kernels capped, rdex and upgrade not.
+        let bw: Vec<&Step> = capped
+            .iter()
+            .filter(|s| {
+                s.args.first().is_some_and(|a| a == "bandwidth")
+                    && !s.args.contains(&"-n".to_string())
+            })
+            .collect();
+        assert_eq!(bw.len(), 2, "{bw:?}");
+        assert_eq!(bw[1].args[2], "rdex,upgrade");
+        assert_eq!(size_of(bw[1]), None);
+        // A cap above every default changes nothing.
+        let same = cap_sizes(&big, plan(&big, true), 1 << 40);
+        let before: Vec<Vec<String>> = plan(&big, true).into_iter().map(|s| s.args).collect();
+        let after: Vec<Vec<String>> = same.into_iter().map(|s| s.args).collect();
+        assert_eq!(before, after);
     }
 }
