@@ -1,11 +1,15 @@
 # numalab: one-command set-up, build, run and test.
 # `make run` installs what is missing, builds in release mode and runs the main job:
 # the survey, which leaves numalab-survey/report.html.
-# `make test` installs what is missing (also chromium, for the report test) and runs the whole test suite.
+# `make test` installs what is missing (also chromium for the report test, QEMU for the
+# multi-node guests), builds the release binary the guests run, and runs the whole test suite.
 
 DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config
-# The report test renders report.html in a headless browser.
-TEST_PACKAGES := chromium
+# The report test renders report.html in a headless browser; the multi-node guest tests
+# boot QEMU (TCG) guests from a busybox initramfs (tests/guests/run, which also fetches
+# Debian's kernel package into target/guest).
+GUEST_PACKAGES := qemu-system-x86 busybox-static cpio
+TEST_PACKAGES := chromium $(GUEST_PACKAGES)
 CARGO ?= cargo
 
 .PHONY: deps build run test lint clean
@@ -21,6 +25,7 @@ run: build
 
 test: deps
 	@bash scripts/install-deps.sh $(TEST_PACKAGES)
+	$(CARGO) build --release --locked
 	$(CARGO) test --workspace --locked
 
 lint: deps
