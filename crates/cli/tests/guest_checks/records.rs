@@ -442,6 +442,7 @@ impl Checks<'_> {
                 .iter()
                 .filter_map(|x| x["name"].as_str())
                 .filter_map(|n| n.split_whitespace().next())
+                .filter(|p| *p != "not")
                 .map(String::from)
                 .collect();
             for p in ["exp0", "suite1", "suite2", "suite3", "suite4"] {
