@@ -1,12 +1,16 @@
 # numalab: one-command set-up, build, run and test.
 # `make run` installs what is missing, builds in release mode and runs the main job:
 # the survey, which leaves numalab-survey/report.html.
-# `make test` installs what is missing (also chromium, for the report test) and runs the whole test suite.
+# `make test` installs what is missing (also chromium for the report test, QEMU for the
+# multi-node guests), builds the release binary the guests run, and runs the whole test suite.
 # `make stress` runs the whole suite N times (default 10) with one core kept busy.
 
 DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config
-# The report test renders report.html in a headless browser.
-TEST_PACKAGES := chromium
+# The report test renders report.html in a headless browser; the multi-node guest tests
+# boot QEMU (TCG) guests from a busybox initramfs (tests/guests/run, which also fetches
+# Debian's kernel package into target/guest).
+GUEST_PACKAGES := qemu-system-x86 busybox-static cpio
+TEST_PACKAGES := chromium $(GUEST_PACKAGES)
 CARGO ?= cargo
 N ?= 10
 
@@ -25,10 +29,12 @@ run: build
 # `cargo test` by hand draws new ones (PROPTEST_RNG_SEED=N repeats a run).
 test: deps
 	@bash scripts/install-deps.sh $(TEST_PACKAGES)
+	$(CARGO) build --release --locked
 	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261123} $(CARGO) test --workspace --locked
 
 stress: deps
 	@bash scripts/install-deps.sh $(TEST_PACKAGES)
+	$(CARGO) build --release --locked
 	CARGO=$(CARGO) bash scripts/stress-tests.sh $(N)
 
 lint: deps

@@ -1,7 +1,7 @@
 //! What every command shares: topology choice, output options, errors and exit codes.
 
 use clap::Args;
-use numalab_results::{output, OutputError, OutputFormat, Provenance, Record};
+use numalab_results::{output, OutputError, Provenance, Record};
 use numalab_topo::{Host, TopologySource};
 use std::path::PathBuf;
 
@@ -70,7 +70,7 @@ impl CommonArgs {
     /// Check the output path before any work, so bad input fails fast and leaves no file.
     pub fn validate(&self) -> Result<(), CliError> {
         if let Some(p) = &self.output {
-            OutputFormat::for_path(p)?;
+            output::check_path(p)?;
         }
         Ok(())
     }

@@ -102,6 +102,7 @@ fn bad_input_exits_2_naming_the_value_without_partial_files() {
     std::fs::write(&bad_xml, "<topology>not really</topology>").unwrap();
     let txt = d.join("x.txt");
     let xml16 = topology("16amd64-4distances.xml");
+    let offline = topology("offline-cpu0-node0.xml");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["plan", "9999", "-o", fs], "CPU 9999"),
         (vec!["plan", "--mem", "99", "-o", fs], "node 99"),
@@ -125,6 +126,28 @@ fn bad_input_exits_2_naming_the_value_without_partial_files() {
         (vec!["topo", "-o", "/no/such/dir/x.json"], "/no/such/dir"),
         (vec!["topo", "-o", txt.to_str().unwrap()], "x.txt"),
         (vec!["plan", "--verify", "--topology", &xml16], "--verify"),
+        // The directory exists but takes no files: refused before measuring.
+        (
+            vec!["latency", "--size", "64K", "-o", "/proc/numalab.json"],
+            "cannot create a file in '/proc'",
+        ),
+        (
+            vec!["report", fs, "-o", "/proc/numalab.html"],
+            "cannot create a file in '/proc'",
+        ),
+        (
+            vec![
+                "plan",
+                "scatter:node",
+                "-n",
+                "9",
+                "--topology",
+                &offline,
+                "-o",
+                fs,
+            ],
+            "reaches only 8 usable CPUs",
+        ),
     ];
     for (args, needle) in cases {
         let out = numalab(&args);

@@ -299,7 +299,7 @@ impl Follower {
     }
 
     /// Sample every live thread, and with `pages` every live process's placement;
-    /// returns the time spent reading placement (numa_maps walks page tables, so
+    /// returns the CPU time spent reading placement (numa_maps walks page tables, so
     /// its cost grows with the processes' size).
     pub fn sample(&mut self, t_ns: u64, pages: bool, out: &mut Vec<Entry>) -> std::time::Duration {
         for (tid, t) in self.threads.iter_mut() {
@@ -346,7 +346,9 @@ impl Follower {
         if !pages {
             return std::time::Duration::ZERO;
         }
-        let t0 = std::time::Instant::now();
+        // CPU time, not wall time: the budget bounds what the reads take from the machine,
+        // and a sampler preempted mid-read (a busy host, an emulated guest) took nothing.
+        let t0 = thread_cpu();
         for (pid, p) in &self.procs {
             if !p.alive {
                 continue;
@@ -365,6 +367,17 @@ impl Follower {
                 v,
             }));
         }
-        t0.elapsed()
+        thread_cpu().saturating_sub(t0)
     }
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }

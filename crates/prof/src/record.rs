@@ -244,8 +244,8 @@ pub fn record(
         let pages = rounds >= next_pages;
         let cost = follower.sample(t_ns, pages, &mut entries);
         if pages {
-            // Every --pages-every intervals, but never more than 0.25% of the time:
-            // numa_maps of a large process takes milliseconds.
+            // Every --pages-every intervals, but never more than 0.25% of the time (CPU
+            // time of the reads): numa_maps of a large process takes milliseconds.
             let budget = (cost.as_nanos() * 400 / opts.interval.as_nanos().max(1)) as u64;
             next_pages = rounds + (opts.pages_every.max(1) as u64).max(budget + 1);
         }

@@ -68,6 +68,44 @@ impl OutputFormat {
     }
 }
 
+/// Check, before any work, that a file can be created at `path`: the temporary file that
+/// [`write_atomic`] renames into place is created and removed at once. A path whose
+/// directory exists but takes no new files (under /proc, read-only, no permission) fails
+/// here as the user's input instead of after the measurement.
+pub fn check_creatable(path: &Path) -> Result<(), OutputError> {
+    let tmp = tmp_path(path);
+    match std::fs::File::create(&tmp) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&tmp);
+            Ok(())
+        }
+        Err(e) => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
+                _ => ".".into(),
+            };
+            Err(OutputError::BadPath {
+                path: path.display().to_string(),
+                why: format!("cannot create a file in '{dir}': {e}"),
+            })
+        }
+    }
+}
+
+/// [`OutputFormat::for_path`] and [`check_creatable`]: what a command checks up front.
+pub fn check_path(path: &Path) -> Result<OutputFormat, OutputError> {
+    let fmt = OutputFormat::for_path(path)?;
+    check_creatable(path)?;
+    Ok(fmt)
+}
+
+/// The temporary name a file is written under before it is renamed to `path`.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    PathBuf::from(tmp)
+}
+
 /// Records as a pretty JSON array.
 pub fn to_json(records: &[Record]) -> String {
     serde_json::to_string_pretty(records).expect("records always serialise")
@@ -150,9 +188,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
         path: path.display().to_string(),
         why: e.to_string(),
     };
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
+    let tmp = tmp_path(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -211,6 +247,27 @@ mod tests {
             OutputFormat::for_path(Path::new("x.CSV")).unwrap(),
             OutputFormat::Csv
         );
+    }
+
+    #[test]
+    fn uncreatable_paths_are_the_users_input() {
+        // /proc exists as a directory but takes no new files.
+        let e = check_path(Path::new("/proc/numalab-out.json")).unwrap_err();
+        assert!(matches!(e, OutputError::BadPath { .. }), "{e}");
+        assert!(
+            e.to_string().contains("cannot create a file in '/proc'"),
+            "{e}"
+        );
+        let dir = std::env::temp_dir().join(format!("numalab-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.json");
+        assert_eq!(check_path(&p).unwrap(), OutputFormat::Json);
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "the trial file is gone"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

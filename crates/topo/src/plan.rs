@@ -117,6 +117,73 @@ fn too_many(n: usize, what: &str, avail: &[&Pu]) -> Error {
     ))
 }
 
+/// Scatter and batch wrap around the domains that have usable CPUs and end when those CPUs
+/// run out; say how many that is, which domains have no usable CPUs, and which usable CPUs
+/// belong to no domain of the level (a topology whose node objects do not cover every CPU).
+fn too_few_in_domains(
+    m: &Machine,
+    level: Level,
+    what: &str,
+    n: usize,
+    queues: &[Vec<&Pu>],
+    order: &[&Pu],
+) -> Error {
+    let reach: Vec<u32> = queues.iter().flatten().map(|p| p.os).collect();
+    let mut msg = format!(
+        "asked for {n} threads but {what} reaches only {} usable CPUs ({})",
+        reach.len(),
+        cpulist::format(&reach)
+    );
+    let empty = idle_domains(m, level, order);
+    if !empty.is_empty() {
+        msg += &format!(
+            "; {level}:{} without usable CPUs (CPU-less, offline, or outside this process's cpuset)",
+            cpulist::format(&empty)
+        );
+    }
+    let outside: Vec<u32> = order
+        .iter()
+        .filter(|p| !reach.contains(&p.os))
+        .map(|p| p.os)
+        .collect();
+    if !outside.is_empty() {
+        msg += &format!(
+            "; CPUs {} are usable but in no {level} of this topology",
+            cpulist::format(&outside)
+        );
+    }
+    Error::Unsatisfiable(msg)
+}
+
+/// The domains of `level` none of whose CPUs is in `order` (the usable ones).
+fn idle_domains(m: &Machine, level: Level, order: &[&Pu]) -> Vec<u32> {
+    m.domains(level)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|d| !order.iter().any(|p| p.domain(level) == Some(d.index)))
+        .map(|d| d.index)
+        .collect()
+}
+
+/// For scatter and batch: a note naming the domains of their level that get no thread
+/// because they have no usable CPUs (the threads go round the others instead).
+pub fn spread_note(m: &Machine, req: &ThreadRequest) -> Option<String> {
+    let (ThreadSpec::Scatter(level) | ThreadSpec::Batch(_, level)) = &req.spec else {
+        return None;
+    };
+    let level = level.unwrap_or_else(|| m.default_level());
+    m.domains(level)?;
+    let order = ordered_pus(m, req.smt, req.kind).ok()?;
+    let idle = idle_domains(m, level, &order);
+    (!idle.is_empty()).then(|| {
+        format!(
+            "{} skips {level}:{}: no usable CPUs there (CPU-less, offline, or outside this process's cpuset); threads go round the other {level} domains",
+            req.spec,
+            cpulist::format(&idle)
+        )
+    })
+}
+
 /// Resolve the threads of a request.
 pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPlacement>> {
     let order = ordered_pus(m, req.smt, req.kind)?;
@@ -153,7 +220,8 @@ pub fn resolve_threads(m: &Machine, req: &ThreadRequest) -> Result<Vec<ThreadPla
             } else {
                 order.len()
             });
-            round_robin(&queues, batch, n).ok_or_else(|| too_many(n, &name, &order))?
+            round_robin(&queues, batch, n)
+                .ok_or_else(|| too_few_in_domains(m, level, &name, n, &queues, &order))?
         }
         ThreadSpec::List(items) => {
             let mut out: Vec<&Pu> = Vec::new();

@@ -1,6 +1,6 @@
 //! Placement plans against real machines' topologies (tests/topologies, through numalab-fixtures).
 
-use numalab_topo::plan::{resolve_memory, resolve_threads};
+use numalab_topo::plan::{resolve_memory, resolve_threads, spread_note};
 use numalab_topo::*;
 use std::collections::BTreeSet;
 
@@ -122,6 +122,45 @@ fn offline_cpus_are_never_chosen() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("CPU 0 is offline") && e.contains("4-20"), "{e}");
+}
+
+/// Scatter wraps round the nodes that have usable CPUs until those CPUs run out; the error
+/// then counts only those CPUs and names the CPUs that belong to no node.
+#[test]
+fn scatter_counts_only_cpus_its_domains_reach() {
+    let m = load("offline-cpu0-node0.xml");
+    // Node 1 holds the odd CPUs 5-19; the even usable CPUs belong to no node object.
+    assert_eq!(cpus(&m, "scatter:node", Some(8)).len(), 8);
+    let e = resolve_threads(&m, &req("scatter:node", Some(9)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("reaches only 8 usable CPUs (5,7,9,11,13,15,17,19)")
+            && e.contains("CPUs 4,6,8,10,12,14,16,18,20 are usable but in no node"),
+        "{e}"
+    );
+}
+
+#[test]
+fn scatter_names_nodes_without_cpus() {
+    let m = load("8intel64-4n2t-memattrs.xml");
+    assert!(spread_note(&m, &req("scatter:node", Some(4))).is_none());
+    let two_cpu_less = TopologySource::Synthetic("pack:2 [numa] [numa] core:2 pu:1".into());
+    let m = Host::load(&two_cpu_less).unwrap().machine;
+    // Two CPU-less nodes: -n 4 (every node) wraps round the two nodes with CPUs.
+    let four = cpus(&m, "scatter:node", Some(4));
+    let nodes: Vec<Option<u32>> = four.iter().map(|p| p.node).collect();
+    assert_eq!(nodes, [Some(0), Some(2), Some(0), Some(2)]);
+    let note = spread_note(&m, &req("scatter:node", Some(4))).unwrap();
+    assert!(note.contains("skips node:1,3"), "{note}");
+    let e = resolve_threads(&m, &req("scatter:node", Some(5)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("reaches only 4 usable CPUs (0-3)")
+            && e.contains("node:1,3 without usable CPUs"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -95,6 +95,11 @@ pub fn default_size(m: &Machine, k: BwKernel, n: usize) -> u64 {
     sizing::streaming(m, n)
 }
 
+/// [`default_size`] for a kernel named as the CLI names it (None for an unknown name).
+pub fn default_size_of(m: &Machine, kernel: &str, n: usize) -> Option<u64> {
+    BwKernel::parse(kernel).ok().map(|k| default_size(m, k, n))
+}
+
 /// Result of one bandwidth measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct BwResult {

@@ -121,6 +121,21 @@ fn owner_on(m: &Machine, r: &ThreadPlacement, node: u32) -> Option<ThreadPlaceme
         })
 }
 
+/// Why no owner can sit on `nodes` when none of them has a usable CPU (CPU-less nodes,
+/// such as CXL memory): said so, rather than blamed on the requestor's core.
+fn cpu_less_reason(m: &Machine, nodes: &[u32]) -> Option<String> {
+    let with_cpus = nodes
+        .iter()
+        .any(|&n| m.pus.iter().any(|p| p.node == Some(n)));
+    (!nodes.is_empty() && !with_cpus).then(|| {
+        let list: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+        format!(
+            "the only node(s) at that distance, {}, have no usable CPUs (CPU-less memory), so no owner can sit there",
+            list.join(",")
+        )
+    })
+}
+
 /// Nodes `hops` from `base`, by number.
 fn nodes_at(m: &Machine, base: u32, hops: u32) -> Vec<u32> {
     m.nodes
@@ -202,6 +217,7 @@ pub fn plan(
                     let party = match p {
                         Placement::X => {
                             party(at.iter().find_map(|&n| owner_on(m, requestor, n)), base_mem)
+                                .map_err(|e| cpu_less_reason(m, &at).unwrap_or(e))
                         }
                         Placement::Y => {
                             // The first node at this distance with both memory and an owner.
@@ -211,6 +227,7 @@ pub fn plan(
                                     .flatten()
                             });
                             party(found.as_ref().map(|f| f.0.clone()), found.map(|f| f.1))
+                                .map_err(|e| cpu_less_reason(m, &at).unwrap_or(e))
                         }
                         _ => party(owner_on(m, requestor, base), mem_at),
                     };

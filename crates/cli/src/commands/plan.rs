@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use numalab_bench::machine::{self, Verified};
 use numalab_results::output::table;
 use numalab_results::Record;
-use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads};
+use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads, spread_note};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
 use std::fmt::Write;
@@ -117,7 +117,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         }
         _ => (None, None),
     };
-    let rec = machine::plan_record(
+    let mut rec = machine::plan_record(
         &context(&host),
         &plan,
         serde_json::json!({
@@ -134,6 +134,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         verified.as_ref(),
         mem_note,
     );
+    rec.warnings.extend(spread_note(m, &req));
     let text = || render(&plan, verified.as_ref(), &rec, m.default_level());
     a.common.emit(std::slice::from_ref(&rec), text)
 }

@@ -2,7 +2,7 @@
 
 use crate::common::{bad, CliError};
 use clap::Args;
-use numalab_results::output::{table, write_atomic};
+use numalab_results::output::{check_creatable, table, write_atomic};
 use numalab_results::{compare, report, Record};
 use std::path::{Path, PathBuf};
 
@@ -58,7 +58,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
 
 fn html_path(p: &Path) -> Result<(), CliError> {
     if p.extension().is_some_and(|e| e == "html" || e == "htm") {
-        Ok(())
+        Ok(check_creatable(p)?)
     } else {
         Err(bad(format!(
             "invalid output '{}': expected a .html file",

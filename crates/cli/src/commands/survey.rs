@@ -3,7 +3,7 @@
 //! the plan), so a step that fails is reported and the rest goes on, and Ctrl-C
 //! stops the current step and keeps everything measured before it.
 
-use crate::common::{bad, CliError};
+use crate::common::{bad, size_opt, CliError};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use numalab_results::output::{table, write_atomic};
@@ -24,6 +24,10 @@ pub struct SurveyArgs {
     /// A shorter battery (fewer sizes and passes): about a minute on a small machine.
     #[arg(long)]
     quick: bool,
+    /// Largest buffer of any step (e.g. 4M): caps the beyond-cache buffers for a slow or
+    /// small machine such as an emulated guest; smaller buffers may stay in the caches.
+    #[arg(long, value_name = "SIZE")]
+    max_size: Option<String>,
     /// Print the plan (steps, command lines, estimated duration) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -164,13 +168,25 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
             "invalid option '--topology' without '--dry-run': a survey measures this machine; plan against a file with --dry-run",
         ));
     }
+    let max_size = match a.max_size.as_deref().map(|s| size_opt("--max-size", s)) {
+        Some(Ok(b)) if b < 64 << 10 => {
+            return Err(bad(format!(
+                "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
+                a.max_size.as_deref().unwrap_or_default()
+            )))
+        }
+        m => m.transpose()?,
+    };
     let source = a
         .topology
         .clone()
         .map(TopologySource::Xml)
         .unwrap_or(TopologySource::ThisSystem);
     let host = Host::load(&source)?;
-    let steps = survey::plan(&host.machine, a.quick);
+    let mut steps = survey::plan(&host.machine, a.quick);
+    if let Some(max) = max_size {
+        steps = survey::cap_sizes(&host.machine, steps, max);
+    }
     let planned: f64 = steps.iter().map(|s| s.estimate_s).sum();
     if a.dry_run {
         if a.json {
@@ -221,10 +237,16 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     catch_sigint();
     let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
     eprintln!(
-        "numalab survey: {} steps, planned about {:.0} s; writing {}",
+        "numalab survey: {} steps, planned about {:.0} s; writing {}{}",
         steps.iter().filter(|s| s.skip.is_none()).count(),
         planned,
-        a.dir.display()
+        a.dir.display(),
+        max_size
+            .map(|b| format!(
+                "; buffers capped at {} (--max-size)",
+                numalab_topo::fmt_bytes(b)
+            ))
+            .unwrap_or_default()
     );
     let bar = ProgressBar::new((planned * 10.0).ceil() as u64);
     bar.set_style(

@@ -5,7 +5,7 @@ use clap::Args;
 use numalab_prof::metrics::{self, catalogue, series, Index};
 use numalab_prof::tables;
 use numalab_prof::trace::{self, ObjKind, Trace};
-use numalab_results::output::{table, write_atomic};
+use numalab_results::output::{check_creatable, table, write_atomic};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `numalab info`.
@@ -304,6 +304,7 @@ pub fn export(a: ExportArgs) -> Result<(), CliError> {
             out.display()
         )));
     }
+    check_creatable(&out)?;
     let t = load(&a.trace)?;
     let doc = numalab_prof::export::perfetto(&t);
     write_atomic(&out, doc.to_string().as_bytes())?;

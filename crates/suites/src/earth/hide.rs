@@ -10,7 +10,7 @@ use numalab_probe::server::with_server;
 use numalab_probe::Timer;
 use numalab_results::stats::median;
 use numalab_topo::bind::pin_current_thread;
-use numalab_topo::buffer::Buffer;
+use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Error, Host, MemSpec, PageSize, Result};
 use serde::Serialize;
@@ -28,6 +28,8 @@ pub struct MaskCurve {
     pub comp_ns: Vec<f64>,
     /// (T, ns per pass) of the masked runs.
     pub points: Vec<(usize, Vec<f64>)>,
+    /// Where u's pages were found, when u is homed on a node (the memory variant).
+    pub proof: Option<MemProof>,
 }
 
 impl MaskCurve {
@@ -95,6 +97,7 @@ fn curves(
             comm_ns: comm,
             comp_ns: comp,
             points,
+            proof: None,
         });
     }
     Ok(out)
@@ -196,7 +199,8 @@ pub fn mask_memory(
     let mut pool = loop7::stacks();
     // SAFETY: the buffer holds `doubles` doubles.
     let flush = || unsafe { numalab_probe::flush::flush_range(u as *const u8, doubles * 8, 64) };
-    curves(
+    let proof = ubuf.proof.clone();
+    let mut out = curves(
         &via,
         chunks,
         multipliers,
@@ -215,7 +219,11 @@ pub fn mask_memory(
             check(&a, &want, &format!("(memory) with T={t}"))?;
             Ok(timer.ns(ticks))
         },
-    )
+    )?;
+    for c in &mut out {
+        c.proof = Some(proof.clone());
+    }
+    Ok(out)
 }
 
 /// MLP results: per G, ns per access for both modes.

@@ -102,6 +102,12 @@ pub(super) fn mask_records(
         );
         r.add_samples("communication_time", "ns", &c.comm_ns);
         r.add_samples("computation_time", "ns", &c.comp_ns);
+        // Where u's pages were proved to be (the memory variant).
+        let placement = c
+            .proof
+            .as_ref()
+            .map(|pr| json!({ "verified": { "memory": pr } }));
+        r.placement = placement.clone();
         out.push(r);
         for ((t, v), (_, pct)) in c.points.iter().zip(c.masked_pct()) {
             let mut q = p.clone();
@@ -120,6 +126,7 @@ pub(super) fn mask_records(
             );
             r.add_samples("time", "ns", v);
             r.data = Some(json!({ "data_checked": true }));
+            r.placement = placement.clone();
             out.push(r);
         }
     }

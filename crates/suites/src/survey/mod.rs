@@ -1,10 +1,12 @@
 //! The survey: the battery of experiments chosen from the topology (a typed plan,
 //! each step an experiment's `Options`), and the survey's own records.
 
+mod cap;
 mod experiment;
 pub mod plan;
 mod records;
 
+pub use cap::cap_sizes;
 pub use experiment::{argv, Experiment};
 pub use plan::{c2c_cpus, plan, Step};
 pub use records::{model_record, step_record};

@@ -1,0 +1,235 @@
+//! numalab on real multi-node kernels: QEMU guests (TCG) booted from the layouts in
+//! tests/guests/*.layout by tests/guests/run, running tests/guests/guest.sh. The guest
+//! prints each command's output between marker lines; here it is parsed and held against
+//! what the layout implies: placement, verification and records, never a timing (TCG
+//! models none). Needs qemu-system-x86_64, cpio, a static busybox and Debian's kernel
+//! package (fetched by the runner); without them the test fails unless
+//! NUMALAB_SKIP_GUEST=1 is set.
+
+mod common;
+mod guest_checks;
+
+use guest_checks::{Checks, Layout, Section};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest a guest may run (the runner's own timeout is a little shorter).
+const GUEST_LIMIT: Duration = Duration::from_secs(560);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Why this host cannot boot guests, if it cannot.
+fn missing_tools() -> Option<String> {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        return Some("the guests are x86-64 Linux".into());
+    }
+    let have = |t: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {t}"))
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let mut missing: Vec<&str> = ["qemu-system-x86_64", "cpio", "busybox", "timeout"]
+        .into_iter()
+        .filter(|t| !have(t))
+        .collect();
+    if !have("apt-get") && !root().join("target/guest/vmlinuz").exists() {
+        missing.push("apt-get (to fetch Debian's kernel)");
+    }
+    (!missing.is_empty()).then(|| format!("missing {}", missing.join(", ")))
+}
+
+/// The release binary, built now if the sources changed (cargo does nothing otherwise):
+/// TCG runs a debug build too slowly.
+fn release_binary() -> PathBuf {
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "numalab"])
+        .current_dir(root())
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo build --release: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let debug = PathBuf::from(env!("CARGO_BIN_EXE_numalab"));
+    let bin = debug
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("release/numalab");
+    assert!(bin.exists(), "no {}", bin.display());
+    bin
+}
+
+/// Boot `layout`, run the guest script, and return the console (None when skipped).
+fn boot(layout: &str) -> Option<String> {
+    // Re-check the console a previous run kept, without booting (for work on the checks).
+    if std::env::var_os("NUMALAB_GUEST_REUSE").is_some() {
+        let kept = root().join(format!("target/guest/{layout}.console"));
+        return Some(std::fs::read_to_string(&kept).unwrap_or_else(|e| panic!("{kept:?}: {e}")));
+    }
+    if let Some(why) = missing_tools() {
+        if std::env::var_os("NUMALAB_SKIP_GUEST").is_some() {
+            eprintln!("skipped: no multi-node guest ({why}; NUMALAB_SKIP_GUEST set)");
+            return None;
+        }
+        panic!("cannot boot the multi-node guests: {why}; `make test` installs qemu-system-x86, cpio and busybox-static (set NUMALAB_SKIP_GUEST=1 to skip)");
+    }
+    let bin = release_binary();
+    let t0 = Instant::now();
+    let mut child = Command::new(root().join("tests/guests/run"))
+        .arg(layout)
+        .env("NUMALAB_BIN", &bin)
+        .env(
+            "NUMALAB_GUEST_TIMEOUT",
+            (GUEST_LIMIT.as_secs() - 20).to_string(),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tests/guests/run");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for the guest") {
+            break Some(st);
+        }
+        if t0.elapsed() > GUEST_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let console = String::from_utf8_lossy(&out.join().unwrap()).replace('\r', "");
+    let err = err.join().unwrap();
+    // Keep the console for a look after a failure.
+    let keep = root().join(format!("target/guest/{layout}.console"));
+    let _ = std::fs::write(&keep, &console);
+    eprintln!(
+        "guest {layout}: {:.0} s wall, console in {}",
+        t0.elapsed().as_secs_f64(),
+        keep.display()
+    );
+    match status {
+        None => panic!(
+            "guest {layout} ran past {GUEST_LIMIT:?}: {err}\n{}",
+            tail(&console)
+        ),
+        Some(st) if !st.success() => {
+            panic!("guest {layout} failed ({st}): {err}\n{}", tail(&console))
+        }
+        Some(_) => Some(console),
+    }
+}
+
+fn tail(s: &str) -> &str {
+    let mut i = s.len().saturating_sub(4000);
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    &s[i..]
+}
+
+/// The console's marked sections: `@@@ BEGIN name`, stdout, `@@@ STDERR name`, stderr,
+/// `@@@ END name rc=N secs=S`.
+fn sections(console: &str) -> BTreeMap<String, Section> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<(String, String, Option<String>)> = None;
+    for line in console.lines() {
+        if let Some(name) = line.strip_prefix("@@@ BEGIN ") {
+            cur = Some((name.trim().to_string(), String::new(), None));
+        } else if line.starts_with("@@@ STDERR ") {
+            if let Some(c) = cur.as_mut() {
+                c.2 = Some(String::new());
+            }
+        } else if let Some(rest) = line.strip_prefix("@@@ END ") {
+            if let Some((name, o, e)) = cur.take() {
+                let field = |k: &str| -> Option<i64> {
+                    rest.split_whitespace()
+                        .find_map(|w| w.strip_prefix(k))
+                        .and_then(|v| v.parse().ok())
+                };
+                out.insert(
+                    name,
+                    Section {
+                        out: o,
+                        err: e.unwrap_or_default(),
+                        rc: field("rc=").unwrap_or(-1) as i32,
+                        secs: field("secs=").unwrap_or(0) as u64,
+                    },
+                );
+            }
+        } else if let Some((_, o, e)) = cur.as_mut() {
+            let buf = e.as_mut().unwrap_or(o);
+            buf.push_str(line);
+            buf.push('\n');
+        }
+    }
+    out
+}
+
+fn run_layout(name: &str) {
+    let layout = Layout::load(&root().join(format!("tests/guests/{name}.layout")));
+    let Some(console) = boot(name) else {
+        return;
+    };
+    let secs = sections(&console);
+    let mut c = Checks::new(name, &layout, &secs);
+    c.all();
+    c.finish();
+}
+
+#[test]
+fn cxl_like_guest() {
+    run_layout("cxl-like");
+}
+
+#[test]
+fn four_socket_guest() {
+    run_layout("four-socket");
+}
+
+#[test]
+fn layouts_parse_and_agree_with_their_qemu_arguments() {
+    for name in ["cxl-like", "four-socket"] {
+        let l = Layout::load(&root().join(format!("tests/guests/{name}.layout")));
+        let n = l.cpus.len();
+        assert_eq!(l.distances.len(), n, "{name}");
+        assert_eq!(l.hops.len(), n, "{name}");
+        for i in 0..n {
+            assert_eq!(l.distances[i][i], 10, "{name}");
+            for j in 0..n {
+                assert_eq!(l.distances[i][j], l.distances[j][i], "{name}: symmetric");
+                // Hops are the rank of the distance among the distinct values.
+                let mut d: Vec<u64> = l.distances.iter().flatten().copied().collect();
+                d.sort_unstable();
+                d.dedup();
+                let rank = d.iter().position(|&v| v == l.distances[i][j]).unwrap();
+                assert_eq!(l.hops[i][j] as usize, rank, "{name} {i}->{j}");
+                if i < j && l.distances[i][j] != 10 {
+                    let arg = format!("-numa dist,src={i},dst={j},val={}", l.distances[i][j]);
+                    assert!(l.qemu.contains(&arg), "{name}: {arg}");
+                }
+            }
+        }
+    }
+}
