@@ -95,7 +95,8 @@ enum Command {
     Dump(trace_cmd::DumpArgs),
     /// Export a trace for other viewers (--perfetto: Chrome trace-event JSON).
     Export(trace_cmd::ExportArgs),
-    /// Experiments between MPI ranks (`--ranks N` starts mpirun here): where ranks run.
+    /// Experiments between MPI ranks (`--ranks N` starts mpirun here): where ranks run,
+    /// latency and bandwidth over sizes (two-sided and RMA), the rank × rank matrix.
     Mpi(mpi_cmd::MpiArgs),
     /// Print the JSON Schema of result records.
     Schema,

@@ -5,8 +5,9 @@
 use crate::common::{bad, check_measurable, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_mpi::launch::{ensure, LaunchRequest, Launched};
+use numalab_mpi::p2p::{self, Op};
 use numalab_mpi::world::{fail, World, WorldOptions};
-use numalab_mpi::{ranks, Threading};
+use numalab_mpi::{matrix, ranks, text, Threading};
 use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::{Host, ThreadSpec};
@@ -90,6 +91,154 @@ pub struct MpiArgs {
 enum MpiCmd {
     /// Where every rank runs: host, CPU, core, L3, node and package, pinning verified.
     Ranks(RanksArgs),
+    /// One-way latency between two ranks over a size sweep: ping-pong, and one-sided
+    /// get, put and accumulate (passive target: lock, operation, flush).
+    Latency(SweepArgs),
+    /// Streaming bandwidth between two ranks over a size sweep (OSU's window method).
+    Bandwidth(SweepArgs),
+    /// Ping-pong latency between every pair of ranks, grouped by relation.
+    Matrix(MatrixArgs),
+}
+
+/// Arguments of `numalab mpi latency` and `bandwidth`.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Message sizes: a list (8,4K,1M) or ranges of powers of two (1:4M).
+    #[arg(long, default_value = "1:4M")]
+    sizes: String,
+    /// Latency operations: pingpong, get, put, acc (bandwidth streams sends).
+    #[arg(long, default_value = "pingpong,get,put,acc")]
+    ops: String,
+    /// The timing rank and its peer.
+    #[arg(long, default_value = "0,1", value_name = "A,B")]
+    pair: String,
+    /// Timed iterations per size (default OSU's: 10000 up to 8 KiB, 1000 above; bandwidth 100 / 20).
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// Untimed iterations first (default OSU's: 100 / 10; bandwidth 10 / 2).
+    #[arg(long)]
+    warmup: Option<usize>,
+    /// Sends in flight per bandwidth sample.
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+    #[command(flatten)]
+    job: JobArgs,
+    /// Print the plan without starting ranks.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Arguments of `numalab mpi matrix`.
+#[derive(Args, Debug)]
+pub struct MatrixArgs {
+    /// Message size.
+    #[arg(long, default_value = "8")]
+    size: String,
+    /// Timed round trips per pair.
+    #[arg(long, default_value_t = 10_000)]
+    iterations: usize,
+    /// Untimed round trips first.
+    #[arg(long, default_value_t = 100)]
+    warmup: usize,
+    #[command(flatten)]
+    job: JobArgs,
+    /// Print the plan without starting ranks.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn parse_pair(s: &str) -> Result<(usize, usize), CliError> {
+    let bad_pair = || {
+        bad(format!(
+            "invalid --pair '{s}': two rank numbers such as 0,1"
+        ))
+    };
+    let (a, b) = s.split_once(',').ok_or_else(bad_pair)?;
+    Ok((
+        a.trim().parse().map_err(|_| bad_pair())?,
+        b.trim().parse().map_err(|_| bad_pair())?,
+    ))
+}
+
+fn progress(what: &'static str) -> impl FnMut(usize, usize) {
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    move |i, n| {
+        if tty {
+            eprint!("\r{what}: {}/{n}   ", i + 1);
+            if i + 1 == n {
+                eprintln!();
+            }
+        }
+    }
+}
+
+fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
+    a.common.validate()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let ops = if bandwidth {
+        vec![Op::Stream]
+    } else {
+        a.ops
+            .split(',')
+            .map(Op::parse_latency)
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let opts = p2p::Options {
+        ops,
+        sizes: p2p::parse_sizes(&a.sizes)?,
+        pair: parse_pair(&a.pair)?,
+        iterations: a.iterations,
+        warmup: a.warmup,
+        window: a.window,
+    };
+    let host = a.common.host()?;
+    let (req, wopts) = a.job.request(&host, 2)?;
+    let plan = p2p::Plan::resolve(req.ranks, &opts)?;
+    if a.dry_run {
+        print!("{}", plan.text());
+        return Ok(());
+    }
+    let world = start(&host, &req, &wopts)?;
+    let recs = p2p::measure(&world, &host, &plan, progress("mpi"))
+        .unwrap_or_else(|e| fail(Some(&world), &e));
+    if let Some(recs) = recs {
+        let (metric, unit) = if bandwidth {
+            ("bandwidth", "GB/s")
+        } else {
+            ("latency", "ns")
+        };
+        a.common.emit(&recs, || text::sweep(&recs, metric, unit))?;
+    }
+    Ok(())
+}
+
+fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
+    a.common.validate()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let size = crate::common::size_opt("--size", &a.size)?;
+    let opts = matrix::Options {
+        size,
+        iterations: a.iterations,
+        warmup: a.warmup,
+    };
+    let host = a.common.host()?;
+    let (req, wopts) = a.job.request(&host, 2)?;
+    let plan = matrix::Plan::resolve(req.ranks, &opts)?;
+    if a.dry_run {
+        print!("{}", plan.text());
+        return Ok(());
+    }
+    let world = start(&host, &req, &wopts)?;
+    let recs = matrix::measure(&world, &host, &plan, progress("mpi matrix"))
+        .unwrap_or_else(|e| fail(Some(&world), &e));
+    if let Some(recs) = recs {
+        a.common.emit(&recs, || text::matrix(&recs))?;
+    }
+    Ok(())
 }
 
 /// Arguments of `numalab mpi ranks`.
@@ -116,6 +265,9 @@ pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<Wo
 pub fn run(a: MpiArgs) -> Result<(), CliError> {
     match a.cmd {
         MpiCmd::Ranks(r) => run_ranks(r),
+        MpiCmd::Latency(r) => run_sweep(r, false),
+        MpiCmd::Bandwidth(r) => run_sweep(r, true),
+        MpiCmd::Matrix(r) => run_matrix(r),
     }
 }
 

@@ -141,3 +141,100 @@ fn a_rank_killed_by_a_signal_ends_the_job_naming_rank_and_signal() {
         "Open MPI's boxes are summarised: {err}"
     );
 }
+
+#[test]
+fn latency_over_sizes_gives_two_sided_and_rma_records_between_two_ranks() {
+    let v = ok_json(&[
+        "mpi",
+        "latency",
+        "--ranks",
+        "2",
+        "--sizes",
+        "1:64",
+        "--iterations",
+        "50",
+        "--warmup",
+        "5",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 4 * 7, "4 operations × 7 sizes");
+    for r in recs {
+        assert_eq!(r["kind"], "mpi-latency");
+        let s = &r["stats"][0];
+        assert_eq!(
+            (s["metric"].as_str(), s["n"].as_u64()),
+            (Some("latency"), Some(50))
+        );
+        // Physical bounds only: above 1 ns, below a second.
+        let med = s["median"].as_f64().unwrap();
+        assert!(med > 1.0 && med < 1e9, "{}: {med}", r["name"]);
+        assert_eq!(r["placement"]["measured_ranks"], serde_json::json!([0, 1]));
+    }
+}
+
+#[test]
+fn bandwidth_and_the_matrix_run_on_four_ranks() {
+    let v = ok_json(&[
+        "mpi",
+        "bandwidth",
+        "--ranks",
+        "4",
+        "--pair",
+        "3,0",
+        "--sizes",
+        "4K",
+        "--iterations",
+        "5",
+        "--window",
+        "8",
+        "--json",
+    ]);
+    let r = &v.as_array().unwrap()[0];
+    assert_eq!(r["kind"], "mpi-bandwidth");
+    assert_eq!(r["parameters"]["from_rank"], 3);
+    assert!(r["stats"][0]["median"].as_f64().unwrap() > 0.0);
+    let v = ok_json(&[
+        "mpi",
+        "matrix",
+        "--ranks",
+        "4",
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 6 + 1, "six pairs and the matrix");
+    let m = recs.last().unwrap();
+    assert_eq!(m["kind"], "mpi-matrix");
+    let lat = &m["data"]["latency_ns"];
+    for a in 0..4 {
+        assert!(lat[a][a].is_null());
+        for b in 0..4 {
+            if a != b {
+                assert!(lat[a][b].as_f64().unwrap() > 0.0);
+                assert_eq!(lat[a][b], lat[b][a]);
+            }
+        }
+    }
+    let groups = m["data"]["groups"].as_array().unwrap();
+    let pairs: u64 = groups.iter().map(|g| g["pairs"].as_u64().unwrap()).sum();
+    assert_eq!(pairs, 6);
+}
+
+#[test]
+fn bad_sizes_pairs_and_operations_are_one_line_errors() {
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--sizes", "0"], &[]), "'0'");
+    one_line_usage_error(
+        &mpi_run(&["mpi", "latency", "--sizes", "1T"], &[]),
+        "available",
+    );
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--pair", "0,2"], &[]), "'0,2'");
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--ops", "cas"], &[]), "'cas'");
+    one_line_usage_error(&mpi_run(&["mpi", "matrix", "--ranks", "1"], &[]), "'1'");
+    let out = mpi_run(&["mpi", "latency", "--ranks", "2", "--dry-run"], &[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4 MiB"));
+}

@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -161,6 +162,13 @@ fn overall_limit() -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
+/// A termination signal the launcher received while waiting (0: none).
+static TERMINATED_BY: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_terminate(sig: libc::c_int) {
+    TERMINATED_BY.store(sig, Ordering::SeqCst);
+}
+
 fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
     let mut child = cmd
         .spawn()
@@ -168,8 +176,12 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
     // Ctrl-C reaches mpirun through the terminal's process group; we wait for it to
     // end the ranks and report, instead of dying first and leaving them behind.
     // SAFETY: setting a signal disposition to SIG_IGN is async-signal-safe and sound.
+    // SIGTERM and SIGHUP (a timeout, a closed terminal) reach only us: pass them on.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
+        let h = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGTERM, h);
+        libc::signal(libc::SIGHUP, h);
     }
     let stderr = child.stderr.take().expect("stderr was piped");
     let (tx, rx) = mpsc::channel::<Notice>();
@@ -209,6 +221,16 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
             .map_err(|e| Error::System(format!("waiting for mpirun failed: {e}")))?
         {
             break st;
+        }
+        let sig = TERMINATED_BY.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            // SAFETY: signalling our own child, which has not been reaped yet.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, sig);
+            }
+            if death_at.is_none() {
+                death_at = Some(Instant::now());
+            }
         }
         let overdue = death_at.is_some_and(|t| t.elapsed() > GRACE_AFTER_DEATH);
         let timed_out = limit.is_some_and(|l| start.elapsed() > l);

@@ -8,10 +8,15 @@
 pub mod env;
 pub mod error;
 pub mod gather;
+pub mod kernels;
 pub mod launch;
 pub mod launch_notice;
+pub mod matrix;
+pub mod p2p;
 pub mod place;
 pub mod ranks;
+pub mod raw;
+pub mod text;
 pub mod world;
 
 pub use env::JobEnv;
