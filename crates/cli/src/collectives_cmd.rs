@@ -39,6 +39,8 @@ pub struct CollectivesArgs {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
+    mpi: crate::mpi_suite_cmd::MpiSuiteArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -189,6 +191,18 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     };
     if a.iterations == 0 {
         return Err(bad("invalid --iterations '0': at least 1 timed pass"));
+    }
+    if a.mpi.mpi {
+        let input = crate::mpi_suite_cmd::CollectivesInput {
+            ranks: threads,
+            sizes,
+            only,
+            iterations: a.iterations,
+            osu: a.osu,
+            dry_run: a.dry_run,
+            common: &a.common,
+        };
+        return crate::mpi_suite_cmd::collectives(&a.mpi, input);
     }
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;

@@ -17,6 +17,7 @@ mod matrix_cmd;
 mod model_cmd;
 mod monitor_cmd;
 mod mpi_cmd;
+mod mpi_suite_cmd;
 mod plan_cmd;
 mod prof_args;
 mod record_cmd;

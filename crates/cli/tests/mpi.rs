@@ -238,3 +238,99 @@ fn bad_sizes_pairs_and_operations_are_one_line_errors() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("4 MiB"));
 }
+
+#[test]
+fn collectives_run_as_the_seed_algorithms_and_mpi_own_on_two_and_four_ranks() {
+    let v = ok_json(&[
+        "suite",
+        "collectives",
+        "--mpi",
+        "--ranks",
+        "4",
+        "--threads",
+        "2,4",
+        "--sizes",
+        "256",
+        "--iterations",
+        "2",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    let runs: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    for p in [2, 4] {
+        for c in [
+            "barrier",
+            "broadcast-same",
+            "gather-tree",
+            "allgather-ring",
+            "reduce-max-tree",
+        ] {
+            assert!(
+                runs.iter().any(|r| r["parameters"]["ranks"] == p
+                    && r["parameters"]["collective"] == c
+                    && r["parameters"]["implementation"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("seed")),
+                "seed {c} P={p}"
+            );
+        }
+        for n in [
+            "MPI_Barrier",
+            "MPI_Bcast",
+            "MPI_Gather",
+            "MPI_Allgather",
+            "MPI_Allreduce max",
+        ] {
+            assert!(
+                runs.iter().any(
+                    |r| r["parameters"]["ranks"] == p && r["parameters"]["implementation"] == n
+                ),
+                "{n} P={p}"
+            );
+        }
+    }
+    assert!(runs.iter().all(|r| r["stats"][0]["n"] == 2));
+    assert!(recs.iter().any(|r| r["kind"] == "collective-mpi-model"));
+    let out = mpi_run(
+        &[
+            "suite",
+            "collectives",
+            "--mpi",
+            "--ranks",
+            "2",
+            "--sizes",
+            "128",
+            "--iterations",
+            "1",
+            "--only",
+            "broadcast",
+            "--osu",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Avg Latency(us)"));
+    one_line_usage_error(
+        &mpi_run(
+            &[
+                "suite",
+                "collectives",
+                "--mpi",
+                "--ranks",
+                "2",
+                "--threads",
+                "3",
+            ],
+            &[],
+        ),
+        "'3'",
+    );
+}

@@ -102,6 +102,102 @@ impl Window {
         )
     }
 
+    /// Begin a shared passive-target epoch on every rank.
+    pub fn lock_all(&self) -> Result<()> {
+        // SAFETY: a valid window.
+        check(
+            unsafe { ffi::MPI_Win_lock_all(0, self.win) },
+            "MPI_Win_lock_all",
+        )
+    }
+
+    /// End the epoch on every rank.
+    pub fn unlock_all(&self) -> Result<()> {
+        // SAFETY: a valid window with an open epoch.
+        check(
+            unsafe { ffi::MPI_Win_unlock_all(self.win) },
+            "MPI_Win_unlock_all",
+        )
+    }
+
+    /// Complete every operation this rank issued, at every target.
+    pub fn flush_all(&self) -> Result<()> {
+        // SAFETY: as above.
+        check(
+            unsafe { ffi::MPI_Win_flush_all(self.win) },
+            "MPI_Win_flush_all",
+        )
+    }
+
+    /// Make this rank's local stores and others' RMA into it consistent (MPI_Win_sync).
+    pub fn sync(&self) -> Result<()> {
+        // SAFETY: as above.
+        check(unsafe { ffi::MPI_Win_sync(self.win) }, "MPI_Win_sync")
+    }
+
+    /// Start reading `len` bytes at `remote` of `target`'s window into this rank's own
+    /// window at `local`; the bytes land by the next flush.
+    pub fn get_local(
+        &mut self,
+        target: usize,
+        remote: usize,
+        local: usize,
+        len: usize,
+    ) -> Result<()> {
+        let disp = self.span(remote, len)?;
+        self.span(local, len)?;
+        let n = count(len)?;
+        // SAFETY: local..local+len lies in this rank's window (checked); nothing reads
+        // it until the caller flushes.
+        check(
+            unsafe {
+                ffi::MPI_Get(
+                    self.base.add(local).cast(),
+                    n,
+                    bytes(),
+                    target as c_int,
+                    disp,
+                    n,
+                    bytes(),
+                    self.win,
+                )
+            },
+            "MPI_Get",
+        )
+    }
+
+    /// Start a get whose request completes on its own (MPI_Rget into `dst`).
+    ///
+    /// # Safety
+    /// `dst` must stay alive and untouched until the request is waited for.
+    pub unsafe fn rget(
+        &self,
+        target: usize,
+        offset: usize,
+        dst: &mut [u8],
+        reqs: &mut Requests,
+    ) -> Result<()> {
+        let disp = self.span(offset, dst.len())?;
+        let n = count(dst.len())?;
+        let mut r: ffi::MPI_Request = ffi::RSMPI_REQUEST_NULL;
+        check(
+            ffi::MPI_Rget(
+                dst.as_mut_ptr().cast(),
+                n,
+                bytes(),
+                target as c_int,
+                disp,
+                n,
+                bytes(),
+                self.win,
+                &mut r,
+            ),
+            "MPI_Rget",
+        )?;
+        reqs.reqs.push(r);
+        Ok(())
+    }
+
     fn span(&self, offset: usize, n: usize) -> Result<ffi::MPI_Aint> {
         if offset + n > self.len {
             return Err(Error::System(format!(
@@ -253,6 +349,32 @@ impl Requests {
         check(rc, "MPI_Irecv")?;
         self.reqs.push(r);
         Ok(())
+    }
+
+    /// Requests still outstanding.
+    pub fn len(&self) -> usize {
+        self.reqs.len()
+    }
+
+    /// True when none is outstanding.
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    /// Test whether request `i` has completed (it is then retired from the list; the
+    /// caller must not rely on positions afterwards). Returns true when it completed.
+    pub fn test_first(&mut self) -> Result<bool> {
+        if self.reqs.is_empty() {
+            return Ok(true);
+        }
+        let mut flag: c_int = 0;
+        // SAFETY: a valid request; status ignored.
+        let rc = unsafe { ffi::MPI_Test(&mut self.reqs[0], &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+        check(rc, "MPI_Test")?;
+        if flag != 0 {
+            self.reqs.remove(0);
+        }
+        Ok(flag != 0)
     }
 
     /// Complete every posted operation.

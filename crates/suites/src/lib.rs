@@ -3,6 +3,7 @@
 //! check the data they moved; they never time anything themselves.
 
 pub mod collectives;
+pub mod collectives_mpi;
 pub mod collectives_run;
 pub mod domains;
 pub mod earth;
