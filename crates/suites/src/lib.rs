@@ -4,6 +4,7 @@
 
 pub mod collectives;
 pub mod collectives_mpi;
+pub mod collectives_mpi_run;
 pub mod collectives_run;
 pub mod domains;
 pub mod earth;
