@@ -53,6 +53,8 @@ pub struct EarthArgs {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
+    mpi: crate::mpi_suite_cmd::MpiSuiteArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -99,6 +101,17 @@ fn cell_records(
 /// Run `numalab suite earth`.
 pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
+    if a.mpi.mpi {
+        let groups = nums("--groups", &a.groups)?;
+        let input = crate::mpi_suite_cmd::EarthInput {
+            parts: &a.parts,
+            groups,
+            iterations: a.iterations,
+            dry_run: a.dry_run,
+            common: &a.common,
+        };
+        return crate::mpi_suite_cmd::earth(&a.mpi, input);
+    }
     let parts: Vec<Part> = a
         .parts
         .split(',')

@@ -256,3 +256,171 @@ fn osu_text(recs: &[Record]) -> String {
     }
     s
 }
+
+/// What `suite earth` parsed, for its MPI form.
+pub struct EarthInput<'a> {
+    /// --parts as given.
+    pub parts: &'a str,
+    /// Outstanding-get counts G.
+    pub groups: Vec<usize>,
+    /// Timed passes.
+    pub iterations: usize,
+    /// Plan only.
+    pub dry_run: bool,
+    /// Output options.
+    pub common: &'a CommonArgs,
+}
+
+/// `suite earth`'s default --parts; with --mpi it means every part the MPI form has.
+const EARTH_DEFAULT_PARTS: &str = "ops,split,switch,mask,mlp,threads";
+
+/// Run `suite earth --mpi`.
+pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
+    use numalab_suites::earth_mpi;
+    check_measurable(e.common, e.dry_run)?;
+    let parts: Vec<String> = if e.parts == EARTH_DEFAULT_PARTS {
+        vec!["ops".into(), "split".into(), "mlp".into()]
+    } else {
+        e.parts.split(',').map(|p| p.trim().to_string()).collect()
+    };
+    let host = e.common.host()?;
+    let (req, wopts) = m.job.request(&host, 2)?;
+    let opts = earth_mpi::Options {
+        pair: (0, 1),
+        ops_per_pass: 512,
+        iterations: e.iterations,
+        blocks: vec![64, 4096, 65536, 1 << 20],
+        groups: e.groups,
+        parts,
+    };
+    let plan = earth_mpi::Plan::resolve(req.ranks, &opts)?;
+    if e.dry_run {
+        print!("{}", plan.text());
+        return Ok(());
+    }
+    let world = start(&host, &req, &wopts)?;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let recs = earth_mpi::measure(&world, &host, &plan, |i, n| {
+        if tty {
+            eprint!("\rearth --mpi: {}/{n}   ", i + 1);
+        }
+    })
+    .unwrap_or_else(|err| fail(Some(&world), &err));
+    if tty && world.is_root() {
+        eprintln!();
+    }
+    if let Some(recs) = recs {
+        e.common.emit(&recs, || earth_text(&recs))?;
+    }
+    Ok(())
+}
+
+fn earth_text(recs: &[Record]) -> String {
+    use numalab_suites::earth_mpi::{metric_median, SEED_TABLE1};
+    let find = |part: &str, op: &str, place: &str, mode: &str| {
+        recs.iter().find(|r| {
+            r.kind == "suite-earth-mpi"
+                && r.parameters["part"] == part
+                && r.parameters["op"] == op
+                && r.parameters["place"] == place
+                && r.parameters["mode"] == mode
+        })
+    };
+    let cell = |r: Option<&Record>, metric: &str| {
+        r.and_then(|r| metric_median(r, metric))
+            .map_or("-".to_string(), |v| format!("{v:.0}"))
+    };
+    let rel = recs
+        .iter()
+        .find_map(|r| r.parameters["relation"].as_str())
+        .unwrap_or("?");
+    let mut s = format!("EARTH Table 1 between MPI ranks (ns, median of passes; remote rank = {rel}) beside EARTH-MANNA's\n");
+    let mut rows = Vec::new();
+    for (op, seed) in SEED_TABLE1 {
+        let local = |mode| cell(find("ops", op, "local rank", mode), "time");
+        let remote = |mode| cell(find("ops", op, "remote rank", mode), "time");
+        rows.push(vec![
+            op.to_string(),
+            local("sequential"),
+            remote("sequential"),
+            local("pipelined"),
+            remote("pipelined"),
+            format!("{:.0}", seed[0]),
+            format!("{:.0}", seed[1]),
+            format!("{:.0}", seed[2]),
+            format!("{:.0}", seed[3]),
+        ]);
+    }
+    s.push_str(&table(
+        &[
+            "operation",
+            "seq local",
+            "seq remote",
+            "pipe local",
+            "pipe remote",
+            "seed seq L",
+            "seed seq R",
+            "seed pipe L",
+            "seed pipe R",
+        ],
+        &rows,
+    ));
+    s.push_str("\n('-': call and spawn go to the remote rank's server only; the local column of the RMA rows aims at the issuer's own window)\n\nblock moves (MPI_Get from the remote rank)\n");
+    let blocks: Vec<Vec<String>> = recs
+        .iter()
+        .filter(|r| r.parameters["op"] == "block move (get)")
+        .map(|r| {
+            vec![
+                r.parameters["bytes"].to_string(),
+                r.parameters["mode"].as_str().unwrap_or("?").to_string(),
+                cell(Some(r), "time"),
+                metric_median(r, "bandwidth").map_or("-".into(), |v| format!("{v:.2}")),
+            ]
+        })
+        .collect();
+    s.push_str(&table(&["bytes", "mode", "ns per block", "GB/s"], &blocks));
+    let split: Vec<Vec<String>> = recs
+        .iter()
+        .filter(|r| r.parameters["part"] == "split")
+        .map(|r| {
+            vec![
+                r.parameters["op"].as_str().unwrap_or("?").to_string(),
+                r.parameters["mode"].as_str().unwrap_or("?").to_string(),
+                cell(Some(r), "issuer_overhead"),
+                cell(Some(r), "server_cost"),
+                cell(Some(r), "time"),
+            ]
+        })
+        .collect();
+    if !split.is_empty() {
+        s.push_str("\n\nissuer and server (Table 2; seed: EU overhead 800–1500 ns, remote SU 500–2000 ns for INVOKE)\n");
+        s.push_str(&table(
+            &[
+                "operation",
+                "mode",
+                "issuer send ns",
+                "server handling ns",
+                "total ns per op",
+            ],
+            &split,
+        ));
+    }
+    let mlp: Vec<Vec<String>> = recs
+        .iter()
+        .filter(|r| r.parameters["part"] == "mlp")
+        .map(|r| vec![r.parameters["groups"].to_string(), cell(Some(r), "time")])
+        .collect();
+    if !mlp.is_empty() {
+        s.push_str("\n\nG outstanding remote gets (MPI_Rget, 8 B at random lines of 64 MiB)\n");
+        s.push_str(&table(&["G", "ns per get"], &mlp));
+    }
+    s.push('\n');
+    let mut seen: Vec<&String> = Vec::new();
+    for w in recs.iter().flat_map(|r| &r.warnings) {
+        if !seen.contains(&w) {
+            seen.push(w);
+            let _ = writeln!(s, "warning: {w}");
+        }
+    }
+    s
+}

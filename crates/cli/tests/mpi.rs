@@ -334,3 +334,63 @@ fn collectives_run_as_the_seed_algorithms_and_mpi_own_on_two_and_four_ranks() {
         "'3'",
     );
 }
+
+#[test]
+fn earth_runs_table_1_split_and_mlp_between_ranks_with_the_seed_beside() {
+    let v = ok_json(&[
+        "suite",
+        "earth",
+        "--mpi",
+        "--ranks",
+        "2",
+        "--iterations",
+        "2",
+        "--groups",
+        "1,4",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    let find = |op: &str, place: &str, mode: &str| {
+        recs.iter()
+            .find(|r| {
+                r["kind"] == "suite-earth-mpi"
+                    && r["parameters"]["part"] == "ops"
+                    && r["parameters"]["op"] == op
+                    && r["parameters"]["place"] == place
+                    && r["parameters"]["mode"] == mode
+            })
+            .unwrap_or_else(|| panic!("{op} {place} {mode}"))
+    };
+    for op in ["load word", "store word", "call function", "spawn thread"] {
+        for mode in ["sequential", "pipelined"] {
+            let r = find(op, "remote rank", mode);
+            let med = r["stats"][0]["median"].as_f64().unwrap();
+            assert!(med > 1.0 && med < 1e9, "{op} {mode}: {med}");
+        }
+    }
+    let split = recs
+        .iter()
+        .find(|r| r["parameters"]["part"] == "split")
+        .unwrap();
+    let metrics: Vec<&str> = split["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["metric"].as_str().unwrap())
+        .collect();
+    assert!(metrics.contains(&"issuer_overhead") && metrics.contains(&"server_cost"));
+    assert_eq!(
+        recs.iter()
+            .filter(|r| r["parameters"]["part"] == "mlp")
+            .count(),
+        2
+    );
+    assert!(recs.iter().any(|r| r["kind"] == "suite-earth-seed"));
+    one_line_usage_error(
+        &mpi_run(
+            &["suite", "earth", "--mpi", "--ranks", "2", "--parts", "mask"],
+            &[],
+        ),
+        "'mask'",
+    );
+}

@@ -17,6 +17,7 @@ pub mod p2p;
 pub mod place;
 pub mod ranks;
 pub mod raw;
+pub mod remote;
 pub mod text;
 pub mod world;
 

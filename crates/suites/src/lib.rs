@@ -9,6 +9,7 @@ pub mod collectives_run;
 pub mod domains;
 pub mod earth;
 pub mod earth_hide;
+pub mod earth_mpi;
 pub mod earth_ops;
 pub mod memory;
 pub mod placement;
