@@ -103,9 +103,32 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
     if a.mpi.mpi {
         let groups = nums("--groups", &a.groups)?;
+        let chunks = match &a.chunks {
+            Some(c) => nums("--chunks", c)?,
+            None => (0..)
+                .map(|i| 1usize << i)
+                .take_while(|&t| t <= a.loop_n)
+                .collect(),
+        };
+        earth::check_list(
+            "--chunks",
+            &chunks,
+            a.loop_n,
+            "iterations of the loop, --loop-n",
+        )?;
+        let multipliers = nums("--multipliers", &a.multipliers)?;
+        earth::check_list(
+            "--multipliers",
+            &multipliers,
+            1024,
+            "times the communication",
+        )?;
         let input = crate::mpi_suite_cmd::EarthInput {
             parts: &a.parts,
             groups,
+            loop_n: a.loop_n,
+            chunks,
+            multipliers,
             iterations: a.iterations,
             dry_run: a.dry_run,
             common: &a.common,

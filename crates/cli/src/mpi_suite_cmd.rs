@@ -263,6 +263,12 @@ pub struct EarthInput<'a> {
     pub parts: &'a str,
     /// Outstanding-get counts G.
     pub groups: Vec<usize>,
+    /// Loop 7 iterations.
+    pub loop_n: usize,
+    /// Loop 7 chunk sizes T.
+    pub chunks: Vec<usize>,
+    /// Loop 7 communication multipliers.
+    pub multipliers: Vec<usize>,
     /// Timed passes.
     pub iterations: usize,
     /// Plan only.
@@ -279,7 +285,7 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
     use numalab_suites::earth_mpi;
     check_measurable(e.common, e.dry_run)?;
     let parts: Vec<String> = if e.parts == EARTH_DEFAULT_PARTS {
-        vec!["ops".into(), "split".into(), "mlp".into()]
+        vec!["ops".into(), "split".into(), "mask".into(), "mlp".into()]
     } else {
         e.parts.split(',').map(|p| p.trim().to_string()).collect()
     };
@@ -292,6 +298,9 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
         blocks: vec![64, 4096, 65536, 1 << 20],
         groups: e.groups,
         parts,
+        loop_n: e.loop_n,
+        chunks: e.chunks,
+        multipliers: e.multipliers,
     };
     let plan = earth_mpi::Plan::resolve(req.ranks, &opts)?;
     if e.dry_run {
@@ -403,6 +412,45 @@ fn earth_text(recs: &[Record]) -> String {
                 "total ns per op",
             ],
             &split,
+        ));
+    }
+    let mask: Vec<Vec<String>> = recs
+        .iter()
+        .filter(|r| r.kind == "suite-earth-mpi-mask")
+        .map(|r| {
+            let d = r.data.clone().unwrap_or_default();
+            let pts: Vec<String> = d["points"]
+                .as_array()
+                .map(|v| {
+                    v.iter()
+                        .map(|p| {
+                            format!(
+                                "T={}:{:.0}%",
+                                p["t"],
+                                p["masked_pct"].as_f64().unwrap_or(f64::NAN)
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            vec![
+                format!("×{}", r.parameters["multiplier"]),
+                cell(Some(r), "baseline_comm"),
+                cell(Some(r), "baseline_comp"),
+                pts.join(" "),
+            ]
+        })
+        .collect();
+    if !mask.is_empty() {
+        s.push_str("\n\nLoop 7 with u on the remote rank: % of the baseline's communication hidden by coroutines of T iterations (MPI_Rget, yield until done)\n");
+        s.push_str(&table(
+            &[
+                "comm",
+                "baseline comm ns",
+                "baseline comp ns",
+                "masked by T",
+            ],
+            &mask,
         ));
     }
     let mlp: Vec<Vec<String>> = recs

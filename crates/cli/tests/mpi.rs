@@ -347,6 +347,12 @@ fn earth_runs_table_1_split_and_mlp_between_ranks_with_the_seed_beside() {
         "2",
         "--groups",
         "1,4",
+        "--loop-n",
+        "256",
+        "--chunks",
+        "16,256",
+        "--multipliers",
+        "1,2",
         "--json",
     ]);
     let recs = v.as_array().unwrap();
@@ -386,11 +392,17 @@ fn earth_runs_table_1_split_and_mlp_between_ranks_with_the_seed_beside() {
         2
     );
     assert!(recs.iter().any(|r| r["kind"] == "suite-earth-seed"));
+    let masks: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "suite-earth-mpi-mask")
+        .collect();
+    assert_eq!(masks.len(), 2, "one curve per multiplier");
+    assert_eq!(masks[0]["data"]["points"].as_array().unwrap().len(), 2);
     one_line_usage_error(
         &mpi_run(
-            &["suite", "earth", "--mpi", "--ranks", "2", "--parts", "mask"],
+            &["suite", "earth", "--mpi", "--ranks", "2", "--parts", "switch"],
             &[],
         ),
-        "'mask'",
+        "'switch'",
     );
 }

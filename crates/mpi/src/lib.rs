@@ -12,6 +12,7 @@ pub mod gather;
 pub mod kernels;
 pub mod launch;
 pub mod launch_notice;
+pub mod loop7;
 pub mod matrix;
 pub mod p2p;
 pub mod place;

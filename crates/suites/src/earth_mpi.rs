@@ -36,8 +36,14 @@ pub struct Options {
     pub blocks: Vec<u64>,
     /// Outstanding-get counts G.
     pub groups: Vec<usize>,
-    /// Parts: "ops", "split", "mlp".
+    /// Parts: "ops", "split", "mask", "mlp".
     pub parts: Vec<String>,
+    /// Loop 7 iterations.
+    pub loop_n: usize,
+    /// Loop 7 chunk sizes T.
+    pub chunks: Vec<usize>,
+    /// Loop 7 communication multipliers m.
+    pub multipliers: Vec<usize>,
 }
 
 /// One row of the plan.
@@ -66,7 +72,7 @@ pub struct Plan {
     pub rows: Vec<Row>,
 }
 
-const PARTS: [&str; 3] = ["ops", "split", "mlp"];
+const PARTS: [&str; 4] = ["ops", "split", "mask", "mlp"];
 
 impl Plan {
     /// Resolve for a job of `ranks` ranks.
@@ -140,6 +146,16 @@ impl Plan {
             rows.push(row(
                 "split",
                 "call function",
+                "remote rank",
+                Mode::Pipelined,
+                None,
+                None,
+            ));
+        }
+        if has("mask") {
+            rows.push(row(
+                "mask",
+                "loop 7",
                 "remote rank",
                 Mode::Pipelined,
                 None,
@@ -279,6 +295,21 @@ pub fn measure(
                     if r.mode == Mode::Sequential { "; each call takes the last result" } else { "; all requests sent, then all replies received" }
                 ))
             }
+            (_, "loop 7") => {
+                let curves = numalab_mpi::loop7::mask(
+                    comm,
+                    &timer,
+                    (a, b),
+                    o.loop_n,
+                    &o.multipliers,
+                    &o.chunks,
+                    o.iterations,
+                )?;
+                if world.rank == a {
+                    mine.extend(mask_records(&prov, world, o, &curves, rel));
+                }
+                continue;
+            }
             (_, "outstanding gets") => {
                 let g = r.g.unwrap_or(1);
                 (remote::mlp_gets(comm, &timer, (a, b), g, n.max(g) * 4, 64 << 20, o.iterations)?,
@@ -336,6 +367,48 @@ pub fn measure(
     }))
 }
 
+/// One record per multiplier: the baseline's phases, the masked runs, % hidden.
+fn mask_records(
+    prov: &Provenance,
+    world: &World,
+    o: &Options,
+    curves: &[numalab_mpi::loop7::Curve],
+    rel: Relation,
+) -> Vec<Record> {
+    let (a, b) = o.pair;
+    curves
+        .iter()
+        .zip(&o.multipliers)
+        .map(|(c, &m)| {
+            let mc = crate::earth_hide::MaskCurve {
+                via: format!("rank {b} ({})", rel.name()),
+                multiplier: m,
+                comm_ns: c.comm_ns.clone(),
+                comp_ns: c.comp_ns.clone(),
+                points: c.points.clone(),
+            };
+            let mut r = Record::new(
+                "suite-earth-mpi-mask",
+                &format!("mask: loop 7, u on rank {b}, communication ×{m}"),
+                prov.clone(),
+                json!({ "part": "mask", "multiplier": m, "loop_n": o.loop_n, "issuer_rank": a, "server_rank": b,
+                        "relation": rel.name(), "iterations": o.iterations,
+                        "method": "baseline: m MPI_Get of all of u, flush, then compute; masked: one coroutine per T iterations posts m MPI_Rget of its part of u and yields until MPI_Test completes them (64 alive)" }),
+            );
+            r.placement = Some(world.placement_value(&[a, b]));
+            r.add_samples("baseline_comm", "ns", &c.comm_ns);
+            r.add_samples("baseline_comp", "ns", &c.comp_ns);
+            let pct = mc.masked_pct();
+            r.data = Some(json!({
+                "points": c.points.iter().zip(&pct).map(|((t, v), (_, p))| json!({ "t": t, "median_ns": numalab_results::stats::median(v), "masked_pct": p })).collect::<Vec<_>>(),
+                "best": mc.best().map(|(t, p)| json!({ "t": t, "masked_pct": p })),
+            }));
+            r.warnings.extend(prov.warnings());
+            r
+        })
+        .collect()
+}
+
 /// The seed's Table 1 as a record, to set beside the measured table.
 fn seed_record(prov: &Provenance) -> Record {
     let mut r = Record::new(
@@ -380,7 +453,10 @@ mod tests {
             iterations: 3,
             blocks: vec![4096],
             groups: vec![1, 8],
-            parts: vec!["ops".into(), "split".into(), "mlp".into()],
+            parts: vec!["ops".into(), "split".into(), "mask".into(), "mlp".into()],
+            loop_n: 64,
+            chunks: vec![8],
+            multipliers: vec![1],
         }
     }
 
@@ -400,11 +476,11 @@ mod tests {
         }
         assert_eq!(p.rows.iter().filter(|r| r.part == "mlp").count(), 2);
         let mut o = opts();
-        o.parts = vec!["mask".into()];
+        o.parts = vec!["switch".into()];
         assert!(Plan::resolve(2, &o)
             .unwrap_err()
             .to_string()
-            .contains("'mask'"));
+            .contains("'switch'"));
         let mut o = opts();
         o.blocks = vec![0];
         assert!(Plan::resolve(2, &o).is_err());
