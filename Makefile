@@ -5,7 +5,8 @@
 # multi-node guests), builds the release binary the guests run, and runs the whole test suite.
 # `make stress` runs the whole suite N times (default 10) with one core kept busy.
 
-DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config
+# MPI: rsmpi builds its bindings against Open MPI with libclang; mpirun launches ranks.
+DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config libopenmpi-dev openmpi-bin libclang-dev
 # The report test renders report.html in a headless browser; the multi-node guest tests
 # boot QEMU (TCG) guests from a busybox initramfs (tests/guests/run, which also fetches
 # Debian's kernel package into target/guest).

@@ -22,6 +22,16 @@ pub fn bad(msg: impl Into<String>) -> CliError {
     }
 }
 
+/// A size option as bytes, or the one-line error naming the option and value.
+pub fn size_opt(opt: &str, s: &str) -> Result<u64, CliError> {
+    numalab_topo::spec::parse_size(s.trim()).map_err(|_| {
+        bad(format!(
+            "invalid {opt} '{}': a size larger than 0 such as 64, 4K, 16M or 1G (1K = 1024)",
+            s.trim()
+        ))
+    })
+}
+
 /// Measuring commands plan against a topology file only with --dry-run.
 pub fn check_measurable(c: &CommonArgs, dry_run: bool) -> Result<(), CliError> {
     if c.topology.is_some() && !dry_run {

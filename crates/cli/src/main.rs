@@ -141,6 +141,9 @@ enum Command {
     Dump(commands::trace::DumpArgs),
     /// Export a trace for other viewers (--perfetto: Chrome trace-event JSON).
     Export(commands::trace::ExportArgs),
+    /// Experiments between MPI ranks (`--ranks N` starts mpirun here): where ranks run,
+    /// latency and bandwidth over sizes (two-sided and RMA), the rank × rank matrix.
+    Mpi(commands::mpi::MpiArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -171,6 +174,7 @@ fn run() -> Result<(), CliError> {
         Command::Info(a) => commands::trace::info(a),
         Command::Dump(a) => commands::trace::dump(a),
         Command::Export(a) => commands::trace::export(a),
+        Command::Mpi(a) => commands::mpi::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

@@ -3,8 +3,11 @@
 //! check the data they moved; they never time anything themselves.
 
 pub mod collectives;
+pub mod collectives_mpi;
+pub mod collectives_mpi_run;
 pub mod domains;
 pub mod earth;
+pub mod earth_mpi;
 pub mod memory;
 pub mod placement;
 pub mod survey;

@@ -33,6 +33,8 @@ pub struct CollectivesArgs {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
+    mpi: super::mpi_suite::MpiSuiteArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -54,6 +56,19 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let o = a.options();
     o.check()?;
+    if a.mpi.mpi {
+        let (ranks, sizes, only) = o.counts_sizes_only()?;
+        let input = super::mpi_suite::CollectivesInput {
+            ranks,
+            sizes,
+            only,
+            iterations: a.iterations,
+            osu: a.osu,
+            dry_run: a.dry_run,
+            common: &a.common,
+        };
+        return super::mpi_suite::collectives(&a.mpi, input);
+    }
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let m = &host.machine;

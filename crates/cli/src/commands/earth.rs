@@ -47,6 +47,8 @@ pub struct EarthArgs {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
+    mpi: super::mpi_suite::MpiSuiteArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -73,6 +75,20 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let o = a.options();
     o.check()?;
+    if a.mpi.mpi {
+        let (groups, chunks, multipliers) = o.groups_chunks_multipliers()?;
+        let input = super::mpi_suite::EarthInput {
+            parts: &a.parts,
+            groups,
+            loop_n: a.loop_n,
+            chunks,
+            multipliers,
+            iterations: a.iterations,
+            dry_run: a.dry_run,
+            common: &a.common,
+        };
+        return super::mpi_suite::earth(&a.mpi, input);
+    }
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let plan = Plan::resolve(&host.machine, &o)?;

@@ -11,6 +11,8 @@ pub mod loaded;
 pub mod matrix;
 pub mod model;
 pub mod monitor;
+pub mod mpi;
+pub mod mpi_suite;
 pub mod plan;
 pub mod record;
 pub mod report;

@@ -3,7 +3,7 @@
 //! the plan), so a step that fails is reported and the rest goes on, and Ctrl-C
 //! stops the current step and keeps everything measured before it.
 
-use crate::common::{bad, CliError};
+use crate::common::{bad, size_opt, CliError};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use numalab_results::output::{table, write_atomic};
@@ -168,7 +168,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
             "invalid option '--topology' without '--dry-run': a survey measures this machine; plan against a file with --dry-run",
         ));
     }
-    let max_size = match a.max_size.as_deref().map(max_size_opt) {
+    let max_size = match a.max_size.as_deref().map(|s| size_opt("--max-size", s)) {
         Some(Ok(b)) if b < 64 << 10 => {
             return Err(bad(format!(
                 "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
@@ -308,14 +308,4 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
         });
     }
     Ok(())
-}
-
-/// `--max-size` as bytes, or the one-line error naming it.
-fn max_size_opt(s: &str) -> Result<u64, CliError> {
-    numalab_topo::spec::parse_size(s.trim()).map_err(|_| {
-        bad(format!(
-            "invalid --max-size '{}': a size larger than 0 such as 64, 4K, 16M or 1G (1K = 1024)",
-            s.trim()
-        ))
-    })
 }

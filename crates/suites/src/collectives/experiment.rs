@@ -116,6 +116,13 @@ impl Options {
     pub fn check(&self) -> Result<()> {
         self.parsed().map(|_| ())
     }
+
+    /// Thread (rank) counts, block sizes and `--only` prefixes, parsed: what the suite
+    /// between MPI ranks takes from the same flags.
+    pub fn counts_sizes_only(&self) -> Result<(Option<Vec<usize>>, Vec<u64>, Vec<String>)> {
+        let p = self.parsed()?;
+        Ok((p.threads, p.sizes, p.only))
+    }
 }
 
 impl Plan {

@@ -133,6 +133,13 @@ impl Options {
     pub fn check(&self) -> Result<()> {
         self.parsed().map(|_| ())
     }
+
+    /// MLP groups, Loop 7 chunk sizes and communication multipliers, parsed: what the
+    /// suite between MPI ranks takes from the same flags.
+    pub fn groups_chunks_multipliers(&self) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+        let p = self.parsed()?;
+        Ok((p.groups, p.chunks, p.multipliers))
+    }
 }
 
 /// The suite, resolved: CPUs, parts and their sizes.

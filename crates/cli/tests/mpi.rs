@@ -1,0 +1,410 @@
+//! `numalab mpi`: launching ranks through mpirun, placement, gathering, bad input and
+//! dead ranks. Every run has a hard timeout; nothing here compares timings.
+
+mod common;
+
+use common::validate;
+use std::process::{Command, Output};
+
+/// Seconds any one MPI run may take before the test fails (a hang is a defect).
+const LIMIT: &str = "120";
+
+fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", LIMIT, env!("CARGO_BIN_EXE_numalab")])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run timeout numalab");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "numalab {args:?} hung past {LIMIT} s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn ok_json(args: &[&str]) -> serde_json::Value {
+    let out = mpi_run(args, &[]);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+fn one_line_usage_error(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in: {err}");
+}
+
+#[test]
+fn two_ranks_are_launched_pinned_and_gathered_on_rank_0() {
+    let v = ok_json(&["mpi", "ranks", "--ranks", "2", "--json"]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 2, "one record per rank, emitted once");
+    for (r, rec) in recs.iter().enumerate() {
+        assert_eq!(rec["kind"], "mpi-rank");
+        assert_eq!(rec["data"]["rank"], r);
+        assert_eq!(rec["data"]["verified"], true);
+        assert_eq!(rec["data"]["observed_cpu"], rec["data"]["cpu"]);
+        assert_eq!(rec["placement"]["ranks"], 2);
+        assert_eq!(rec["placement"]["per_rank"].as_array().unwrap().len(), 2);
+    }
+    // Compact: two ranks on two different CPUs on a 2-CPU machine.
+    assert_ne!(recs[0]["data"]["cpu"], recs[1]["data"]["cpu"]);
+}
+
+#[test]
+fn four_ranks_on_two_cpus_are_oversubscribed_and_say_so() {
+    let v = ok_json(&["mpi", "ranks", "--ranks", "4", "--json"]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 4);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 4 {
+        assert!(recs.iter().any(|r| r["data"]["shares_cpu"] == true));
+        assert!(recs
+            .iter()
+            .any(|r| r["warnings"].to_string().contains("shares CPU")));
+    }
+}
+
+#[test]
+fn the_dry_run_shows_the_plan_without_starting_ranks() {
+    let out = mpi_run(&["mpi", "ranks", "--ranks", "3", "--dry-run"], &[]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("3 ranks") && s.contains("--bind-to none"), "{s}");
+}
+
+#[test]
+fn bad_ranks_hostfiles_placements_and_a_missing_mpirun_are_one_line_errors() {
+    one_line_usage_error(&mpi_run(&["mpi", "ranks", "--ranks", "0"], &[]), "'0'");
+    one_line_usage_error(
+        &mpi_run(&["mpi", "ranks", "--ranks", "100000"], &[]),
+        "at most",
+    );
+    one_line_usage_error(
+        &mpi_run(
+            &[
+                "mpi",
+                "ranks",
+                "--ranks",
+                "2",
+                "--hostfile",
+                "/nonexistent/hosts",
+            ],
+            &[],
+        ),
+        "--hostfile '/nonexistent/hosts'",
+    );
+    one_line_usage_error(
+        &mpi_run(
+            &["mpi", "ranks", "--ranks", "2", "--rank-cpus", "9999"],
+            &[],
+        ),
+        "9999",
+    );
+    one_line_usage_error(
+        &mpi_run(
+            &["mpi", "ranks", "--ranks", "2"],
+            &[("NUMALAB_MPIRUN", "/nonexistent/mpirun")],
+        ),
+        "openmpi-bin",
+    );
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_ends_the_job_naming_rank_and_signal() {
+    let out = mpi_run(
+        &["mpi", "ranks", "--ranks", "2"],
+        &[("NUMALAB_MPI_KILL_RANK", "1")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("rank 1") && err.contains("signal 9"),
+        "stderr: {err}"
+    );
+    assert!(
+        !err.contains("-----"),
+        "Open MPI's boxes are summarised: {err}"
+    );
+}
+
+#[test]
+fn latency_over_sizes_gives_two_sided_and_rma_records_between_two_ranks() {
+    let v = ok_json(&[
+        "mpi",
+        "latency",
+        "--ranks",
+        "2",
+        "--sizes",
+        "1:64",
+        "--iterations",
+        "50",
+        "--warmup",
+        "5",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 4 * 7, "4 operations × 7 sizes");
+    for r in recs {
+        assert_eq!(r["kind"], "mpi-latency");
+        let s = &r["stats"][0];
+        assert_eq!(
+            (s["metric"].as_str(), s["n"].as_u64()),
+            (Some("latency"), Some(50))
+        );
+        // Physical bounds only: above 1 ns, below a second.
+        let med = s["median"].as_f64().unwrap();
+        assert!(med > 1.0 && med < 1e9, "{}: {med}", r["name"]);
+        assert_eq!(r["placement"]["measured_ranks"], serde_json::json!([0, 1]));
+    }
+}
+
+#[test]
+fn bandwidth_and_the_matrix_run_on_four_ranks() {
+    let v = ok_json(&[
+        "mpi",
+        "bandwidth",
+        "--ranks",
+        "4",
+        "--pair",
+        "3,0",
+        "--sizes",
+        "4K",
+        "--iterations",
+        "5",
+        "--window",
+        "8",
+        "--json",
+    ]);
+    let r = &v.as_array().unwrap()[0];
+    assert_eq!(r["kind"], "mpi-bandwidth");
+    assert_eq!(r["parameters"]["from_rank"], 3);
+    assert!(r["stats"][0]["median"].as_f64().unwrap() > 0.0);
+    let v = ok_json(&[
+        "mpi",
+        "matrix",
+        "--ranks",
+        "4",
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 6 + 1, "six pairs and the matrix");
+    let m = recs.last().unwrap();
+    assert_eq!(m["kind"], "mpi-matrix");
+    let lat = &m["data"]["latency_ns"];
+    for a in 0..4 {
+        assert!(lat[a][a].is_null());
+        for b in 0..4 {
+            if a != b {
+                assert!(lat[a][b].as_f64().unwrap() > 0.0);
+                assert_eq!(lat[a][b], lat[b][a]);
+            }
+        }
+    }
+    let groups = m["data"]["groups"].as_array().unwrap();
+    let pairs: u64 = groups.iter().map(|g| g["pairs"].as_u64().unwrap()).sum();
+    assert_eq!(pairs, 6);
+}
+
+#[test]
+fn bad_sizes_pairs_and_operations_are_one_line_errors() {
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--sizes", "0"], &[]), "'0'");
+    one_line_usage_error(
+        &mpi_run(&["mpi", "latency", "--sizes", "1T"], &[]),
+        "available",
+    );
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--pair", "0,2"], &[]), "'0,2'");
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--ops", "cas"], &[]), "'cas'");
+    one_line_usage_error(&mpi_run(&["mpi", "matrix", "--ranks", "1"], &[]), "'1'");
+    let out = mpi_run(&["mpi", "latency", "--ranks", "2", "--dry-run"], &[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4 MiB"));
+}
+
+#[test]
+fn collectives_run_as_the_seed_algorithms_and_mpi_own_on_two_and_four_ranks() {
+    let v = ok_json(&[
+        "suite",
+        "collectives",
+        "--mpi",
+        "--ranks",
+        "4",
+        "--threads",
+        "2,4",
+        "--sizes",
+        "256",
+        "--iterations",
+        "2",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    let runs: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    for p in [2, 4] {
+        for c in [
+            "barrier",
+            "broadcast-same",
+            "gather-tree",
+            "allgather-ring",
+            "reduce-max-tree",
+        ] {
+            assert!(
+                runs.iter().any(|r| r["parameters"]["ranks"] == p
+                    && r["parameters"]["collective"] == c
+                    && r["parameters"]["implementation"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("seed")),
+                "seed {c} P={p}"
+            );
+        }
+        for n in [
+            "MPI_Barrier",
+            "MPI_Bcast",
+            "MPI_Gather",
+            "MPI_Allgather",
+            "MPI_Allreduce max",
+        ] {
+            assert!(
+                runs.iter().any(
+                    |r| r["parameters"]["ranks"] == p && r["parameters"]["implementation"] == n
+                ),
+                "{n} P={p}"
+            );
+        }
+    }
+    assert!(runs.iter().all(|r| r["stats"][0]["n"] == 2));
+    assert!(recs.iter().any(|r| r["kind"] == "collective-mpi-model"));
+    let out = mpi_run(
+        &[
+            "suite",
+            "collectives",
+            "--mpi",
+            "--ranks",
+            "2",
+            "--sizes",
+            "128",
+            "--iterations",
+            "1",
+            "--only",
+            "broadcast",
+            "--osu",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Avg Latency(us)"));
+    one_line_usage_error(
+        &mpi_run(
+            &[
+                "suite",
+                "collectives",
+                "--mpi",
+                "--ranks",
+                "2",
+                "--threads",
+                "3",
+            ],
+            &[],
+        ),
+        "'3'",
+    );
+}
+
+#[test]
+fn earth_runs_table_1_split_and_mlp_between_ranks_with_the_seed_beside() {
+    let v = ok_json(&[
+        "suite",
+        "earth",
+        "--mpi",
+        "--ranks",
+        "2",
+        "--iterations",
+        "2",
+        "--groups",
+        "1,4",
+        "--loop-n",
+        "256",
+        "--chunks",
+        "16,256",
+        "--multipliers",
+        "1,2",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    let find = |op: &str, place: &str, mode: &str| {
+        recs.iter()
+            .find(|r| {
+                r["kind"] == "suite-earth-mpi"
+                    && r["parameters"]["part"] == "ops"
+                    && r["parameters"]["op"] == op
+                    && r["parameters"]["place"] == place
+                    && r["parameters"]["mode"] == mode
+            })
+            .unwrap_or_else(|| panic!("{op} {place} {mode}"))
+    };
+    for op in ["load word", "store word", "call function", "spawn thread"] {
+        for mode in ["sequential", "pipelined"] {
+            let r = find(op, "remote rank", mode);
+            let med = r["stats"][0]["median"].as_f64().unwrap();
+            assert!(med > 1.0 && med < 1e9, "{op} {mode}: {med}");
+        }
+    }
+    let split = recs
+        .iter()
+        .find(|r| r["parameters"]["part"] == "split")
+        .unwrap();
+    let metrics: Vec<&str> = split["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["metric"].as_str().unwrap())
+        .collect();
+    assert!(metrics.contains(&"issuer_overhead") && metrics.contains(&"server_cost"));
+    assert_eq!(
+        recs.iter()
+            .filter(|r| r["parameters"]["part"] == "mlp")
+            .count(),
+        2
+    );
+    assert!(recs.iter().any(|r| r["kind"] == "suite-earth-seed"));
+    let masks: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "suite-earth-mpi-mask")
+        .collect();
+    assert_eq!(masks.len(), 2, "one curve per multiplier");
+    assert_eq!(masks[0]["data"]["points"].as_array().unwrap().len(), 2);
+    one_line_usage_error(
+        &mpi_run(
+            &[
+                "suite", "earth", "--mpi", "--ranks", "2", "--parts", "switch",
+            ],
+            &[],
+        ),
+        "'switch'",
+    );
+}

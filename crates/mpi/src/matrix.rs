@@ -1,0 +1,215 @@
+//! `numalab mpi matrix`: one-way ping-pong latency between every pair of ranks, like
+//! `c2c` for ranks, each pair's relation named and the cells grouped by relation.
+
+use crate::error::Result;
+use crate::kernels;
+use crate::p2p::{check_sizes, warn_shared};
+use crate::place::Relation;
+use crate::world::World;
+use numalab_probe::Timer;
+use numalab_results::stats::median;
+use numalab_results::{Provenance, Record};
+use numalab_topo::Host;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The user's request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Message size in bytes.
+    pub size: u64,
+    /// Timed round trips per pair.
+    pub iterations: usize,
+    /// Untimed round trips first.
+    pub warmup: usize,
+}
+
+/// The resolved plan: every unordered pair, one at a time (the others wait).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// Pairs (lower rank times).
+    pub pairs: Vec<(usize, usize)>,
+    /// The options.
+    pub options: Options,
+}
+
+impl Plan {
+    /// Resolve for a job of `ranks` ranks.
+    pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
+        check_sizes(&[o.size], ranks, 2)?;
+        if o.iterations == 0 {
+            return Err(crate::Error::Usage(
+                "invalid --iterations '0': at least 1".into(),
+            ));
+        }
+        let pairs = (0..ranks)
+            .flat_map(|a| (a + 1..ranks).map(move |b| (a, b)))
+            .collect();
+        Ok(Plan {
+            ranks,
+            pairs,
+            options: o.clone(),
+        })
+    }
+
+    /// The plan as text, for --dry-run.
+    pub fn text(&self) -> String {
+        format!(
+            "mpi matrix plan: {} ranks, {} pairs one at a time, ping-pong of {} B, {} round trips after {} warm-up each\n",
+            self.ranks,
+            self.pairs.len(),
+            self.options.size,
+            self.options.iterations,
+            self.options.warmup
+        )
+    }
+}
+
+/// Cells of one relation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// The relation's name.
+    pub relation: String,
+    /// Pairs in it.
+    pub pairs: usize,
+    /// Smallest, median and largest cell (ns).
+    pub min_ns: f64,
+    /// Median cell.
+    pub median_ns: f64,
+    /// Largest cell.
+    pub max_ns: f64,
+}
+
+/// Group pair medians by relation, nearest relation first.
+pub fn group(cells: &[(Relation, f64)]) -> Vec<Group> {
+    let mut rels: Vec<Relation> = cells.iter().map(|c| c.0).collect();
+    rels.sort();
+    rels.dedup();
+    rels.into_iter()
+        .filter_map(|rel| {
+            let v: Vec<f64> = cells.iter().filter(|c| c.0 == rel).map(|c| c.1).collect();
+            Some(Group {
+                relation: rel.name().into(),
+                pairs: v.len(),
+                min_ns: v.iter().copied().fold(f64::INFINITY, f64::min),
+                median_ns: median(&v)?,
+                max_ns: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            })
+        })
+        .collect()
+}
+
+/// Run the matrix (collective). Rank 0 gets every record: one per pair and the matrix.
+pub fn measure(
+    world: &World,
+    host: &Host,
+    plan: &Plan,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Option<Vec<Record>>> {
+    let comm = world.comm();
+    let timer = Timer::best();
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let o = &plan.options;
+    let mut mine = Vec::new();
+    for (i, &(a, b)) in plan.pairs.iter().enumerate() {
+        if world.is_root() {
+            progress(i, plan.pairs.len());
+        }
+        let samples = kernels::ping_pong(
+            comm,
+            &timer,
+            (a, b),
+            o.size as usize,
+            o.warmup,
+            o.iterations,
+        )?;
+        if let Some(samples) = samples {
+            let rel = Relation::between(&world.placements[a], &world.placements[b]);
+            let mut r = Record::new(
+                "mpi-matrix-pair",
+                &format!("rank {a}↔{b}"),
+                prov.clone(),
+                json!({ "from_rank": a, "to_rank": b, "relation": rel.name(), "size": o.size,
+                        "iterations": o.iterations, "warmup": o.warmup,
+                        "method": "MPI_Send + MPI_Recv round trip, halved; each timed" }),
+            );
+            r.placement = Some(world.placement_value(&[a, b]));
+            r.add_samples("latency", "ns", &samples);
+            r.warnings = prov.warnings();
+            warn_shared(world, &[a, b], &mut r);
+            mine.push(r);
+        }
+    }
+    let Some(mut all) = world.gather_records(&mine)? else {
+        return Ok(None);
+    };
+    let n = plan.ranks;
+    let mut m: Vec<Vec<Option<f64>>> = vec![vec![None; n]; n];
+    let mut cells = Vec::new();
+    for r in &all {
+        let (a, b) = (
+            r.parameters["from_rank"].as_u64().unwrap_or(0) as usize,
+            r.parameters["to_rank"].as_u64().unwrap_or(0) as usize,
+        );
+        if let Some(s) = r.stats.iter().find(|s| s.metric == "latency") {
+            m[a][b] = Some(s.summary.median);
+            m[b][a] = Some(s.summary.median);
+            cells.push((
+                Relation::between(&world.placements[a], &world.placements[b]),
+                s.summary.median,
+            ));
+        }
+    }
+    let relations: Vec<Vec<&str>> = (0..n)
+        .map(|a| {
+            (0..n)
+                .map(|b| Relation::between(&world.placements[a], &world.placements[b]).name())
+                .collect()
+        })
+        .collect();
+    let mut rec = Record::new(
+        "mpi-matrix",
+        &format!("{n} ranks"),
+        prov.clone(),
+        json!({ "ranks": n, "size": o.size, "iterations": o.iterations, "warmup": o.warmup }),
+    );
+    rec.placement = Some(world.placement_value(&(0..n).collect::<Vec<_>>()));
+    rec.data = Some(json!({
+        "latency_ns": m, "relations": relations, "groups": group(&cells),
+        "statistic": "median one-way latency of each pair",
+    }));
+    rec.warnings = prov.warnings();
+    all.push(rec);
+    Ok(Some(all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_cover_every_rank_once_and_groups_are_ordered_nearest_first() {
+        let o = Options {
+            size: 8,
+            iterations: 10,
+            warmup: 1,
+        };
+        let p = Plan::resolve(4, &o).unwrap();
+        assert_eq!(p.pairs.len(), 6);
+        assert!(p.pairs.iter().all(|(a, b)| a < b));
+        let g = group(&[
+            (Relation::OtherPackage, 300.0),
+            (Relation::SameL3, 100.0),
+            (Relation::SameL3, 120.0),
+            (Relation::SameL3, 500.0),
+        ]);
+        assert_eq!(g[0].relation, "same L3");
+        assert_eq!((g[0].pairs, g[0].median_ns, g[0].max_ns), (3, 120.0, 500.0));
+        assert_eq!(g[1].relation, "other package");
+        let mut z = o.clone();
+        z.size = 0;
+        assert!(Plan::resolve(2, &z).is_err());
+    }
+}

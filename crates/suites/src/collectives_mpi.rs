@@ -1,0 +1,267 @@
+//! `numalab suite collectives --mpi`: the KSR collectives (seed 002) between MPI
+//! ranks. The seed's algorithms run as the shared-memory suite's own scripts
+//! ([`collectives::scripts`]): each rank's buffers live in its part of one RMA window,
+//! a copy from another rank's buffer is an MPI_Get, a `Sync` is flush + barrier. Beside
+//! each, MPI's own collective. Every moved word is checked against
+//! [`collectives::expect`]; the seed's cost models are fitted with
+//! [`crate::collectives::run::fit_models`].
+
+use crate::collectives::{self, Kind};
+use numalab_mpi::coll::Native;
+use numalab_mpi::{Error, Result};
+use serde::Serialize;
+
+pub use crate::collectives_mpi_run::measure;
+
+/// Barriers timed per barrier measurement (the cost is divided by this).
+pub const BARRIER_REPS: usize = collectives::BARRIER_REPS;
+
+/// What the user chose.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Rank counts P (None: 2, 4, 8, … up to the job's size, and the size).
+    pub ranks: Option<Vec<usize>>,
+    /// Bytes per rank's block.
+    pub sizes: Vec<u64>,
+    /// Timed passes per measurement (after one untimed pass).
+    pub iterations: usize,
+    /// Only collectives whose name starts with one of these.
+    pub only: Vec<String>,
+    /// Bytes per line (the unit blocks are counted in).
+    pub line: usize,
+}
+
+/// How an item is carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum How {
+    /// The seed's algorithm (RMA gets and barriers; the barrier as point-to-point).
+    Seed(Kind),
+    /// MPI's own collective.
+    Mpi(Native),
+}
+
+/// One measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Item {
+    /// What runs.
+    pub how: How,
+    /// Ranks.
+    pub p: usize,
+    /// Lines per block (0 for barriers).
+    pub lines: usize,
+}
+
+impl Item {
+    /// The collective's family name (as the shared-memory suite names it).
+    pub fn collective(&self) -> String {
+        match self.how {
+            How::Seed(Kind::Barrier(_)) | How::Mpi(Native::Barrier) => "barrier".into(),
+            How::Seed(k) => k.name(),
+            How::Mpi(n) => family(n).into(),
+        }
+    }
+
+    /// The implementation's name.
+    pub fn implementation(&self) -> String {
+        match self.how {
+            How::Seed(Kind::Barrier(_)) => "seed: dissemination, point-to-point".into(),
+            How::Seed(_) => "seed algorithm: MPI_Get + flush + barrier".into(),
+            How::Mpi(n) => n.name(),
+        }
+    }
+}
+
+fn family(n: Native) -> &'static str {
+    match n {
+        Native::Barrier => "barrier",
+        Native::Bcast => "broadcast-same",
+        Native::Scatter => "broadcast-distinct",
+        Native::Shift(_) => "shift",
+        Native::Gather => "gather",
+        Native::Allgather => "allgather",
+        Native::AllreduceSum => "reduce-sum",
+        Native::AllreduceMax => "reduce-max",
+    }
+}
+
+/// MPI's collective doing the same job as the seed's algorithm.
+pub fn native_for(k: Kind) -> Native {
+    use numalab_probe::script::Op;
+    match k {
+        Kind::Barrier(_) => Native::Barrier,
+        Kind::BroadcastSame => Native::Bcast,
+        Kind::BroadcastDistinct => Native::Scatter,
+        Kind::Shift(d) => Native::Shift(d),
+        Kind::GatherLinear | Kind::GatherTree => Native::Gather,
+        Kind::AllgatherLinear | Kind::AllgatherTree | Kind::AllgatherRing => Native::Allgather,
+        Kind::ReduceLinear(Op::Sum) | Kind::ReduceTree(Op::Sum) => Native::AllreduceSum,
+        Kind::ReduceLinear(Op::Max) | Kind::ReduceTree(Op::Max) => Native::AllreduceMax,
+    }
+}
+
+/// The plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// Rank counts measured.
+    pub ps: Vec<usize>,
+    /// Lines per block, per size.
+    pub block_lines: Vec<usize>,
+    /// Bytes per line.
+    pub line: usize,
+    /// Timed passes.
+    pub iterations: usize,
+    /// Measurements in order.
+    pub items: Vec<Item>,
+}
+
+fn wanted(only: &[String], name: &str) -> bool {
+    only.is_empty() || only.iter().any(|o| name.starts_with(o.as_str()))
+}
+
+impl Plan {
+    /// Resolve for a job of `ranks` ranks.
+    pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
+        let ps = match &o.ranks {
+            Some(v) => {
+                if let Some(bad) = v.iter().find(|&&p| p < 2 || p > ranks) {
+                    return Err(Error::Usage(format!(
+                        "invalid --threads item '{bad}': with --mpi, a rank count in 2..={ranks} (the job's ranks)"
+                    )));
+                }
+                let mut v = v.clone();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            None => {
+                let mut v: Vec<usize> = (1..)
+                    .map(|i| 1usize << i)
+                    .take_while(|&p| p <= ranks)
+                    .collect();
+                v.push(ranks);
+                v.dedup();
+                v
+            }
+        };
+        let line = o.line.max(8);
+        let block_lines: Vec<usize> = o
+            .sizes
+            .iter()
+            .map(|&s| (s as usize).div_ceil(line).max(1))
+            .collect();
+        let mut items = Vec::new();
+        for &p in &ps {
+            if wanted(&o.only, "barrier") {
+                items.push(Item {
+                    how: How::Seed(Kind::Barrier(numalab_probe::sync::SyncKind::Dissemination)),
+                    p,
+                    lines: 0,
+                });
+                items.push(Item {
+                    how: How::Mpi(Native::Barrier),
+                    p,
+                    lines: 0,
+                });
+            }
+            for &n in &block_lines {
+                let mut natives: Vec<Native> = Vec::new();
+                for k in collectives::kinds(p, &[]) {
+                    if !wanted(&o.only, &k.name()) {
+                        continue;
+                    }
+                    items.push(Item {
+                        how: How::Seed(k),
+                        p,
+                        lines: n,
+                    });
+                    let nat = native_for(k);
+                    if !natives.contains(&nat) {
+                        natives.push(nat);
+                    }
+                }
+                items.extend(natives.into_iter().map(|nat| Item {
+                    how: How::Mpi(nat),
+                    p,
+                    lines: n,
+                }));
+            }
+        }
+        Ok(Plan {
+            ranks,
+            ps,
+            block_lines,
+            line,
+            iterations: o.iterations,
+            items,
+        })
+    }
+
+    /// The plan as text, for --dry-run.
+    pub fn text(&self) -> String {
+        format!(
+            "collectives --mpi plan: {} ranks; P = {:?}; blocks of {:?} lines of {} B; {} measurements of {} passes (seed algorithm and MPI's own, side by side)\n",
+            self.ranks, self.ps, self.block_lines, self.line, self.items.len(), self.iterations
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        Options {
+            ranks: None,
+            sizes: vec![64, 4096],
+            iterations: 3,
+            only: vec![],
+            line: 64,
+        }
+    }
+
+    #[test]
+    fn the_plan_pairs_every_seed_algorithm_with_one_mpi_collective() {
+        let p = Plan::resolve(4, &opts()).unwrap();
+        assert_eq!(p.ps, [2, 4]);
+        assert_eq!(p.block_lines, [1, 64]);
+        for &pp in &p.ps {
+            for &n in &p.block_lines {
+                let seeds: Vec<Kind> = p
+                    .items
+                    .iter()
+                    .filter(|i| i.p == pp && i.lines == n)
+                    .filter_map(|i| match i.how {
+                        How::Seed(k) => Some(k),
+                        _ => None,
+                    })
+                    .collect();
+                let natives: Vec<Native> = p
+                    .items
+                    .iter()
+                    .filter(|i| i.p == pp && i.lines == n)
+                    .filter_map(|i| match i.how {
+                        How::Mpi(x) => Some(x),
+                        _ => None,
+                    })
+                    .collect();
+                for k in &seeds {
+                    assert!(
+                        natives.contains(&native_for(*k)),
+                        "{} has no MPI counterpart",
+                        k.name()
+                    );
+                }
+                let mut d = natives.clone();
+                d.dedup();
+                assert_eq!(d.len(), natives.len(), "each MPI collective once");
+            }
+        }
+        let mut o = opts();
+        o.ranks = Some(vec![1]);
+        assert!(Plan::resolve(4, &o).unwrap_err().is_user_error());
+        o.ranks = Some(vec![8]);
+        assert!(Plan::resolve(4, &o).is_err());
+    }
+}

@@ -1,0 +1,420 @@
+//! Measuring `suite collectives --mpi`: the seed's scripts over one RMA window per
+//! P, MPI's own collectives, the data checks, and the fitted models.
+
+use crate::collectives::run::{fit_models, med};
+use crate::collectives::{self, expect, Expect, Kind};
+use crate::collectives_mpi::{How, Item, Plan, BARRIER_REPS};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+use numalab_mpi::coll::{dissemination_barrier, first_ranks, Native};
+use numalab_mpi::raw::Window;
+use numalab_mpi::{Error, Result, World};
+use numalab_probe::script::{value, Lines, Step};
+use numalab_probe::Timer;
+use numalab_results::{Provenance, Record};
+use numalab_topo::Host;
+use serde_json::json;
+
+/// Byte offset of buffer `b`'s line `l` in its owner's window (src, dst, res regions).
+fn offset(b: usize, l: usize, p: usize, n: usize, line: usize) -> usize {
+    let region = match b % 3 {
+        0 => 0,
+        1 => p * n,
+        _ => 2 * p * n,
+    };
+    (region + l) * line
+}
+
+fn write_lines(win: &mut Window, pass: usize, l: &Lines, p: usize, n: usize, line: usize) {
+    let mem = win.local();
+    for x in l.visit() {
+        let v = value(pass, l.buf, x).to_ne_bytes();
+        let at = offset(l.buf, x, p, n, line);
+        for w in mem[at..at + line].chunks_exact_mut(8) {
+            w.copy_from_slice(&v);
+        }
+    }
+}
+
+fn word(mem: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(mem[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// One rank's script over the window; returns its time for the timed steps, ns.
+fn run_script(
+    comm: &SimpleCommunicator,
+    win: &mut Window,
+    timer: &Timer,
+    steps: &[Step],
+    p: usize,
+    n: usize,
+    line: usize,
+) -> Result<f64> {
+    let me = comm.rank() as usize;
+    let mut scratch = vec![0u8; p * n * line];
+    let t0 = timer.start();
+    for st in steps {
+        match st {
+            Step::Copy { src, dst } => {
+                let (from, to) = (
+                    offset(src.buf, src.first, p, n, line),
+                    offset(dst.buf, dst.first, p, n, line),
+                );
+                let len = src.count * line;
+                if src.buf / 3 == me {
+                    win.local().copy_within(from..from + len, to);
+                } else {
+                    win.get_local(src.buf / 3, from, to, len)?;
+                }
+            }
+            Step::Combine { src, dst, op } => {
+                let from = offset(src.buf, src.first, p, n, line);
+                let to = offset(dst.buf, dst.first, p, n, line);
+                let len = src.count * line;
+                if src.buf / 3 == me {
+                    scratch[..len].copy_from_slice(&win.local()[from..from + len]);
+                } else {
+                    win.get(src.buf / 3, from, &mut scratch[..len])?;
+                    win.flush(src.buf / 3)?;
+                }
+                let mem = win.local();
+                for i in (0..len).step_by(8) {
+                    let v = op.apply(word(mem, to + i), word(&scratch, i));
+                    mem[to + i..to + i + 8].copy_from_slice(&v.to_ne_bytes());
+                }
+            }
+            Step::Sync => {
+                win.flush_all()?;
+                win.sync()?;
+                comm.barrier();
+                win.sync()?;
+            }
+            Step::Read(_) | Step::Write(_) => {}
+        }
+    }
+    win.flush_all()?;
+    let t1 = timer.stop();
+    Ok(timer.ns(t1.saturating_sub(t0)))
+}
+
+/// Check this rank's buffers after the last pass.
+fn check_rma(
+    kind: Kind,
+    win: &mut Window,
+    me: usize,
+    last: usize,
+    p: usize,
+    n: usize,
+    line: usize,
+) -> Result<()> {
+    let mem = win.local();
+    let bad = |b: usize, l: usize| {
+        Error::System(format!(
+            "data check failed: {} P={p} left a wrong word on rank {me} in buffer {b} line {l}",
+            kind.name()
+        ))
+    };
+    let all_words = |at: usize, want: u64| (0..line).step_by(8).all(|i| word(mem, at + i) == want);
+    match expect(kind, p, n) {
+        Expect::Nothing => {}
+        Expect::Moved(v) => {
+            for (b, l, sb, sl) in v.into_iter().filter(|e| e.0 / 3 == me) {
+                if !all_words(offset(b, l, p, n, line), value(last, sb, sl)) {
+                    return Err(bad(b, l));
+                }
+            }
+        }
+        Expect::Reduced { op, holders } => {
+            if holders.contains(&me) {
+                for i in 0..n {
+                    let want = (1..p).fold(value(last, collectives::src(0), i), |a, j| {
+                        op.apply(a, value(last, collectives::src(j), i))
+                    });
+                    if !all_words(offset(collectives::res(me), i, p, n, line), want) {
+                        return Err(bad(collectives::res(me), i));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One pass's time per rank, ns, for every pass (untimed first pass dropped).
+fn seed_item(
+    comm: &SimpleCommunicator,
+    timer: &Timer,
+    kind: Kind,
+    p: usize,
+    n: usize,
+    line: usize,
+    iterations: usize,
+) -> Result<Vec<f64>> {
+    let me = comm.rank() as usize;
+    let mut times = Vec::with_capacity(iterations);
+    if let Kind::Barrier(_) = kind {
+        for pass in 0..=iterations {
+            comm.barrier();
+            let t0 = timer.start();
+            for _ in 0..BARRIER_REPS {
+                dissemination_barrier(comm);
+            }
+            let t1 = timer.stop();
+            if pass > 0 {
+                times.push(timer.ns(t1.saturating_sub(t0)) / BARRIER_REPS as f64);
+            }
+        }
+        return Ok(times);
+    }
+    let scripts = collectives::scripts(kind, &vec![0u32; p], n);
+    let script = &scripts[me];
+    let mut win = Window::allocate(comm, (2 * p * n + n) * line)?;
+    win.lock_all()?;
+    for pass in 0..=iterations {
+        for st in &script.setup {
+            if let Step::Write(l) = st {
+                write_lines(&mut win, pass + 1, l, p, n, line);
+            }
+        }
+        win.sync()?;
+        comm.barrier();
+        win.sync()?;
+        let t = run_script(comm, &mut win, timer, &script.timed, p, n, line)?;
+        win.sync()?;
+        comm.barrier();
+        if pass > 0 {
+            times.push(t);
+        }
+    }
+    win.unlock_all()?;
+    check_rma(kind, &mut win, me, iterations + 1, p, n, line)?;
+    comm.barrier();
+    drop(win);
+    Ok(times)
+}
+
+/// MPI's own collective: per pass, this rank's time, ns; the data checked after the last.
+fn native_item(
+    comm: &SimpleCommunicator,
+    timer: &Timer,
+    nat: Native,
+    p: usize,
+    n: usize,
+    line: usize,
+    iterations: usize,
+) -> Result<Vec<f64>> {
+    let me = comm.rank() as usize;
+    let w = line / 8;
+    let src_lines = if nat == Native::Scatter && me == 0 {
+        p * n
+    } else {
+        n
+    };
+    let mut src = vec![0u64; src_lines * w];
+    let mut dst = vec![0u64; p * n * w];
+    let mut res = vec![0u64; n * w];
+    let reps = if nat == Native::Barrier {
+        BARRIER_REPS
+    } else {
+        1
+    };
+    let mut times = Vec::with_capacity(iterations);
+    let sbuf = collectives::src(me);
+    for pass in 0..=iterations {
+        for l in 0..src_lines {
+            src[l * w..(l + 1) * w].fill(value(pass + 1, sbuf, l));
+        }
+        comm.barrier();
+        let t0 = timer.start();
+        for _ in 0..reps {
+            nat.run(comm, &src, &mut dst, &mut res);
+        }
+        let t1 = timer.stop();
+        if pass > 0 {
+            times.push(timer.ns(t1.saturating_sub(t0)) / reps as f64);
+        }
+    }
+    let last = iterations + 1;
+    let line_ok =
+        |buf: &[u64], l: usize, want: u64| buf[l * w..(l + 1) * w].iter().all(|&x| x == want);
+    let v = |t: usize, l: usize| value(last, collectives::src(t), l);
+    let ok = match nat {
+        Native::Barrier => true,
+        Native::Bcast => (0..n).all(|i| line_ok(&dst, i, v(0, i))),
+        Native::Scatter => (0..n).all(|i| line_ok(&dst, i, v(0, me * n + i))),
+        Native::Shift(k) => (0..n).all(|i| line_ok(&dst, i, v((me + k) % p, i))),
+        Native::Gather if me != 0 => true,
+        Native::Gather | Native::Allgather => {
+            (0..p).all(|j| (0..n).all(|i| line_ok(&dst, j * n + i, v(j, i))))
+        }
+        Native::AllreduceSum | Native::AllreduceMax => {
+            let op = if nat == Native::AllreduceSum {
+                numalab_probe::script::Op::Sum
+            } else {
+                numalab_probe::script::Op::Max
+            };
+            (0..n).all(|i| line_ok(&res, i, (1..p).fold(v(0, i), |a, j| op.apply(a, v(j, i)))))
+        }
+    };
+    if !ok {
+        return Err(Error::System(format!(
+            "data check failed: {} P={p} left a wrong word on rank {me}",
+            nat.name()
+        )));
+    }
+    Ok(times)
+}
+
+/// Run the plan (collective over the world). Rank 0 gets every record: one per
+/// measurement (completion time per pass: the slowest rank's) and one per fitted model.
+pub fn measure(
+    world: &World,
+    host: &Host,
+    plan: &Plan,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Option<Vec<Record>>> {
+    let timer = Timer::best();
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let mut out = Vec::new();
+    let mut points: Vec<(Item, f64)> = Vec::new();
+    for &p in &plan.ps {
+        let sub = first_ranks(world.comm(), p);
+        for (i, item) in plan.items.iter().enumerate().filter(|(_, it)| it.p == p) {
+            if world.is_root() {
+                progress(i, plan.items.len());
+            }
+            let mine = match &sub {
+                Some(c) => match item.how {
+                    How::Seed(k) => {
+                        seed_item(c, &timer, k, p, item.lines, plan.line, plan.iterations)?
+                    }
+                    How::Mpi(nat) => {
+                        native_item(c, &timer, nat, p, item.lines, plan.line, plan.iterations)?
+                    }
+                },
+                None => Vec::new(),
+            };
+            let all = numalab_mpi::gather::gather_to_root(world.comm(), &mine)?;
+            world.barrier();
+            let Some(all) = all else { continue };
+            let per_rank: Vec<&Vec<f64>> = all[..p].iter().collect();
+            let time: Vec<f64> = (0..plan.iterations)
+                .map(|k| per_rank.iter().map(|v| v[k]).fold(0.0, f64::max))
+                .collect();
+            let rank_mean: Vec<f64> = per_rank
+                .iter()
+                .map(|v| v.iter().sum::<f64>() / v.len().max(1) as f64)
+                .collect();
+            let mut r = Record::new(
+                "collective-mpi",
+                &format!(
+                    "{} {} P={p} {} lines",
+                    item.collective(),
+                    item.implementation(),
+                    item.lines
+                ),
+                prov.clone(),
+                json!({
+                    "collective": item.collective(), "implementation": item.implementation(),
+                    "seed": match item.how { How::Seed(k) => k.seed_name(), How::Mpi(_) => "" },
+                    "ranks": p, "lines": item.lines, "block_bytes": item.lines * plan.line,
+                    "line_bytes": plan.line, "iterations": plan.iterations,
+                    "statistic": "per pass, the slowest rank's time from the releasing barrier to its completion",
+                }),
+            );
+            r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
+            r.add_samples("time", "ns", &time);
+            r.data = Some(json!({ "rank_mean_ns": rank_mean, "checked": item.lines > 0 }));
+            r.warnings = prov.warnings();
+            for k in 0..p {
+                if world.placements[k].shares_cpu {
+                    r.warnings.push(format!("rank {k} shares its CPU with another rank: times include waiting for the CPU"));
+                }
+            }
+            r.warnings.dedup();
+            points.push((*item, med(&time)));
+            out.push(r);
+        }
+    }
+    if !world.is_root() {
+        return Ok(None);
+    }
+    out.extend(models(&prov, &points));
+    Ok(Some(out))
+}
+
+/// The seed's models per seed algorithm, over P and lines (µs), as the shared-memory suite fits them.
+fn models(prov: &Provenance, points: &[(Item, f64)]) -> Vec<Record> {
+    let mut kinds: Vec<Kind> = Vec::new();
+    for (it, _) in points {
+        if let How::Seed(k) = it.how {
+            let k = if let Kind::Shift(_) = k {
+                Kind::Shift(1)
+            } else {
+                k
+            };
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for k in kinds {
+        let pts: Vec<(usize, usize, f64)> = points
+            .iter()
+            .filter(|(it, _)| match (it.how, k) {
+                (How::Seed(Kind::Shift(_)), Kind::Shift(_)) => true,
+                (How::Seed(x), _) => x == k,
+                _ => false,
+            })
+            .map(|(it, t)| (it.p, it.lines, t / 1000.0))
+            .collect();
+        for fit in fit_models(k, &pts) {
+            let name = if let Kind::Shift(_) = k {
+                "shift".into()
+            } else {
+                k.name()
+            };
+            let mut r = Record::new(
+                "collective-mpi-model",
+                &name,
+                prov.clone(),
+                json!({ "collective": name, "points": pts.len(), "unit": "µs" }),
+            );
+            match fit {
+                Ok(f) => r.data = Some(json!(f)),
+                Err(e) => r.unavailable.push(numalab_results::Unavailable {
+                    feature: "model fit".into(),
+                    reason: e,
+                }),
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_of_different_owners_never_overlap_in_a_window() {
+        let (p, n, line) = (4, 3, 64);
+        let ends: Vec<(usize, usize)> = [
+            collectives::src(1),
+            collectives::dst(1),
+            collectives::res(1),
+        ]
+        .iter()
+        .map(|&b| {
+            (
+                offset(b, 0, p, n, line),
+                offset(b, if b % 3 == 2 { n } else { p * n }, p, n, line),
+            )
+        })
+        .collect();
+        assert!(ends[0].1 <= ends[1].0 && ends[1].1 <= ends[2].0);
+        assert_eq!(ends[2].1, (2 * p * n + n) * line);
+    }
+}
