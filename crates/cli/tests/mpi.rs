@@ -400,7 +400,9 @@ fn earth_runs_table_1_split_and_mlp_between_ranks_with_the_seed_beside() {
     assert_eq!(masks[0]["data"]["points"].as_array().unwrap().len(), 2);
     one_line_usage_error(
         &mpi_run(
-            &["suite", "earth", "--mpi", "--ranks", "2", "--parts", "switch"],
+            &[
+                "suite", "earth", "--mpi", "--ranks", "2", "--parts", "switch",
+            ],
             &[],
         ),
         "'switch'",
