@@ -10,6 +10,7 @@ pub mod apps;
 pub mod diff;
 pub mod fault;
 pub mod lrc;
+pub mod mpi_transport;
 pub mod msg;
 pub mod node;
 pub mod proto;
@@ -90,6 +91,11 @@ impl<'a> Ctx<'a> {
     /// Let another local thread run.
     pub fn yield_now(&self) {
         sched::yield_now(self.rank);
+    }
+    /// Work on this rank's private scratch buffer (shared by its threads, not by ranks),
+    /// for per-node reductions; `f` must not call DSM operations.
+    pub fn with_scratch<R>(&self, f: impl FnOnce(&mut Vec<f64>) -> R) -> R {
+        f(&mut self.rank.scratch.lock().unwrap())
     }
     /// The block `[lo, hi)` of `n` items that global thread `id()` owns.
     pub fn share(&self, n: usize) -> (usize, usize) {

@@ -169,9 +169,9 @@ pub struct Rank {
     /// Parameters.
     pub cfg: Config,
     stop: AtomicBool,
-    /// True while a user-level thread computes (the service thread polls gently then).
-    pub computing: AtomicBool,
     slot: AtomicUsize,
+    /// Rank-private scratch for per-node reductions (see Ctx::with_scratch).
+    pub scratch: Mutex<Vec<f64>>,
 }
 
 impl Rank {
@@ -205,8 +205,8 @@ impl Rank {
             region: region.clone(),
             cfg,
             stop: AtomicBool::new(false),
-            computing: AtomicBool::new(false),
             slot: AtomicUsize::new(usize::MAX),
+            scratch: Mutex::new(Vec::new()),
         });
         let ptr = Arc::as_ptr(&rank) as usize;
         let slot = fault::register(

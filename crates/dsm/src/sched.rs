@@ -9,7 +9,6 @@ use crate::node::{mono_ns, Node, Rank, TState, Wait};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
@@ -150,9 +149,9 @@ pub fn run(rank: &Rank, body: &(dyn Fn(usize) + Sync)) -> Result<(), String> {
         g.core.idle_ns = 0;
         g.core.threads[i] = TState::Running;
         drop(g);
-        rank.computing.store(true, Ordering::Release);
+        rank.transport.set_computing(true);
         let r = cos[i].resume(());
-        rank.computing.store(false, Ordering::Release);
+        rank.transport.set_computing(false);
         if let CoroutineResult::Return(()) = r {
             rank.lock().core.threads[i] = TState::Done;
         }

@@ -12,6 +12,9 @@ pub trait Transport: Send + Sync {
     fn ranks(&self) -> usize;
     /// Send without waiting for the receiver.
     fn send(&self, to: usize, bytes: Vec<u8>);
+    /// The rank's threads start (true) or stop (false) computing; a polling transport
+    /// polls gently while they compute.
+    fn set_computing(&self, _on: bool) {}
     /// The next message, waiting at most `wait`.
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)>;
 }

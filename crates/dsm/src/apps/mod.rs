@@ -1,6 +1,8 @@
 //! Applications: plain shared-memory programs on the DSM, each with a sequential twin.
 
+pub mod fft;
 pub mod sor;
+pub mod water;
 
 use crate::Ctx;
 
