@@ -123,7 +123,7 @@ pub fn run(rank: &Rank, body: &(dyn Fn(usize) + Sync)) -> Result<(), String> {
                 break Some(i);
             }
             let idle0 = Instant::now();
-            let (g2, to) = rank.cv.wait_timeout(g, Duration::from_millis(50)).unwrap();
+            let (g2, to) = rank.cv.wait_timeout(g, Duration::from_millis(5)).unwrap();
             g = g2;
             let dt = idle0.elapsed().as_nanos() as u64;
             let lw = g.core.last_wait;

@@ -1,5 +1,6 @@
 //! Applications: plain shared-memory programs on the DSM, each with a sequential twin.
 
+pub mod costs;
 pub mod fft;
 pub mod sor;
 pub mod water;
@@ -48,4 +49,50 @@ pub fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
 /// Pages holding `bytes`.
 pub fn pages_for(bytes: usize) -> usize {
     bytes.div_ceil(crate::region::PAGE).max(1)
+}
+
+/// Command-line names of the apps.
+pub const NAMES: [&str; 3] = ["sor", "fft", "water-nsq"];
+
+/// Input sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Input {
+    /// Small enough that the whole cvm suite runs in minutes on 2 cores.
+    Small,
+    /// The seed's Table 1 sizes.
+    Paper,
+}
+
+impl Input {
+    /// Parse `small` or `paper`.
+    pub fn parse(s: &str) -> Option<Input> {
+        match s {
+            "small" => Some(Input::Small),
+            "paper" => Some(Input::Paper),
+            _ => None,
+        }
+    }
+}
+
+/// The app called `name` at `input` size.
+pub fn by_name(name: &str, input: Input) -> Option<Box<dyn App>> {
+    let paper = input == Input::Paper;
+    Some(match name {
+        "sor" if paper => Box::new(sor::Sor {
+            rows: 2048,
+            cols: 2048,
+            iters: 10,
+        }),
+        "sor" => Box::new(sor::Sor {
+            rows: 130,
+            cols: 512,
+            iters: 10,
+        }),
+        "fft" if paper => Box::new(fft::Fft { n: 64 }),
+        "fft" => Box::new(fft::Fft { n: 16 }),
+        "water-nsq" if paper => Box::new(water::Water { n: 512, steps: 3 }),
+        "water-nsq" => Box::new(water::Water { n: 128, steps: 2 }),
+        _ => return None,
+    })
 }
