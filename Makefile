@@ -3,7 +3,8 @@
 # the survey, which leaves numalab-survey/report.html.
 # `make test` installs what is missing (also chromium, for the report test) and runs the whole test suite.
 
-DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config
+# MPI: rsmpi builds its bindings against Open MPI with libclang; mpirun launches ranks.
+DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config libopenmpi-dev openmpi-bin libclang-dev
 # The report test renders report.html in a headless browser.
 TEST_PACKAGES := chromium
 CARGO ?= cargo

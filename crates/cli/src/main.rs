@@ -16,6 +16,7 @@ mod loaded_cmd;
 mod matrix_cmd;
 mod model_cmd;
 mod monitor_cmd;
+mod mpi_cmd;
 mod plan_cmd;
 mod prof_args;
 mod record_cmd;
@@ -94,6 +95,8 @@ enum Command {
     Dump(trace_cmd::DumpArgs),
     /// Export a trace for other viewers (--perfetto: Chrome trace-event JSON).
     Export(trace_cmd::ExportArgs),
+    /// Experiments between MPI ranks (`--ranks N` starts mpirun here): where ranks run.
+    Mpi(mpi_cmd::MpiArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -123,6 +126,7 @@ fn run() -> Result<(), CliError> {
         Command::Info(a) => trace_cmd::info(a),
         Command::Dump(a) => trace_cmd::dump(a),
         Command::Export(a) => trace_cmd::export(a),
+        Command::Mpi(a) => mpi_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

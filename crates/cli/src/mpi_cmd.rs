@@ -1,0 +1,212 @@
+//! `numalab mpi …`: experiments between MPI ranks. With `--ranks N` outside an MPI
+//! job numalab starts `mpirun` on this machine itself; under the user's mpirun it
+//! uses that job. Rank 0 alone emits.
+
+use crate::common::{bad, check_measurable, CliError, CommonArgs};
+use clap::{Args, Subcommand};
+use numalab_mpi::launch::{ensure, LaunchRequest, Launched};
+use numalab_mpi::world::{fail, World, WorldOptions};
+use numalab_mpi::{ranks, Threading};
+use numalab_results::output::table;
+use numalab_results::Record;
+use numalab_topo::{Host, ThreadSpec};
+use std::path::PathBuf;
+
+impl From<numalab_mpi::Error> for CliError {
+    fn from(e: numalab_mpi::Error) -> Self {
+        CliError {
+            code: e.exit_code(),
+            msg: e.to_string(),
+        }
+    }
+}
+
+/// Options of every command that runs ranks.
+#[derive(Args, Debug, Clone)]
+pub struct JobArgs {
+    /// Ranks to start with mpirun on this machine (or the hostfile's) when numalab is
+    /// not already inside an MPI job; inside one, its size.
+    #[arg(long, value_name = "N")]
+    pub ranks: Option<usize>,
+    /// Hosts for mpirun (one per line, `host slots=N`): ranks across machines.
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Where each host's ranks run, in the placement language (rank r gets the r-th
+    /// CPU): compact (default: one rank per core, SMT siblings last), scatter[:LEVEL],
+    /// or a CPU list.
+    #[arg(long, value_name = "SPEC", default_value = "compact")]
+    pub rank_cpus: String,
+}
+
+impl JobArgs {
+    /// The launch request, checked against `host` before anything starts.
+    pub fn request(
+        &self,
+        host: &Host,
+        min_ranks: usize,
+    ) -> Result<(LaunchRequest, WorldOptions), CliError> {
+        let spec = ThreadSpec::parse(&self.rank_cpus)?;
+        let job = numalab_mpi::JobEnv::detect();
+        let ranks = match (self.ranks, &job) {
+            (Some(n), _) => n,
+            (None, Some(j)) if j.size > 0 => j.size,
+            (None, _) => min_ranks.max(2),
+        };
+        if ranks < min_ranks.max(1) {
+            return Err(bad(format!(
+                "invalid --ranks '{ranks}': this command needs at least {} ranks",
+                min_ranks.max(1)
+            )));
+        }
+        let req = LaunchRequest {
+            ranks,
+            hostfile: self.hostfile.clone(),
+            cpus: host.machine.pus.len(),
+            min_ranks,
+        };
+        req.validate()?;
+        // The ranks of this host must find CPUs (others check theirs when they start).
+        if host.machine.this_system {
+            numalab_mpi::place::host_cpus(&host.machine, &spec, ranks.min(req.cpus.max(1)))?;
+        }
+        Ok((
+            req,
+            WorldOptions {
+                threading: Threading::Single,
+                rank_cpus: spec,
+            },
+        ))
+    }
+}
+
+/// Arguments of `numalab mpi`.
+#[derive(Args, Debug)]
+pub struct MpiArgs {
+    #[command(subcommand)]
+    cmd: MpiCmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum MpiCmd {
+    /// Where every rank runs: host, CPU, core, L3, node and package, pinning verified.
+    Ranks(RanksArgs),
+}
+
+/// Arguments of `numalab mpi ranks`.
+#[derive(Args, Debug)]
+pub struct RanksArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// Print the launch plan without starting ranks.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Launch (or join) the job and start this rank; exits in the launching process.
+pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<World, CliError> {
+    if let Launched::Parent(code) = ensure(req)? {
+        std::process::exit(code);
+    }
+    Ok(World::start(host, opts).unwrap_or_else(|e| fail(None, &e)))
+}
+
+/// Run `numalab mpi`.
+pub fn run(a: MpiArgs) -> Result<(), CliError> {
+    match a.cmd {
+        MpiCmd::Ranks(r) => run_ranks(r),
+    }
+}
+
+fn run_ranks(a: RanksArgs) -> Result<(), CliError> {
+    a.common.validate()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let host = a.common.host()?;
+    let (req, opts) = a.job.request(&host, 1)?;
+    if a.dry_run {
+        let cpus = numalab_mpi::place::host_cpus(&host.machine, &opts.rank_cpus, req.ranks)?;
+        let rows: Vec<Vec<String>> = cpus
+            .iter()
+            .enumerate()
+            .map(|(r, c)| vec![r.to_string(), c.to_string()])
+            .collect();
+        println!(
+            "mpi plan: {} ranks, rank-cpus {} ({}), mpirun {}\n{}",
+            req.ranks,
+            opts.rank_cpus,
+            if req.hostfile.is_some() {
+                "per host"
+            } else {
+                "this machine"
+            },
+            req.mpirun_args(false)
+                .iter()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            table(&["rank", "cpu"], &rows)
+        );
+        return Ok(());
+    }
+    let world = start(&host, &req, &opts)?;
+    let recs = ranks::measure(&world, &host).unwrap_or_else(|e| fail(Some(&world), &e));
+    if let Some(recs) = recs {
+        a.common.emit(&recs, || ranks_text(&recs))?;
+    }
+    Ok(())
+}
+
+fn ranks_text(recs: &[Record]) -> String {
+    let rows: Vec<Vec<String>> = recs
+        .iter()
+        .filter_map(|r| r.data.as_ref())
+        .map(|d| {
+            let f = |k: &str| match &d[k] {
+                serde_json::Value::Null => "-".to_string(),
+                serde_json::Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            vec![
+                f("rank"),
+                f("host"),
+                f("cpu"),
+                f("core"),
+                f("l3"),
+                f("node"),
+                f("package"),
+                if d["verified"] == true {
+                    "yes".into()
+                } else {
+                    "no".into()
+                },
+            ]
+        })
+        .collect();
+    let mut s = table(
+        &[
+            "rank", "host", "cpu", "core", "l3", "node", "package", "verified",
+        ],
+        &rows,
+    );
+    s.push('\n');
+    if let Some(r) = recs.first() {
+        let p = r.placement.as_ref();
+        s.push_str(&format!(
+            "MPI: {}; thread level {}\n",
+            p.and_then(|p| p["mpi_library"].as_str())
+                .and_then(|l| l.split(',').next())
+                .unwrap_or("?"),
+            p.and_then(|p| p["threading_provided"].as_str())
+                .unwrap_or("?"),
+        ));
+    }
+    let mut seen: Vec<&String> = Vec::new();
+    for w in recs.iter().flat_map(|r| &r.warnings) {
+        if !seen.contains(&w) {
+            seen.push(w);
+            s.push_str(&format!("warning: {w}\n"));
+        }
+    }
+    s
+}

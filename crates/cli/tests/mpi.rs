@@ -1,0 +1,143 @@
+//! `numalab mpi`: launching ranks through mpirun, placement, gathering, bad input and
+//! dead ranks. Every run has a hard timeout; nothing here compares timings.
+
+mod common;
+
+use common::validate;
+use std::process::{Command, Output};
+
+/// Seconds any one MPI run may take before the test fails (a hang is a defect).
+const LIMIT: &str = "120";
+
+fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", LIMIT, env!("CARGO_BIN_EXE_numalab")])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run timeout numalab");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "numalab {args:?} hung past {LIMIT} s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn ok_json(args: &[&str]) -> serde_json::Value {
+    let out = mpi_run(args, &[]);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+fn one_line_usage_error(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in: {err}");
+}
+
+#[test]
+fn two_ranks_are_launched_pinned_and_gathered_on_rank_0() {
+    let v = ok_json(&["mpi", "ranks", "--ranks", "2", "--json"]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 2, "one record per rank, emitted once");
+    for (r, rec) in recs.iter().enumerate() {
+        assert_eq!(rec["kind"], "mpi-rank");
+        assert_eq!(rec["data"]["rank"], r);
+        assert_eq!(rec["data"]["verified"], true);
+        assert_eq!(rec["data"]["observed_cpu"], rec["data"]["cpu"]);
+        assert_eq!(rec["placement"]["ranks"], 2);
+        assert_eq!(rec["placement"]["per_rank"].as_array().unwrap().len(), 2);
+    }
+    // Compact: two ranks on two different CPUs on a 2-CPU machine.
+    assert_ne!(recs[0]["data"]["cpu"], recs[1]["data"]["cpu"]);
+}
+
+#[test]
+fn four_ranks_on_two_cpus_are_oversubscribed_and_say_so() {
+    let v = ok_json(&["mpi", "ranks", "--ranks", "4", "--json"]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 4);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 4 {
+        assert!(recs.iter().any(|r| r["data"]["shares_cpu"] == true));
+        assert!(recs
+            .iter()
+            .any(|r| r["warnings"].to_string().contains("shares CPU")));
+    }
+}
+
+#[test]
+fn the_dry_run_shows_the_plan_without_starting_ranks() {
+    let out = mpi_run(&["mpi", "ranks", "--ranks", "3", "--dry-run"], &[]);
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("3 ranks") && s.contains("--bind-to none"), "{s}");
+}
+
+#[test]
+fn bad_ranks_hostfiles_placements_and_a_missing_mpirun_are_one_line_errors() {
+    one_line_usage_error(&mpi_run(&["mpi", "ranks", "--ranks", "0"], &[]), "'0'");
+    one_line_usage_error(
+        &mpi_run(&["mpi", "ranks", "--ranks", "100000"], &[]),
+        "at most",
+    );
+    one_line_usage_error(
+        &mpi_run(
+            &[
+                "mpi",
+                "ranks",
+                "--ranks",
+                "2",
+                "--hostfile",
+                "/nonexistent/hosts",
+            ],
+            &[],
+        ),
+        "--hostfile '/nonexistent/hosts'",
+    );
+    one_line_usage_error(
+        &mpi_run(
+            &["mpi", "ranks", "--ranks", "2", "--rank-cpus", "9999"],
+            &[],
+        ),
+        "9999",
+    );
+    one_line_usage_error(
+        &mpi_run(
+            &["mpi", "ranks", "--ranks", "2"],
+            &[("NUMALAB_MPIRUN", "/nonexistent/mpirun")],
+        ),
+        "openmpi-bin",
+    );
+}
+
+#[test]
+fn a_rank_killed_by_a_signal_ends_the_job_naming_rank_and_signal() {
+    let out = mpi_run(
+        &["mpi", "ranks", "--ranks", "2"],
+        &[("NUMALAB_MPI_KILL_RANK", "1")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("rank 1") && err.contains("signal 9"),
+        "stderr: {err}"
+    );
+    assert!(
+        !err.contains("-----"),
+        "Open MPI's boxes are summarised: {err}"
+    );
+}

@@ -1,0 +1,315 @@
+//! Launching: `--ranks N` outside an MPI job re-executes the same numalab command
+//! line under `mpirun -np N` on this machine (or the user's hostfile), forwards its
+//! exit status, and turns Open MPI's boxed reports into one line each. A watchdog
+//! ends a job that outlives a dead rank, so a launch never hangs.
+
+use crate::env::JobEnv;
+use crate::error::{Error, Result};
+use crate::launch_notice::{BoxFilter, Notice};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Ranks per usable CPU this machine may be asked for without a hostfile; beyond it
+/// ranks mostly wait for a CPU and the job measures the scheduler.
+pub const MAX_RANKS_PER_CPU: usize = 16;
+
+/// How long mpirun may take to end the job after it reported a dead rank.
+const GRACE_AFTER_DEATH: Duration = Duration::from_secs(15);
+
+/// What a command asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchRequest {
+    /// Ranks to start.
+    pub ranks: usize,
+    /// The user's hostfile (ranks across machines); None = this machine only.
+    pub hostfile: Option<PathBuf>,
+    /// Usable CPUs on this machine (to decide --oversubscribe and the limit).
+    pub cpus: usize,
+    /// Fewest ranks the command needs.
+    pub min_ranks: usize,
+}
+
+/// Where the process stands after [`ensure`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launched {
+    /// This process launched the job, which has ended with this exit status.
+    Parent(i32),
+    /// This process is one rank of a job (ours or the user's).
+    Rank(JobEnv),
+}
+
+impl LaunchRequest {
+    /// Check the request before anything starts: ranks within limits, hostfile present.
+    pub fn validate(&self) -> Result<()> {
+        if self.ranks < self.min_ranks.max(1) {
+            return Err(Error::Usage(format!(
+                "invalid --ranks '{}': this command needs at least {} ranks",
+                self.ranks,
+                self.min_ranks.max(1)
+            )));
+        }
+        if let Some(h) = &self.hostfile {
+            if !h.is_file() {
+                return Err(Error::Usage(format!(
+                    "invalid --hostfile '{}': no such file (one host per line, e.g. 'node1 slots=4')",
+                    h.display()
+                )));
+            }
+        } else {
+            let max = self.cpus.max(1) * MAX_RANKS_PER_CPU;
+            if self.ranks > max {
+                return Err(Error::Usage(format!(
+                    "invalid --ranks '{}': this machine can start at most {max} ranks ({MAX_RANKS_PER_CPU} per CPU, {} CPUs); give a --hostfile for more",
+                    self.ranks, self.cpus
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// mpirun's arguments before the program (pure).
+    pub fn mpirun_args(&self, root: bool) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["-np".into(), self.ranks.to_string().into()];
+        match &self.hostfile {
+            Some(h) => {
+                a.push("--hostfile".into());
+                a.push(h.clone().into_os_string());
+            }
+            None if self.ranks > self.cpus => a.push("--oversubscribe".into()),
+            None => {}
+        }
+        if root {
+            a.push("--allow-run-as-root".into());
+        }
+        // numalab pins each rank itself, with the placement language, and proves it.
+        a.push("--bind-to".into());
+        a.push("none".into());
+        a
+    }
+}
+
+/// Find mpirun: `NUMALAB_MPIRUN` if set, else the PATH; a clear error naming the package.
+pub fn find_mpirun() -> Result<PathBuf> {
+    let missing = |what: &str| {
+        Error::Usage(format!(
+            "cannot launch ranks: {what}; install Open MPI (Debian/Ubuntu package openmpi-bin, with libopenmpi-dev to build), or run numalab under your own mpirun"
+        ))
+    };
+    if let Some(p) = std::env::var_os("NUMALAB_MPIRUN") {
+        let p = PathBuf::from(p);
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(missing(&format!(
+                "NUMALAB_MPIRUN '{}' is not an executable file",
+                p.display()
+            )))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("mpirun"))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| missing("mpirun is not on the PATH"))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Inside a job: check its size against the request. Outside: validate, launch this
+/// same command line under mpirun and wait for it.
+pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
+    if let Some(job) = JobEnv::detect() {
+        if job.size != 0 && job.size != req.ranks {
+            return Err(Error::Usage(format!(
+                "invalid --ranks '{}': this MPI job has {} ranks (drop --ranks, or give mpirun -np {})",
+                req.ranks, job.size, req.ranks
+            )));
+        }
+        return Ok(Launched::Rank(job));
+    }
+    req.validate()?;
+    let mpirun = find_mpirun()?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::System(format!("cannot find numalab's own executable: {e}")))?;
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = Command::new(&mpirun);
+    cmd.args(req.mpirun_args(root))
+        .arg(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    run(cmd, &mpirun, req).map(Launched::Parent)
+}
+
+/// An overall limit from `NUMALAB_MPI_TIMEOUT` (seconds), for unattended runs.
+fn overall_limit() -> Option<Duration> {
+    std::env::var("NUMALAB_MPI_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::System(format!("cannot start {}: {e}", mpirun.display())))?;
+    // Ctrl-C reaches mpirun through the terminal's process group; we wait for it to
+    // end the ranks and report, instead of dying first and leaving them behind.
+    // SAFETY: setting a signal disposition to SIG_IGN is async-signal-safe and sound.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let (tx, rx) = mpsc::channel::<Notice>();
+    let reader = std::thread::spawn(move || {
+        let mut filter = BoxFilter::default();
+        let mut err = std::io::stderr();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            match filter.feed(&line) {
+                Some(Ok(pass)) => {
+                    let _ = writeln!(err, "{pass}");
+                }
+                Some(Err(notice)) => {
+                    let _ = tx.send(notice);
+                }
+                None => {}
+            }
+        }
+        if let Some(n) = filter.finish() {
+            let _ = tx.send(n);
+        }
+    });
+    let limit = overall_limit();
+    let start = Instant::now();
+    let mut notices: Vec<Notice> = Vec::new();
+    let mut death_at: Option<Instant> = None;
+    let mut killed_for: Option<String> = None;
+    let status = loop {
+        while let Ok(n) = rx.try_recv() {
+            if n.is_death() && death_at.is_none() {
+                death_at = Some(Instant::now());
+            }
+            notices.push(n);
+        }
+        if let Some(st) = child
+            .try_wait()
+            .map_err(|e| Error::System(format!("waiting for mpirun failed: {e}")))?
+        {
+            break st;
+        }
+        let overdue = death_at.is_some_and(|t| t.elapsed() > GRACE_AFTER_DEATH);
+        let timed_out = limit.is_some_and(|l| start.elapsed() > l);
+        if (overdue || timed_out) && killed_for.is_none() {
+            killed_for = Some(if timed_out {
+                format!(
+                    "the MPI job ran past NUMALAB_MPI_TIMEOUT ({:.0} s) and was ended",
+                    limit.unwrap_or_default().as_secs_f64()
+                )
+            } else {
+                format!(
+                    "mpirun did not end the job {} s after a rank died; it was killed",
+                    GRACE_AFTER_DEATH.as_secs()
+                )
+            });
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = reader.join();
+    notices.extend(rx.try_iter());
+    let code = exit_code(status);
+    let mut err = std::io::stderr();
+    for n in &notices {
+        if let Some(line) = n.message(req) {
+            let _ = writeln!(err, "numalab: error: {line}");
+        }
+    }
+    if let Some(why) = killed_for {
+        let _ = writeln!(err, "numalab: error: {why}");
+        return Ok(if code == 0 { 1 } else { code });
+    }
+    // Open MPI could not place the ranks: the user's input, as the project reports it.
+    if notices.iter().any(|n| matches!(n, Notice::NotEnoughSlots)) {
+        return Ok(2);
+    }
+    Ok(code)
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(ranks: usize, cpus: usize) -> LaunchRequest {
+        LaunchRequest {
+            ranks,
+            hostfile: None,
+            cpus,
+            min_ranks: 2,
+        }
+    }
+
+    fn strs(v: Vec<OsString>) -> Vec<String> {
+        v.into_iter().map(|s| s.into_string().unwrap()).collect()
+    }
+
+    #[test]
+    fn mpirun_gets_oversubscribe_only_beyond_the_cpus_and_root_only_for_root() {
+        assert_eq!(
+            strs(req(2, 2).mpirun_args(false)),
+            ["-np", "2", "--bind-to", "none"]
+        );
+        assert_eq!(
+            strs(req(4, 2).mpirun_args(true)),
+            [
+                "-np",
+                "4",
+                "--oversubscribe",
+                "--allow-run-as-root",
+                "--bind-to",
+                "none"
+            ]
+        );
+        let mut h = req(8, 2);
+        h.hostfile = Some("hosts".into());
+        assert_eq!(
+            strs(h.mpirun_args(false)),
+            ["-np", "8", "--hostfile", "hosts", "--bind-to", "none"]
+        );
+    }
+
+    #[test]
+    fn bad_rank_counts_and_missing_hostfiles_are_usage_errors() {
+        for (n, what) in [(0, "'0'"), (1, "'1'"), (33, "at most 32")] {
+            let e = req(n, 2).validate().unwrap_err();
+            assert!(e.is_user_error() && e.to_string().contains(what), "{e}");
+        }
+        assert!(req(32, 2).validate().is_ok());
+        let mut h = req(64, 2);
+        h.hostfile = Some("/nonexistent/hosts".into());
+        let e = h.validate().unwrap_err();
+        assert!(
+            e.to_string().contains("--hostfile '/nonexistent/hosts'"),
+            "{e}"
+        );
+    }
+}

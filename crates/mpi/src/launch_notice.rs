@@ -1,0 +1,257 @@
+//! Open MPI's boxed reports on mpirun's stderr (a dead rank, a failed launch, too few
+//! slots), read into [`Notice`]s so the launcher prints one line each.
+
+use crate::launch::LaunchRequest;
+
+/// What mpirun reported about the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A rank was killed by a signal.
+    RankSignal {
+        /// The rank.
+        rank: usize,
+        /// Host it ran on.
+        host: String,
+        /// Signal number.
+        signal: i32,
+        /// Signal name as mpirun gives it ("Killed").
+        name: String,
+    },
+    /// A rank exited with a non-zero status without aborting.
+    RankExit {
+        /// The rank.
+        rank: usize,
+        /// Its exit status.
+        code: i32,
+    },
+    /// A rank called MPI_Abort (numalab's ranks do after printing their own error).
+    Abort {
+        /// The rank.
+        rank: usize,
+        /// The error code.
+        code: i32,
+    },
+    /// Open MPI had too few slots for the ranks asked for.
+    NotEnoughSlots,
+    /// Open MPI's banner that only repeats what another notice says.
+    Redundant,
+    /// Any other report, flattened to one line.
+    Other(String),
+}
+
+impl Notice {
+    /// A rank died or the job could not go on.
+    pub fn is_death(&self) -> bool {
+        matches!(
+            self,
+            Notice::RankSignal { .. } | Notice::RankExit { .. } | Notice::Abort { .. }
+        )
+    }
+
+    /// The one line to print, if any (an aborting rank has printed its own).
+    pub fn message(&self, req: &LaunchRequest) -> Option<String> {
+        match self {
+            Notice::RankSignal {
+                rank,
+                host,
+                signal,
+                name,
+            } => Some(format!(
+                "rank {rank} on host {host} died on signal {signal} ({name}); the job was ended"
+            )),
+            Notice::RankExit { rank, code } => Some(format!(
+                "rank {rank} exited with status {code}; the job was ended"
+            )),
+            Notice::Abort { .. } | Notice::Redundant => None,
+            Notice::NotEnoughSlots => Some(format!(
+                "invalid --ranks '{}': mpirun has fewer slots than that{}",
+                req.ranks,
+                match &req.hostfile {
+                    Some(h) => format!(" in hostfile '{}' (add slots=N per host)", h.display()),
+                    None => " on this machine".into(),
+                }
+            )),
+            Notice::Other(t) => Some(format!("mpirun: {t}")),
+        }
+    }
+}
+
+/// Splits mpirun's stderr into lines to pass through and boxed reports to read.
+#[derive(Debug, Default)]
+pub struct BoxFilter {
+    inside: bool,
+    lines: Vec<String>,
+}
+
+fn is_rule(line: &str) -> bool {
+    let t = line.trim_end();
+    t.len() >= 40 && t.bytes().all(|b| b == b'-')
+}
+
+impl BoxFilter {
+    /// Feed one line: Some(Ok(line)) to pass through, Some(Err(notice)) when a box
+    /// closes, None while inside a box.
+    pub fn feed(&mut self, line: &str) -> Option<std::result::Result<String, Notice>> {
+        if is_rule(line) {
+            if self.inside {
+                self.inside = false;
+                return Some(Err(parse_box(&std::mem::take(&mut self.lines))));
+            }
+            self.inside = true;
+            return None;
+        }
+        if self.inside {
+            self.lines.push(line.to_string());
+            return None;
+        }
+        Some(Ok(line.to_string()))
+    }
+
+    /// An unclosed box at the end of the stream.
+    pub fn finish(&mut self) -> Option<Notice> {
+        if self.inside && !self.lines.is_empty() {
+            self.inside = false;
+            return Some(parse_box(&std::mem::take(&mut self.lines)));
+        }
+        None
+    }
+}
+
+/// The word after `key` in `text`, as a number (trailing punctuation ignored).
+fn number_after<T: std::str::FromStr>(text: &str, key: &str) -> Option<T> {
+    let rest = &text[text.find(key)? + key.len()..];
+    let word: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    word.parse().ok()
+}
+
+fn word_after(text: &str, key: &str) -> Option<String> {
+    let rest = &text[text.find(key)? + key.len()..];
+    rest.split_whitespace().next().map(str::to_string)
+}
+
+/// Read one boxed report.
+pub fn parse_box(lines: &[String]) -> Notice {
+    let text = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if text.contains("exited on signal") {
+        if let (Some(rank), Some(signal)) = (
+            number_after(&text, "process rank"),
+            number_after(&text, "exited on signal"),
+        ) {
+            let name = text
+                .split_once("exited on signal")
+                .and_then(|(_, r)| r.split_once('(')?.1.split_once(')'))
+                .map(|(n, _)| n.to_string())
+                .unwrap_or_default();
+            return Notice::RankSignal {
+                rank,
+                host: word_after(&text, " on node ").unwrap_or_else(|| "?".into()),
+                signal,
+                name,
+            };
+        }
+    }
+    if text.contains("MPI_ABORT was invoked") {
+        if let (Some(rank), Some(code)) = (
+            number_after(&text, "invoked on rank"),
+            number_after(&text, "errorcode"),
+        ) {
+            return Notice::Abort { rank, code };
+        }
+    }
+    if text.contains("exited with non-zero status") {
+        // "Process name: [[15384,1],1] Exit code: 2"
+        let rank = text
+            .split_once("Process name:")
+            .and_then(|(_, r)| r.split_once("],")?.1.split_once(']'))
+            .and_then(|(n, _)| n.trim().parse().ok());
+        if let (Some(rank), Some(code)) = (rank, number_after(&text, "Exit code:")) {
+            return Notice::RankExit { rank, code };
+        }
+    }
+    if text.contains("not enough slots available") {
+        return Notice::NotEnoughSlots;
+    }
+    if text.contains("returned a non-zero exit code")
+        || text.contains("has exited due to process rank")
+    {
+        return Notice::Redundant;
+    }
+    Notice::Other(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: &str = "--------------------------------------------------------------------------";
+
+    fn run(text: &str) -> (Vec<String>, Vec<Notice>) {
+        let mut f = BoxFilter::default();
+        let (mut pass, mut notes) = (vec![], vec![]);
+        for l in text.lines() {
+            match f.feed(l) {
+                Some(Ok(p)) => pass.push(p),
+                Some(Err(n)) => notes.push(n),
+                None => {}
+            }
+        }
+        notes.extend(f.finish());
+        (pass, notes)
+    }
+
+    #[test]
+    fn a_killed_rank_becomes_one_notice_naming_rank_host_and_signal() {
+        // Open MPI 4.1.4's words, as this machine printed them.
+        let text = format!(
+            "rank output\n{RULE}\nPrimary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.\n{RULE}\n{RULE}\nmpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).\n{RULE}\n"
+        );
+        let (pass, notes) = run(&text);
+        assert_eq!(pass, ["rank output"]);
+        assert_eq!(notes[0], Notice::Redundant);
+        assert_eq!(
+            notes[1],
+            Notice::RankSignal {
+                rank: 1,
+                host: "vm".into(),
+                signal: 9,
+                name: "Killed".into()
+            }
+        );
+        let req = LaunchRequest {
+            ranks: 2,
+            hostfile: None,
+            cpus: 2,
+            min_ranks: 2,
+        };
+        assert_eq!(
+            notes[1].message(&req).unwrap(),
+            "rank 1 on host vm died on signal 9 (Killed); the job was ended"
+        );
+    }
+
+    #[test]
+    fn exits_aborts_and_slots_are_read() {
+        let exit = format!("{RULE}\nmpirun detected that one or more processes exited with non-zero status, thus causing\nthe job to be terminated. The first process to do so was:\n\n  Process name: [[15384,1],3]\n  Exit code:    2\n{RULE}\n");
+        assert_eq!(run(&exit).1, [Notice::RankExit { rank: 3, code: 2 }]);
+        let abort = format!("{RULE}\nMPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\nwith errorcode 2.\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n{RULE}\n");
+        assert_eq!(run(&abort).1, [Notice::Abort { rank: 1, code: 2 }]);
+        let slots = format!("{RULE}\nThere are not enough slots available in the system to satisfy the 4\nslots that were requested by the application:\n{RULE}\n");
+        assert_eq!(run(&slots).1, [Notice::NotEnoughSlots]);
+        let other = format!("{RULE}\nmpirun was unable to launch the specified application\n\nExecutable: /x\n{RULE}\n");
+        assert_eq!(
+            run(&other).1,
+            [Notice::Other(
+                "mpirun was unable to launch the specified application Executable: /x".into()
+            )]
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! numalab-mpi: ranks for numalab. Launching a job under `mpirun` (or joining the
+//! user's), pinning each rank with the placement language and proving where it runs,
+//! gathering every rank's records onto rank 0, and the point-to-point and one-sided
+//! (RMA) primitives the MPI experiments and suites measure with.
+//!
+//! It sits between cli/suites and bench/probe/topo and never imports upward.
+
+pub mod env;
+pub mod error;
+pub mod gather;
+pub mod launch;
+pub mod launch_notice;
+pub mod place;
+pub mod ranks;
+pub mod world;
+
+pub use env::JobEnv;
+pub use error::{Error, Result};
+pub use launch::{LaunchRequest, Launched};
+pub use place::RankPlacement;
+pub use world::{Threading, World, WorldOptions};

@@ -1,0 +1,40 @@
+//! `numalab mpi ranks`: where every rank runs, each rank describing itself in one
+//! record and rank 0 gathering them — the launcher, pinning and gathering end to end.
+
+use crate::error::Result;
+use crate::world::World;
+use numalab_results::{Provenance, Record};
+use numalab_topo::Host;
+use serde_json::json;
+
+/// This rank's record: its placement, proved, with its own host's provenance.
+pub fn my_record(world: &World, host: &Host) -> Record {
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let me = world.me();
+    let mut r = Record::new(
+        "mpi-rank",
+        &format!("rank {}", world.rank),
+        prov.clone(),
+        json!({ "rank": world.rank, "ranks": world.size }),
+    );
+    r.placement = Some(world.placement_value(&[world.rank]));
+    r.data = Some(json!(me));
+    r.warnings = prov.warnings();
+    if !me.verified {
+        r.warnings
+            .push(format!("rank {}: pinning not verified", world.rank));
+    }
+    if me.shares_cpu {
+        r.warnings.push(format!(
+            "rank {} shares CPU {} with another rank (more ranks than CPUs): timings include waiting for the CPU",
+            world.rank, me.cpu
+        ));
+    }
+    r.unavailable.extend(world.threading_unavailable());
+    r
+}
+
+/// Every rank's record on rank 0 (collective); None elsewhere.
+pub fn measure(world: &World, host: &Host) -> Result<Option<Vec<Record>>> {
+    world.gather_records(&[my_record(world, host)])
+}

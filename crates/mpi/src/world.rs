@@ -1,0 +1,262 @@
+//! One rank's view of the job: MPI initialised at the thread level asked for, this
+//! rank pinned and its placement proved, every rank's placement known to all, and
+//! the records gathered onto rank 0.
+
+use crate::env::{hostname, JobEnv};
+use crate::error::{Error, Result};
+use crate::gather;
+use crate::place::{pin_rank, RankPlacement};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+use numalab_results::record::Unavailable;
+use numalab_results::Record;
+use numalab_topo::{Host, ThreadSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub use mpi::Threading;
+
+/// What a command asks of the job.
+#[derive(Debug, Clone)]
+pub struct WorldOptions {
+    /// The thread level the command would like (MPI may provide less).
+    pub threading: Threading,
+    /// Where the ranks of each host go (placement language); default compact.
+    pub rank_cpus: ThreadSpec,
+}
+
+impl Default for WorldOptions {
+    fn default() -> Self {
+        WorldOptions {
+            threading: Threading::Single,
+            rank_cpus: ThreadSpec::Compact,
+        }
+    }
+}
+
+/// The thread level's MPI name.
+pub fn threading_name(t: Threading) -> &'static str {
+    match t {
+        Threading::Single => "MPI_THREAD_SINGLE",
+        Threading::Funneled => "MPI_THREAD_FUNNELED",
+        Threading::Serialized => "MPI_THREAD_SERIALIZED",
+        Threading::Multiple => "MPI_THREAD_MULTIPLE",
+    }
+}
+
+/// The job's facts every record carries in its placement section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobFacts {
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// Distinct hosts, in rank order of first appearance.
+    pub hosts: Vec<String>,
+    /// The rank placement spec.
+    pub rank_cpus: String,
+    /// Thread level asked for and provided.
+    pub threading_requested: String,
+    /// Thread level MPI provided.
+    pub threading_provided: String,
+    /// The MPI library's version string.
+    pub library: String,
+    /// Every rank's placement.
+    pub placements: Vec<RankPlacement>,
+}
+
+/// One rank of a running job. Dropping it finalises MPI.
+pub struct World {
+    // Field order matters: the communicator goes before the universe finalises MPI.
+    comm: SimpleCommunicator,
+    universe: mpi::environment::Universe,
+    /// This rank.
+    pub rank: usize,
+    /// Ranks in the job.
+    pub size: usize,
+    /// Thread level asked for.
+    pub requested: Threading,
+    /// Thread level MPI provided.
+    pub provided: Threading,
+    /// Every rank's placement, in rank order (known on every rank).
+    pub placements: Vec<RankPlacement>,
+    /// The placement spec used.
+    pub rank_cpus: ThreadSpec,
+}
+
+impl World {
+    /// Initialise MPI, pin this rank and exchange placements (collective).
+    pub fn start(host: &Host, opts: &WorldOptions) -> Result<World> {
+        let job = JobEnv::detect();
+        let (universe, provided) = mpi::initialize_with_threading(opts.threading)
+            .ok_or_else(|| Error::System("MPI was already initialised in this process".into()))?;
+        let comm = universe.world();
+        let rank = comm.rank() as usize;
+        let size = comm.size() as usize;
+        let name = hostname();
+        kill_for_tests(rank);
+        // Ranks per host: the launcher's figures, else count the hosts' names.
+        let names = gather::all_gather(&comm, &name)?;
+        let (local_rank, local_size) =
+            match job.as_ref().and_then(|j| j.local_rank.zip(j.local_size)) {
+                Some(l) => l,
+                None => (
+                    names[..rank].iter().filter(|n| **n == name).count(),
+                    names.iter().filter(|n| **n == name).count(),
+                ),
+            };
+        let mine = pin_rank(host, &opts.rank_cpus, rank, local_rank, local_size, &name);
+        // Everyone learns whether everyone pinned, so no rank waits on a failed one.
+        let outcome: std::result::Result<RankPlacement, String> = mine.map_err(|e| e.to_string());
+        let all = gather::all_gather(&comm, &outcome)?;
+        let mut placements = Vec::with_capacity(size);
+        for (r, o) in all.into_iter().enumerate() {
+            match o {
+                Ok(p) => placements.push(p),
+                Err(e) if r == rank => return Err(Error::System(e)),
+                Err(_) => return Err(Error::System(String::new())),
+            }
+        }
+        Ok(World {
+            comm,
+            universe,
+            rank,
+            size,
+            requested: opts.threading,
+            provided,
+            placements,
+            rank_cpus: opts.rank_cpus.clone(),
+        })
+    }
+
+    /// The world communicator.
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
+    /// True on rank 0, the one that emits.
+    pub fn is_root(&self) -> bool {
+        self.rank == 0
+    }
+
+    /// This rank's placement.
+    pub fn me(&self) -> &RankPlacement {
+        &self.placements[self.rank]
+    }
+
+    /// A usage error when `feature` needs MPI_THREAD_MULTIPLE and MPI did not provide it.
+    pub fn require_multiple(&self, feature: &str) -> Result<()> {
+        if self.provided < Threading::Multiple {
+            return Err(Error::Usage(format!(
+                "{feature} needs MPI_THREAD_MULTIPLE, but this MPI provides only {}",
+                threading_name(self.provided)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Per-feature note for records when MPI provided less than asked.
+    pub fn threading_unavailable(&self) -> Option<Unavailable> {
+        (self.provided < self.requested).then(|| Unavailable {
+            feature: threading_name(self.requested).into(),
+            reason: format!("this MPI provides only {}", threading_name(self.provided)),
+        })
+    }
+
+    /// The job's facts for records.
+    pub fn facts(&self) -> JobFacts {
+        let mut hosts: Vec<String> = Vec::new();
+        for p in &self.placements {
+            if !hosts.contains(&p.host) {
+                hosts.push(p.host.clone());
+            }
+        }
+        JobFacts {
+            ranks: self.size,
+            hosts,
+            rank_cpus: self.rank_cpus.to_string(),
+            threading_requested: threading_name(self.requested).into(),
+            threading_provided: threading_name(self.provided).into(),
+            library: mpi::environment::library_version()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            placements: self.placements.clone(),
+        }
+    }
+
+    /// The placement section for a record measured between `ranks`.
+    pub fn placement_value(&self, ranks: &[usize]) -> Value {
+        let facts = self.facts();
+        json!({
+            "ranks": facts.ranks,
+            "hosts": facts.hosts,
+            "rank_cpus": facts.rank_cpus,
+            "threading_requested": facts.threading_requested,
+            "threading_provided": facts.threading_provided,
+            "mpi_library": facts.library,
+            "measured_ranks": ranks,
+            "per_rank": facts.placements,
+        })
+    }
+
+    /// Gather every rank's records onto rank 0 (collective): Some(all, in rank order)
+    /// on rank 0, None elsewhere. Records keep their own placement sections.
+    pub fn gather_records(&self, mine: &[Record]) -> Result<Option<Vec<Record>>> {
+        Ok(gather::gather_to_root(&self.comm, &mine.to_vec())?
+            .map(|per_rank| per_rank.into_iter().flatten().collect()))
+    }
+
+    /// Wait for every rank.
+    pub fn barrier(&self) {
+        self.comm.barrier();
+    }
+
+    /// End the whole job with `code` after this rank printed its error: the
+    /// launcher turns the abort into the exit status, no rank is left waiting.
+    pub fn abort(&self, code: i32) -> ! {
+        self.comm.abort(code)
+    }
+
+    /// The universe (for buffers attached by experiments).
+    pub fn universe(&self) -> &mpi::environment::Universe {
+        &self.universe
+    }
+}
+
+/// Fault injection for the launcher's tests: `NUMALAB_MPI_KILL_RANK=R` makes rank R
+/// kill itself with SIGKILL once MPI is up, as a crashed rank would die.
+fn kill_for_tests(rank: usize) {
+    if std::env::var("NUMALAB_MPI_KILL_RANK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        == Some(rank)
+    {
+        // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+    }
+}
+
+/// Print `e` as this rank's one line (rank 0 plain, others prefixed; an empty message
+/// means another rank failed and printed) and end the job with its exit status.
+pub fn fail(world: Option<&World>, e: &Error) -> ! {
+    let msg = e.to_string();
+    match world {
+        Some(w) => {
+            if !msg.is_empty() {
+                if w.rank == 0 {
+                    eprintln!("numalab: error: {msg}");
+                } else {
+                    eprintln!("numalab: error: rank {}: {msg}", w.rank);
+                }
+            }
+            w.abort(e.exit_code())
+        }
+        None => {
+            if !msg.is_empty() {
+                eprintln!("numalab: error: {msg}");
+            }
+            std::process::exit(e.exit_code())
+        }
+    }
+}
