@@ -8,6 +8,7 @@
 
 pub mod apps;
 pub mod diff;
+pub mod experiment;
 pub mod fault;
 pub mod lrc;
 pub mod mpi_transport;

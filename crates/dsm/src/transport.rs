@@ -56,3 +56,21 @@ impl Transport for Local {
         self.rx.lock().unwrap().recv_timeout(wait).ok()
     }
 }
+
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn rank(&self) -> usize {
+        (**self).rank()
+    }
+    fn ranks(&self) -> usize {
+        (**self).ranks()
+    }
+    fn send(&self, to: usize, bytes: Vec<u8>) {
+        (**self).send(to, bytes)
+    }
+    fn set_computing(&self, on: bool) {
+        (**self).set_computing(on)
+    }
+    fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
+        (**self).recv(wait)
+    }
+}

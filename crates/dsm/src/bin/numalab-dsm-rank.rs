@@ -64,7 +64,7 @@ fn main() {
         watchdog: Duration::from_secs(60),
         gc_bytes: 64 << 20,
     };
-    let out = run_rank(cfg, Box::new(ArcT(mpi.clone())), app.as_ref()).unwrap_or_else(|e| {
+    let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref()).unwrap_or_else(|e| {
         eprintln!("rank failed: {e}");
         std::process::exit(1)
     });
@@ -83,24 +83,5 @@ fn main() {
         if d > app.tolerance() {
             std::process::exit(1);
         }
-    }
-}
-
-struct ArcT(std::sync::Arc<Mpi>);
-impl numalab_dsm::transport::Transport for ArcT {
-    fn rank(&self) -> usize {
-        self.0.rank()
-    }
-    fn ranks(&self) -> usize {
-        self.0.ranks()
-    }
-    fn send(&self, to: usize, b: Vec<u8>) {
-        self.0.send(to, b)
-    }
-    fn set_computing(&self, on: bool) {
-        self.0.set_computing(on)
-    }
-    fn recv(&self, w: Duration) -> Option<(usize, Vec<u8>)> {
-        self.0.recv(w)
     }
 }
