@@ -6,6 +6,8 @@ mod collectives_cmd;
 mod collectives_view;
 mod common;
 mod crew_args;
+mod cvm_cmd;
+mod dsm_cmd;
 mod earth_cmd;
 mod earth_view;
 mod intervene_cmd;
@@ -97,6 +99,8 @@ enum Command {
     Export(trace_cmd::ExportArgs),
     /// Experiments between MPI ranks (`--ranks N` starts mpirun here): where ranks run.
     Mpi(mpi_cmd::MpiArgs),
+    /// The software DSM (seed 003): `run APP` on MPI ranks × user-level threads.
+    Dsm(dsm_cmd::DsmArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -127,6 +131,7 @@ fn run() -> Result<(), CliError> {
         Command::Dump(a) => trace_cmd::dump(a),
         Command::Export(a) => trace_cmd::export(a),
         Command::Mpi(a) => mpi_cmd::run(a),
+        Command::Dsm(a) => dsm_cmd::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

@@ -29,6 +29,9 @@ enum Which {
     /// pipelined, through a helper thread), switch costs, Loop 7 latency masking, MLP
     /// with coroutines, and compute/communication overlap.
     Earth(crate::earth_cmd::EarthArgs),
+    /// Multithreaded CVM (seed 003): the software DSM's apps × protocols × threads per
+    /// rank under MPI: normalised time and breakdown, speedups, DSM actions, switch classes.
+    Cvm(crate::cvm_cmd::CvmArgs),
 }
 
 /// Run `numalab suite …`.
@@ -37,6 +40,7 @@ pub fn run(a: SuiteArgs) -> Result<(), CliError> {
         Which::Placement(p) => run_placement(p),
         Which::Collectives(c) => crate::collectives_cmd::run(c),
         Which::Earth(e) => crate::earth_cmd::run(e),
+        Which::Cvm(c) => crate::cvm_cmd::run(c),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Every app under every protocol on in-process ranks, checked against its sequential run.
 
-use numalab_dsm::apps::{fft::Fft, max_rel_diff, sor::Sor, water::Water, App};
+use numalab_dsm::apps::{
+    barnes::Barnes, fft::Fft, max_rel_diff, ocean::Ocean, sor::Sor, swm::Swm, water::Water, App,
+};
 use numalab_dsm::{run_local, Config, ProtocolKind};
 use std::time::Duration;
 
@@ -90,5 +92,35 @@ fn three_ranks_with_net_delay() {
         let out = run_local(3, c, &app).unwrap();
         let d = max_rel_diff(out[0].result.as_ref().unwrap(), &app.sequential());
         assert!(d <= app.tolerance(), "{p:?}: {d}");
+    }
+}
+
+#[test]
+fn swm_all_protocols() {
+    let app = Swm { n: 32, steps: 2 };
+    for p in ProtocolKind::ALL {
+        for t in [1, 4] {
+            check(&app, 2, t, p);
+        }
+    }
+}
+
+#[test]
+fn ocean_all_protocols() {
+    let app = Ocean { n: 34, iters: 6 };
+    for p in ProtocolKind::ALL {
+        for t in [1, 4] {
+            check(&app, 2, t, p);
+        }
+    }
+}
+
+#[test]
+fn barnes_all_protocols() {
+    let app = Barnes { n: 128, steps: 2 };
+    for p in ProtocolKind::ALL {
+        for t in [1, 4] {
+            check(&app, 2, t, p);
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod collectives;
 pub mod collectives_run;
+pub mod cvm;
 pub mod domains;
 pub mod earth;
 pub mod earth_hide;

@@ -1,8 +1,11 @@
 //! Applications: plain shared-memory programs on the DSM, each with a sequential twin.
 
+pub mod barnes;
 pub mod costs;
 pub mod fft;
+pub mod ocean;
 pub mod sor;
+pub mod swm;
 pub mod water;
 
 use crate::Ctx;
@@ -52,7 +55,7 @@ pub fn pages_for(bytes: usize) -> usize {
 }
 
 /// Command-line names of the apps.
-pub const NAMES: [&str; 3] = ["sor", "fft", "water-nsq"];
+pub const NAMES: [&str; 6] = ["sor", "swm", "fft", "water-nsq", "ocean", "barnes"];
 
 /// Input sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -93,6 +96,12 @@ pub fn by_name(name: &str, input: Input) -> Option<Box<dyn App>> {
         "fft" => Box::new(fft::Fft { n: 16 }),
         "water-nsq" if paper => Box::new(water::Water { n: 512, steps: 3 }),
         "water-nsq" => Box::new(water::Water { n: 128, steps: 2 }),
+        "swm" if paper => Box::new(swm::Swm { n: 750, steps: 5 }),
+        "swm" => Box::new(swm::Swm { n: 64, steps: 4 }),
+        "ocean" if paper => Box::new(ocean::Ocean { n: 258, iters: 50 }),
+        "ocean" => Box::new(ocean::Ocean { n: 66, iters: 20 }),
+        "barnes" if paper => Box::new(barnes::Barnes { n: 16384, steps: 3 }),
+        "barnes" => Box::new(barnes::Barnes { n: 512, steps: 2 }),
         _ => return None,
     })
 }
