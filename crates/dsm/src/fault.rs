@@ -250,12 +250,12 @@ mod tests {
         );
         let p = r.base() as *mut f64;
         let mut acc = [1.5f64; 8];
-        for i in 0..8 {
+        for (i, a) in acc.iter_mut().enumerate() {
             // SAFETY: inside the region; the first access of each page faults.
             unsafe {
                 let v = std::ptr::read_volatile(p.add(i * 100));
-                acc[i] += v;
-                std::ptr::write_volatile(p.add(i * 100 + 1), acc[i] * 2.0);
+                *a += v;
+                std::ptr::write_volatile(p.add(i * 100 + 1), *a * 2.0);
             }
         }
         assert_eq!(acc, [1.5; 8]);

@@ -18,8 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// A message for the sender thread: destination and bytes.
+type Outgoing = (usize, Vec<u8>);
+
 const TAG: i32 = 0x44534d;
 const EAGER: usize = 1024;
+/// Sleep between polls while the rank's threads compute (NUMALAB_DSM_POLL_US overrides).
+const POLL_US: u64 = 20;
 
 struct Comm(SimpleCommunicator);
 // SAFETY: MPI was initialised with MPI_THREAD_MULTIPLE (checked in Mpi::new), under which
@@ -32,9 +37,10 @@ pub struct Mpi {
     comm: Arc<Comm>,
     rank: usize,
     size: usize,
-    tx: Mutex<Option<Sender<(usize, Vec<u8>)>>>,
+    tx: Mutex<Option<Sender<Outgoing>>>,
     sender: Mutex<Option<JoinHandle<()>>>,
     computing: AtomicBool,
+    poll: Duration,
 }
 
 impl Mpi {
@@ -62,6 +68,12 @@ impl Mpi {
             tx: Mutex::new(Some(tx)),
             sender: Mutex::new(Some(sender)),
             computing: AtomicBool::new(false),
+            poll: Duration::from_micros(
+                std::env::var("NUMALAB_DSM_POLL_US")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(POLL_US),
+            ),
         })
     }
 
@@ -131,7 +143,7 @@ impl Transport for Mpi {
                 return None;
             }
             if self.computing.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_micros(20));
+                std::thread::sleep(self.poll);
             } else {
                 std::thread::yield_now();
             }

@@ -158,7 +158,10 @@ impl Region {
         assert_eq!(rc, 0, "mprotect of the DSM region failed");
     }
 
-    /// The system view of page `p` (always readable and writable).
+    /// The system view of page `p` (always readable and writable). A mutable slice from
+    /// `&self` on purpose: the region is shared memory whose users are serialised by the
+    /// node lock, not by Rust borrows.
+    #[allow(clippy::mut_from_ref)]
     pub fn sys_page(&self, p: usize) -> &mut [u8] {
         assert!(p < self.pages());
         // SAFETY: in bounds; callers hold the node lock, and the protocol keeps the
@@ -166,7 +169,8 @@ impl Region {
         unsafe { std::slice::from_raw_parts_mut(self.sys.add(p * PAGE), PAGE) }
     }
 
-    /// The system view of page `p` as 32-bit words.
+    /// The system view of page `p` as 32-bit words (see sys_page).
+    #[allow(clippy::mut_from_ref)]
     pub fn sys_words(&self, p: usize) -> &mut [u32] {
         assert!(p < self.pages());
         // SAFETY: as sys_page; pages are 4096-aligned.

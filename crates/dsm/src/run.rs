@@ -34,8 +34,17 @@ pub fn run_rank(
     let result = Mutex::new(None);
     let stats = Mutex::new(None);
     let t0 = mono_ns();
+    let kill = std::env::var("NUMALAB_DSM_KILL_RANK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
     let body = |tid: usize| {
         let c = Ctx::new(&rank, tid);
+        if kill == Some(c.rank()) && tid == 0 {
+            // Fault injection for tests: die mid-run, as a crashed rank would, while the
+            // other ranks wait on it at the app's first barrier.
+            // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
         app.run(&c);
         c.barrier();
         if tid == 0 {

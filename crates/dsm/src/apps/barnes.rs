@@ -57,8 +57,8 @@ fn sub(c: &Cell, o: usize) -> Cell {
 /// Build the tree of `pos` into `cells`; returns the number of cells used.
 fn build(cells: &mut [Cell], pos: &[f64], n: usize) -> usize {
     let mut half: f64 = 0.0;
-    for k in 0..3 * n {
-        half = half.max(pos[k].abs());
+    for p in &pos[..3 * n] {
+        half = half.max(p.abs());
     }
     cells[0] = Cell {
         half: half * 1.0001 + 1e-9,

@@ -83,7 +83,7 @@ impl App for Costs {
                     c.unlock(l);
                 }
                 c.barrier();
-                if me == 0 && n > 2 || (me == 0 && last == 1) {
+                if me == 0 && (n > 2 || last == 1) {
                     let t = Instant::now();
                     c.lock(l);
                     out.push(ns(t));

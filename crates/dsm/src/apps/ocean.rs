@@ -78,7 +78,7 @@ impl App for Ocean {
             }
         }
         c.barrier();
-        for it in 0..self.iters {
+        for (it, slot) in res.iter_mut().enumerate() {
             let r = if it % 2 == 0 {
                 sweep(a, b, n, lo, hi)
             } else {
@@ -91,7 +91,7 @@ impl App for Ocean {
             if c.local_barrier() {
                 let s = c.with_scratch(std::mem::take);
                 c.lock(0);
-                res[it] += s[0];
+                *slot += s[0];
                 c.unlock(0);
             }
             c.barrier();

@@ -35,7 +35,7 @@ fn pairs(pos: &[f64], n: usize, lo: usize, hi: usize, f: &mut [f64]) -> f64 {
     let mut e = 0.0;
     for i in lo..hi {
         for k in 1..=n / 2 {
-            if n % 2 == 0 && k == n / 2 && i >= n / 2 {
+            if n.is_multiple_of(2) && k == n / 2 && i >= n / 2 {
                 continue;
             }
             let j = (i + k) % n;

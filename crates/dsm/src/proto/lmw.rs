@@ -19,13 +19,16 @@ use crate::node::{Core, Wait};
 use crate::region::Prot;
 use std::collections::{BTreeMap, HashMap};
 
+/// A diff received for a fetch: (writer rank, interval, diff).
+type Got = (u32, u32, Diff);
+
 #[derive(Default)]
 struct Page {
     twin: Option<Box<[u32]>>,
     /// Unapplied write notices: (rank, interval, vt sum).
     notices: Vec<(u32, u32, u64)>,
     /// Ranks still to answer, and the diffs they sent.
-    fetch: Option<(usize, Vec<(u32, u32, Diff)>)>,
+    fetch: Option<(usize, Vec<Got>)>,
 }
 
 /// LMW state of one rank.

@@ -104,7 +104,7 @@ impl Protocol for Seq {
         if pg.fetching {
             return Fault::Wait { joined: true };
         }
-        if pg.access >= 1 + write as u8 {
+        if pg.access > write as u8 {
             return Fault::Ok;
         }
         pg.fetching = true;
