@@ -144,6 +144,8 @@ enum Command {
     /// Experiments between MPI ranks (`--ranks N` starts mpirun here): where ranks run,
     /// latency and bandwidth over sizes (two-sided and RMA), the rank × rank matrix.
     Mpi(commands::mpi::MpiArgs),
+    /// The software DSM (seed 003): `run APP` on MPI ranks × user-level threads.
+    Dsm(commands::dsm::DsmArgs),
     /// Print the JSON Schema of result records.
     Schema,
 }
@@ -175,6 +177,7 @@ fn run() -> Result<(), CliError> {
         Command::Dump(a) => commands::trace::dump(a),
         Command::Export(a) => commands::trace::export(a),
         Command::Mpi(a) => commands::mpi::run(a),
+        Command::Dsm(a) => commands::dsm::run(a),
         Command::Schema => {
             print!("{}", numalab_results::SCHEMA_JSON);
             Ok(())

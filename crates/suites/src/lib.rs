@@ -5,6 +5,7 @@
 pub mod collectives;
 pub mod collectives_mpi;
 pub mod collectives_mpi_run;
+pub mod cvm;
 pub mod domains;
 pub mod earth;
 pub mod earth_mpi;

@@ -3,6 +3,8 @@
 pub mod bandwidth;
 pub mod c2c;
 pub mod collectives;
+pub mod cvm;
+pub mod dsm;
 pub mod earth;
 pub mod intervene;
 pub mod invalidate;

@@ -23,6 +23,9 @@ enum Which {
     /// pipelined, through a helper thread), switch costs, Loop 7 latency masking, MLP
     /// with coroutines, and compute/communication overlap.
     Earth(super::earth::EarthArgs),
+    /// Multithreaded CVM (seed 003): the software DSM's apps × protocols × threads per
+    /// rank under MPI: normalised time and breakdown, speedups, DSM actions, switch classes.
+    Cvm(super::cvm::CvmArgs),
 }
 
 /// Run `numalab suite …`.
@@ -31,6 +34,7 @@ pub fn run(a: SuiteArgs) -> Result<(), CliError> {
         Which::Placement(p) => run_placement(p),
         Which::Collectives(c) => super::collectives::run(c),
         Which::Earth(e) => super::earth::run(e),
+        Which::Cvm(c) => super::cvm::run(c),
     }
 }
 

@@ -1,0 +1,138 @@
+//! `numalab dsm run APP`: one application on the software DSM, its ranks under MPI
+//! (numalab starts mpirun itself with --ranks N outside a job), rank 0 emitting.
+
+use super::mpi::{start, JobArgs};
+use crate::common::{bad, check_measurable, CliError, CommonArgs};
+use clap::{Args, Subcommand};
+use numalab_dsm::experiment::{measure, rank_stats, Options, Plan};
+use numalab_mpi::world::fail;
+use numalab_mpi::Threading;
+use numalab_results::output::table;
+use numalab_results::Record;
+
+/// Arguments of `numalab dsm`.
+#[derive(Args, Debug)]
+pub struct DsmArgs {
+    #[command(subcommand)]
+    cmd: DsmCmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum DsmCmd {
+    /// Run one app (sor, fft, water-nsq) on N ranks × T user-level threads under a
+    /// protocol (lmw, lsw, seq), checked against its sequential run.
+    Run(RunArgs),
+}
+
+/// Arguments of `numalab dsm run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The application: sor, fft or water-nsq.
+    app: String,
+    /// User-level threads per rank (1 to 64).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Consistency protocol: lmw, lsw or seq.
+    #[arg(long, default_value = "lmw")]
+    protocol: String,
+    /// Wire time added to every DSM message, e.g. 0, 0.5us, 2us, 30us, 1ms.
+    #[arg(long, default_value = "0")]
+    net_delay: String,
+    /// Input size: small, or paper (the seed's Table 1).
+    #[arg(long, default_value = "small")]
+    input: String,
+    /// Print the plan without starting ranks.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    job: JobArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Run `numalab dsm`.
+pub fn run(a: DsmArgs) -> Result<(), CliError> {
+    let DsmCmd::Run(a) = a.cmd;
+    a.common.validate()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let host = a.common.host()?;
+    let (req, mut opts) = a.job.request(&host, 1)?;
+    opts.threading = Threading::Multiple;
+    let o = Options {
+        app: a.app.clone(),
+        protocol: a.protocol.clone(),
+        threads: a.threads,
+        net_delay: a.net_delay.clone(),
+        input: a.input.clone(),
+        ranks: req.ranks,
+    };
+    let plan = Plan::resolve(&host.machine, &o).map_err(bad)?;
+    if a.dry_run {
+        println!("{}", plan.describe());
+        return Ok(());
+    }
+    let world = start(&host, &req, &opts)?;
+    let recs = measure(&world, &host, &plan)
+        .unwrap_or_else(|e| fail(Some(&world), &numalab_mpi::Error::System(e)));
+    if let Some(recs) = recs {
+        a.common.emit(&recs, || text(&recs))?;
+    }
+    Ok(())
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e6)
+}
+
+fn text(recs: &[Record]) -> String {
+    let st = rank_stats(recs);
+    let rows: Vec<Vec<String>> = st
+        .iter()
+        .enumerate()
+        .map(|(r, s)| {
+            vec![
+                r.to_string(),
+                ms(s.total_ns),
+                ms(s.app_ns()),
+                ms(s.barrier_ns),
+                ms(s.fault_ns),
+                ms(s.lock_ns),
+                ms(s.io_ns),
+                ms(s.segv_ns),
+                s.remote_faults.to_string(),
+                s.remote_locks.to_string(),
+                s.diffs_created.to_string(),
+                s.diffs_used.to_string(),
+                (s.bytes / 1024).to_string(),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &[
+            "rank",
+            "time ms",
+            "app",
+            "barrier",
+            "fault",
+            "lock",
+            "io",
+            "segv",
+            "rem faults",
+            "rem locks",
+            "diffs made",
+            "diffs used",
+            "KB sent",
+        ],
+        &rows,
+    );
+    if let Some(d) = recs.first().and_then(|r| r.data.as_ref()) {
+        out.push_str(&format!(
+            "\n{}: result matches the sequential run (max relative difference {}); sequential {:.2} ms, speedup {:.2}\n",
+            recs[0].name,
+            d["check"]["max_rel_diff"],
+            d["sequential_ns"].as_f64().unwrap_or(f64::NAN) / 1e6,
+            d["speedup_vs_sequential"].as_f64().unwrap_or(f64::NAN),
+        ));
+    }
+    out
+}

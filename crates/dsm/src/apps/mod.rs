@@ -1,0 +1,107 @@
+//! Applications: plain shared-memory programs on the DSM, each with a sequential twin.
+
+pub mod barnes;
+pub mod costs;
+pub mod fft;
+pub mod ocean;
+pub mod sor;
+pub mod swm;
+pub mod water;
+
+use crate::Ctx;
+
+/// A DSM application.
+pub trait App: Sync {
+    /// Command-line name.
+    fn name(&self) -> &'static str;
+    /// Pages of shared memory it needs.
+    fn pages(&self) -> usize;
+    /// Global locks it uses.
+    fn locks(&self) -> usize {
+        0
+    }
+    /// One thread's part (every thread of every rank runs it).
+    fn run(&self, c: &Ctx);
+    /// The result, read from shared memory on rank 0 after the run.
+    fn result(&self, c: &Ctx) -> Vec<f64>;
+    /// The same computation without the DSM.
+    fn sequential(&self) -> Vec<f64>;
+    /// Largest relative difference accepted against the sequential result.
+    fn tolerance(&self) -> f64 {
+        0.0
+    }
+}
+
+/// Largest relative difference between two results (inf when the lengths differ).
+pub fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            if x == y {
+                0.0
+            } else {
+                (x - y).abs() / x.abs().max(y.abs()).max(1e-300)
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Pages holding `bytes`.
+pub fn pages_for(bytes: usize) -> usize {
+    bytes.div_ceil(crate::region::PAGE).max(1)
+}
+
+/// Command-line names of the apps.
+pub const NAMES: [&str; 6] = ["sor", "swm", "fft", "water-nsq", "ocean", "barnes"];
+
+/// Input sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Input {
+    /// Small enough that the whole cvm suite runs in minutes on 2 cores.
+    Small,
+    /// The seed's Table 1 sizes.
+    Paper,
+}
+
+impl Input {
+    /// Parse `small` or `paper`.
+    pub fn parse(s: &str) -> Option<Input> {
+        match s {
+            "small" => Some(Input::Small),
+            "paper" => Some(Input::Paper),
+            _ => None,
+        }
+    }
+}
+
+/// The app called `name` at `input` size.
+pub fn by_name(name: &str, input: Input) -> Option<Box<dyn App>> {
+    let paper = input == Input::Paper;
+    Some(match name {
+        "sor" if paper => Box::new(sor::Sor {
+            rows: 2048,
+            cols: 2048,
+            iters: 10,
+        }),
+        "sor" => Box::new(sor::Sor {
+            rows: 130,
+            cols: 512,
+            iters: 10,
+        }),
+        "fft" if paper => Box::new(fft::Fft { n: 64 }),
+        "fft" => Box::new(fft::Fft { n: 16 }),
+        "water-nsq" if paper => Box::new(water::Water { n: 512, steps: 3 }),
+        "water-nsq" => Box::new(water::Water { n: 128, steps: 2 }),
+        "swm" if paper => Box::new(swm::Swm { n: 750, steps: 5 }),
+        "swm" => Box::new(swm::Swm { n: 64, steps: 4 }),
+        "ocean" if paper => Box::new(ocean::Ocean { n: 258, iters: 50 }),
+        "ocean" => Box::new(ocean::Ocean { n: 66, iters: 20 }),
+        "barnes" if paper => Box::new(barnes::Barnes { n: 16384, steps: 3 }),
+        "barnes" => Box::new(barnes::Barnes { n: 512, steps: 2 }),
+        _ => return None,
+    })
+}

@@ -1,0 +1,260 @@
+//! `dsm run` as an experiment: [`Options`] → [`Plan::resolve`] → [`measure`] inside an MPI
+//! job → records (one per rank, and a summary on rank 0).
+
+use crate::apps::{by_name, max_rel_diff, Input, NAMES};
+use crate::mpi_transport::Mpi;
+use crate::node::Config;
+use crate::proto::ProtocolKind;
+use crate::region::{DEFAULT_BASE, PAGE};
+use crate::run::run_rank;
+use crate::stats::Stats;
+use mpi::topology::Communicator;
+use numalab_mpi::World;
+use numalab_results::{Provenance, Record};
+use numalab_topo::{Host, Machine};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Most user-level threads per rank.
+pub const MAX_THREADS: usize = 64;
+/// Longest net delay accepted.
+pub const MAX_DELAY: Duration = Duration::from_secs(1);
+
+/// What the user asked for (plain data; the CLI fills it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// App name.
+    pub app: String,
+    /// lmw, lsw or seq.
+    pub protocol: String,
+    /// Threads per rank.
+    pub threads: usize,
+    /// Added to every message, e.g. "0", "2us", "1ms".
+    pub net_delay: String,
+    /// small or paper.
+    pub input: String,
+    /// Ranks in the job (for the memory check).
+    pub ranks: usize,
+}
+
+/// A checked run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    /// App name.
+    pub app: String,
+    /// Protocol.
+    pub protocol: ProtocolKind,
+    /// Threads per rank.
+    pub threads: usize,
+    /// Net delay in ns.
+    pub net_delay_ns: u64,
+    /// Input size.
+    pub input: Input,
+    /// Shared region bytes.
+    pub shared_bytes: usize,
+    /// Global locks.
+    pub locks: usize,
+    /// Ranks.
+    pub ranks: usize,
+}
+
+/// Parse "0", "500ns", "0.5us", "2µs", "1ms", "1s".
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let scale = match unit {
+        "" if v == 0.0 => 0.0,
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    (v.is_finite() && v >= 0.0).then(|| Duration::from_nanos((v * scale).round() as u64))
+}
+
+fn available_bytes(m: &Machine) -> Option<u64> {
+    let free: u64 = m.nodes.iter().filter_map(|n| n.free_bytes).sum();
+    (free > 0).then_some(free)
+}
+
+impl Plan {
+    /// Check the options against the machine; the error is one line naming the bad value.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan, String> {
+        let input = Input::parse(&o.input)
+            .ok_or_else(|| format!("invalid --input '{}': small or paper", o.input))?;
+        let app = by_name(&o.app, input)
+            .ok_or_else(|| format!("invalid app '{}': {}", o.app, NAMES.join(", ")))?;
+        let protocol = ProtocolKind::parse(&o.protocol)
+            .ok_or_else(|| format!("invalid --protocol '{}': lmw, lsw or seq", o.protocol))?;
+        if o.threads == 0 || o.threads > MAX_THREADS {
+            return Err(format!(
+                "invalid --threads '{}': 1 to {MAX_THREADS} per rank",
+                o.threads
+            ));
+        }
+        let delay = parse_duration(&o.net_delay).filter(|d| *d <= MAX_DELAY).ok_or_else(|| {
+            format!("invalid --net-delay '{}': a duration up to 1s such as 0, 500ns, 2us, 30us or 1ms", o.net_delay)
+        })?;
+        let shared_bytes = app.pages() * PAGE;
+        // Each rank holds the region, twins or page copies up to its size, and rank 0 the
+        // sequential reference: about 3 × the region per rank.
+        let need = 3 * shared_bytes as u64 * o.ranks.max(1) as u64;
+        if let Some(avail) = available_bytes(m) {
+            if m.this_system && need > avail {
+                return Err(format!(
+                    "invalid --input '{}' for {}: {} ranks need about {} MiB, this machine has {} MiB free",
+                    o.input,
+                    o.app,
+                    o.ranks,
+                    need >> 20,
+                    avail >> 20
+                ));
+            }
+        }
+        Ok(Plan {
+            app: o.app.clone(),
+            protocol,
+            threads: o.threads,
+            net_delay_ns: delay.as_nanos() as u64,
+            input,
+            shared_bytes,
+            locks: app.locks(),
+            ranks: o.ranks,
+        })
+    }
+
+    /// One line for --dry-run and progress.
+    pub fn describe(&self) -> String {
+        format!(
+            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {:?}: {} KiB shared, {} locks",
+            self.app,
+            self.protocol.name(),
+            self.threads,
+            self.ranks,
+            self.net_delay_ns,
+            self.input,
+            self.shared_bytes >> 10,
+            self.locks
+        )
+    }
+
+    fn params(&self) -> serde_json::Value {
+        json!({
+            "app": self.app, "protocol": self.protocol.name(), "threads": self.threads,
+            "ranks": self.ranks, "net_delay_ns": self.net_delay_ns, "input": self.input,
+            "shared_bytes": self.shared_bytes, "page_bytes": PAGE,
+        })
+    }
+}
+
+/// Run the plan on this rank (collective). Rank 0 returns every rank's record and a
+/// summary; a result that differs from the sequential run is an error.
+pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Record>>, String> {
+    let app = by_name(&plan.app, plan.input).expect("resolved app");
+    world
+        .require_multiple("the DSM's service thread")
+        .map_err(|e| e.to_string())?;
+    let comm = world.comm().duplicate();
+    let mpi = Arc::new(Mpi::new(comm, true)?);
+    let cfg = Config {
+        threads: plan.threads,
+        protocol: plan.protocol,
+        net_delay: Duration::from_nanos(plan.net_delay_ns),
+        pages: app.pages(),
+        locks: app.locks(),
+        base: Some(DEFAULT_BASE),
+        watchdog: Duration::from_secs(120),
+        gc_bytes: 64 << 20,
+    };
+    let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref());
+    mpi.shutdown();
+    let out = out?;
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let name = format!(
+        "{} {} T={} ranks={}",
+        plan.app,
+        plan.protocol.name(),
+        plan.threads,
+        plan.ranks
+    );
+    let mut rec = Record::new("dsm-rank", &name, prov.clone(), plan.params());
+    rec.placement = Some(world.placement_value(&[world.rank]));
+    rec.add_samples("time", "ns", &[out.stats.total_ns as f64]);
+    let mut data = json!({ "rank": world.rank, "stats": out.stats });
+    if let Some(r) = &out.result {
+        let t = Instant::now();
+        let want = app.sequential();
+        let seq_ns = t.elapsed().as_nanos() as u64;
+        let d = max_rel_diff(r, &want);
+        data["check"] =
+            json!({ "max_rel_diff": d, "tolerance": app.tolerance(), "sequential_ns": seq_ns });
+        if d > app.tolerance() {
+            return Err(format!(
+                "{name}: result differs from the sequential run by {d:e} (tolerance {:e})",
+                app.tolerance()
+            ));
+        }
+    }
+    rec.data = Some(data);
+    rec.warnings = prov.warnings();
+    let Some(mut all) = world.gather_records(&[rec]).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    all.insert(0, summary(plan, &name, prov, world, &all));
+    Ok(Some(all))
+}
+
+/// Per-rank stats out of `dsm-rank` records.
+pub fn rank_stats(recs: &[Record]) -> Vec<Stats> {
+    recs.iter()
+        .filter(|r| r.kind == "dsm-rank")
+        .filter_map(|r| serde_json::from_value(r.data.as_ref()?["stats"].clone()).ok())
+        .collect()
+}
+
+fn summary(plan: &Plan, name: &str, prov: Provenance, world: &World, ranks: &[Record]) -> Record {
+    let st = rank_stats(ranks);
+    let sum = Stats::sum(&st);
+    let mut r = Record::new("dsm", name, prov.clone(), plan.params());
+    r.placement = Some(world.placement_value(&(0..world.size).collect::<Vec<_>>()));
+    let totals: Vec<f64> = st.iter().map(|s| s.total_ns as f64).collect();
+    r.add_samples("time", "ns", &totals);
+    let check = ranks
+        .first()
+        .and_then(|x| x.data.as_ref())
+        .map(|d| d["check"].clone());
+    let seq = check.as_ref().and_then(|c| c["sequential_ns"].as_f64());
+    let time = totals.iter().cloned().fold(0.0, f64::max);
+    r.data = Some(json!({
+        "sum": sum,
+        "time_ns": time,
+        "sequential_ns": seq,
+        "speedup_vs_sequential": seq.map(|s| s / time),
+        "check": check,
+    }));
+    r.warnings = prov.warnings();
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units_only() {
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("0.5us"), Some(Duration::from_nanos(500)));
+        assert_eq!(parse_duration("1ms"), Some(Duration::from_millis(1)));
+        assert_eq!(parse_duration("2µs"), Some(Duration::from_micros(2)));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("-1ms"), None);
+        assert_eq!(parse_duration("fast"), None);
+    }
+}

@@ -1,0 +1,152 @@
+//! The MPI transport (rsmpi over the system's Open MPI, MPI_THREAD_MULTIPLE).
+//!
+//! Messages up to 1 KiB are sent at once by the calling thread (eager everywhere); larger
+//! ones go through a sender thread, so neither the compute thread nor the service thread
+//! ever blocks in MPI_Send: a page is larger than the shared-memory eager limit, and two
+//! service threads each stuck sending a page to the other would deadlock. The service
+//! thread polls with MPI_Improbe: spinning (with sched_yield) while its rank's threads are
+//! all blocked, and sleeping 20 µs between polls while they compute, so on a 2-core
+//! machine it does not take the CPU from the application.
+
+use crate::transport::Transport;
+use mpi::collective::CommunicatorCollectives;
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A message for the sender thread: destination and bytes.
+type Outgoing = (usize, Vec<u8>);
+
+const TAG: i32 = 0x44534d;
+const EAGER: usize = 1024;
+/// Sleep between polls while the rank's threads compute (NUMALAB_DSM_POLL_US overrides).
+const POLL_US: u64 = 20;
+
+struct Comm(SimpleCommunicator);
+// SAFETY: MPI was initialised with MPI_THREAD_MULTIPLE (checked in Mpi::new), under which
+// any thread may call MPI on the communicator.
+unsafe impl Send for Comm {}
+unsafe impl Sync for Comm {}
+
+/// One rank's MPI endpoint.
+pub struct Mpi {
+    comm: Arc<Comm>,
+    rank: usize,
+    size: usize,
+    tx: Mutex<Option<Sender<Outgoing>>>,
+    sender: Mutex<Option<JoinHandle<()>>>,
+    computing: AtomicBool,
+    poll: Duration,
+}
+
+impl Mpi {
+    /// Wrap the world communicator; `multiple` says MPI granted MPI_THREAD_MULTIPLE.
+    pub fn new(world: SimpleCommunicator, multiple: bool) -> Result<Mpi, String> {
+        if !multiple {
+            return Err("the MPI library does not provide MPI_THREAD_MULTIPLE, which the DSM's service thread needs".into());
+        }
+        let comm = Arc::new(Comm(world));
+        let (rank, size) = (comm.0.rank() as usize, comm.0.size() as usize);
+        let (tx, rx) = channel::<(usize, Vec<u8>)>();
+        let c2 = comm.clone();
+        let sender = std::thread::Builder::new()
+            .name("dsm-sender".into())
+            .spawn(move || {
+                for (to, b) in rx {
+                    c2.0.process_at_rank(to as i32).send_with_tag(&b[..], TAG);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Mpi {
+            comm,
+            rank,
+            size,
+            tx: Mutex::new(Some(tx)),
+            sender: Mutex::new(Some(sender)),
+            computing: AtomicBool::new(false),
+            poll: Duration::from_micros(
+                std::env::var("NUMALAB_DSM_POLL_US")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(POLL_US),
+            ),
+        })
+    }
+
+    /// After the run: finish sending, then receive and drop stragglers until every rank
+    /// is here, so no send is left waiting for a receiver that stopped.
+    pub fn shutdown(&self) {
+        drop(self.tx.lock().unwrap().take());
+        if let Some(h) = self.sender.lock().unwrap().take() {
+            let _ = h.join();
+        }
+        let mut req = self.comm.0.immediate_barrier();
+        loop {
+            while let Some(ms) = self
+                .comm
+                .0
+                .any_process()
+                .immediate_matched_probe_with_tag(TAG)
+            {
+                let _ = ms.matched_receive_vec::<u8>();
+            }
+            match req.test() {
+                Ok(_) => break,
+                Err(r) => req = r,
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Transport for Mpi {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn ranks(&self) -> usize {
+        self.size
+    }
+    fn send(&self, to: usize, bytes: Vec<u8>) {
+        // Small messages go out at once: far below every Open MPI eager limit, so the
+        // send completes without the receiver. Pages go through the sender thread.
+        if bytes.len() <= EAGER {
+            self.comm
+                .0
+                .process_at_rank(to as i32)
+                .send_with_tag(&bytes[..], TAG);
+            return;
+        }
+        if let Some(tx) = self.tx.lock().unwrap().as_ref() {
+            let _ = tx.send((to, bytes));
+        }
+    }
+    fn set_computing(&self, on: bool) {
+        self.computing.store(on, Ordering::Relaxed);
+    }
+    fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(ms) = self
+                .comm
+                .0
+                .any_process()
+                .immediate_matched_probe_with_tag(TAG)
+            {
+                let (b, st) = ms.matched_receive_vec::<u8>();
+                return Some((st.source_rank() as usize, b));
+            }
+            if t0.elapsed() >= wait {
+                return None;
+            }
+            if self.computing.load(Ordering::Relaxed) {
+                std::thread::sleep(self.poll);
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}

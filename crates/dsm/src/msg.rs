@@ -1,0 +1,394 @@
+//! DSM messages and their byte encoding (little-endian, length-prefixed vectors).
+
+/// One closed interval of one rank: its vector timestamp and the pages it wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interval {
+    /// The rank that ran it.
+    pub rank: u32,
+    /// Its index on that rank (1, 2, …).
+    pub idx: u32,
+    /// Vector timestamp at its close (vt[rank] == idx).
+    pub vt: Vec<u32>,
+    /// Pages written in it (the write notices).
+    pub pages: Vec<u32>,
+}
+
+/// A diff: runs of changed 32-bit words (start word, words).
+pub type Diff = Vec<(u16, Vec<u32>)>;
+
+/// Every message ranks exchange.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    /// Acquire request to the lock's manager, and forwarded by it to the last requester.
+    LockReq {
+        lock: u32,
+        from: u32,
+        vt: Vec<u32>,
+        forwarded: bool,
+    },
+    /// The lock, with the intervals the acquirer has not seen.
+    LockGrant { lock: u32, intervals: Vec<Interval> },
+    /// A rank's single arrival at barrier `epoch` (sent by its last local thread).
+    BarArrive {
+        epoch: u32,
+        vt: Vec<u32>,
+        intervals: Vec<Interval>,
+        gc: bool,
+    },
+    /// Barrier release with the intervals the rank has not seen; `gc_cut` asks the ranks to
+    /// validate every page and then drop intervals and diffs up to that vector timestamp.
+    BarRelease {
+        epoch: u32,
+        intervals: Vec<Interval>,
+        gc: bool,
+        cut: Vec<u32>,
+    },
+    /// LMW: the diffs of `page` made in the sender's intervals `idxs`.
+    DiffReq { page: u32, idxs: Vec<u32> },
+    /// LMW: the diffs asked for, as (interval index, diff).
+    DiffRep { page: u32, diffs: Vec<(u32, Diff)> },
+    /// Single writer: read or write access to `page`, to its manager.
+    PageReq { page: u32, from: u32, write: bool },
+    /// Single writer: manager to owner, serve `from`; `data` when its copy is stale.
+    PageFwd {
+        page: u32,
+        from: u32,
+        write: bool,
+        data: bool,
+    },
+    /// Single writer: owner to requester; `owner` when ownership moves with it.
+    PageRep {
+        page: u32,
+        write: bool,
+        data: Option<Vec<u8>>,
+    },
+    /// SEQ: drop your copy (manager to copy holder).
+    Inval { page: u32 },
+    /// SEQ: copy dropped (holder to manager).
+    InvalAck { page: u32 },
+    /// Single writer: the requester installed the page; the manager may serve the next.
+    PageDone { page: u32, from: u32, write: bool },
+}
+
+struct W(Vec<u8>);
+impl W {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u32s(&mut self, v: &[u32]) {
+        self.u32(v.len() as u32);
+        for x in v {
+            self.u32(*x);
+        }
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        self.u32(v.len() as u32);
+        self.0.extend_from_slice(v);
+    }
+    fn intervals(&mut self, v: &[Interval]) {
+        self.u32(v.len() as u32);
+        for i in v {
+            self.u32(i.rank);
+            self.u32(i.idx);
+            self.u32s(&i.vt);
+            self.u32s(&i.pages);
+        }
+    }
+}
+
+struct R<'a>(&'a [u8], usize);
+impl R<'_> {
+    fn u8(&mut self) -> u8 {
+        self.1 += 1;
+        self.0[self.1 - 1]
+    }
+    fn u32(&mut self) -> u32 {
+        let v = u32::from_le_bytes(self.0[self.1..self.1 + 4].try_into().unwrap());
+        self.1 += 4;
+        v
+    }
+    fn u32s(&mut self) -> Vec<u32> {
+        let n = self.u32() as usize;
+        (0..n).map(|_| self.u32()).collect()
+    }
+    fn bytes(&mut self) -> Vec<u8> {
+        let n = self.u32() as usize;
+        self.1 += n;
+        self.0[self.1 - n..self.1].to_vec()
+    }
+    fn intervals(&mut self) -> Vec<Interval> {
+        let n = self.u32() as usize;
+        (0..n)
+            .map(|_| Interval {
+                rank: self.u32(),
+                idx: self.u32(),
+                vt: self.u32s(),
+                pages: self.u32s(),
+            })
+            .collect()
+    }
+}
+
+impl Msg {
+    /// Bytes on the wire.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = W(Vec::with_capacity(64));
+        match self {
+            Msg::LockReq {
+                lock,
+                from,
+                vt,
+                forwarded,
+            } => {
+                w.u8(0);
+                w.u32(*lock);
+                w.u32(*from);
+                w.u32s(vt);
+                w.u8(*forwarded as u8);
+            }
+            Msg::LockGrant { lock, intervals } => {
+                w.u8(1);
+                w.u32(*lock);
+                w.intervals(intervals);
+            }
+            Msg::BarArrive {
+                epoch,
+                vt,
+                intervals,
+                gc,
+            } => {
+                w.u8(2);
+                w.u32(*epoch);
+                w.u32s(vt);
+                w.intervals(intervals);
+                w.u8(*gc as u8);
+            }
+            Msg::BarRelease {
+                epoch,
+                intervals,
+                gc,
+                cut,
+            } => {
+                w.u8(3);
+                w.u32(*epoch);
+                w.intervals(intervals);
+                w.u8(*gc as u8);
+                w.u32s(cut);
+            }
+            Msg::DiffReq { page, idxs } => {
+                w.u8(4);
+                w.u32(*page);
+                w.u32s(idxs);
+            }
+            Msg::DiffRep { page, diffs } => {
+                w.u8(5);
+                w.u32(*page);
+                w.u32(diffs.len() as u32);
+                for (idx, d) in diffs {
+                    w.u32(*idx);
+                    w.u32(d.len() as u32);
+                    for (start, words) in d {
+                        w.u32(*start as u32);
+                        w.u32s(words);
+                    }
+                }
+            }
+            Msg::PageReq { page, from, write } => {
+                w.u8(6);
+                w.u32(*page);
+                w.u32(*from);
+                w.u8(*write as u8);
+            }
+            Msg::PageFwd {
+                page,
+                from,
+                write,
+                data,
+            } => {
+                w.u8(7);
+                w.u32(*page);
+                w.u32(*from);
+                w.u8(*write as u8);
+                w.u8(*data as u8);
+            }
+            Msg::PageRep { page, write, data } => {
+                w.u8(8);
+                w.u32(*page);
+                w.u8(*write as u8);
+                match data {
+                    Some(d) => {
+                        w.u8(1);
+                        w.bytes(d);
+                    }
+                    None => w.u8(0),
+                }
+            }
+            Msg::Inval { page } => {
+                w.u8(9);
+                w.u32(*page);
+            }
+            Msg::InvalAck { page } => {
+                w.u8(10);
+                w.u32(*page);
+            }
+            Msg::PageDone { page, from, write } => {
+                w.u8(11);
+                w.u32(*page);
+                w.u32(*from);
+                w.u8(*write as u8);
+            }
+        }
+        w.0
+    }
+
+    /// Decode bytes made by [`Msg::encode`] (panics on garbage: peers are ourselves).
+    pub fn decode(b: &[u8]) -> Msg {
+        let mut r = R(b, 0);
+        match r.u8() {
+            0 => Msg::LockReq {
+                lock: r.u32(),
+                from: r.u32(),
+                vt: r.u32s(),
+                forwarded: r.u8() != 0,
+            },
+            1 => Msg::LockGrant {
+                lock: r.u32(),
+                intervals: r.intervals(),
+            },
+            2 => Msg::BarArrive {
+                epoch: r.u32(),
+                vt: r.u32s(),
+                intervals: r.intervals(),
+                gc: r.u8() != 0,
+            },
+            3 => Msg::BarRelease {
+                epoch: r.u32(),
+                intervals: r.intervals(),
+                gc: r.u8() != 0,
+                cut: r.u32s(),
+            },
+            4 => Msg::DiffReq {
+                page: r.u32(),
+                idxs: r.u32s(),
+            },
+            5 => {
+                let page = r.u32();
+                let n = r.u32() as usize;
+                let diffs = (0..n)
+                    .map(|_| {
+                        let idx = r.u32();
+                        let m = r.u32() as usize;
+                        (idx, (0..m).map(|_| (r.u32() as u16, r.u32s())).collect())
+                    })
+                    .collect();
+                Msg::DiffRep { page, diffs }
+            }
+            6 => Msg::PageReq {
+                page: r.u32(),
+                from: r.u32(),
+                write: r.u8() != 0,
+            },
+            7 => Msg::PageFwd {
+                page: r.u32(),
+                from: r.u32(),
+                write: r.u8() != 0,
+                data: r.u8() != 0,
+            },
+            8 => {
+                let page = r.u32();
+                let write = r.u8() != 0;
+                let data = (r.u8() != 0).then(|| r.bytes());
+                Msg::PageRep { page, write, data }
+            }
+            9 => Msg::Inval { page: r.u32() },
+            10 => Msg::InvalAck { page: r.u32() },
+            11 => Msg::PageDone {
+                page: r.u32(),
+                from: r.u32(),
+                write: r.u8() != 0,
+            },
+            t => panic!("unknown DSM message tag {t}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let iv = Interval {
+            rank: 1,
+            idx: 3,
+            vt: vec![2, 3],
+            pages: vec![7, 9],
+        };
+        let all = vec![
+            Msg::LockReq {
+                lock: 4,
+                from: 1,
+                vt: vec![1, 2],
+                forwarded: true,
+            },
+            Msg::LockGrant {
+                lock: 4,
+                intervals: vec![iv.clone()],
+            },
+            Msg::BarArrive {
+                epoch: 2,
+                vt: vec![0, 1],
+                intervals: vec![iv.clone()],
+                gc: true,
+            },
+            Msg::BarRelease {
+                epoch: 2,
+                intervals: vec![iv],
+                gc: false,
+                cut: vec![3, 3],
+            },
+            Msg::DiffReq {
+                page: 5,
+                idxs: vec![1, 2],
+            },
+            Msg::DiffRep {
+                page: 5,
+                diffs: vec![(1, vec![(3, vec![1, 2]), (900, vec![5])])],
+            },
+            Msg::PageReq {
+                page: 1,
+                from: 0,
+                write: true,
+            },
+            Msg::PageFwd {
+                page: 1,
+                from: 0,
+                write: false,
+                data: true,
+            },
+            Msg::PageRep {
+                page: 1,
+                write: true,
+                data: Some(vec![1, 2, 3]),
+            },
+            Msg::PageRep {
+                page: 1,
+                write: false,
+                data: None,
+            },
+            Msg::Inval { page: 3 },
+            Msg::InvalAck { page: 3 },
+            Msg::PageDone {
+                page: 3,
+                from: 1,
+                write: true,
+            },
+        ];
+        for m in all {
+            assert_eq!(Msg::decode(&m.encode()), m);
+        }
+    }
+}

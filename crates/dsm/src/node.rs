@@ -1,0 +1,372 @@
+//! One rank: its protocol state behind one lock, the service thread that handles incoming
+//! messages while the user-level threads compute, message dispatch and the fault sink.
+//!
+//! Concurrency: the rank's user-level threads all run on one OS thread (the compute
+//! thread), so consistency actions (closing intervals, twins, diffs, applying write
+//! notices) run there with no application code running beside them. The service thread
+//! only reads immutable state (stored diffs, the interval log), forwards and queues
+//! requests, and, for the single-writer protocols, hands pages over by closing the
+//! application view first and copying through the system view second.
+
+use crate::fault::{self, FaultFrame};
+use crate::lrc::Lrc;
+use crate::msg::Msg;
+use crate::proto::{self, Fault, Protocol, ProtocolKind};
+use crate::region::Region;
+use crate::sched;
+use crate::stats::Stats;
+use crate::sync::{self, BarState, LockState};
+use crate::transport::Transport;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What a blocked user-level thread waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A remote page (or diffs for it).
+    Page(u32),
+    /// A lock.
+    Lock(u32),
+    /// The global barrier's release.
+    Barrier,
+    /// The other local threads, at a local barrier.
+    Local,
+}
+
+/// A user-level thread's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TState {
+    /// Can run.
+    Ready,
+    /// Running now.
+    Running,
+    /// Waiting.
+    Blocked(Wait),
+    /// Finished.
+    Done,
+}
+
+/// A rank's run parameters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// User-level threads per rank.
+    pub threads: usize,
+    /// The consistency protocol.
+    pub protocol: ProtocolKind,
+    /// Added to every message before the receiver handles it.
+    pub net_delay: Duration,
+    /// Pages in the shared region.
+    pub pages: usize,
+    /// Global locks.
+    pub locks: usize,
+    /// Fixed address of the region (MPI ranks), or anywhere (in-process ranks).
+    pub base: Option<usize>,
+    /// Longest a rank may sit with every thread blocked before it gives up.
+    pub watchdog: Duration,
+    /// LMW: stored diff bytes on a rank that trigger a garbage collection at a barrier.
+    pub gc_bytes: usize,
+}
+
+/// Protocol-independent state of a rank, handed to protocol code.
+pub struct Core {
+    /// This rank.
+    pub me: usize,
+    /// Ranks.
+    pub n: usize,
+    /// Threads per rank.
+    pub t: usize,
+    /// The shared region.
+    pub region: Arc<Region>,
+    /// Local threads.
+    pub threads: Vec<TState>,
+    /// Encoded messages to send once the lock is dropped.
+    pub outbox: Vec<(usize, Vec<u8>)>,
+    /// Counters.
+    pub stats: Stats,
+    /// LRC knowledge (unused by SEQ).
+    pub lrc: Lrc,
+    /// Remote requests in flight.
+    pub outstanding: u64,
+    /// Locks.
+    pub locks: Vec<LockState>,
+    /// The barrier.
+    pub bar: BarState,
+    /// Set when a thread became ready.
+    pub woke: bool,
+    /// GC trigger (LMW).
+    pub gc_bytes: usize,
+    /// What the last thread to block waited for (idle time goes to it).
+    pub last_wait: Wait,
+    /// Consecutive idle time (the watchdog's).
+    pub idle_ns: u64,
+}
+
+impl Core {
+    /// Queue a message (counted here; self-messages are handled, not sent, and not counted).
+    pub fn send(&mut self, to: usize, m: &Msg) {
+        let b = m.encode();
+        if to != self.me {
+            self.stats.msgs += 1;
+            self.stats.bytes += b.len() as u64;
+        }
+        self.outbox.push((to, b));
+    }
+
+    /// Make every thread whose wait matches ready.
+    pub fn wake_if(&mut self, f: impl Fn(Wait) -> bool) {
+        for s in self.threads.iter_mut() {
+            if let TState::Blocked(w) = *s {
+                if f(w) {
+                    *s = TState::Ready;
+                    self.woke = true;
+                }
+            }
+        }
+    }
+
+    /// Make thread `tid` ready.
+    pub fn wake(&mut self, tid: usize) {
+        self.threads[tid] = TState::Ready;
+        self.woke = true;
+    }
+
+    /// A remote request starts: count how many were already in flight.
+    pub fn start_remote(&mut self, lock: bool) {
+        if lock {
+            self.stats.overlap_locks += self.outstanding;
+        } else {
+            self.stats.overlap_faults += self.outstanding;
+        }
+        self.outstanding += 1;
+    }
+
+    /// A remote request finished.
+    pub fn end_remote(&mut self) {
+        self.outstanding = self.outstanding.saturating_sub(1);
+    }
+}
+
+/// A rank's whole state.
+pub struct Node {
+    /// Protocol-independent part.
+    pub core: Core,
+    /// The protocol.
+    pub proto: Box<dyn Protocol>,
+}
+
+/// A running rank.
+pub struct Rank {
+    /// State.
+    pub node: Mutex<Node>,
+    /// Signalled when a thread becomes ready.
+    pub cv: Condvar,
+    /// The wire.
+    pub transport: Box<dyn Transport>,
+    /// The region (also in Core, for lock-free access to its address).
+    pub region: Arc<Region>,
+    /// Parameters.
+    pub cfg: Config,
+    stop: AtomicBool,
+    slot: AtomicUsize,
+    /// Rank-private scratch for per-node reductions (see Ctx::with_scratch).
+    pub scratch: Mutex<Vec<f64>>,
+}
+
+impl Rank {
+    /// Map the region, register it for faults and build the state.
+    pub fn new(cfg: Config, transport: Box<dyn Transport>) -> Result<Arc<Rank>, String> {
+        fault::install(on_fault)?;
+        let region = Arc::new(Region::map(cfg.pages, cfg.base).map_err(|e| e.to_string())?);
+        let (me, n) = (transport.rank(), transport.ranks());
+        let core = Core {
+            me,
+            n,
+            t: cfg.threads,
+            region: region.clone(),
+            threads: vec![TState::Ready; cfg.threads],
+            outbox: Vec::new(),
+            stats: Stats::default(),
+            lrc: Lrc::new(me, n),
+            outstanding: 0,
+            locks: (0..cfg.locks).map(|l| LockState::new(l, me, n)).collect(),
+            bar: BarState::new(n),
+            woke: false,
+            gc_bytes: cfg.gc_bytes,
+            last_wait: Wait::Barrier,
+            idle_ns: 0,
+        };
+        let proto = proto::new(cfg.protocol, &core);
+        let rank = Arc::new(Rank {
+            node: Mutex::new(Node { core, proto }),
+            cv: Condvar::new(),
+            transport,
+            region: region.clone(),
+            cfg,
+            stop: AtomicBool::new(false),
+            slot: AtomicUsize::new(usize::MAX),
+            scratch: Mutex::new(Vec::new()),
+        });
+        let ptr = Arc::as_ptr(&rank) as usize;
+        let slot = fault::register(
+            region.base() as usize,
+            region.base() as usize + region.len(),
+            ptr,
+        );
+        rank.slot.store(slot, Ordering::Release);
+        Ok(rank)
+    }
+
+    /// Lock the state.
+    pub fn lock(&self) -> MutexGuard<'_, Node> {
+        self.node.lock().unwrap()
+    }
+
+    /// Drop the lock, wake the scheduler if needed and send what was queued.
+    pub fn finish(&self, mut g: MutexGuard<'_, Node>) {
+        let out = std::mem::take(&mut g.core.outbox);
+        let woke = std::mem::replace(&mut g.core.woke, false);
+        drop(g);
+        if woke {
+            self.cv.notify_all();
+        }
+        for (to, b) in out {
+            if to == self.transport.rank() {
+                self.dispatch(to, &b);
+            } else {
+                self.transport.send(to, b);
+            }
+        }
+    }
+
+    /// Handle one message.
+    pub fn dispatch(&self, from: usize, bytes: &[u8]) {
+        let m = Msg::decode(bytes);
+        let t0 = Instant::now();
+        let mut g = self.lock();
+        let Node { core, proto } = &mut *g;
+        match m {
+            Msg::LockReq { .. } | Msg::LockGrant { .. } => {
+                sync::on_lock_msg(core, proto.as_mut(), from, m)
+            }
+            Msg::BarArrive { .. } | Msg::BarRelease { .. } => sync::on_barrier_msg(core, from, m),
+            m => proto.message(core, from, m),
+        }
+        g.core.stats.io_ns += t0.elapsed().as_nanos() as u64;
+        self.finish(g);
+    }
+
+    /// The service loop: receive, hold for the net delay, dispatch; until stopped.
+    pub fn serve(self: &Arc<Rank>) {
+        let delay = self.cfg.net_delay;
+        let mut held: BinaryHeap<Held> = BinaryHeap::new();
+        let mut seq = 0u64;
+        while !self.stop.load(Ordering::Acquire) {
+            let now = Instant::now();
+            while held.peek().is_some_and(|h| h.at <= now) {
+                let h = held.pop().unwrap();
+                self.dispatch(h.from, &h.bytes);
+            }
+            let wait = match held.peek() {
+                Some(h) => {
+                    h.at.saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(2))
+                }
+                None => Duration::from_millis(2),
+            };
+            if let Some((from, bytes)) = self.transport.recv(wait) {
+                if delay.is_zero() {
+                    self.dispatch(from, &bytes);
+                } else {
+                    seq += 1;
+                    held.push(Held {
+                        at: Instant::now() + delay,
+                        seq,
+                        from,
+                        bytes,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Stop the service loop (after the final barrier).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
+    /// Final counters.
+    pub fn stats(&self) -> Stats {
+        self.lock().core.stats.clone()
+    }
+}
+
+impl Drop for Rank {
+    fn drop(&mut self) {
+        fault::unregister(self.slot.load(Ordering::Acquire));
+    }
+}
+
+struct Held {
+    at: Instant,
+    seq: u64,
+    from: usize,
+    bytes: Vec<u8>,
+}
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        self.seq == o.seq
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    // Earliest first (BinaryHeap is a max-heap); FIFO among equal times.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+    }
+}
+
+/// CLOCK_MONOTONIC in ns (the clock the signal handler stamps).
+pub fn mono_ns() -> u64 {
+    // SAFETY: plain clock read into a local.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+}
+
+/// The fault sink: runs on the faulting user-level thread's own stack (see fault.rs).
+fn on_fault(ctx: usize, f: &FaultFrame) {
+    // SAFETY: ctx is the Arc<Rank> pointer registered in Rank::new; the rank outlives
+    // its threads, which are the only code touching its region.
+    let rank = unsafe { &*(ctx as *const Rank) };
+    let t = mono_ns();
+    let page = rank
+        .region
+        .page_of(f.addr)
+        .expect("fault outside the region") as u32;
+    let write = f.is_write != 0;
+    let mut g = rank.lock();
+    g.core.stats.segv += 1;
+    g.core.stats.segv_ns += t.saturating_sub(f.t_signal_ns);
+    loop {
+        let Node { core, proto } = &mut *g;
+        match proto.fault(core, page as usize, write) {
+            Fault::Ok => break,
+            Fault::Wait { joined } => {
+                if joined {
+                    g.core.stats.contention_page += 1;
+                }
+                g = sched::block(rank, g, Wait::Page(page), true);
+            }
+        }
+    }
+    rank.finish(g);
+}

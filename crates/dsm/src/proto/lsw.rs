@@ -1,0 +1,213 @@
+//! LSW: lazy release consistency with a single writer per page.
+//!
+//! Pages move whole. Each page has one owner, the only rank allowed to write it; a write
+//! by anyone else asks the page's manager (page mod ranks), which forwards to the owner;
+//! the owner sends the page and ownership and keeps a read-only copy (lazily valid). A
+//! read of an invalid page gets a copy from the current owner, which is downgraded to
+//! read-only meanwhile so its next write is recorded. Write notices travel with acquires
+//! as in LMW (pages only, no diffs) and invalidate non-owned copies. The manager serves
+//! one request per page at a time, until the requester confirms it installed the page.
+
+use super::{Fault, Protocol};
+use crate::msg::{Interval, Msg};
+use crate::node::{Core, Wait};
+use crate::region::{Prot, PAGE};
+use std::collections::VecDeque;
+
+#[derive(Default, Clone)]
+struct Page {
+    owner: bool,
+    valid: bool,
+    /// A request is in flight; `stale` if a notice arrived meanwhile.
+    fetching: bool,
+    stale: bool,
+}
+
+#[derive(Default, Clone)]
+struct Mgr {
+    owner: usize,
+    busy: bool,
+    queue: VecDeque<(usize, bool)>,
+}
+
+/// LSW state of one rank.
+pub struct Lsw {
+    pages: Vec<Page>,
+    mgr: Vec<Mgr>,
+}
+
+impl Lsw {
+    /// Every page valid everywhere, owned by its manager.
+    pub fn new(c: &Core) -> Lsw {
+        let n = c.region.pages();
+        Lsw {
+            pages: (0..n)
+                .map(|p| Page {
+                    owner: p % c.n == c.me,
+                    valid: true,
+                    ..Default::default()
+                })
+                .collect(),
+            mgr: (0..n)
+                .map(|p| Mgr {
+                    owner: p % c.n,
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    fn serve(&mut self, c: &mut Core, p: usize, from: usize, write: bool) {
+        let m = &mut self.mgr[p];
+        m.busy = true;
+        let owner = m.owner;
+        if write {
+            m.owner = from;
+        }
+        c.send(
+            owner,
+            &Msg::PageFwd {
+                page: p as u32,
+                from: from as u32,
+                write,
+                data: true,
+            },
+        );
+    }
+}
+
+impl Protocol for Lsw {
+    fn fault(&mut self, c: &mut Core, p: usize, write: bool) -> Fault {
+        let pg = &mut self.pages[p];
+        if pg.fetching {
+            return Fault::Wait { joined: true };
+        }
+        if pg.valid && (!write || pg.owner) {
+            if write {
+                c.region.protect(p, Prot::ReadWrite);
+                c.lrc.dirty.insert(p as u32);
+            }
+            return Fault::Ok;
+        }
+        pg.fetching = true;
+        pg.stale = false;
+        c.stats.remote_faults += 1;
+        c.start_remote(false);
+        c.send(
+            p % c.n,
+            &Msg::PageReq {
+                page: p as u32,
+                from: c.me as u32,
+                write,
+            },
+        );
+        Fault::Wait { joined: false }
+    }
+
+    fn release(&mut self, c: &mut Core) {
+        // Written pages go read-only so the next interval's writes fault and are noticed.
+        for &p in &c.lrc.dirty {
+            if self.pages[p as usize].owner {
+                c.region.protect(p as usize, Prot::Read);
+            }
+        }
+        c.lrc.close();
+    }
+
+    fn acquire(&mut self, c: &mut Core, intervals: &[Interval]) {
+        self.release(c);
+        for iv in c.lrc.incorporate(intervals) {
+            if iv.rank as usize == c.me {
+                continue;
+            }
+            for &p in &iv.pages {
+                let pg = &mut self.pages[p as usize];
+                if pg.fetching {
+                    pg.stale = true;
+                } else if !pg.owner && pg.valid {
+                    pg.valid = false;
+                    c.region.protect(p as usize, Prot::None);
+                }
+            }
+        }
+    }
+
+    fn message(&mut self, c: &mut Core, from: usize, m: Msg) {
+        match m {
+            Msg::PageReq { page, from, write } => {
+                let (p, from) = (page as usize, from as usize);
+                if self.mgr[p].busy {
+                    self.mgr[p].queue.push_back((from, write));
+                } else {
+                    self.serve(c, p, from, write);
+                }
+            }
+            Msg::PageDone { page, .. } => {
+                let p = page as usize;
+                self.mgr[p].busy = false;
+                if let Some((f, w)) = self.mgr[p].queue.pop_front() {
+                    self.serve(c, p, f, w);
+                }
+            }
+            Msg::PageFwd {
+                page,
+                from: to,
+                write,
+                ..
+            } => {
+                let p = page as usize;
+                let pg = &mut self.pages[p];
+                assert!(pg.owner, "rank {} asked for page {p} it does not own", c.me);
+                // Close the application's view before copying, so no write is half-sent.
+                c.region.protect(p, Prot::Read);
+                if write {
+                    pg.owner = false;
+                }
+                let data = c.region.sys_page(p).to_vec();
+                c.send(
+                    to as usize,
+                    &Msg::PageRep {
+                        page,
+                        write,
+                        data: Some(data),
+                    },
+                );
+            }
+            Msg::PageRep { page, write, data } => {
+                let p = page as usize;
+                let pg = &mut self.pages[p];
+                c.region.protect(p, Prot::None);
+                if let Some(d) = data {
+                    c.region.sys_page(p).copy_from_slice(&d[..PAGE]);
+                    c.stats.pages_received += 1;
+                }
+                pg.fetching = false;
+                if write {
+                    // The owner's copy is the newest: a notice that arrived meanwhile is met.
+                    pg.owner = true;
+                    pg.valid = true;
+                    c.lrc.dirty.insert(page);
+                    c.region.protect(p, Prot::ReadWrite);
+                } else if !pg.stale {
+                    pg.valid = true;
+                    c.region.protect(p, Prot::Read);
+                } else {
+                    pg.valid = false;
+                }
+                c.end_remote();
+                c.wake_if(|w| w == Wait::Page(page));
+                let me = c.me as u32;
+                c.send(
+                    p % c.n,
+                    &Msg::PageDone {
+                        page,
+                        from: me,
+                        write,
+                    },
+                );
+                let _ = from;
+            }
+            m => panic!("LSW got a message of another protocol: {m:?}"),
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Consistency protocols behind one interface (the seed's Page/Protocol split): each
+//! keeps its own per-page state; the core calls it on faults, releases, acquires and
+//! protocol messages, always with the rank's state lock held.
+
+pub mod lmw;
+pub mod lsw;
+pub mod seq;
+
+use crate::msg::{Interval, Msg};
+use crate::node::Core;
+use serde::{Deserialize, Serialize};
+
+/// The protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolKind {
+    /// Lazy release consistency, multiple writers (twins and diffs).
+    Lmw,
+    /// Lazy release consistency, single writer (whole pages, ownership moves).
+    Lsw,
+    /// Sequential consistency, single writer (invalidate every copy on a write).
+    Seq,
+}
+
+impl ProtocolKind {
+    /// All, in the seed's order.
+    pub const ALL: [ProtocolKind; 3] = [ProtocolKind::Lmw, ProtocolKind::Lsw, ProtocolKind::Seq];
+
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolKind::Lmw => "lmw",
+            ProtocolKind::Lsw => "lsw",
+            ProtocolKind::Seq => "seq",
+        }
+    }
+
+    /// Parse a command-line name.
+    pub fn parse(s: &str) -> Option<ProtocolKind> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// What a fault needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Retry the access now.
+    Ok,
+    /// Block until the page arrives; `joined` when another local thread already asked.
+    Wait {
+        /// Joined a request already in flight (local page contention).
+        joined: bool,
+    },
+}
+
+/// A consistency protocol.
+pub trait Protocol: Send {
+    /// An access fault on `page` by the compute thread.
+    fn fault(&mut self, c: &mut Core, page: usize, write: bool) -> Fault;
+    /// A release: close the open interval.
+    fn release(&mut self, c: &mut Core);
+    /// An acquire: close the open interval, then apply the intervals learned.
+    fn acquire(&mut self, c: &mut Core, intervals: &[Interval]);
+    /// A protocol message.
+    fn message(&mut self, c: &mut Core, from: usize, m: Msg);
+    /// Whether this rank wants a garbage collection at the next barrier.
+    fn wants_gc(&self, _c: &Core) -> bool {
+        false
+    }
+    /// Pages that need bringing up to date before a collection.
+    fn stale_pages(&self) -> Vec<usize> {
+        Vec::new()
+    }
+    /// Drop state every rank has applied (intervals up to `cut`).
+    fn discard(&mut self, _c: &mut Core, _cut: &[u32]) {}
+}
+
+/// A fresh protocol instance for a rank.
+pub fn new(kind: ProtocolKind, c: &Core) -> Box<dyn Protocol> {
+    match kind {
+        ProtocolKind::Lmw => Box::new(lmw::Lmw::new(c)),
+        ProtocolKind::Lsw => Box::new(lsw::Lsw::new(c)),
+        ProtocolKind::Seq => Box::new(seq::Seq::new(c)),
+    }
+}

@@ -1,0 +1,207 @@
+//! The shared region: one memfd mapped twice, an application view whose page protections
+//! drive the protocol (same virtual address in every rank) and an always read-write system
+//! view through which the DSM copies pages and diffs while the application view is closed.
+
+use std::io;
+
+/// Coherence unit: the OS page.
+pub const PAGE: usize = 4096;
+
+/// Where ranks map the application view unless told otherwise: far from the heap, the
+/// stacks and the usual mmap area, so MAP_FIXED_NOREPLACE succeeds in every rank.
+pub const DEFAULT_BASE: usize = 0x5a00_0000_0000;
+
+/// Access the application view allows on a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prot {
+    /// Any access faults.
+    None,
+    /// Reads proceed, writes fault.
+    Read,
+    /// Reads and writes proceed.
+    ReadWrite,
+}
+
+/// The two views of one shared region.
+pub struct Region {
+    app: *mut u8,
+    sys: *mut u8,
+    len: usize,
+    fd: i32,
+}
+
+// SAFETY: the pointers name process-wide mappings; every access through them is
+// coordinated by the protocol (the node lock, page states).
+unsafe impl Send for Region {}
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Map `pages` pages; the application view at `base` exactly when given (checked),
+    /// anywhere otherwise. Every page starts zero and read-only.
+    pub fn map(pages: usize, base: Option<usize>) -> io::Result<Region> {
+        let len = pages
+            .checked_mul(PAGE)
+            .ok_or_else(|| io::Error::other("region too large"))?;
+        // SAFETY: plain system calls on fresh descriptors and mappings we own.
+        unsafe {
+            let fd = libc::memfd_create(c"numalab-dsm".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::ftruncate(fd, len as libc::off_t) != 0 {
+                let e = io::Error::last_os_error();
+                libc::close(fd);
+                return Err(e);
+            }
+            let (hint, flags) = match base {
+                Some(b) => (
+                    b as *mut libc::c_void,
+                    libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
+                ),
+                None => (std::ptr::null_mut(), libc::MAP_SHARED),
+            };
+            let app = libc::mmap(hint, len, libc::PROT_READ, flags, fd, 0);
+            if app == libc::MAP_FAILED {
+                let e = io::Error::last_os_error();
+                libc::close(fd);
+                return Err(io::Error::other(format!(
+                    "cannot map the shared region at {:#x}: {e}",
+                    base.unwrap_or(0)
+                )));
+            }
+            if let Some(b) = base {
+                // Old kernels ignore MAP_FIXED_NOREPLACE and treat it as a hint.
+                if app as usize != b {
+                    libc::munmap(app, len);
+                    libc::close(fd);
+                    return Err(io::Error::other(format!(
+                        "the shared region landed at {:#x}, not {b:#x}",
+                        app as usize
+                    )));
+                }
+            }
+            let sys = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd,
+                0,
+            );
+            if sys == libc::MAP_FAILED {
+                let e = io::Error::last_os_error();
+                libc::munmap(app, len);
+                libc::close(fd);
+                return Err(e);
+            }
+            Ok(Region {
+                app: app as *mut u8,
+                sys: sys as *mut u8,
+                len,
+                fd,
+            })
+        }
+    }
+
+    /// Start of the application view.
+    pub fn base(&self) -> *mut u8 {
+        self.app
+    }
+
+    /// Bytes in the region.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region has no pages.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Pages in the region.
+    pub fn pages(&self) -> usize {
+        self.len / PAGE
+    }
+
+    /// The page holding application address `addr`, if it is in the region.
+    pub fn page_of(&self, addr: usize) -> Option<usize> {
+        let a = self.app as usize;
+        (addr >= a && addr < a + self.len).then(|| (addr - a) / PAGE)
+    }
+
+    /// Set the application view's access to page `p`.
+    pub fn protect(&self, p: usize, prot: Prot) {
+        let flags = match prot {
+            Prot::None => libc::PROT_NONE,
+            Prot::Read => libc::PROT_READ,
+            Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+        };
+        // SAFETY: p is a page of our own mapping.
+        let rc = unsafe { libc::mprotect(self.app.add(p * PAGE) as *mut _, PAGE, flags) };
+        assert_eq!(
+            rc,
+            0,
+            "mprotect of a DSM page failed: {}",
+            io::Error::last_os_error()
+        );
+    }
+
+    /// Set the application view's access to every page.
+    pub fn protect_all(&self, prot: Prot) {
+        let flags = match prot {
+            Prot::None => libc::PROT_NONE,
+            Prot::Read => libc::PROT_READ,
+            Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+        };
+        // SAFETY: the whole of our own mapping.
+        let rc = unsafe { libc::mprotect(self.app as *mut _, self.len, flags) };
+        assert_eq!(rc, 0, "mprotect of the DSM region failed");
+    }
+
+    /// The system view of page `p` (always readable and writable). A mutable slice from
+    /// `&self` on purpose: the region is shared memory whose users are serialised by the
+    /// node lock, not by Rust borrows.
+    #[allow(clippy::mut_from_ref)]
+    pub fn sys_page(&self, p: usize) -> &mut [u8] {
+        assert!(p < self.pages());
+        // SAFETY: in bounds; callers hold the node lock, and the protocol keeps the
+        // application from writing a page while the system view changes it.
+        unsafe { std::slice::from_raw_parts_mut(self.sys.add(p * PAGE), PAGE) }
+    }
+
+    /// The system view of page `p` as 32-bit words (see sys_page).
+    #[allow(clippy::mut_from_ref)]
+    pub fn sys_words(&self, p: usize) -> &mut [u32] {
+        assert!(p < self.pages());
+        // SAFETY: as sys_page; pages are 4096-aligned.
+        unsafe { std::slice::from_raw_parts_mut(self.sys.add(p * PAGE) as *mut u32, PAGE / 4) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: our own mappings and descriptor.
+        unsafe {
+            libc::munmap(self.app as *mut _, self.len);
+            libc::munmap(self.sys as *mut _, self.len);
+            libc::close(self.fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_share_pages_and_fixed_base_is_checked() {
+        let r = Region::map(4, None).unwrap();
+        r.sys_page(2)[5] = 42;
+        // SAFETY: page 2 is readable (every page starts read-only).
+        let v = unsafe { *r.base().add(2 * PAGE + 5) };
+        assert_eq!(v, 42);
+        // The same address again cannot be had.
+        let e = Region::map(1, Some(r.base() as usize));
+        assert!(e.is_err());
+    }
+}

@@ -1,0 +1,98 @@
+//! Running a rank: service thread, user-level threads, the app, final barriers; and
+//! in-process jobs (ranks as OS threads) for tests.
+
+use crate::apps::App;
+use crate::node::{mono_ns, Config, Rank};
+use crate::stats::Stats;
+use crate::transport::{Local, Transport};
+use crate::Ctx;
+use std::sync::{Arc, Mutex};
+
+/// What one rank brings back.
+#[derive(Debug, Clone)]
+pub struct RankOutcome {
+    /// Counters and times of the parallel section.
+    pub stats: Stats,
+    /// The app's result (rank 0 only).
+    pub result: Option<Vec<f64>>,
+}
+
+/// Run `app` on this rank to completion.
+pub fn run_rank(
+    cfg: Config,
+    transport: Box<dyn Transport>,
+    app: &dyn App,
+) -> Result<RankOutcome, String> {
+    let rank = Rank::new(cfg, transport)?;
+    let svc = {
+        let r = rank.clone();
+        std::thread::Builder::new()
+            .name("dsm-service".into())
+            .spawn(move || r.serve())
+            .map_err(|e| e.to_string())?
+    };
+    let result = Mutex::new(None);
+    let stats = Mutex::new(None);
+    let t0 = mono_ns();
+    let kill = std::env::var("NUMALAB_DSM_KILL_RANK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    let body = |tid: usize| {
+        let c = Ctx::new(&rank, tid);
+        if kill == Some(c.rank()) && tid == 0 {
+            // Fault injection for tests: die mid-run, as a crashed rank would, while the
+            // other ranks wait on it at the app's first barrier.
+            // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+        app.run(&c);
+        c.barrier();
+        if tid == 0 {
+            let mut s = rank.stats();
+            s.total_ns = mono_ns() - t0;
+            *stats.lock().unwrap() = Some(s);
+            if c.rank() == 0 {
+                *result.lock().unwrap() = Some(app.result(&c));
+            }
+        }
+        c.barrier();
+    };
+    let r = crate::sched::run(&rank, &body);
+    rank.stop();
+    let _ = svc.join();
+    r?;
+    let stats = stats
+        .into_inner()
+        .unwrap()
+        .ok_or("rank finished without stats")?;
+    Ok(RankOutcome {
+        stats,
+        result: result.into_inner().unwrap(),
+    })
+}
+
+/// Run `app` on `n` in-process ranks (OS threads, each with its own region and fault
+/// registry slot): the protocols exactly as under MPI, with channels for the wire.
+pub fn run_local(
+    n: usize,
+    cfg: Config,
+    app: &(dyn App + Sync),
+) -> Result<Vec<RankOutcome>, String> {
+    let cfg = Config { base: None, ..cfg };
+    let mesh = Local::mesh(n);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = mesh
+            .into_iter()
+            .map(|t| {
+                let cfg = cfg.clone();
+                s.spawn(move || run_rank(cfg, Box::new(t), app))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().map_err(|_| "a rank panicked".to_string())?)
+            .collect()
+    })
+}
+
+/// Keep `Arc` in the public signature stable for callers that hold ranks.
+pub type RankRef = Arc<Rank>;

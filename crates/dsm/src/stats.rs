@@ -1,0 +1,103 @@
+//! Per-rank counters and the time breakdown (the seed's Figures 3/5/6, Tables 2/3, Figure 7).
+
+use serde::{Deserialize, Serialize};
+
+/// Counters and times of one rank; times in ns.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Stats {
+    /// Wall time of the parallel section on this rank.
+    pub total_ns: u64,
+    /// CPU idle because every local thread waited, the last to block on a barrier.
+    pub barrier_ns: u64,
+    /// … on a remote page.
+    pub fault_ns: u64,
+    /// … on a lock.
+    pub lock_ns: u64,
+    /// Time the service thread spent handling incoming messages (IO in the seed).
+    pub io_ns: u64,
+    /// Time from the SIGSEGV handler's entry to the fault routine's, summed (measured per
+    /// fault; the kernel's delivery before the handler is in the mechanism costs).
+    pub segv_ns: u64,
+    /// Access faults taken.
+    pub segv: u64,
+    /// Messages sent.
+    pub msgs: u64,
+    /// Bytes sent (encoded).
+    pub bytes: u64,
+    /// Faults that needed a message.
+    pub remote_faults: u64,
+    /// Lock acquires that needed a message.
+    pub remote_locks: u64,
+    /// Lock messages sent (requests, forwards, grants).
+    pub lock_msgs: u64,
+    /// Sum, over remote requests, of requests already outstanding when it was made.
+    pub overlap_faults: u64,
+    /// The same for lock requests.
+    pub overlap_locks: u64,
+    /// A thread blocked on a page another local thread was already fetching.
+    pub contention_page: u64,
+    /// A thread queued behind a local holder or requester of a lock.
+    pub contention_lock: u64,
+    /// Diffs created.
+    pub diffs_created: u64,
+    /// Diffs applied.
+    pub diffs_used: u64,
+    /// Twins made.
+    pub twins: u64,
+    /// Whole pages received.
+    pub pages_received: u64,
+    /// Thread switches where another thread could run (Figure 7 "useful").
+    pub sw_useful: u64,
+    /// … every other thread had arrived at the next barrier ("tail effect").
+    pub sw_tail: u64,
+    /// … every other thread waited on the same page ("all block").
+    pub sw_all_block: u64,
+    /// … none could run for any other reason ("no work").
+    pub sw_no_work: u64,
+    /// Garbage collections of intervals and diffs.
+    pub gcs: u64,
+}
+
+impl Stats {
+    /// Sum of several ranks' stats (times summed too; divide by ranks for means).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a Stats>) -> Stats {
+        let mut s = Stats::default();
+        for x in all {
+            macro_rules! add { ($($f:ident),*) => { $( s.$f += x.$f; )* } }
+            add!(
+                total_ns,
+                barrier_ns,
+                fault_ns,
+                lock_ns,
+                io_ns,
+                segv_ns,
+                segv,
+                msgs,
+                bytes,
+                remote_faults,
+                remote_locks,
+                lock_msgs,
+                overlap_faults,
+                overlap_locks,
+                contention_page,
+                contention_lock,
+                diffs_created,
+                diffs_used,
+                twins,
+                pages_received,
+                sw_useful,
+                sw_tail,
+                sw_all_block,
+                sw_no_work,
+                gcs
+            );
+        }
+        s
+    }
+
+    /// Application time: the rest of the wall time (includes local protocol code).
+    pub fn app_ns(&self) -> u64 {
+        self.total_ns
+            .saturating_sub(self.barrier_ns + self.fault_ns + self.lock_ns + self.segv_ns)
+    }
+}
