@@ -49,15 +49,22 @@ fn registers(cli: &Cli, argv: &[String]) -> bool {
     cli.command.measures() && !planning_only
 }
 
+/// A measuring run's registration and the other runs it found measuring when it began.
+struct Announced {
+    _registration: Option<numalab_results::runlock::Registration>,
+    others: Vec<numalab_results::runlock::OtherRun>,
+}
+
 /// Registers a measuring run so others can see it, after waiting for the runs
-/// already measuring when `--wait` is given, else warning about them. Dry runs and
-/// plans against another machine's topology measure nothing and register nothing.
-fn announce(cli: &Cli) -> Option<numalab_results::runlock::Registration> {
+/// already measuring when `--wait` is given. Dry runs and plans against another
+/// machine's topology measure nothing and register nothing. The warning about other
+/// runs comes after the run (see [`warn_concurrent`]), so a bad-input error stays one line.
+fn announce(cli: &Cli) -> Option<Announced> {
     use numalab_results::runlock;
     if !registers(cli, &std::env::args().collect::<Vec<_>>()) {
         return None;
     }
-    let others = runlock::others();
+    let mut others = runlock::others();
     if cli.wait && !others.is_empty() {
         for o in &others {
             eprintln!(
@@ -66,16 +73,10 @@ fn announce(cli: &Cli) -> Option<numalab_results::runlock::Registration> {
             );
         }
         runlock::wait_for_others();
-    } else {
-        for o in &others {
-            eprintln!(
-                "numalab: warning: another numalab measurement is running on this machine (pid {}: {}); the figures of both may be disturbed, and --wait waits for it",
-                o.pid, o.command
-            );
-        }
+        others.clear();
     }
     let started = numalab_results::provenance::now_utc();
-    match runlock::register(&started) {
+    let registration = match runlock::register(&started) {
         Ok(r) => r,
         Err(e) => {
             eprintln!(
@@ -84,6 +85,27 @@ fn announce(cli: &Cli) -> Option<numalab_results::runlock::Registration> {
             );
             None
         }
+    };
+    Some(Announced {
+        _registration: registration,
+        others,
+    })
+}
+
+/// After a measuring run: names every other measurement seen while it ran (their
+/// records carry the same in `provenance.concurrent_runs`).
+fn warn_concurrent(a: &Announced) {
+    let mut seen = a.others.clone();
+    for o in numalab_results::runlock::others() {
+        if !seen.iter().any(|s| s.pid == o.pid) {
+            seen.push(o);
+        }
+    }
+    for o in &seen {
+        eprintln!(
+            "numalab: warning: another numalab measurement is running on this machine (pid {}: {}); the figures of both may be disturbed, and --wait waits for it",
+            o.pid, o.command
+        );
     }
 }
 
@@ -152,7 +174,15 @@ enum Command {
 
 fn run() -> Result<(), CliError> {
     let cli = Cli::parse();
-    let _registration = announce(&cli);
+    let announced = announce(&cli);
+    let result = dispatch(cli);
+    if let (Ok(()), Some(a)) = (&result, &announced) {
+        warn_concurrent(a);
+    }
+    result
+}
+
+fn dispatch(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Survey(a) => commands::survey::run(a),
         Command::Report(a) => commands::report::run_report(a),
