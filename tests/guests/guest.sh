@@ -73,7 +73,7 @@ run suite-collectives suite collectives --only remote-read --sizes 1K --iteratio
 run suite-earth suite earth --parts mask --loop-n 512 --chunks 64,512 --multipliers 1,2 --iterations 1 --json
 
 # A program on node 0 whose memory is bound to node 1: numalab's own chase.
-run record record -i 100 --pages-every 2 -o /tmp/bound.trace -- numalab latency --cpu 0 --mem-node 1 --size 16M --iterations 300
+run record record -i 100 --pages-every 2 --pages-budget 20 -o /tmp/bound.trace -- numalab latency --cpu 0 --mem-node 1 --size 16M --iterations 300
 run record-mem dump /tmp/bound.trace --json --metric process.mem
 run record-locality dump /tmp/bound.trace --json --metric thread.page_locality
 run record-info info /tmp/bound.trace

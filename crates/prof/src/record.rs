@@ -19,8 +19,10 @@ pub struct Options {
     /// Sampling interval.
     pub interval: Duration,
     /// Read process page placement every this many intervals (or less often, so
-    /// that reading it stays under 0.25% of the time).
+    /// that reading it stays under `pages_budget` of the time).
     pub pages_every: u32,
+    /// Largest share of the time the numa_maps reads may take (0.0025 = 0.25%).
+    pub pages_budget: f64,
     /// Trace path.
     pub output: PathBuf,
     /// CPU to pin the sampler to (after the target started).
@@ -244,9 +246,11 @@ pub fn record(
         let pages = rounds >= next_pages;
         let cost = follower.sample(t_ns, pages, &mut entries);
         if pages {
-            // Every --pages-every intervals, but never more than 0.25% of the time (CPU
-            // time of the reads): numa_maps of a large process takes milliseconds.
-            let budget = (cost.as_nanos() * 400 / opts.interval.as_nanos().max(1)) as u64;
+            // Every --pages-every intervals, but never more than --pages-budget of the
+            // time (CPU time of the reads): numa_maps of a large process takes milliseconds.
+            let share = opts.pages_budget.clamp(1e-6, 1.0);
+            let budget =
+                (cost.as_nanos() as f64 / (opts.interval.as_nanos().max(1) as f64 * share)) as u64;
             next_pages = rounds + (opts.pages_every.max(1) as u64).max(budget + 1);
         }
         entries.extend(system.sample(t_ns).into_iter().map(Entry::Sample));

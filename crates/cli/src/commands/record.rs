@@ -29,6 +29,10 @@ pub struct RecordArgs {
     /// Read the processes' pages per node (numa_maps) every N intervals (it walks page tables).
     #[arg(long = "pages-every", value_name = "N", default_value_t = 10)]
     pages_every: u32,
+    /// Largest share of the time, in percent, that reading pages per node may take
+    /// (each read walks the page tables; slow machines may need more to see pages at all).
+    #[arg(long = "pages-budget", value_name = "PERCENT", default_value_t = 0.25)]
+    pages_budget: f64,
     /// Pin the recorder to this CPU, away from the target.
     #[arg(long, value_name = "CPU")]
     runon: Option<u32>,
@@ -53,6 +57,12 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
             "invalid --pages-every '0': a number of intervals, 1 or more",
         ));
     }
+    if !(a.pages_budget > 0.0 && a.pages_budget <= 100.0) {
+        return Err(bad(format!(
+            "invalid --pages-budget '{}': a percentage above 0 and at most 100",
+            a.pages_budget
+        )));
+    }
     let program = &a.command[0];
     if record::resolve(program).is_none() {
         return Err(bad(format!(
@@ -71,6 +81,7 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
     let opts = Options {
         interval: iv,
         pages_every: a.pages_every,
+        pages_budget: a.pages_budget / 100.0,
         output: a.output.clone(),
         runon,
         counters: !a.no_counters,
