@@ -41,6 +41,9 @@ impl Default for Options {
     }
 }
 
+/// Thread (rank) counts, block sizes and `--only` prefixes, as parsed.
+pub type CountsSizesOnly = (Option<Vec<usize>>, Vec<u64>, Vec<String>);
+
 /// The options, parsed.
 struct Parsed {
     level: Option<numalab_topo::Level>,
@@ -119,7 +122,7 @@ impl Options {
 
     /// Thread (rank) counts, block sizes and `--only` prefixes, parsed: what the suite
     /// between MPI ranks takes from the same flags.
-    pub fn counts_sizes_only(&self) -> Result<(Option<Vec<usize>>, Vec<u64>, Vec<String>)> {
+    pub fn counts_sizes_only(&self) -> Result<CountsSizesOnly> {
         let p = self.parsed()?;
         Ok((p.threads, p.sizes, p.only))
     }

@@ -94,10 +94,8 @@ pub fn cap_sizes(m: &Machine, steps: Vec<Step>, max: u64) -> Vec<Step> {
                     o.size = cap.clone();
                 }
             }
-            Experiment::Loaded(o) => {
-                if max < given(&o.size, sizing::streaming(m, 1)) {
-                    o.size = cap.clone();
-                }
+            Experiment::Loaded(o) if max < given(&o.size, sizing::streaming(m, 1)) => {
+                o.size = cap.clone();
             }
             Experiment::Invalidate(o) if max < given(&o.size, half_l2) => o.size = cap.clone(),
             Experiment::Intervene(o) if max < given(&o.size, half_l2) => o.size = cap.clone(),
