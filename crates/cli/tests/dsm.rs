@@ -5,25 +5,12 @@
 mod common;
 
 use common::validate;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const LIMIT: &str = "180";
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new("timeout");
-    c.args(["-k", "10", LIMIT, env!("CARGO_BIN_EXE_numalab")])
-        .args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("run timeout numalab");
-    assert_ne!(
-        out.status.code(),
-        Some(124),
-        "numalab {args:?} hung: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::bounded(LIMIT, args, env)
 }
 
 fn one_line_usage_error(args: &[&str], needle: &str) {

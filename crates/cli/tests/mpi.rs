@@ -4,26 +4,13 @@
 mod common;
 
 use common::validate;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Seconds any one MPI run may take before the test fails (a hang is a defect).
 const LIMIT: &str = "120";
 
 fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new("timeout");
-    c.args(["-k", "10", LIMIT, env!("CARGO_BIN_EXE_numalab")])
-        .args(args);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().expect("run timeout numalab");
-    assert_ne!(
-        out.status.code(),
-        Some(124),
-        "numalab {args:?} hung past {LIMIT} s: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::bounded(LIMIT, args, env)
 }
 
 fn ok_json(args: &[&str]) -> serde_json::Value {

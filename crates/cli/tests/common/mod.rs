@@ -101,3 +101,22 @@ pub fn ensure(ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
 pub fn assert_sane(what: &str, x: f64, bound: f64) {
     assert!(x > 0.0 && x.is_finite() && x < bound, "{what}: {x}");
 }
+
+/// Runs numalab under `timeout -k 10 LIMIT` with extra environment, and fails the test
+/// when it had to be killed: a hang (of MPI ranks, say) is a defect, never a wait.
+pub fn bounded(limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", limit_s, env!("CARGO_BIN_EXE_numalab")])
+        .args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run timeout numalab");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "numalab {args:?} hung past {limit_s} s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
