@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Longest a guest may run (the runner's own timeout is a little shorter).
-const GUEST_LIMIT: Duration = Duration::from_secs(560);
+const GUEST_LIMIT: Duration = Duration::from_secs(900);
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
