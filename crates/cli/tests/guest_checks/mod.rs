@@ -2,6 +2,7 @@
 //! tests/guest.rs. Each check records a one-line summary of what the command printed
 //! (shown with --nocapture) or a failure; all failures are reported together.
 
+mod observed;
 mod records;
 
 use serde_json::Value;
