@@ -10,6 +10,7 @@ pub mod invalidate;
 pub mod latency;
 pub mod loaded;
 pub mod machine;
+pub mod machine_present;
 pub mod matrix;
 pub mod restart;
 pub mod sizing;

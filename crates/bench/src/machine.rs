@@ -17,7 +17,7 @@ pub fn topo_record(host: &Host, ctx: &Context) -> Record {
         ctx.prov.clone(),
         serde_json::json!({ "topology_source": m.source }),
     );
-    rec.data = Some(serde_json::to_value(m).expect("machine serialises"));
+    rec.set_data(m);
     rec.warnings = ctx.warnings.clone();
     if m.nodes.len() < 2 {
         rec.unavailable.push(Unavailable {

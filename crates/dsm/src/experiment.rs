@@ -187,14 +187,21 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
     let mut rec = Record::new("dsm-rank", &name, prov.clone(), plan.params());
     rec.placement = Some(world.placement_value(&[world.rank]));
     rec.add_samples("time", "ns", &[out.stats.total_ns as f64]);
-    let mut data = json!({ "rank": world.rank, "stats": out.stats });
+    let mut data = RankData {
+        rank: world.rank,
+        stats: out.stats.clone(),
+        check: None,
+    };
     if let Some(r) = &out.result {
         let t = Instant::now();
         let want = app.sequential();
         let seq_ns = t.elapsed().as_nanos() as u64;
         let d = max_rel_diff(r, &want);
-        data["check"] =
-            json!({ "max_rel_diff": d, "tolerance": app.tolerance(), "sequential_ns": seq_ns });
+        data.check = Some(Check {
+            max_rel_diff: d,
+            tolerance: app.tolerance(),
+            sequential_ns: seq_ns,
+        });
         if d > app.tolerance() {
             return Err(format!(
                 "{name}: result differs from the sequential run by {d:e} (tolerance {:e})",
@@ -202,7 +209,7 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
             ));
         }
     }
-    rec.data = Some(data);
+    rec.set_data(&data);
     rec.warnings = prov.warnings();
     let Some(mut all) = world.gather_records(&[rec]).map_err(|e| e.to_string())? else {
         return Ok(None);
@@ -215,8 +222,47 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
 pub fn rank_stats(recs: &[Record]) -> Vec<Stats> {
     recs.iter()
         .filter(|r| r.kind == "dsm-rank")
-        .filter_map(|r| serde_json::from_value(r.data.as_ref()?["stats"].clone()).ok())
+        .filter_map(|r| r.data_as::<RankData>().ok())
+        .map(|d| d.stats)
         .collect()
+}
+
+/// The result check of a run: the parallel result against the sequential program's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Largest relative difference of any result word.
+    pub max_rel_diff: f64,
+    /// The app's tolerance (the run fails beyond it).
+    pub tolerance: f64,
+    /// Time of the sequential program, ns.
+    pub sequential_ns: u64,
+}
+
+/// `data` of a `dsm-rank` record: one rank's counters and times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankData {
+    /// The rank.
+    pub rank: usize,
+    /// Its DSM counters and time breakdown.
+    pub stats: Stats,
+    /// The result check (on the rank that holds the result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Check>,
+}
+
+/// `data` of a `dsm` record: the run summed over its ranks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunData {
+    /// Counters and time parts summed over the ranks.
+    pub sum: Stats,
+    /// The run's time: the slowest rank's, ns.
+    pub time_ns: f64,
+    /// The sequential program's time, ns, when it was run.
+    pub sequential_ns: Option<f64>,
+    /// `sequential_ns / time_ns`.
+    pub speedup_vs_sequential: Option<f64>,
+    /// The result check.
+    pub check: Option<Check>,
 }
 
 fn summary(plan: &Plan, name: &str, prov: Provenance, world: &World, ranks: &[Record]) -> Record {
@@ -228,17 +274,17 @@ fn summary(plan: &Plan, name: &str, prov: Provenance, world: &World, ranks: &[Re
     r.add_samples("time", "ns", &totals);
     let check = ranks
         .first()
-        .and_then(|x| x.data.as_ref())
-        .map(|d| d["check"].clone());
-    let seq = check.as_ref().and_then(|c| c["sequential_ns"].as_f64());
+        .and_then(|x| x.data_as::<RankData>().ok())
+        .and_then(|d| d.check);
+    let seq = check.as_ref().map(|c| c.sequential_ns as f64);
     let time = totals.iter().cloned().fold(0.0, f64::max);
-    r.data = Some(json!({
-        "sum": sum,
-        "time_ns": time,
-        "sequential_ns": seq,
-        "speedup_vs_sequential": seq.map(|s| s / time),
-        "check": check,
-    }));
+    r.set_data(&RunData {
+        sum,
+        time_ns: time,
+        sequential_ns: seq,
+        speedup_vs_sequential: seq.map(|s| s / time),
+        check,
+    });
     r.warnings = prov.warnings();
     r
 }

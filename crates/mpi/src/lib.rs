@@ -16,6 +16,7 @@ pub mod loop7;
 pub mod matrix;
 pub mod p2p;
 pub mod place;
+pub mod present;
 pub mod ranks;
 pub mod raw;
 pub mod remote;

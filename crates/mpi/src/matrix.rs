@@ -176,10 +176,15 @@ pub fn measure(
         json!({ "ranks": n, "size": o.size, "iterations": o.iterations, "warmup": o.warmup }),
     );
     rec.placement = Some(world.placement_value(&(0..n).collect::<Vec<_>>()));
-    rec.data = Some(json!({
-        "latency_ns": m, "relations": relations, "groups": group(&cells),
-        "statistic": "median one-way latency of each pair",
-    }));
+    rec.set_data(&crate::present::MatrixData {
+        latency_ns: m,
+        relations: relations
+            .iter()
+            .map(|row| row.iter().map(|s| s.to_string()).collect())
+            .collect(),
+        groups: group(&cells),
+        statistic: "median one-way latency of each pair".into(),
+    });
     rec.warnings = prov.warnings();
     all.push(rec);
     Ok(Some(all))

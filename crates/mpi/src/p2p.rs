@@ -274,9 +274,9 @@ pub fn measure(
         };
         let Some(samples) = samples else { continue };
         let (kind, metric, unit) = if st.op == Op::Stream {
-            ("mpi-bandwidth", "bandwidth", "GB/s")
+            (crate::present::KIND_BANDWIDTH, "bandwidth", "GB/s")
         } else {
-            ("mpi-latency", "latency", "ns")
+            (crate::present::KIND_LATENCY, "latency", "ns")
         };
         let mut r = Record::new(
             kind,

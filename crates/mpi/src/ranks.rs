@@ -18,7 +18,7 @@ pub fn my_record(world: &World, host: &Host) -> Record {
         json!({ "rank": world.rank, "ranks": world.size }),
     );
     r.placement = Some(world.placement_value(&[world.rank]));
-    r.data = Some(json!(me));
+    r.set_data(&me);
     r.warnings = prov.warnings();
     if !me.verified {
         r.warnings

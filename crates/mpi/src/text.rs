@@ -1,8 +1,8 @@
 //! Readable tables of the MPI records (what `numalab mpi …` prints by default).
 
+use crate::present::MatrixData;
 use numalab_results::output::table;
 use numalab_results::Record;
-use serde_json::Value;
 use std::fmt::Write;
 
 fn stat<'a>(r: &'a Record, metric: &str) -> Option<&'a numalab_results::stats::Summary> {
@@ -87,14 +87,15 @@ pub fn matrix(recs: &[Record]) -> String {
     let Some(m) = recs.iter().find(|r| r.kind == "mpi-matrix") else {
         return String::new();
     };
-    let d = m.data.clone().unwrap_or(Value::Null);
+    let d: Option<MatrixData> = m.data_as().ok();
     let n = m.parameters["ranks"].as_u64().unwrap_or(0) as usize;
+    let cell = |a: usize, b: usize| d.as_ref().and_then(|d| *d.latency_ns.get(a)?.get(b)?);
     let mut header = vec!["rank".to_string()];
     header.extend((0..n).map(|r| r.to_string()));
     let rows: Vec<Vec<String>> = (0..n)
         .map(|a| {
             let mut row = vec![a.to_string()];
-            row.extend((0..n).map(|b| match d["latency_ns"][a][b].as_f64() {
+            row.extend((0..n).map(|b| match cell(a, b) {
                 Some(v) => format!("{v:.1}"),
                 None => "-".into(),
             }));
@@ -108,22 +109,19 @@ pub fn matrix(recs: &[Record]) -> String {
     );
     s.push_str(&table(&h, &rows));
     s.push_str("\n\nby relation\n");
-    let g: Vec<Vec<String>> = d["groups"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .map(|g| {
-                    vec![
-                        g["relation"].as_str().unwrap_or("?").to_string(),
-                        g["pairs"].to_string(),
-                        format!("{:.1}", g["min_ns"].as_f64().unwrap_or(f64::NAN)),
-                        format!("{:.1}", g["median_ns"].as_f64().unwrap_or(f64::NAN)),
-                        format!("{:.1}", g["max_ns"].as_f64().unwrap_or(f64::NAN)),
-                    ]
-                })
-                .collect()
+    let g: Vec<Vec<String>> = d
+        .iter()
+        .flat_map(|d| &d.groups)
+        .map(|g| {
+            vec![
+                g.relation.clone(),
+                g.pairs.to_string(),
+                format!("{:.1}", g.min_ns),
+                format!("{:.1}", g.median_ns),
+                format!("{:.1}", g.max_ns),
+            ]
         })
-        .unwrap_or_default();
+        .collect();
     s.push_str(&table(
         &["relation", "pairs", "min ns", "median ns", "max ns"],
         &g,

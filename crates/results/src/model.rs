@@ -205,10 +205,56 @@ pub fn file_record(
         prov,
         serde_json::json!({ "file": file, "stat": stat, "predict_hops": predict.map(|p| p.0) }),
     );
-    rec.data = Some(
-        serde_json::json!({ "fit": f, "points": points, "prediction_ns": predict.map(|p| p.1) }),
-    );
+    rec.set_data(&ModelData {
+        fit: f.clone(),
+        points: points.to_vec(),
+        prediction_ns: predict.map(|p| p.1),
+    });
     rec
+}
+
+/// `data` of a `model` record: the fit, the points it was fitted to, a prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelData {
+    /// The fitted coefficients.
+    pub fit: Fit,
+    /// The (hops, latency) points.
+    pub points: Vec<Point>,
+    /// The prediction at the hop count asked for (`model predict` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction_ns: Option<f64>,
+}
+
+/// The fitted latency model as a report section.
+pub struct ModelPresenter;
+
+impl crate::Presenter for ModelPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["model"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("model", "Latency model"))
+    }
+    fn html(&self, records: &[crate::Record]) -> Option<String> {
+        use crate::report::{html_table, num};
+        let d: ModelData = crate::present::of(records, "model")
+            .last()?
+            .data_as()
+            .ok()?;
+        let f = &d.fit;
+        let rows = vec![
+            vec!["local ns".into(), num(Some(f.local_ns), 1)],
+            vec!["remote penalty ns".into(), num(f.remote_penalty_ns, 1)],
+            vec!["per hop ns".into(), num(f.per_hop_ns, 1)],
+            vec!["R²".into(), num(f.r2, 3)],
+            vec!["points".into(), f.n.to_string()],
+            vec!["note".into(), f.note.clone()],
+        ];
+        Some(html_table(
+            &["latency = local + remote penalty + hops × per hop", ""],
+            &rows,
+        ))
+    }
 }
 
 #[cfg(test)]

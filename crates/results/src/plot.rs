@@ -242,6 +242,125 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64)]) -> Option<S
     }))
 }
 
+/// Bars split into named parts stacked on each other (e.g. a run's time broken into
+/// application, barrier, fault, …); `bars` are (label, one value per part). None when
+/// no bar has a finite positive total.
+pub fn stacked_bars(
+    title: &str,
+    y_label: &str,
+    parts: &[&str],
+    bars: &[(String, Vec<f64>)],
+) -> Option<String> {
+    let total = |v: &[f64]| v.iter().filter(|x| x.is_finite() && **x > 0.0).sum::<f64>();
+    let top = bars.iter().map(|(_, v)| total(v)).fold(0.0, f64::max);
+    if top <= 0.0 {
+        return None;
+    }
+    // Headroom for the legend in the upper right.
+    let top = top * 1.45;
+    let n = bars.len();
+    let w = (W as usize).max(90 + 34 * n) as u32;
+    Some(render(w, H, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(60)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..n as f64, 0.0..top)?;
+        let label = |x: &f64| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 1e-6 {
+                bars.get(i).map(|b| b.0.clone()).unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        ch.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n * 2 + 1)
+            .x_label_formatter(&label)
+            .x_label_style(("sans-serif", 11))
+            .y_desc(y_label)
+            .draw()?;
+        for (k, part) in parts.iter().enumerate() {
+            let col = color(k);
+            let rects: Vec<_> = bars
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (_, v))| {
+                    let x = *v.get(k)?;
+                    if !x.is_finite() || x <= 0.0 {
+                        return None;
+                    }
+                    let below = total(&v[..k]);
+                    Some(Rectangle::new(
+                        [(i as f64 + 0.15, below), (i as f64 + 0.85, below + x)],
+                        col.filled(),
+                    ))
+                })
+                .collect();
+            ch.draw_series(rects)?
+                .label(*part)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()?;
+        Ok(())
+    }))
+}
+
+/// Draw a line chart with both axes logarithmic (sizes against latency or
+/// bandwidth that span decades); None when no point is finite and positive.
+pub fn loglog_chart(c: &LineChart) -> Option<String> {
+    let pos = |p: &(f64, f64)| p.0 > 0.0 && p.1 > 0.0;
+    let (x0, x1, y0, y1) = bounds(
+        c.series
+            .iter()
+            .flat_map(|s| s.points.iter().copied().filter(pos)),
+    )?;
+    let (x0, x1) = (x0 / 1.5, x1 * 1.5);
+    // Room above for the legend.
+    let (y0, y1) = (y0 / 1.5, y1 * 6.0);
+    Some(render(W, H, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .caption(&c.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
+        let fmt = |v: &f64| {
+            if c.x_bytes {
+                short_bytes(*v)
+            } else {
+                short_num(*v)
+            }
+        };
+        ch.configure_mesh()
+            .x_desc(c.x_label.as_str())
+            .y_desc(c.y_label.as_str())
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&|v| short_num(*v))
+            .draw()?;
+        for (i, s) in c.series.iter().enumerate() {
+            let col = color(i);
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(pos).collect();
+            ch.draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
+            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, col.filled())))?;
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()?;
+        Ok(())
+    }))
+}
+
 /// Draw a heatmap (rows × columns, None cells left blank); None when no value.
 pub fn heatmap(
     title: &str,
@@ -366,6 +485,32 @@ mod tests {
         .unwrap();
         assert!(h.contains("<rect") && h.contains("31"));
         assert!(bar_chart("x", "y", &[]).is_none());
+        let st = stacked_bars(
+            "time",
+            "share of T=1",
+            &["app", "barrier"],
+            &[
+                ("T=1".into(), vec![0.7, 0.3]),
+                ("T=2".into(), vec![0.4, 0.2]),
+            ],
+        )
+        .unwrap();
+        assert!(st.contains("<rect") && st.contains("barrier") && st.contains("T=2"));
+        assert!(stacked_bars("x", "y", &["a"], &[("b".into(), vec![0.0])]).is_none());
+        let ll = loglog_chart(&LineChart {
+            title: "p2p".into(),
+            x_label: "size".into(),
+            y_label: "ns".into(),
+            log_x: true,
+            x_bytes: true,
+            series: vec![Series {
+                name: "send".into(),
+                points: vec![(8.0, 300.0), (65536.0, 9000.0)],
+            }],
+            markers: Vec::new(),
+        })
+        .unwrap();
+        assert!(ll.contains("polyline") && ll.contains("send"));
         assert!(heatmap("x", &[], &[], &[]).is_none());
         assert_eq!(short_bytes(49152.0), "48K");
     }

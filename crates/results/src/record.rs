@@ -2,6 +2,7 @@
 
 use crate::provenance::Provenance;
 use crate::stats::Summary;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,6 +75,27 @@ impl Record {
         }
     }
 
+    /// Set `data` from the kind's typed data (its JSON keys are the struct's fields).
+    pub fn set_data<T: Serialize>(&mut self, data: &T) {
+        // The data types are plain structs of numbers, strings and vectors; their
+        // serialisation cannot fail, and a record without its data would be a lie.
+        self.data = Some(serde_json::to_value(data).expect("record data serialises"));
+    }
+
+    /// `data` read as the kind's typed data; the error names the kind and the record.
+    pub fn data_as<T: DeserializeOwned>(&self) -> Result<T, DataError> {
+        let err = |why: String| DataError {
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            why,
+        };
+        let v = self
+            .data
+            .as_ref()
+            .ok_or_else(|| err("it has no data".into()))?;
+        T::deserialize(v).map_err(|e| err(e.to_string()))
+    }
+
     /// Add statistics of samples; an empty or non-finite sample set is recorded as unavailable.
     pub fn add_samples(&mut self, metric: &str, unit: &str, samples: &[f64]) {
         match Summary::of(samples) {
@@ -87,5 +109,66 @@ impl Record {
                 reason: "no valid samples were taken".into(),
             }),
         }
+    }
+}
+
+/// A record whose `data` does not match its kind's typed data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataError {
+    /// The record's kind.
+    pub kind: String,
+    /// The record's name.
+    pub name: String,
+    /// What did not match.
+    pub why: String,
+}
+
+impl std::fmt::Display for DataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "record '{}' of kind '{}': data does not match the kind's schema: {}",
+            self.name, self.kind, self.why
+        )
+    }
+}
+
+impl std::error::Error for DataError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Point {
+        size_bytes: u64,
+        median_ns: f64,
+    }
+
+    #[test]
+    fn typed_data_round_trips_and_a_mismatch_names_the_kind() {
+        let mut r = Record::new(
+            "k-sweep",
+            "one",
+            Provenance::collect("t", "none"),
+            json!({}),
+        );
+        let p = Point {
+            size_bytes: 64,
+            median_ns: 1.5,
+        };
+        r.set_data(&p);
+        assert_eq!(r.data, Some(json!({"size_bytes": 64, "median_ns": 1.5})));
+        assert_eq!(r.data_as::<Point>().unwrap(), p);
+        r.data = Some(json!({"size_bytes": "x"}));
+        let e = r.data_as::<Point>().unwrap_err().to_string();
+        assert!(e.contains("'k-sweep'") && e.contains("'one'"), "{e}");
+        r.data = None;
+        assert!(r
+            .data_as::<Point>()
+            .unwrap_err()
+            .to_string()
+            .contains("no data"));
     }
 }

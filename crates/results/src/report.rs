@@ -3,8 +3,7 @@
 //! it is absent.
 
 use crate::record::Record;
-use crate::report_sections as sec;
-use crate::report_suites as suites;
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -75,9 +74,45 @@ pub fn num(v: Option<f64>, digits: usize) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// A byte count for a table cell ("64 KiB" style, from the plots' scale).
+pub fn bytes(v: u64) -> String {
+    crate::plot::short_bytes(v as f64) + "B"
+}
+
+/// A JSON array of arrays of numbers (null: not measured) as a matrix.
+pub fn matrix_of(v: &Value) -> Vec<Vec<Option<f64>>> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            row.as_array()
+                .into_iter()
+                .flatten()
+                .map(|x| x.as_f64())
+                .collect()
+        })
+        .collect()
+}
+
+/// A labelled grid of numbers (one decimal; "-" for not measured).
+pub fn grid_table(rows: &[String], cols: &[String], m: &[Vec<Option<f64>>]) -> String {
+    let mut header = vec![""];
+    header.extend(cols.iter().map(|c| c.as_str()));
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .zip(m)
+        .map(|(r, vals)| {
+            let mut l = vec![r.clone()];
+            l.extend(vals.iter().map(|v| num(*v, 1)));
+            l
+        })
+        .collect();
+    html_table(&header, &body)
+}
+
 /// Why a section has no data: the survey's reason when it skipped the step, or
 /// that these files hold no such records.
-fn absent_reason(records: &[Record], id: &str, what: &str) -> String {
+pub fn absent_reason(records: &[Record], id: &str, what: &str) -> String {
     records
         .iter()
         .filter(|r| r.kind == "survey" && r.parameters["section"] == id)
@@ -87,91 +122,11 @@ fn absent_reason(records: &[Record], id: &str, what: &str) -> String {
         .unwrap_or_else(|| format!("no {what} records in the input"))
 }
 
-/// Build every section from the records.
-pub fn sections(records: &[Record]) -> Vec<Section> {
-    let mk = |id, title, what: &str, body: Option<String>| Section {
-        id,
-        title,
-        absent: absent_reason(records, id, what),
-        body,
-    };
-    vec![
-        mk("machine", "Machine", "topo", sec::machine(records)),
-        mk(
-            "hierarchy",
-            "Latency versus size",
-            "latency-sweep",
-            sec::hierarchy(records),
-        ),
-        mk(
-            "states",
-            "Latency per coherence state",
-            "latency (prepared state)",
-            sec::states(records),
-        ),
-        mk(
-            "bandwidth",
-            "Bandwidth per kernel and thread count",
-            "bandwidth",
-            sec::bandwidth(records),
-        ),
-        mk("c2c", "Core to core", "c2c-matrix", sec::c2c(records)),
-        mk(
-            "matrix",
-            "Initiator × memory node matrices",
-            "matrix",
-            sec::matrices(records),
-        ),
-        mk(
-            "invalidate",
-            "Invalidation sweep",
-            "invalidate",
-            sec::invalidate(records),
-        ),
-        mk(
-            "intervene",
-            "Intervention placements",
-            "intervene",
-            sec::intervene(records),
-        ),
-        mk(
-            "loaded",
-            "Loaded latency",
-            "loaded-latency",
-            sec::loaded(records),
-        ),
-        mk("model", "Latency model", "model", sec::model(records)),
-        mk(
-            "placement",
-            "Thread placement suite (KSR1)",
-            "suite-placement",
-            suites::placement(records),
-        ),
-        mk(
-            "collectives",
-            "Collective communication suite (KSR)",
-            "suite-collectives",
-            suites::collectives(records),
-        ),
-        mk(
-            "earth",
-            "Remote operations and latency hiding (EARTH)",
-            "suite-earth",
-            suites::earth(records),
-        ),
-    ]
-}
-
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1500px}\
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-top:.6em}\
 table{border-collapse:collapse;font-size:.85em;margin:.4em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#f0f0f0}.fig{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}\
 .absent{color:#777;font-style:italic}.warn{color:#8a4b00}nav a{margin-right:.8em}";
-
-/// Render the report.
-pub fn render(records: &[Record], title: &str) -> String {
-    page(title, &sections(records), &provenance(records))
-}
 
 /// The page shell every HTML report shares: title, navigation, sections (data or
 /// the reason for its absence), then a closing section with provenance.
@@ -243,7 +198,7 @@ pub fn provenance_table(p: &crate::Provenance) -> String {
 }
 
 /// Provenance of the run and every warning and unavailable feature, once each.
-fn provenance(records: &[Record]) -> String {
+pub fn provenance(records: &[Record]) -> String {
     let mut s = String::from("<section id=\"provenance\"><h2>Provenance and warnings</h2>");
     if let Some(p) = records.first().map(|r| &r.provenance) {
         s.push_str(&provenance_table(p));

@@ -324,7 +324,10 @@ pub fn measure(
             );
             r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
             r.add_samples("time", "ns", &time);
-            r.data = Some(json!({ "rank_mean_ns": rank_mean, "checked": item.lines > 0 }));
+            r.set_data(&crate::CollectiveMpiData {
+                rank_mean_ns: rank_mean,
+                checked: item.lines > 0,
+            });
             r.warnings = prov.warnings();
             for k in 0..p {
                 if world.placements[k].shares_cpu {
@@ -382,7 +385,7 @@ fn models(prov: &Provenance, points: &[(Item, f64)]) -> Vec<Record> {
                 json!({ "collective": name, "points": pts.len(), "unit": "µs" }),
             );
             match fit {
-                Ok(f) => r.data = Some(json!(f)),
+                Ok(f) => r.set_data(&f),
                 Err(e) => r.unavailable.push(numalab_results::Unavailable {
                     feature: "model fit".into(),
                     reason: e,

@@ -401,10 +401,21 @@ fn mask_records(
             r.add_samples("baseline_comm", "ns", &c.comm_ns);
             r.add_samples("baseline_comp", "ns", &c.comp_ns);
             let pct = mc.masked_pct();
-            r.data = Some(json!({
-                "points": c.points.iter().zip(&pct).map(|((t, v), (_, p))| json!({ "t": t, "median_ns": numalab_results::stats::median(v), "masked_pct": p })).collect::<Vec<_>>(),
-                "best": mc.best().map(|(t, p)| json!({ "t": t, "masked_pct": p })),
-            }));
+            r.set_data(&crate::earth_mpi_present::MaskData {
+                points: c
+                    .points
+                    .iter()
+                    .zip(&pct)
+                    .map(|((t, v), (_, p))| crate::earth_mpi_present::MaskPoint {
+                        t: *t,
+                        median_ns: numalab_results::stats::median(v),
+                        masked_pct: Some(*p).filter(|p| p.is_finite()),
+                    })
+                    .collect(),
+                best: mc
+                    .best()
+                    .map(|(t, masked_pct)| crate::earth_mpi_present::MaskBest { t, masked_pct }),
+            });
             r.warnings.extend(prov.warnings());
             r
         })
@@ -419,10 +430,17 @@ fn seed_record(prov: &Provenance) -> Record {
         prov.clone(),
         json!({ "source": "seed 001, Table 1 (EARTH-MANNA, 1997)" }),
     );
-    r.data = Some(json!(SEED_TABLE1
+    let rows: Vec<crate::earth_mpi_present::SeedRow> = SEED_TABLE1
         .iter()
-        .map(|(op, v)| json!({ "op": op, "sequential_local_ns": v[0], "sequential_remote_ns": v[1], "pipelined_local_ns": v[2], "pipelined_remote_ns": v[3] }))
-        .collect::<Vec<_>>()));
+        .map(|(op, v)| crate::earth_mpi_present::SeedRow {
+            op: op.to_string(),
+            sequential_local_ns: v[0],
+            sequential_remote_ns: v[1],
+            pipelined_local_ns: v[2],
+            pipelined_remote_ns: v[3],
+        })
+        .collect();
+    r.set_data(&rows);
     r
 }
 

@@ -4,11 +4,17 @@
 
 pub mod collectives;
 pub mod collectives_mpi;
+mod collectives_mpi_present;
 pub mod collectives_mpi_run;
 pub mod cvm;
 pub mod domains;
 pub mod earth;
 pub mod earth_mpi;
+mod earth_mpi_present;
 pub mod memory;
 pub mod placement;
+pub mod registry;
 pub mod survey;
+
+pub use collectives_mpi_present::{CollectiveMpiData, CollectivesMpiPresenter};
+pub use earth_mpi_present::{EarthMpiPresenter, MaskBest, MaskData, MaskPoint, SeedRow};

@@ -2,7 +2,9 @@
 //! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all).
 
 mod experiment;
+mod present;
 pub use experiment::{render, run, Options, Plan};
+pub use present::{BandwidthData, BandwidthPresenter};
 
 use crate::sizing;
 use numalab_probe::bw::{self, BwKernel};
@@ -246,7 +248,12 @@ pub fn records(
             rec.add_samples("bandwidth", "GB/s", &r.gbps[i]);
             let t: Vec<f64> = r.gbps[i].iter().map(|g| g * traffic).collect();
             rec.add_samples("traffic", "GB/s", &t);
-            rec.data = Some(json!({ "samples_gbps": r.gbps[i], "samples_ns": r.ns[i], "samples_bytes": r.bytes[i] }));
+            rec.set_data(&BandwidthData {
+                samples_gbps: r.gbps[i].clone(),
+                samples_ns: Some(r.ns[i].clone()),
+                samples_bytes: Some(r.bytes[i].clone()),
+                aggregate_rule: None,
+            });
             rec.warnings = base_warnings.to_vec();
             rec.warnings.extend(plan.warnings.iter().cloned());
             rec
@@ -264,10 +271,19 @@ pub fn records(
         );
         let mut rec = Record::new("bandwidth", &name, prov.clone(), p);
         rec.add_samples("aggregate_bandwidth", "GB/s", &r.aggregate);
-        rec.data = Some(json!({
-            "samples_gbps": r.aggregate,
-            "aggregate_rule": if plan.mp { "sum of the requestors' figures (bwmp: the first to finish stopped the others)" } else { "all bytes over the slowest requestor's time" },
-        }));
+        rec.set_data(&BandwidthData {
+            samples_gbps: r.aggregate.clone(),
+            samples_ns: None,
+            samples_bytes: None,
+            aggregate_rule: Some(
+                if plan.mp {
+                    "sum of the requestors' figures (bwmp: the first to finish stopped the others)"
+                } else {
+                    "all bytes over the slowest requestor's time"
+                }
+                .into(),
+            ),
+        });
         rec.warnings = base_warnings.to_vec();
         out.push(rec);
     }

@@ -149,7 +149,9 @@ impl Plan {
             ctx.prov.clone(),
             self.params(),
         );
-        r.data = Some(json!({ "rounds": self.rounds }));
+        r.set_data(&super::C2cPlanData {
+            rounds: self.rounds.clone(),
+        });
         r.warnings = ctx.warnings.clone();
         r
     }
@@ -242,11 +244,17 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     let cas_m = matrix(|r| r.cas_half_ns.as_ref());
     let read_m = matrix(|r| r.modified_read_ns.as_ref());
     let mut mrec = Record::new("c2c-matrix", &format!("{} CPUs", cpus.len()), prov, params);
-    mrec.data = Some(json!({
-        "cpus": cpus, "cas_rtt_half_ns": cas_m, "modified_read_ns": read_m,
-        "smt_sibling_pairs": pairs.iter().filter(|p| p.smt_siblings).map(|p| [p.a, p.b]).collect::<Vec<_>>(),
-        "statistic": "median of passes",
-    }));
+    mrec.set_data(&super::C2cMatrixData {
+        cpus: cpus.clone(),
+        cas_rtt_half_ns: cas_m.clone(),
+        modified_read_ns: read_m.clone(),
+        smt_sibling_pairs: pairs
+            .iter()
+            .filter(|p| p.smt_siblings)
+            .map(|p| [p.a, p.b])
+            .collect(),
+        statistic: "median of passes".into(),
+    });
     mrec.warnings = warnings;
     records.push(mrec);
     Ok(Measured {

@@ -2,14 +2,16 @@
 //! the other core, for every pair of CPUs; pairs that share no resource run at once.
 
 mod experiment;
+mod present;
 pub use experiment::{render, run, Measured, Options, Plan};
+pub use present::{C2cMatrixData, C2cPlanData, C2cPresenter};
 
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{pingpong, LineState, Request, Timer};
 use numalab_topo::buffer::Buffer;
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Host, Machine, MemSpec, PageSize, Pu, Result, ThreadPlacement};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// Where the line of a pair lives.
@@ -23,7 +25,7 @@ pub enum Home {
 }
 
 /// One pair: `a` initiates / writes, `b` responds / reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pair {
     /// Initiator (writer).
     pub a: u32,

@@ -235,9 +235,10 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                     let du = median(&ms.ns)
                         .zip(uown.get(&row.hops).and_then(|u| median(u)))
                         .map(|(x, u)| x - u);
-                    r.data = Some(
-                        json!({ "delta_u_ns": du, "delta_u_rule": "median latency minus the median unowned read latency at the same distance" }),
-                    );
+                    r.set_data(&super::InterveneData {
+                        delta_u_ns: du,
+                        delta_u_rule: "median latency minus the median unowned read latency at the same distance".into(),
+                    });
                     r.placement =
                         Some(json!({ "resolved": p, "verified": { "threads": ms.pins } }));
                 }

@@ -5,7 +5,9 @@
 //! beside the unowned latency at that distance (ΔU).
 
 mod experiment;
+mod present;
 pub use experiment::{run, Options, Plan};
+pub use present::{InterveneData, IntervenePresenter};
 
 use crate::helpers::closeness;
 use crate::latency::{self, LatencyPlan};

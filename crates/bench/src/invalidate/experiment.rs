@@ -160,7 +160,7 @@ pub fn run(
                 }),
             }
             r.placement = Some(json!({ "verified": { "threads": s.pins } }));
-            r.data = Some(json!({ "samples": s }));
+            r.set_data(&super::InvalidateData { samples: s.clone() });
             r.warnings = warnings.clone();
             r
         })

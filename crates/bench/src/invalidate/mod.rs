@@ -4,7 +4,9 @@
 //! bandwidth, beside the unowned RDEX latency to the farthest sharer's node.
 
 mod experiment;
+mod present;
 pub use experiment::{render, run, Options};
+pub use present::{InvalidateData, InvalidatePresenter};
 
 /// The experiment's plan.
 pub type Plan = InvalidatePlan;
@@ -18,7 +20,7 @@ use numalab_topo::plan::resolve_memory;
 use numalab_topo::{
     Error, Host, Machine, MemPlacement, MemSpec, PageSize, Result, ThreadPlacement,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One sharer in the sweep's order.
@@ -153,7 +155,7 @@ impl InvalidatePlan {
 }
 
 /// The figures of one sharer count (samples per pass).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
     /// Sharers in this step.
     pub sharers: usize,

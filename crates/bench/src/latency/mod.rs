@@ -2,8 +2,10 @@
 //! with lines prepared in a composite coherence state before every pass.
 
 mod experiment;
+mod present;
 mod view;
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
+pub use present::{LatencyData, StatesPresenter, SweepData, SweepPoint, SweepPresenter};
 pub use view::{render, render_plan, sweep_records};
 
 use crate::restart::{self, RestartOutcome, RestartParams};
@@ -422,7 +424,10 @@ pub fn records(
             if timer.ticks_are_tsc_cycles() {
                 rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);
             }
-            rec.data = Some(json!({ "samples_ns": q.ns }));
+            rec.set_data(&LatencyData {
+                samples_ns: q.ns.clone(),
+                restart: None,
+            });
             if let Some(own) = &q.own_cache_ns {
                 rec.add_samples("own_cache_reference", "ns", own);
                 let med = |v: &[f64]| numalab_results::stats::median(v).unwrap_or(f64::NAN);
@@ -437,7 +442,10 @@ pub fn records(
             }
             if let Some(o) = &q.restart {
                 rec.add_samples("restart", "ns", &o.window_values);
-                rec.data = Some(json!({ "samples_ns": q.ns, "restart": o }));
+                rec.set_data(&LatencyData {
+                    samples_ns: q.ns.clone(),
+                    restart: Some(o.clone()),
+                });
                 if !o.converged {
                     rec.warnings.push(format!(
                         "restart search did not stabilise within k = 0..={}; the figure is the minimum of the last window",

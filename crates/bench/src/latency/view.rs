@@ -1,6 +1,6 @@
 //! Tables for `numalab latency` and the sweep's summary records.
 
-use super::{LatencyPlan, SizeResult};
+use super::{LatencyData, LatencyPlan, SizeResult, SweepData, SweepPoint};
 use crate::sweep::{capacity_warnings, plateaus, Plateau};
 use numalab_probe::Timer;
 use numalab_results::output::table;
@@ -50,7 +50,12 @@ pub fn sweep_records(
             let ps = plateaus(&mins, caches, PLATEAU_TOL);
             let mut rec = Record::new(
                 "latency-sweep",
-                &format!("{} {} sweep cpu{}", plan.request.name(), plan.state.name(), t.pu.os),
+                &format!(
+                    "{} {} sweep cpu{}",
+                    plan.request.name(),
+                    plan.state.name(),
+                    t.pu.os
+                ),
                 prov.clone(),
                 json!({
                     "state": plan.state.name(), "kernel": plan.request.name(),
@@ -70,11 +75,18 @@ pub fn sweep_records(
                     reason: "no two neighbouring sizes agreed within the tolerance".into(),
                 });
             }
-            rec.data = Some(json!({
-                "points": points.iter().map(|(s, min, med)| json!({"size_bytes": s, "min_ns": min, "median_ns": med})).collect::<Vec<_>>(),
-                "plateaus": ps,
-                "topology_caches": caches,
-            }));
+            rec.set_data(&SweepData {
+                points: points
+                    .iter()
+                    .map(|&(size_bytes, min_ns, median_ns)| SweepPoint {
+                        size_bytes,
+                        min_ns,
+                        median_ns,
+                    })
+                    .collect(),
+                plateaus: ps,
+                topology_caches: caches.clone(),
+            });
             rec
         })
         .collect()
@@ -170,9 +182,8 @@ pub fn render(plan: &LatencyPlan, timer: &Timer, records: &[Record]) -> String {
     s.push('\n');
     for r in records.iter().filter(|r| r.kind == "latency-sweep") {
         let ps: Vec<Plateau> = r
-            .data
-            .as_ref()
-            .and_then(|d| serde_json::from_value(d["plateaus"].clone()).ok())
+            .data_as::<SweepData>()
+            .map(|d| d.plateaus)
             .unwrap_or_default();
         let _ = writeln!(s, "\nPlateaus ({}):", r.name);
         if ps.is_empty() {
@@ -196,19 +207,19 @@ pub fn render(plan: &LatencyPlan, timer: &Timer, records: &[Record]) -> String {
         }
     }
     if let Some(r) = records.iter().find(|r| r.kind == "latency") {
-        if let Some(o) = r.data.as_ref().and_then(|d| d.get("restart")) {
+        if let Some(o) = r.data_as::<LatencyData>().ok().and_then(|d| d.restart) {
             let _ = writeln!(
                 s,
                 "\nRestart search (cpu {}): stable window k = {}..={} ({}), {} steps measured",
                 r.parameters["requestor_cpu"],
-                o["stable_from"],
-                o["stable_to"],
-                if o["converged"].as_bool() == Some(true) {
+                o.stable_from,
+                o.stable_to,
+                if o.converged {
                     "converged"
                 } else {
                     "k ran out"
                 },
-                o["curve"].as_array().map(|c| c.len()).unwrap_or(0)
+                o.curve.len()
             );
         }
         let mut seen = std::collections::BTreeSet::new();

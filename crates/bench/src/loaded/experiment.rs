@@ -214,7 +214,9 @@ impl LoadedPlan {
             ctx.prov.clone(),
             self.params(None),
         );
-        rec.data = Some(json!({ "delays": plan.delays }));
+        rec.set_data(&super::LoadedPlanData {
+            delays: plan.delays.clone(),
+        });
         rec.placement = Some(
             json!({ "resolved": { "requestor": plan.requestor, "injectors": plan.injectors, "memory": plan.mem } }),
         );
@@ -270,7 +272,7 @@ pub fn run(
             }
             rec.add_samples("chase_bandwidth", "GB/s", &p.chase_gbps);
             rec.placement = Some(json!({ "verified": { "threads": p.pins, "memory": landed } }));
-            rec.data = Some(json!({ "samples": p }));
+            rec.set_data(&super::LoadedData { samples: p.clone() });
             rec.warnings = warnings.clone();
             rec
         })

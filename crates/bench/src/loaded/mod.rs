@@ -4,7 +4,9 @@
 //! chase finishing stops the injectors, so each pass's traffic overlaps the chase.
 
 mod experiment;
+mod present;
 pub use experiment::{render, run, Options};
+pub use present::{LoadedData, LoadedPlanData, LoadedPresenter};
 
 /// The experiment's plan.
 pub type Plan = LoadedPlan;
@@ -15,7 +17,7 @@ use numalab_probe::{Chase, Crew, Layout, LineState, Member, Pass, Timer};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::{Error, Host, MemPlacement, Result, ThreadPlacement};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// MLC-like delays (spin iterations after each injected line), largest first.
 pub const DEFAULT_DELAYS: [u64; 11] = [20000, 10000, 5000, 2500, 1000, 500, 250, 100, 50, 20, 0];
@@ -44,7 +46,7 @@ pub struct LoadedPlan {
 }
 
 /// One point of the curve.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Point {
     /// Injector delay; None for the unloaded point (no injectors).
     pub delay: Option<u64>,

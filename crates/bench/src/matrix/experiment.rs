@@ -110,9 +110,9 @@ impl Plan {
 
     fn kind(&self) -> &'static str {
         if self.bw {
-            "matrix-bandwidth"
+            super::KIND_BANDWIDTH
         } else {
-            "matrix-latency"
+            super::KIND_LATENCY
         }
     }
 

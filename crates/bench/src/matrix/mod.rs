@@ -2,7 +2,9 @@
 //! which CPUs initiate from each domain and how far each node is from them.
 
 mod experiment;
+mod present;
 pub use experiment::{render, run, Options, Plan};
+pub use present::{MatrixPresenter, KIND_BANDWIDTH, KIND_LATENCY};
 
 use numalab_topo::{Error, Level, Machine, Result, ThreadPlacement};
 use serde::Serialize;

@@ -4,11 +4,9 @@
 use super::mpi::{start, JobArgs};
 use crate::common::{bad, check_measurable, CliError, CommonArgs};
 use clap::{Args, Subcommand};
-use numalab_dsm::experiment::{measure, rank_stats, Options, Plan};
+use numalab_dsm::experiment::{measure, Options, Plan};
 use numalab_mpi::world::fail;
 use numalab_mpi::Threading;
-use numalab_results::output::table;
-use numalab_results::Record;
 
 /// Arguments of `numalab dsm`.
 #[derive(Args, Debug)]
@@ -75,64 +73,8 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
     let recs = measure(&world, &host, &plan)
         .unwrap_or_else(|e| fail(Some(&world), &numalab_mpi::Error::System(e)));
     if let Some(recs) = recs {
-        a.common.emit(&recs, || text(&recs))?;
+        a.common
+            .emit(&recs, || numalab_suites::cvm::run_text(&recs))?;
     }
     Ok(())
-}
-
-fn ms(ns: u64) -> String {
-    format!("{:.2}", ns as f64 / 1e6)
-}
-
-fn text(recs: &[Record]) -> String {
-    let st = rank_stats(recs);
-    let rows: Vec<Vec<String>> = st
-        .iter()
-        .enumerate()
-        .map(|(r, s)| {
-            vec![
-                r.to_string(),
-                ms(s.total_ns),
-                ms(s.app_ns()),
-                ms(s.barrier_ns),
-                ms(s.fault_ns),
-                ms(s.lock_ns),
-                ms(s.io_ns),
-                ms(s.segv_ns),
-                s.remote_faults.to_string(),
-                s.remote_locks.to_string(),
-                s.diffs_created.to_string(),
-                s.diffs_used.to_string(),
-                (s.bytes / 1024).to_string(),
-            ]
-        })
-        .collect();
-    let mut out = table(
-        &[
-            "rank",
-            "time ms",
-            "app",
-            "barrier",
-            "fault",
-            "lock",
-            "io",
-            "segv",
-            "rem faults",
-            "rem locks",
-            "diffs made",
-            "diffs used",
-            "KB sent",
-        ],
-        &rows,
-    );
-    if let Some(d) = recs.first().and_then(|r| r.data.as_ref()) {
-        out.push_str(&format!(
-            "\n{}: result matches the sequential run (max relative difference {}); sequential {:.2} ms, speedup {:.2}\n",
-            recs[0].name,
-            d["check"]["max_rel_diff"],
-            d["sequential_ns"].as_f64().unwrap_or(f64::NAN) / 1e6,
-            d["speedup_vs_sequential"].as_f64().unwrap_or(f64::NAN),
-        ));
-    }
-    out
 }

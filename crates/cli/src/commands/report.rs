@@ -3,7 +3,8 @@
 use crate::common::{bad, CliError};
 use clap::Args;
 use numalab_results::output::{check_creatable, table, write_atomic};
-use numalab_results::{compare, report, Record};
+use numalab_results::{compare, Record};
+use numalab_suites::registry;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `numalab report`.
@@ -84,7 +85,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
             .map(|r| r.provenance.hostname.as_str())
             .unwrap_or("no records")
     );
-    let html = report::render(&records, &title);
+    let html = registry::render(&records, &title);
     write_atomic(&a.output, html.as_bytes())?;
     eprintln!(
         "numalab: wrote {} ({} records)",

@@ -7,7 +7,8 @@ use crate::common::{bad, size_opt, CliError};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use numalab_results::output::{table, write_atomic};
-use numalab_results::{report, write_records, Provenance, Record};
+use numalab_results::{write_records, Provenance, Record};
+use numalab_suites::registry;
 use numalab_suites::survey::{self, model_record, step_record as survey_record, Step};
 use numalab_topo::{Host, TopologySource};
 use std::path::PathBuf;
@@ -156,7 +157,7 @@ fn write_all(dir: &std::path::Path, records: &[Record]) -> Result<(), CliError> 
     );
     write_atomic(
         &dir.join("report.html"),
-        report::render(records, &title).as_bytes(),
+        registry::render(records, &title).as_bytes(),
     )?;
     Ok(())
 }
@@ -296,7 +297,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     );
     print!("{}", table(&["step", "result", "seconds"], &summary));
     println!();
-    print!("{}", super::survey_view::headline(&records));
+    print!("{}", registry::headline(&records));
     println!(
         "\nwrote {}/results.json, results.csv and report.html",
         a.dir.display()

@@ -290,7 +290,10 @@ fn result_records(
         r.add_samples("time", "ns", &m.time_ns);
         r.placement =
             Some(json!({ "verified": { "threads": m.pins, "pages_per_node": m.pages_per_node } }));
-        r.data = Some(json!({ "thread_mean_ns": m.thread_mean_ns, "data_checked": true }));
+        r.set_data(&super::CollectiveData {
+            thread_mean_ns: m.thread_mean_ns.clone(),
+            data_checked: true,
+        });
         r.warnings = warnings.to_vec();
         out.push(r);
     }
@@ -304,7 +307,7 @@ fn result_records(
                 json!({ "collective": kind.name(), "unit": "µs", "lines": "lines per thread's block" }),
             );
             match f {
-                Ok(f) => rec.data = Some(serde_json::to_value(f).unwrap_or_default()),
+                Ok(f) => rec.set_data(f),
                 Err(e) => rec.unavailable.push(Unavailable {
                     feature: "cost model".into(),
                     reason: e.clone(),

@@ -7,6 +7,8 @@
 //! one block for reductions.
 
 mod experiment;
+mod present;
+pub use present::{CollectiveData, CollectivesPresenter};
 pub mod run;
 mod view;
 pub use experiment::{head, plan_record, records, run as run_suite, Options};

@@ -6,6 +6,8 @@
 //! `earth_hide` measure.
 
 mod experiment;
+mod present;
+pub use present::{BestG, EarthData, EarthPresenter};
 pub mod hide;
 pub mod ops;
 mod view;

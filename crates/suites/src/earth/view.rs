@@ -125,7 +125,7 @@ pub(super) fn mask_records(
                 q,
             );
             r.add_samples("time", "ns", v);
-            r.data = Some(json!({ "data_checked": true }));
+            r.set_data(&super::EarthData::Checked { data_checked: true });
             r.placement = placement.clone();
             out.push(r);
         }
@@ -174,13 +174,14 @@ pub(super) fn mlp_records(
         let q = params(bytes, pages);
         let mut r = Record::new("suite-earth", "mlp: summary", prov.clone(), q);
         // Derived from the medians above, not new samples: data, not stats.
-        r.data = Some(json!({
-            "best_interleaved": {"g": m.best_interleaved.0, "ns_per_access": m.best_interleaved.1},
-            "best_coroutines": {"g": m.best_coroutines.0, "ns_per_access": m.best_coroutines.1},
-            "coroutine_over_interleaved_throughput": m.ratio,
-            "interleaved_saturates_at_g": m.saturates_at,
-            "accesses_in_flight": m.in_flight,
-        }));
+        let best = |(g, ns_per_access): (usize, f64)| super::BestG { g, ns_per_access };
+        r.set_data(&super::EarthData::MlpSummary {
+            best_interleaved: best(m.best_interleaved),
+            best_coroutines: best(m.best_coroutines),
+            coroutine_over_interleaved_throughput: m.ratio,
+            interleaved_saturates_at_g: m.saturates_at,
+            accesses_in_flight: m.in_flight,
+        });
         out.push(r);
     }
     let (g, floor) = &curve.floor;

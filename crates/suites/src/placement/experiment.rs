@@ -228,10 +228,18 @@ fn point_records(
                 "domains": plan.domains,
                 "verified": { "threads": p.pins, "memory": p.home },
             }));
-            r.data = Some(json!({
-                "per_reader": p.per_reader.iter().map(|(c, d, ns)| json!({"cpu": c, "domain": d, "median_ns": ns})).collect::<Vec<_>>(),
-                "data_checked": true,
-            }));
+            r.set_data(&super::PointData {
+                per_reader: p
+                    .per_reader
+                    .iter()
+                    .map(|(cpu, domain, median_ns)| super::ReaderMedian {
+                        cpu: *cpu,
+                        domain: domain.clone(),
+                        median_ns: *median_ns,
+                    })
+                    .collect(),
+                data_checked: true,
+            });
             r.warnings = warnings.to_vec();
             r
         })

@@ -3,6 +3,8 @@
 //! and Suites I–IV are curves; a curve's point k uses its first k readers.
 
 mod experiment;
+mod present;
+pub use present::{PlacementPresenter, PointData, ReaderMedian};
 pub mod run;
 mod view;
 pub use experiment::{head, plan_records, records as point_records, run as run_suite, Options};

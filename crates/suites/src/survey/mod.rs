@@ -4,7 +4,9 @@
 mod cap;
 mod experiment;
 pub mod plan;
+mod present;
 mod records;
+pub use present::SurveyPresenter;
 
 pub use cap::cap_sizes;
 pub use experiment::{argv, Experiment};

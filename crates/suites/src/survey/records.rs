@@ -47,7 +47,11 @@ pub fn model_record(prov: &Provenance, records: &[Record]) -> Record {
         json!({ "source": "the survey's latency matrix", "stat": "median" }),
     );
     match model::fit(&points) {
-        Ok(f) => r.data = Some(json!({ "fit": f, "points": points })),
+        Ok(fit) => r.set_data(&model::ModelData {
+            fit,
+            points,
+            prediction_ns: None,
+        }),
         Err(e) => r.unavailable.push(Unavailable {
             feature: "latency model".into(),
             reason: e,

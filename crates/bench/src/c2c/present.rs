@@ -1,0 +1,75 @@
+//! How core-to-core records are shown: the heatmaps, and the median CAS RTT/2 headline.
+
+use numalab_results::plot;
+use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::report::{figure, grid_table, med};
+use numalab_results::stats::median;
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+
+/// `data` of a `c2c-matrix` record: CPU × CPU medians (null: not measured).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cMatrixData {
+    /// The CPUs, in row and column order.
+    pub cpus: Vec<u32>,
+    /// Median CAS round trip / 2, ns.
+    pub cas_rtt_half_ns: Vec<Vec<Option<f64>>>,
+    /// Median read of lines Modified in the other CPU, ns.
+    pub modified_read_ns: Vec<Vec<Option<f64>>>,
+    /// Pairs that are SMT siblings of one core.
+    pub smt_sibling_pairs: Vec<[u32; 2]>,
+    /// Which statistic the cells hold.
+    pub statistic: String,
+}
+
+/// `data` of a `c2c-plan` record: pairs in rounds that run at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cPlanData {
+    /// Each round's pairs share no core, L3 or package.
+    pub rounds: Vec<Vec<super::Pair>>,
+}
+
+/// Core to core: pair records, the matrix record and the dry-run plan.
+pub struct C2cPresenter;
+
+impl Presenter for C2cPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["c2c-matrix", "c2c", "c2c-plan"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("c2c", "Core to core"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let d: C2cMatrixData = of(records, "c2c-matrix").last()?.data_as().ok()?;
+        let cpus: Vec<String> = d.cpus.iter().map(|c| c.to_string()).collect();
+        let mut out = String::new();
+        for (m, title) in [
+            (&d.cas_rtt_half_ns, "CAS round trip / 2 (ns)"),
+            (
+                &d.modified_read_ns,
+                "read of a line Modified in the other CPU (ns)",
+            ),
+        ] {
+            if m.iter().flatten().all(|v| v.is_none()) {
+                continue;
+            }
+            let chart = plot::heatmap(title, &cpus, &cpus, m);
+            out.push_str(&format!("<h3>{title}</h3>"));
+            out.push_str(&figure(chart, grid_table(&cpus, &cpus, m)));
+        }
+        (!out.is_empty()).then_some(out)
+    }
+    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
+        let cas: Vec<f64> = of(records, "c2c")
+            .filter_map(|r| med(r, "cas_rtt_half"))
+            .collect();
+        headline_row(
+            format!("CAS RTT/2, median of {} pair(s)", cas.len()),
+            median(&cas),
+            "ns",
+            1,
+        )
+        .into_iter()
+        .collect()
+    }
+}

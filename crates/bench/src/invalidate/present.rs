@@ -1,0 +1,118 @@
+//! How invalidation records are shown: latency and bandwidth against sharers.
+
+use super::Step;
+use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+
+/// `data` of an `invalidate` record: the step's samples and pinning proof.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InvalidateData {
+    /// Every pass of this sharer count.
+    pub samples: Step,
+}
+
+/// The invalidation sweep (and its dry-run plan).
+pub struct InvalidatePresenter;
+
+fn chart(title: &str, y: &str, series: Vec<Series>) -> Option<String> {
+    plot::line_chart(&LineChart {
+        title: title.into(),
+        x_label: "sharers".into(),
+        y_label: y.into(),
+        log_x: false,
+        x_bytes: false,
+        series,
+        markers: Vec::new(),
+    })
+}
+
+impl Presenter for InvalidatePresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["invalidate", "invalidate-plan"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("invalidate", "Invalidation sweep"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let recs: Vec<&Record> = of(records, "invalidate").collect();
+        if recs.is_empty() {
+            return None;
+        }
+        let x = |r: &Record| r.parameters["sharers"].as_f64().unwrap_or(0.0);
+        let series = |metrics: &[(&str, &str)]| -> Vec<Series> {
+            metrics
+                .iter()
+                .map(|(m, name)| Series {
+                    name: (*name).into(),
+                    points: recs
+                        .iter()
+                        .filter_map(|r| Some((x(r), med(r, m)?)))
+                        .collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect()
+        };
+        let lat = chart(
+            "invalidation latency",
+            "ns per load",
+            series(&[
+                ("rdex_latency", "RDEX"),
+                ("upgrade_latency", "UPGRD"),
+                ("uown_rdex_latency", "UOWN"),
+            ]),
+        );
+        let bw = chart(
+            "invalidation bandwidth",
+            "GB/s",
+            series(&[
+                ("rdex_bandwidth", "RDEX"),
+                ("upgrade_bandwidth", "UPGRD"),
+                ("zero_bandwidth", "zero"),
+            ]),
+        );
+        let rows: Vec<Vec<String>> = recs
+            .iter()
+            .map(|r| {
+                let p = &r.parameters;
+                vec![
+                    p["sharers"].to_string(),
+                    p["newest_node"].to_string(),
+                    p["hops"].to_string(),
+                    num(med(r, "rdex_latency"), 1),
+                    num(med(r, "upgrade_latency"), 1),
+                    num(med(r, "uown_rdex_latency"), 1),
+                    num(med(r, "rdex_bandwidth"), 2),
+                    num(med(r, "upgrade_bandwidth"), 2),
+                    num(med(r, "zero_bandwidth"), 2),
+                ]
+            })
+            .collect();
+        let table = html_table(
+            &[
+                "#sh",
+                "node",
+                "hops",
+                "RDEX ns",
+                "UPGRD ns",
+                "UOWN ns",
+                "RDEX GB/s",
+                "UPGRD GB/s",
+                "zero GB/s",
+            ],
+            &rows,
+        );
+        Some(figure(lat, String::new()) + &figure(bw, table))
+    }
+    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
+        of(records, "invalidate")
+            .next()
+            .and_then(|r| {
+                headline_row("RDEX with 1 sharer".into(), med(r, "rdex_latency"), "ns", 1)
+            })
+            .into_iter()
+            .collect()
+    }
+}

@@ -1,0 +1,210 @@
+//! How latency records are shown: the sweep's curve and plateaus, and the latency of
+//! prepared coherence states (report sections and survey headlines).
+
+use crate::sweep::Plateau;
+use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::report::{bytes, figure, html_table, med, num};
+use numalab_results::Record;
+use numalab_topo::CacheInfo;
+use serde::{Deserialize, Serialize};
+
+/// One size of a sweep: the fastest and the median pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Buffer size.
+    pub size_bytes: u64,
+    /// Fastest pass, ns per load.
+    pub min_ns: f64,
+    /// Median pass, ns per load.
+    pub median_ns: f64,
+}
+
+/// `data` of a `latency-sweep` record: the curve, its plateaus and the caches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepData {
+    /// The curve, smallest size first.
+    pub points: Vec<SweepPoint>,
+    /// Runs of sizes with the same latency, matched to cache levels.
+    pub plateaus: Vec<Plateau>,
+    /// The data caches the topology reports.
+    pub topology_caches: Vec<CacheInfo>,
+}
+
+/// `data` of a `latency` record: every pass, and the restart search when run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyData {
+    /// ns per load of every timed pass.
+    pub samples_ns: Vec<f64>,
+    /// The restart search's outcome (only with `--restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<crate::restart::RestartOutcome>,
+}
+
+/// The memory-hierarchy sweep.
+pub struct SweepPresenter;
+
+impl Presenter for SweepPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["latency-sweep"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("hierarchy", "Latency versus size"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let mut out = String::new();
+        for r in of(records, "latency-sweep") {
+            let d: SweepData = r.data_as().ok()?;
+            out.push_str(&sweep_figure(r, &d));
+        }
+        (!out.is_empty()).then_some(out)
+    }
+    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
+        let Some(d) = of(records, "latency-sweep").find_map(|r| r.data_as::<SweepData>().ok())
+        else {
+            return Vec::new();
+        };
+        let mut rows: Vec<_> = d
+            .plateaus
+            .iter()
+            .filter_map(|p| {
+                headline_row(
+                    format!("{} latency (plateau)", p.level),
+                    Some(p.median_ns),
+                    "ns",
+                    2,
+                )
+            })
+            .collect();
+        if let Some(last) = d.points.last() {
+            rows.extend(headline_row(
+                format!(
+                    "latency at {} (largest sweep size)",
+                    numalab_topo::fmt_bytes(last.size_bytes)
+                ),
+                Some(last.median_ns),
+                "ns",
+                1,
+            ));
+        }
+        rows
+    }
+}
+
+fn sweep_figure(r: &Record, d: &SweepData) -> String {
+    let points: Vec<(f64, f64)> = d
+        .points
+        .iter()
+        .map(|p| (p.size_bytes as f64, p.median_ns))
+        .collect();
+    let markers = d
+        .topology_caches
+        .iter()
+        .map(|c| (c.bytes as f64, format!("L{}", c.level)))
+        .collect();
+    let chart = plot::line_chart(&LineChart {
+        title: r.name.clone(),
+        x_label: "buffer size".into(),
+        y_label: "ns per load (median)".into(),
+        log_x: true,
+        x_bytes: true,
+        series: vec![Series {
+            name: format!(
+                "{} {}",
+                r.parameters["kernel"].as_str().unwrap_or(""),
+                r.parameters["state"].as_str().unwrap_or("")
+            ),
+            points: points.clone(),
+        }],
+        markers,
+    });
+    let plateaus: Vec<Vec<String>> = d
+        .plateaus
+        .iter()
+        .map(|p| {
+            vec![
+                p.level.clone(),
+                format!("{} – {}", bytes(p.from_bytes), bytes(p.to_bytes)),
+                num(Some(p.median_ns), 2),
+                p.topology_bytes.map(bytes).unwrap_or("-".into()),
+            ]
+        })
+        .collect();
+    let pts: Vec<Vec<String>> = points
+        .iter()
+        .map(|(s, l)| vec![bytes(*s as u64), format!("{l:.2}")])
+        .collect();
+    let tables = html_table(
+        &["plateau", "sizes", "median ns", "topology says"],
+        &plateaus,
+    ) + &html_table(&["size", "median ns"], &pts);
+    figure(chart, tables)
+}
+
+/// Latency per prepared coherence state (and the dry-run plan records).
+pub struct StatesPresenter;
+
+fn is_state(r: &Record) -> bool {
+    r.parameters["state"].as_str().is_some_and(|s| s != "warm")
+}
+
+impl Presenter for StatesPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["latency", "latency-plan"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("states", "Latency per coherence state"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let rows: Vec<(String, f64, &Record)> = of(records, "latency")
+            .filter(|r| is_state(r))
+            .filter_map(|r| {
+                let label = format!(
+                    "{} {}",
+                    r.parameters["state"].as_str()?,
+                    r.parameters["kernel"].as_str()?
+                );
+                Some((label, med(r, "latency")?, r))
+            })
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        let bars: Vec<(String, f64)> = rows.iter().map(|(l, v, _)| (l.clone(), *v)).collect();
+        let chart = plot::bar_chart("latency per line state (median, ns)", "ns per load", &bars);
+        let table: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(l, v, r)| {
+                vec![
+                    l.clone(),
+                    format!("{v:.1}"),
+                    num(med(r, "own_cache_reference"), 1),
+                    bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
+                    r.parameters["helper_cpus"].to_string(),
+                ]
+            })
+            .collect();
+        Some(figure(
+            chart,
+            html_table(
+                &[
+                    "state request",
+                    "median ns",
+                    "own-cache ns",
+                    "size",
+                    "helpers",
+                ],
+                &table,
+            ),
+        ))
+    }
+    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
+        of(records, "latency")
+            .filter(|r| is_state(r))
+            .filter_map(|r| {
+                let st = r.parameters["state"].as_str().unwrap_or("warm");
+                headline_row(format!("latency, lines {st}"), med(r, "latency"), "ns", 1)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,88 @@
+//! How loaded-latency records are shown: chase latency against injected traffic.
+
+use super::Point;
+use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+
+/// `data` of a `loaded-latency` record: the point's samples and pinning proof.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadedData {
+    /// Every pass at this injector delay.
+    pub samples: Point,
+}
+
+/// `data` of a `loaded-latency-plan` record: the injector delays to be run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadedPlanData {
+    /// Injector delays, in the order they run.
+    pub delays: Vec<u64>,
+}
+
+/// Loaded latency (and its dry-run plan).
+pub struct LoadedPresenter;
+
+impl Presenter for LoadedPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["loaded-latency", "loaded-latency-plan"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("loaded", "Loaded latency"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let recs: Vec<&Record> = of(records, "loaded-latency").collect();
+        let first = recs.first()?;
+        let pts: Vec<(f64, f64)> = recs
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    med(r, "injected_bandwidth").unwrap_or(0.0),
+                    med(r, "latency")?,
+                ))
+            })
+            .collect();
+        let chart = plot::line_chart(&LineChart {
+            title: "loaded latency".into(),
+            x_label: "injected traffic, GB/s".into(),
+            y_label: "chase ns per load".into(),
+            log_x: false,
+            x_bytes: false,
+            series: vec![Series {
+                name: first.parameters["traffic"].as_str().unwrap_or("").into(),
+                points: pts,
+            }],
+            markers: Vec::new(),
+        });
+        let rows: Vec<Vec<String>> = recs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    num(med(r, "injected_bandwidth"), 2),
+                    num(med(r, "latency"), 1),
+                ]
+            })
+            .collect();
+        Some(figure(
+            chart,
+            html_table(&["point", "injected GB/s", "latency ns"], &rows),
+        ))
+    }
+    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
+        of(records, "loaded-latency")
+            .filter_map(|r| Some((med(r, "injected_bandwidth")?, med(r, "latency")?)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .and_then(|top| {
+                headline_row(
+                    format!("latency under {:.1} GB/s of injected traffic", top.0),
+                    Some(top.1),
+                    "ns",
+                    1,
+                )
+            })
+            .into_iter()
+            .collect()
+    }
+}

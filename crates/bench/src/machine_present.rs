@@ -1,0 +1,68 @@
+//! How the machine's own records are shown: the topology (`topo`, its data is the
+//! [`numalab_topo::Machine`] itself) and resolved placements (`plan`, no section).
+
+use numalab_results::present::{of, Presenter};
+use numalab_results::report::{bytes, html_table};
+use numalab_results::Record;
+use numalab_topo::Machine;
+
+/// The machine summary from the topo record (or any record's provenance).
+pub struct MachinePresenter;
+
+impl Presenter for MachinePresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["topo"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("machine", "Machine"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let prov = records.first().map(|r| &r.provenance)?;
+        let mut rows = vec![
+            vec!["CPU".into(), prov.cpu_model.clone().unwrap_or("-".into())],
+            vec!["topology".into(), prov.topology.clone()],
+            vec!["host".into(), prov.hostname.clone()],
+        ];
+        let topo = of(records, "topo").find_map(|t| t.data_as::<Machine>().ok());
+        let Some(m) = topo else {
+            return Some(html_table(&["", ""], &rows));
+        };
+        let caches: Vec<String> = m
+            .caches
+            .iter()
+            .map(|c| {
+                format!(
+                    "L{} {} (shared by {} CPUs)",
+                    c.level,
+                    bytes(c.bytes),
+                    c.shared_by
+                )
+            })
+            .collect();
+        rows.push(vec!["data caches".into(), caches.join(", ")]);
+        let nodes: Vec<Vec<String>> = m
+            .nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    n.os.to_string(),
+                    bytes(n.total_bytes),
+                    n.local_cpus.len().to_string(),
+                    if n.cpu_less { "CPU-less" } else { "" }.into(),
+                ]
+            })
+            .collect();
+        Some(
+            html_table(&["", ""], &rows) + &html_table(&["node", "memory", "CPUs", "kind"], &nodes),
+        )
+    }
+}
+
+/// Resolved placements (`numalab plan`): shown by their command, no report section.
+pub struct PlanPresenter;
+
+impl Presenter for PlanPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["plan"]
+    }
+}

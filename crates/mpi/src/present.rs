@@ -1,0 +1,199 @@
+//! How the MPI records are shown: point-to-point latency and bandwidth against size
+//! (log axes), the rank × rank matrix and its cells grouped by relation, and where
+//! each rank ran.
+
+use crate::matrix::Group;
+use crate::place::RankPlacement;
+use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::present::{of, Presenter};
+use numalab_results::report::{figure, grid_table, html_table, num};
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Record kind of a point-to-point latency measurement.
+pub const KIND_LATENCY: &str = "mpi-latency";
+/// Record kind of a point-to-point bandwidth measurement.
+pub const KIND_BANDWIDTH: &str = "mpi-bandwidth";
+
+/// `data` of an `mpi-matrix` record: rank × rank medians and their groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixData {
+    /// Median one-way latency of each pair, ns (null on the diagonal).
+    pub latency_ns: Vec<Vec<Option<f64>>>,
+    /// How each pair of ranks relates ("smt-sibling", "same-l3", …).
+    pub relations: Vec<Vec<String>>,
+    /// The cells grouped by relation, nearest first.
+    pub groups: Vec<Group>,
+    /// Which statistic the cells hold.
+    pub statistic: String,
+}
+
+/// The MPI layer's records (`mpi-rank` data is the rank's [`RankPlacement`]).
+pub struct MpiPresenter;
+
+impl Presenter for MpiPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &[
+            KIND_LATENCY,
+            KIND_BANDWIDTH,
+            "mpi-matrix",
+            "mpi-matrix-pair",
+            "mpi-rank",
+        ]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("mpi", "MPI point to point"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let mut out = String::new();
+        for (kind, metric, unit) in [
+            (KIND_LATENCY, "latency", "ns"),
+            (KIND_BANDWIDTH, "bandwidth", "GB/s"),
+        ] {
+            out.push_str(&sweep(records, kind, metric, unit).unwrap_or_default());
+        }
+        out.push_str(&matrix(records).unwrap_or_default());
+        out.push_str(&ranks(records).unwrap_or_default());
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+fn median(r: &Record, metric: &str) -> Option<f64> {
+    numalab_results::report::med(r, metric)
+}
+
+/// One chart per kind: a line per operation and rank pair, size against the median.
+fn sweep(records: &[Record], kind: &str, metric: &str, unit: &str) -> Option<String> {
+    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for r in of(records, kind) {
+        let p = &r.parameters;
+        let (Some(size), Some(v)) = (p["size"].as_f64(), median(r, metric)) else {
+            continue;
+        };
+        let line = format!(
+            "{} rank {}→{} ({})",
+            p["op"].as_str().unwrap_or("?"),
+            p["from_rank"],
+            p["to_rank"],
+            p["relation"].as_str().unwrap_or("?")
+        );
+        lines.entry(line.clone()).or_default().push((size, v));
+        let p95 = r
+            .stats
+            .iter()
+            .find(|s| s.metric == metric)
+            .map(|s| s.summary.p95);
+        rows.push(vec![
+            line,
+            numalab_results::report::bytes(size as u64),
+            num(Some(v), 3),
+            num(p95, 3),
+        ]);
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .map(|(name, mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series { name, points }
+        })
+        .collect();
+    let chart = plot::loglog_chart(&LineChart {
+        title: format!("MPI {metric} against message size (median)"),
+        x_label: "message size".into(),
+        y_label: unit.into(),
+        log_x: true,
+        x_bytes: true,
+        series,
+        markers: Vec::new(),
+    });
+    let head = [
+        "operation and ranks".to_string(),
+        "size".into(),
+        format!("median {unit}"),
+        format!("p95 {unit}"),
+    ];
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    Some(format!("<h3>{metric}</h3>") + &figure(chart, html_table(&head, &rows)))
+}
+
+/// The rank × rank heatmap, and its cells grouped by relation.
+fn matrix(records: &[Record]) -> Option<String> {
+    let r = of(records, "mpi-matrix").last()?;
+    let d: MatrixData = r.data_as().ok()?;
+    let labels: Vec<String> = (0..d.latency_ns.len())
+        .map(|k| format!("rank {k}"))
+        .collect();
+    let title = format!(
+        "one-way latency of {} B ping-pong (ns)",
+        r.parameters["size"]
+    );
+    let groups: Vec<Vec<String>> = d
+        .groups
+        .iter()
+        .map(|g| {
+            vec![
+                g.relation.clone(),
+                g.pairs.to_string(),
+                num(Some(g.min_ns), 1),
+                num(Some(g.median_ns), 1),
+                num(Some(g.max_ns), 1),
+            ]
+        })
+        .collect();
+    let by_relation = plot::bar_chart(
+        "median latency by relation (ns)",
+        "ns",
+        &d.groups
+            .iter()
+            .map(|g| (g.relation.clone(), g.median_ns))
+            .collect::<Vec<_>>(),
+    );
+    Some(
+        format!("<h3>rank × rank matrix ({})</h3>", d.statistic)
+            + &figure(
+                plot::heatmap(&title, &labels, &labels, &d.latency_ns),
+                grid_table(&labels, &labels, &d.latency_ns),
+            )
+            + &figure(
+                by_relation,
+                html_table(
+                    &["relation", "pairs", "min ns", "median ns", "max ns"],
+                    &groups,
+                ),
+            ),
+    )
+}
+
+/// Where every rank ran, as each rank saw it.
+fn ranks(records: &[Record]) -> Option<String> {
+    let rows: Vec<Vec<String>> = of(records, "mpi-rank")
+        .filter_map(|r| r.data_as::<RankPlacement>().ok())
+        .map(|p| {
+            let o = |v: Option<u32>| v.map_or("-".into(), |x| x.to_string());
+            vec![
+                p.rank.to_string(),
+                p.host,
+                p.cpu.to_string(),
+                p.core.to_string(),
+                o(p.l3),
+                o(p.node),
+                o(p.package),
+                if p.verified { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        "<h3>ranks</h3>".to_string()
+            + &html_table(
+                &[
+                    "rank", "host", "cpu", "core", "l3", "node", "package", "verified",
+                ],
+                &rows,
+            )
+    })
+}

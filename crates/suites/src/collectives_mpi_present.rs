@@ -1,0 +1,160 @@
+//! How `suite collectives --mpi` records are shown, beside the shared-memory suite's
+//! section: the seed's algorithms and MPI's own collectives side by side, and the
+//! seed's cost models fitted to them.
+
+use numalab_results::linfit::LinearFit;
+use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::present::{of, Presenter};
+use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `data` of a `collective-mpi` record (`collective-mpi-model` data is a [`LinearFit`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveMpiData {
+    /// Each rank's mean time over the passes, ns.
+    pub rank_mean_ns: Vec<f64>,
+    /// Whether the moved words were checked (blocks of zero lines move none).
+    pub checked: bool,
+}
+
+/// The collectives suite over MPI.
+pub struct CollectivesMpiPresenter;
+
+impl Presenter for CollectivesMpiPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["collective-mpi", "collective-mpi-model"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some((
+            "collectives-mpi",
+            "Collective communication between MPI ranks",
+        ))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let runs: Vec<&Record> = of(records, "collective-mpi")
+            .filter(|r| med(r, "time").is_some())
+            .collect();
+        if runs.is_empty() {
+            return None;
+        }
+        let mut body = figure(chart(&runs), table(&runs));
+        body.push_str(&models(records));
+        Some(body)
+    }
+}
+
+fn p<'a>(r: &'a Record, k: &str) -> &'a serde_json::Value {
+    &r.parameters[k]
+}
+
+fn is_native(r: &Record) -> bool {
+    p(r, "implementation")
+        .as_str()
+        .unwrap_or("")
+        .starts_with("MPI_")
+}
+
+/// Time against ranks, one line per collective × implementation, smallest block.
+fn chart(runs: &[&Record]) -> Option<String> {
+    let smallest = runs.iter().filter_map(|r| p(r, "lines").as_u64()).min();
+    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| p(r, "lines").as_u64() == smallest) {
+        if let (Some(ranks), Some(t)) = (p(r, "ranks").as_f64(), med(r, "time")) {
+            let name = format!(
+                "{} {}",
+                p(r, "collective").as_str().unwrap_or("?"),
+                p(r, "implementation").as_str().unwrap_or("?")
+            );
+            lines.entry(name).or_default().push((ranks, t / 1000.0));
+        }
+    }
+    plot::line_chart(&LineChart {
+        title: "collectives between ranks (smallest block)".into(),
+        x_label: "ranks P".into(),
+        y_label: "µs (median, slowest rank per pass)".into(),
+        log_x: false,
+        x_bytes: false,
+        series: lines
+            .into_iter()
+            .map(|(name, points)| Series { name, points })
+            .collect(),
+        markers: Vec::new(),
+    })
+}
+
+/// The seed's algorithm beside MPI's own, per P and block size.
+fn table(runs: &[&Record]) -> String {
+    let native = |r: &Record| {
+        let fam = p(r, "collective").as_str().unwrap_or("?");
+        runs.iter().copied().find(|n| {
+            is_native(n)
+                && p(n, "ranks") == p(r, "ranks")
+                && p(n, "lines") == p(r, "lines")
+                && fam.starts_with(p(n, "collective").as_str().unwrap_or("?"))
+        })
+    };
+    let us = |r: &Record| med(r, "time").map(|v| v / 1000.0);
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter(|r| !is_native(r))
+        .map(|r| {
+            let n = native(r);
+            let (s, m) = (us(r), n.and_then(us));
+            vec![
+                p(r, "ranks").to_string(),
+                p(r, "collective").as_str().unwrap_or("?").into(),
+                p(r, "block_bytes").to_string(),
+                num(s, 2),
+                n.map_or("-".into(), |n| {
+                    p(n, "implementation").as_str().unwrap_or("?").into()
+                }),
+                num(m, 2),
+                num(s.zip(m).filter(|x| x.1 > 0.0).map(|(s, m)| s / m), 2),
+            ]
+        })
+        .collect();
+    html_table(
+        &[
+            "P",
+            "collective",
+            "block B",
+            "seed µs",
+            "MPI's own",
+            "MPI µs",
+            "seed/MPI",
+        ],
+        &rows,
+    )
+}
+
+/// The seed's cost models, or why one was not fitted.
+fn models(records: &[Record]) -> String {
+    let rows: Vec<Vec<String>> = of(records, "collective-mpi-model")
+        .map(|r| match r.data_as::<LinearFit>() {
+            Ok(f) => {
+                let coef: Vec<String> = f
+                    .coefficients
+                    .iter()
+                    .map(|c| format!("{}={}", c.name, num(c.value, 4)))
+                    .collect();
+                vec![r.name.clone(), f.formula, coef.join(" "), num(f.r2, 3)]
+            }
+            Err(_) => vec![
+                r.name.clone(),
+                "not fitted".into(),
+                r.unavailable
+                    .first()
+                    .map_or("", |u| u.reason.as_str())
+                    .into(),
+                "-".into(),
+            ],
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    "<h3>seed cost models (µs)</h3>".to_string()
+        + &html_table(&["collective", "model", "coefficients", "R²"], &rows)
+}

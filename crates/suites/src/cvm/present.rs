@@ -1,0 +1,182 @@
+//! How `suite cvm` and `dsm run` records are shown: the seed's figures as charts
+//! (time per protocol × T broken into its parts, speedup, thread-switch classes)
+//! beside the tables they are drawn from, and `dsm run`'s per-rank table.
+
+use super::tables::{self, Row, Table, PARTS, SWITCHES};
+use numalab_dsm::experiment::{rank_stats, RunData};
+use numalab_results::output::table;
+use numalab_results::plot;
+use numalab_results::present::Presenter;
+use numalab_results::report::{figure, html_table};
+use numalab_results::Record;
+
+pub use tables::text;
+
+/// The software DSM's records: one summary per run and one per rank.
+pub struct CvmPresenter;
+
+impl Presenter for CvmPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["dsm", "dsm-rank"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("cvm", "Multithreaded software DSM (CVM)"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        html(records)
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        let s = text(records);
+        (!s.is_empty()).then_some(s)
+    }
+}
+
+fn titled(t: &Table, chart: Option<String>) -> String {
+    format!("<h4>{}</h4>", numalab_results::report::esc(t.title))
+        + &figure(chart, html_table(t.header, &t.rows))
+}
+
+/// Figures 3/5/6: per app, one stacked bar per protocol × T.
+fn time_charts(here: &[&Row]) -> String {
+    let mut apps: Vec<&str> = here.iter().map(|r| r.app.as_str()).collect();
+    apps.dedup();
+    apps.sort_unstable();
+    apps.dedup();
+    let mut out = String::new();
+    for app in apps {
+        let bars: Vec<(String, Vec<f64>)> = here
+            .iter()
+            .filter(|r| r.app == app)
+            .filter_map(|r| {
+                let (_, parts) = tables::breakdown(r, here)?;
+                Some((format!("{} T={}", r.protocol, r.t), parts.to_vec()))
+            })
+            .collect();
+        if let Some(svg) = plot::stacked_bars(
+            &format!("{app}: time per rank over the T=1 run's"),
+            "share of the T=1 time",
+            &PARTS,
+            &bars,
+        ) {
+            out.push_str(&format!("<div class=\"chart\">{svg}</div>"));
+        }
+    }
+    out
+}
+
+/// Figure 2: speedup over the sequential program as bars.
+fn speedup_chart(here: &[&Row]) -> Option<String> {
+    let bars: Vec<(String, f64)> = here
+        .iter()
+        .filter(|r| r.t == 1)
+        .filter_map(|r| Some((format!("{} {}", r.app, r.protocol), r.seq? / r.time)))
+        .collect();
+    plot::bar_chart(
+        "speedup over the sequential program (T=1)",
+        "speedup",
+        &bars,
+    )
+}
+
+/// Figure 7: the share of each switch class, stacked to 100%.
+fn switch_chart(here: &[&Row]) -> Option<String> {
+    let bars: Vec<(String, Vec<f64>)> = here
+        .iter()
+        .filter(|r| r.t > 1)
+        .filter_map(|r| {
+            let (all, c) = tables::switches(&r.sum);
+            (all > 0).then(|| {
+                let label = format!("{} {} T={}", r.app, r.protocol, r.t);
+                (
+                    label,
+                    c.iter().map(|x| 100.0 * *x as f64 / all as f64).collect(),
+                )
+            })
+        })
+        .collect();
+    plot::stacked_bars(
+        "thread switches by class",
+        "% of switches",
+        &SWITCHES,
+        &bars,
+    )
+}
+
+/// The section: per net delay, the seed's figures and tables.
+fn html(records: &[Record]) -> Option<String> {
+    let rs = tables::rows(records);
+    let mut out = String::new();
+    for d in tables::delays(&rs) {
+        let (here, heading) = tables::at_delay(&rs, d);
+        out.push_str(&format!(
+            "<h3>{}</h3>",
+            numalab_results::report::esc(&heading)
+        ));
+        out.push_str(&titled(&tables::fig2(&here), speedup_chart(&here)));
+        out.push_str(&titled(&tables::fig356(&here), None));
+        out.push_str(&format!("<div class=\"fig\">{}</div>", time_charts(&here)));
+        out.push_str(&titled(&tables::table2(&here), None));
+        out.push_str(&titled(&tables::table3(&here), None));
+        out.push_str(&titled(&tables::fig7(&here), switch_chart(&here)));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e6)
+}
+
+/// `dsm run`'s table: every rank's time parts and DSM actions, then the check.
+pub fn run_text(recs: &[Record]) -> String {
+    let rows: Vec<Vec<String>> = rank_stats(recs)
+        .iter()
+        .enumerate()
+        .map(|(r, s)| {
+            vec![
+                r.to_string(),
+                ms(s.total_ns),
+                ms(s.app_ns()),
+                ms(s.barrier_ns),
+                ms(s.fault_ns),
+                ms(s.lock_ns),
+                ms(s.io_ns),
+                ms(s.segv_ns),
+                s.remote_faults.to_string(),
+                s.remote_locks.to_string(),
+                s.diffs_created.to_string(),
+                s.diffs_used.to_string(),
+                (s.bytes / 1024).to_string(),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &[
+            "rank",
+            "time ms",
+            "app",
+            "barrier",
+            "fault",
+            "lock",
+            "io",
+            "segv",
+            "rem faults",
+            "rem locks",
+            "diffs made",
+            "diffs used",
+            "KB sent",
+        ],
+        &rows,
+    );
+    if let Some(d) = recs.first().and_then(|r| r.data_as::<RunData>().ok()) {
+        let diff = d.check.map_or("null".to_string(), |c| {
+            serde_json::json!(c.max_rel_diff).to_string()
+        });
+        out.push_str(&format!(
+            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {:.2}\n",
+            recs[0].name,
+            d.sequential_ns.unwrap_or(f64::NAN) / 1e6,
+            d.speedup_vs_sequential.unwrap_or(f64::NAN),
+        ));
+    }
+    out
+}

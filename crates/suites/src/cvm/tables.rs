@@ -1,0 +1,272 @@
+//! The suite's tables in the seed's layout, built once from the `dsm` records and
+//! shown as text (`suite cvm`) or HTML (the report's section).
+
+use numalab_dsm::experiment::RunData;
+use numalab_dsm::Stats;
+use numalab_results::output::table;
+use numalab_results::Record;
+
+/// One run of the suite, from its `dsm` summary record.
+pub(super) struct Row {
+    pub app: String,
+    pub protocol: String,
+    pub t: usize,
+    pub delay: u64,
+    pub ranks: usize,
+    pub sum: Stats,
+    pub time: f64,
+    pub seq: Option<f64>,
+}
+
+/// The runs of the `dsm` records (records whose data does not match are left out).
+pub(super) fn rows(recs: &[Record]) -> Vec<Row> {
+    recs.iter()
+        .filter(|r| r.kind == "dsm")
+        .filter_map(|r| {
+            let p = &r.parameters;
+            let d: RunData = r.data_as().ok()?;
+            Some(Row {
+                app: p["app"].as_str()?.to_string(),
+                protocol: p["protocol"].as_str()?.to_string(),
+                t: p["threads"].as_u64()? as usize,
+                delay: p["net_delay_ns"].as_u64()?,
+                ranks: p["ranks"].as_u64()? as usize,
+                sum: d.sum,
+                time: d.time_ns,
+                seq: d.sequential_ns,
+            })
+        })
+        .collect()
+}
+
+/// The net delays the runs used, smallest first.
+pub(super) fn delays(rs: &[Row]) -> Vec<u64> {
+    let mut d: Vec<u64> = rs.iter().map(|r| r.delay).collect();
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
+/// A titled table.
+pub(super) struct Table {
+    pub title: &'static str,
+    pub header: &'static [&'static str],
+    pub rows: Vec<Vec<String>>,
+}
+
+fn pct(x: u64, of: u64) -> String {
+    if of == 0 {
+        "-".into()
+    } else {
+        format!("{:.0}", 100.0 * x as f64 / of as f64)
+    }
+}
+
+/// Figure 2: speedup of T = 1 runs over the sequential program.
+pub(super) fn fig2(here: &[&Row]) -> Table {
+    let rows = here
+        .iter()
+        .filter(|r| r.t == 1)
+        .map(|r| {
+            vec![
+                r.app.clone(),
+                r.protocol.clone(),
+                format!("{:.2}", r.time / 1e6),
+                r.seq.map_or("-".into(), |s| format!("{:.2}", s / 1e6)),
+                r.seq.map_or("-".into(), |s| format!("{:.2}", s / r.time)),
+            ]
+        })
+        .collect();
+    Table {
+        title: "Figure 2: speedup of T=1 runs over the sequential program",
+        header: &["app", "protocol", "time ms", "sequential ms", "speedup"],
+        rows,
+    }
+}
+
+/// The parts of a run's time, in the order of [`PARTS`].
+pub(super) const PARTS: [&str; 6] = ["app", "barrier", "fault", "lock", "IO", "segv"];
+
+/// A run's time over its T = 1 twin's, and its parts as per-rank means over the T = 1
+/// per-rank mean (None without a T = 1 run of the same app and protocol).
+pub(super) fn breakdown(r: &Row, here: &[&Row]) -> Option<(f64, [f64; 6])> {
+    let base = here
+        .iter()
+        .find(|b| b.app == r.app && b.protocol == r.protocol && b.t == 1)?;
+    let n = r.ranks.max(1) as f64;
+    let bt = base.sum.total_ns as f64 / n;
+    let f = |x: u64| x as f64 / n / bt;
+    let s = &r.sum;
+    Some((
+        r.time / base.time,
+        [
+            f(s.app_ns()),
+            f(s.barrier_ns),
+            f(s.fault_ns),
+            f(s.lock_ns),
+            f(s.io_ns),
+            f(s.segv_ns),
+        ],
+    ))
+}
+
+/// Figures 3, 5, 6: execution time normalised to T = 1, with the breakdown.
+pub(super) fn fig356(here: &[&Row]) -> Table {
+    let rows = here
+        .iter()
+        .filter_map(|r| {
+            let (time, parts) = breakdown(r, here)?;
+            let mut row = vec![r.app.clone(), r.protocol.clone(), r.t.to_string()];
+            row.push(format!("{time:.2}"));
+            row.extend(parts.iter().map(|p| format!("{p:.2}")));
+            Some(row)
+        })
+        .collect();
+    Table {
+        title: "Figures 3/5/6: execution time normalised to T=1, and its parts (per-rank means over the T=1 mean)",
+        header: &[
+            "app", "protocol", "T", "time", "app", "barrier", "fault", "lock", "IO", "segv",
+        ],
+        rows,
+    }
+}
+
+/// Table 2: LMW's DSM actions.
+pub(super) fn table2(here: &[&Row]) -> Table {
+    let rows = here
+        .iter()
+        .filter(|r| r.protocol == "lmw")
+        .map(|r| {
+            let s = &r.sum;
+            vec![
+                r.app.clone(),
+                r.t.to_string(),
+                (s.bytes / 1024).to_string(),
+                s.remote_faults.to_string(),
+                s.remote_locks.to_string(),
+                s.overlap_faults.to_string(),
+                s.overlap_locks.to_string(),
+                s.contention_page.to_string(),
+                s.contention_lock.to_string(),
+                s.diffs_created.to_string(),
+                s.diffs_used.to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        title: "Table 2: LMW DSM actions (all ranks)",
+        header: &[
+            "app",
+            "T",
+            "BW KB",
+            "rem faults",
+            "rem locks",
+            "overlap faults",
+            "overlap locks",
+            "cont page",
+            "cont lock",
+            "diff create",
+            "diff use",
+        ],
+        rows,
+    }
+}
+
+/// Table 3: LSW and SEQ behaviour.
+pub(super) fn table3(here: &[&Row]) -> Table {
+    let rows = here
+        .iter()
+        .filter(|r| r.protocol != "lmw")
+        .map(|r| {
+            let s = &r.sum;
+            vec![
+                r.app.clone(),
+                r.protocol.clone(),
+                r.t.to_string(),
+                (s.bytes / 1024).to_string(),
+                s.remote_faults.to_string(),
+                s.lock_msgs.to_string(),
+                s.contention_page.to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        title: "Table 3: LSW and SEQ behaviour (all ranks)",
+        header: &[
+            "app",
+            "protocol",
+            "T",
+            "BW KB",
+            "rem faults",
+            "lock msgs",
+            "page cont",
+        ],
+        rows,
+    }
+}
+
+/// The thread-switch classes of Figure 7, in the order of [`SWITCHES`].
+pub(super) const SWITCHES: [&str; 4] = ["useful", "tail", "no work", "all block"];
+
+/// A run's switches: all of them, and each class.
+pub(super) fn switches(s: &Stats) -> (u64, [u64; 4]) {
+    let c = [s.sw_useful, s.sw_tail, s.sw_no_work, s.sw_all_block];
+    (c.iter().sum(), c)
+}
+
+/// Figure 7: thread switches at remote requests and barrier arrivals.
+pub(super) fn fig7(here: &[&Row]) -> Table {
+    let rows = here
+        .iter()
+        .filter(|r| r.t > 1)
+        .map(|r| {
+            let (all, c) = switches(&r.sum);
+            let mut row = vec![r.app.clone(), r.protocol.clone(), r.t.to_string()];
+            row.push(all.to_string());
+            row.extend(c.iter().map(|x| pct(*x, all)));
+            row
+        })
+        .collect();
+    Table {
+        title: "Figure 7: thread switches (% of switches at remote requests and barrier arrivals)",
+        header: &[
+            "app",
+            "protocol",
+            "T",
+            "switches",
+            "useful %",
+            "tail %",
+            "no work %",
+            "all block %",
+        ],
+        rows,
+    }
+}
+
+/// The runs at one net delay, and the heading that names it.
+pub(super) fn at_delay(rs: &[Row], d: u64) -> (Vec<&Row>, String) {
+    let here: Vec<&Row> = rs.iter().filter(|r| r.delay == d).collect();
+    let ranks = here.first().map_or(0, |r| r.ranks);
+    (here, format!("net delay {d} ns, {ranks} ranks"))
+}
+
+/// The suite's text tables, in the seed's order, per net delay.
+pub fn text(recs: &[Record]) -> String {
+    let rs = rows(recs);
+    let mut out = String::new();
+    for d in delays(&rs) {
+        let (here, heading) = at_delay(&rs, d);
+        out.push_str(&format!("\n== {heading} ==\n"));
+        for t in [
+            fig2(&here),
+            fig356(&here),
+            table2(&here),
+            table3(&here),
+            fig7(&here),
+        ] {
+            out.push_str(&format!("\n{}\n", t.title));
+            out.push_str(&table(t.header, &t.rows));
+        }
+    }
+    out
+}

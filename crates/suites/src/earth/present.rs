@@ -1,0 +1,101 @@
+//! How the earth suite's records are shown: every operation's median and the MLP curve.
+
+use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::present::{of, Presenter};
+use numalab_results::report::{figure, html_table, num};
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The best G of one mode and its ns per access.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestG {
+    /// Independent chains.
+    pub g: usize,
+    /// ns per access at that G.
+    pub ns_per_access: f64,
+}
+
+/// `data` of a `suite-earth` record: the MLP summary (derived from the medians of
+/// the MLP points), or that a measured run's data was checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EarthData {
+    /// The "mlp: summary" record.
+    MlpSummary {
+        /// Interleaved chains at their best G.
+        best_interleaved: BestG,
+        /// Coroutines at their best G.
+        best_coroutines: BestG,
+        /// Coroutine throughput at its best over interleaved throughput at its best.
+        coroutine_over_interleaved_throughput: f64,
+        /// The smallest G within 10% of the interleaved best.
+        interleaved_saturates_at_g: usize,
+        /// Accesses in flight at the best G by Little's law.
+        accesses_in_flight: Option<f64>,
+    },
+    /// A measured run whose result was checked.
+    Checked {
+        /// Always true when recorded.
+        data_checked: bool,
+    },
+}
+
+/// The earth suite (and its dry-run plan).
+pub struct EarthPresenter;
+
+impl Presenter for EarthPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["suite-earth", "suite-earth-plan"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("earth", "Remote operations and latency hiding (EARTH)"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let recs: Vec<&Record> = of(records, "suite-earth").collect();
+        if recs.is_empty() {
+            return None;
+        }
+        let mut modes: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for r in &recs {
+            let p = &r.parameters;
+            if p["part"] != "mlp" || r.name.contains("chains in L1") {
+                continue;
+            }
+            if let (Some(g), Some(m), Some(v)) = (
+                p["g"].as_f64(),
+                p["mode"].as_str(),
+                numalab_results::report::med(r, "access_time"),
+            ) {
+                modes.entry(m.to_string()).or_default().push((g, v));
+            }
+        }
+        let chart = plot::line_chart(&LineChart {
+            title: "memory-level parallelism".into(),
+            x_label: "independent chains G".into(),
+            y_label: "ns per access".into(),
+            log_x: false,
+            x_bytes: false,
+            series: modes
+                .into_iter()
+                .map(|(name, points)| Series { name, points })
+                .collect(),
+            markers: Vec::new(),
+        });
+        let rows: Vec<Vec<String>> = recs
+            .iter()
+            .filter_map(|r| {
+                let metric = r.stats.first()?;
+                Some(vec![
+                    r.name.clone(),
+                    metric.metric.clone(),
+                    num(Some(metric.summary.median), 1),
+                ])
+            })
+            .collect();
+        Some(figure(
+            chart,
+            html_table(&["measurement", "metric", "ns (median)"], &rows),
+        ))
+    }
+}

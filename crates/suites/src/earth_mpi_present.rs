@@ -1,0 +1,191 @@
+//! How `suite earth --mpi` records are shown, beside the shared-memory suite's
+//! section: every measured operation (any part, including ones this file does not
+//! know by name) with each metric's median, the seed's Table 1, and the masking of
+//! loop 7's communication.
+
+use numalab_results::present::{of, Presenter};
+use numalab_results::report::{html_table, num};
+use numalab_results::Record;
+use serde::{Deserialize, Serialize};
+
+/// One T of the masking curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MaskPoint {
+    /// Iterations per coroutine.
+    pub t: usize,
+    /// Median time of the masked loop, ns.
+    pub median_ns: Option<f64>,
+    /// Share of the baseline's communication hidden, % (null when not finite).
+    pub masked_pct: Option<f64>,
+}
+
+/// The best T of the masking curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MaskBest {
+    /// Iterations per coroutine.
+    pub t: usize,
+    /// Share hidden, %.
+    pub masked_pct: f64,
+}
+
+/// `data` of a `suite-earth-mpi-mask` record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MaskData {
+    /// Every T measured.
+    pub points: Vec<MaskPoint>,
+    /// The T that hid the most.
+    pub best: Option<MaskBest>,
+}
+
+/// One row of the seed's Table 1 (`suite-earth-seed` data is a list of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedRow {
+    /// The operation.
+    pub op: String,
+    /// Sequential, local, ns.
+    pub sequential_local_ns: f64,
+    /// Sequential, remote, ns.
+    pub sequential_remote_ns: f64,
+    /// Pipelined, local, ns.
+    pub pipelined_local_ns: f64,
+    /// Pipelined, remote, ns.
+    pub pipelined_remote_ns: f64,
+}
+
+/// The earth suite over MPI.
+pub struct EarthMpiPresenter;
+
+impl Presenter for EarthMpiPresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &[
+            "suite-earth-mpi",
+            "suite-earth-mpi-mask",
+            "suite-earth-seed",
+        ]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("earth-mpi", "Remote operations between MPI ranks (EARTH)"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        let out = [operations(records), seed(records), mask(records)]
+            .into_iter()
+            .flatten()
+            .collect::<String>();
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+fn param(r: &Record, k: &str) -> String {
+    match &r.parameters[k] {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// Every measured operation, whatever its part: its parameters and each metric's median.
+fn operations(records: &[Record]) -> Option<String> {
+    let rows: Vec<Vec<String>> = of(records, "suite-earth-mpi")
+        .map(|r| {
+            let medians: Vec<String> = r
+                .stats
+                .iter()
+                .map(|s| format!("{} {:.1} {}", s.metric, s.summary.median, s.unit))
+                .collect();
+            vec![
+                param(r, "part"),
+                param(r, "op"),
+                param(r, "place"),
+                param(r, "mode"),
+                param(r, "bytes"),
+                param(r, "groups"),
+                param(r, "relation"),
+                medians.join("; "),
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        "<h3>operations (median of passes)</h3>".to_string()
+            + &html_table(
+                &[
+                    "part",
+                    "operation",
+                    "place",
+                    "mode",
+                    "bytes",
+                    "G",
+                    "ranks are",
+                    "medians",
+                ],
+                &rows,
+            )
+    })
+}
+
+/// The seed's Table 1, to set beside the measured operations.
+fn seed(records: &[Record]) -> Option<String> {
+    let r = of(records, "suite-earth-seed").next()?;
+    let rows: Vec<Vec<String>> = r
+        .data_as::<Vec<SeedRow>>()
+        .ok()?
+        .into_iter()
+        .map(|s| {
+            vec![
+                s.op,
+                format!("{:.0}", s.sequential_local_ns),
+                format!("{:.0}", s.sequential_remote_ns),
+                format!("{:.0}", s.pipelined_local_ns),
+                format!("{:.0}", s.pipelined_remote_ns),
+            ]
+        })
+        .collect();
+    Some(
+        format!("<h3>{} (ns)</h3>", numalab_results::report::esc(&r.name))
+            + &html_table(
+                &[
+                    "operation",
+                    "seq local",
+                    "seq remote",
+                    "pipe local",
+                    "pipe remote",
+                ],
+                &rows,
+            ),
+    )
+}
+
+/// Loop 7 with u on the remote rank: the communication hidden per T.
+fn mask(records: &[Record]) -> Option<String> {
+    let rows: Vec<Vec<String>> = of(records, "suite-earth-mpi-mask")
+        .map(|r| {
+            let pts = r
+                .data_as::<MaskData>()
+                .map(|d| {
+                    d.points
+                        .iter()
+                        .map(|p| format!("T={}: {}%", p.t, num(p.masked_pct, 0)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            vec![
+                format!("×{}", param(r, "multiplier")),
+                num(numalab_results::report::med(r, "baseline_comm"), 0),
+                num(numalab_results::report::med(r, "baseline_comp"), 0),
+                pts,
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        "<h3>loop 7: communication hidden by coroutines of T iterations</h3>".to_string()
+            + &html_table(
+                &[
+                    "comm",
+                    "baseline comm ns",
+                    "baseline comp ns",
+                    "masked by T",
+                ],
+                &rows,
+            )
+    })
+}

@@ -1,0 +1,48 @@
+//! The one registry of presentations: every record kind numalab emits, and how it is
+//! shown, one line per presenter. `numalab report`, the survey's report and its
+//! headline table all go through this list; adding an experiment adds one line here.
+//! The order is the report's section order.
+
+use numalab_results::present::{self, Presenter};
+use numalab_results::Record;
+
+/// Every presenter, in report order.
+pub static REGISTRY: &[&dyn Presenter] = &[
+    &numalab_bench::machine_present::MachinePresenter,
+    &numalab_bench::latency::SweepPresenter,
+    &numalab_bench::latency::StatesPresenter,
+    &numalab_bench::bandwidth::BandwidthPresenter,
+    &numalab_bench::c2c::C2cPresenter,
+    &numalab_bench::matrix::MatrixPresenter,
+    &numalab_bench::invalidate::InvalidatePresenter,
+    &numalab_bench::intervene::IntervenePresenter,
+    &numalab_bench::loaded::LoadedPresenter,
+    &numalab_results::model::ModelPresenter,
+    &crate::placement::PlacementPresenter,
+    &crate::collectives::CollectivesPresenter,
+    &crate::CollectivesMpiPresenter,
+    &crate::earth::EarthPresenter,
+    &crate::EarthMpiPresenter,
+    &crate::cvm::CvmPresenter,
+    &numalab_mpi::present::MpiPresenter,
+    &numalab_bench::machine_present::PlanPresenter,
+    &crate::survey::SurveyPresenter,
+];
+
+/// The self-contained HTML report of `records`.
+pub fn render(records: &[Record], title: &str) -> String {
+    present::render(REGISTRY, records, title)
+}
+
+/// The survey's headline table of `records`.
+pub fn headline(records: &[Record]) -> String {
+    present::headline(REGISTRY, records)
+}
+
+/// The presenter of `kind`, if numalab emits it.
+pub fn presenter(kind: &str) -> Option<&'static dyn Presenter> {
+    present::find(REGISTRY, kind)
+}
+
+#[cfg(test)]
+mod tests;
