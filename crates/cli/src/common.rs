@@ -52,7 +52,7 @@ impl From<numalab_topo::Error> for CliError {
 impl From<OutputError> for CliError {
     fn from(e: OutputError) -> Self {
         CliError {
-            code: if matches!(e, OutputError::BadPath { .. }) {
+            code: if matches!(e, OutputError::BadPath { .. } | OutputError::Exists { .. }) {
                 2
             } else {
                 1
@@ -74,6 +74,9 @@ pub struct CommonArgs {
     /// Also write the records to FILE (.json or .csv, by extension).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace the -o FILE even if it already holds results.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl CommonArgs {
@@ -81,6 +84,7 @@ impl CommonArgs {
     pub fn validate(&self) -> Result<(), CliError> {
         if let Some(p) = &self.output {
             output::check_path(p)?;
+            output::check_fresh(p, self.force)?;
         }
         Ok(())
     }
@@ -98,7 +102,8 @@ impl CommonArgs {
         Ok(Host::load(&self.source())?)
     }
 
-    /// Emit records: the file (if asked), then JSON or the readable text on stdout.
+    /// Emit records: the file (if asked), then JSON or the readable text on stdout. A
+    /// file that cannot be written leaves the records in a fallback file the error names.
     pub fn emit(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
         if let Some(p) = &self.output {
             output::write_records(p, records)?;

@@ -173,6 +173,24 @@ pub fn render(records: &[Record], title: &str) -> String {
     page(title, &sections(records), &provenance(records))
 }
 
+/// Render the report of an unfinished run: a "Not measured" section first, listing
+/// `missing` (each "step X (why)"), then what the records hold.
+pub fn render_partial(records: &[Record], title: &str, missing: &[String]) -> String {
+    let mut list = String::from("<ul>");
+    for m in missing {
+        let _ = write!(list, "<li class=\"warn\">not measured: {}</li>", esc(m));
+    }
+    list.push_str("</ul>");
+    let mut secs = vec![Section {
+        id: "not-measured",
+        title: "Not measured",
+        body: (!missing.is_empty()).then_some(list),
+        absent: "every step of the plan was measured".into(),
+    }];
+    secs.extend(sections(records));
+    page(title, &secs, &provenance(records))
+}
+
 /// The page shell every HTML report shares: title, navigation, sections (data or
 /// the reason for its absence), then a closing section with provenance.
 pub fn page(title: &str, secs: &[Section], provenance_section: &str) -> String {

@@ -20,6 +20,7 @@ pub mod record;
 pub mod report;
 pub mod suite;
 pub mod survey;
+mod survey_journal;
 mod survey_view;
 pub mod topo;
 pub mod trace;
