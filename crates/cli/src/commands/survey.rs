@@ -190,6 +190,17 @@ fn write_all(
     Ok(())
 }
 
+/// `--max-size`: a size of at least 64 KiB.
+fn max_size(s: &str) -> Result<u64, CliError> {
+    match size_opt("--max-size", s)? {
+        b if b < 64 << 10 => Err(bad(format!(
+            "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
+            s.trim()
+        ))),
+        b => Ok(b),
+    }
+}
+
 /// Run `numalab survey`.
 pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     if a.topology.is_some() && !a.dry_run {
@@ -197,15 +208,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
             "invalid option '--topology' without '--dry-run': a survey measures this machine; plan against a file with --dry-run",
         ));
     }
-    let max_size = match a.max_size.as_deref().map(|s| size_opt("--max-size", s)) {
-        Some(Ok(b)) if b < 64 << 10 => {
-            return Err(bad(format!(
-                "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
-                a.max_size.as_deref().unwrap_or_default()
-            )))
-        }
-        m => m.transpose()?,
-    };
+    let max_size = a.max_size.as_deref().map(max_size).transpose()?;
     let source = a
         .topology
         .clone()
@@ -395,4 +398,31 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn max_size_never_panics_and_names_what_it_refuses(s in "\\PC{0,16}") {
+            if let Err(e) = max_size(&s) {
+                prop_assert_eq!(e.code, 2);
+                prop_assert!(e.msg.contains(s.trim()), "{}", e.msg);
+                prop_assert_eq!(e.msg.lines().count(), 1);
+            }
+        }
+
+        #[test]
+        fn printed_sizes_parse_back(n in 1u64..1024, shift in prop::sample::select(vec![0u32, 10, 20, 30, 40])) {
+            let b = n << shift;
+            let printed = numalab_topo::fmt_bytes(b);
+            match max_size(&printed) {
+                Ok(back) => prop_assert_eq!(back, b),
+                Err(e) => prop_assert!(b < 64 << 10, "{}: {}", printed, e.msg),
+            }
+        }
+    }
 }
