@@ -9,7 +9,7 @@ use super::survey_journal as sj;
 use crate::common::{bad, size_opt, CliError};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use numalab_results::journal::Entry;
+use numalab_results::journal::{Entry, PlannedStep};
 use numalab_results::output::{table, write_atomic};
 use numalab_results::{report, write_records, Provenance, Record};
 use numalab_suites::survey::{self, model_record, step_record as survey_record, Step};
@@ -201,6 +201,114 @@ fn max_size(s: &str) -> Result<u64, CliError> {
     }
 }
 
+/// The plan as a table (`--dry-run`).
+fn print_plan(steps: &[Step], quick: bool, planned: f64) {
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .map(|s| {
+            vec![
+                s.section.into(),
+                s.title.clone(),
+                match &s.skip {
+                    Some(w) => format!("skipped: {w}"),
+                    None => format!("numalab {}", s.args.join(" ")),
+                },
+                format!("{:.1}", s.estimate_s),
+            ]
+        })
+        .collect();
+    println!(
+        "survey plan ({}): {} steps, about {:.0} s\n",
+        if quick { "quick" } else { "full" },
+        steps.iter().filter(|s| s.skip.is_none()).count(),
+        planned
+    );
+    print!(
+        "{}",
+        table(&["section", "step", "command", "est. s"], &rows)
+    );
+    println!();
+}
+
+/// Run every step the journal does not hold yet, journalling each as it ends; returns
+/// the records of steps not finished (Ctrl-C) and the summary rows.
+fn measure(
+    steps: &[Step],
+    plan: &[PlannedStep],
+    log: &mut sj::Log,
+    prov: &Provenance,
+    exe: &PathBuf,
+    bar: &ProgressBar,
+) -> (Vec<Record>, Vec<Vec<String>>) {
+    // Records of steps the run did not finish (Ctrl-C): in the files, not in the journal.
+    let mut unfinished: Vec<Record> = Vec::new();
+    let mut summary: Vec<Vec<String>> = Vec::new();
+    for (s, p) in steps.iter().zip(plan) {
+        if let Some(e) = log.journal.entry(&p.id) {
+            summary.push(vec![
+                s.title.clone(),
+                format!("{} (before)", e.status),
+                format!("{:.1}", e.seconds),
+            ]);
+            continue;
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            let why = "not run: the survey was interrupted (Ctrl-C)".to_string();
+            unfinished.push(survey_record(prov, s, Some(why.clone()), 0.0));
+            summary.push(vec![s.title.clone(), why, "-".into()]);
+            continue;
+        }
+        let entry = if let Some(why) = &s.skip {
+            summary.push(vec![s.title.clone(), format!("skipped: {why}"), "-".into()]);
+            Entry {
+                step: p.id.clone(),
+                status: format!("skipped: {why}"),
+                seconds: 0.0,
+                records: vec![survey_record(prov, s, Some(why.clone()), 0.0)],
+            }
+        } else {
+            bar.set_message(s.title.clone());
+            let o = run_step(exe, s);
+            bar.inc((s.estimate_s * 10.0).ceil() as u64);
+            let failed = o.records.is_empty();
+            let mut records = vec![survey_record(
+                prov,
+                s,
+                failed.then(|| o.status.clone()),
+                o.seconds,
+            )];
+            records.extend(o.records);
+            if s.section == "matrix" && s.title.starts_with("latency") {
+                records.push(model_record(prov, &records));
+            }
+            summary.push(vec![
+                s.title.clone(),
+                o.status.clone(),
+                format!("{:.1}", o.seconds),
+            ]);
+            if o.status == "interrupted" {
+                // Not finished: --resume measures it again.
+                unfinished.extend(records);
+                continue;
+            }
+            Entry {
+                step: p.id.clone(),
+                status: o.status,
+                seconds: o.seconds,
+                records,
+            }
+        };
+        if let Some(why) = log.finish(entry) {
+            bar.suspend(|| {
+                eprintln!(
+                    "numalab: warning: {why}; the survey goes on and keeps its records in memory"
+                )
+            });
+        }
+    }
+    (unfinished, summary)
+}
+
 /// Run `numalab survey`.
 pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     if a.topology.is_some() && !a.dry_run {
@@ -228,31 +336,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
             );
             return Ok(());
         }
-        let rows: Vec<Vec<String>> = steps
-            .iter()
-            .map(|s| {
-                vec![
-                    s.section.into(),
-                    s.title.clone(),
-                    match &s.skip {
-                        Some(w) => format!("skipped: {w}"),
-                        None => format!("numalab {}", s.args.join(" ")),
-                    },
-                    format!("{:.1}", s.estimate_s),
-                ]
-            })
-            .collect();
-        println!(
-            "survey plan ({}): {} steps, about {:.0} s\n",
-            if a.quick { "quick" } else { "full" },
-            steps.iter().filter(|s| s.skip.is_none()).count(),
-            planned
-        );
-        print!(
-            "{}",
-            table(&["section", "step", "command", "est. s"], &rows)
-        );
-        println!();
+        print_plan(&steps, a.quick, planned);
         return Ok(());
     }
     let dir = a.resume.clone().unwrap_or_else(|| a.dir.clone());
@@ -298,72 +382,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     let started = Instant::now();
-    // Records of steps the run did not finish (Ctrl-C): in the files, not in the journal.
-    let mut unfinished: Vec<Record> = Vec::new();
-    let mut summary: Vec<Vec<String>> = Vec::new();
-    for (s, p) in steps.iter().zip(&plan) {
-        if let Some(e) = log.journal.entry(&p.id) {
-            summary.push(vec![
-                s.title.clone(),
-                format!("{} (before)", e.status),
-                format!("{:.1}", e.seconds),
-            ]);
-            continue;
-        }
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            let why = "not run: the survey was interrupted (Ctrl-C)".to_string();
-            unfinished.push(survey_record(&prov, s, Some(why.clone()), 0.0));
-            summary.push(vec![s.title.clone(), why, "-".into()]);
-            continue;
-        }
-        let entry = if let Some(why) = &s.skip {
-            summary.push(vec![s.title.clone(), format!("skipped: {why}"), "-".into()]);
-            Entry {
-                step: p.id.clone(),
-                status: format!("skipped: {why}"),
-                seconds: 0.0,
-                records: vec![survey_record(&prov, s, Some(why.clone()), 0.0)],
-            }
-        } else {
-            bar.set_message(s.title.clone());
-            let o = run_step(&exe, s);
-            bar.inc((s.estimate_s * 10.0).ceil() as u64);
-            let failed = o.records.is_empty();
-            let mut records = vec![survey_record(
-                &prov,
-                s,
-                failed.then(|| o.status.clone()),
-                o.seconds,
-            )];
-            records.extend(o.records);
-            if s.section == "matrix" && s.title.starts_with("latency") {
-                records.push(model_record(&prov, &records));
-            }
-            summary.push(vec![
-                s.title.clone(),
-                o.status.clone(),
-                format!("{:.1}", o.seconds),
-            ]);
-            if o.status == "interrupted" {
-                // Not finished: --resume measures it again.
-                unfinished.extend(records);
-                continue;
-            }
-            Entry {
-                step: p.id.clone(),
-                status: o.status,
-                seconds: o.seconds,
-                records,
-            }
-        };
-        if let Some(why) = log.finish(entry) {
-            bar.suspend(|| {
-                eprintln!(
-                    "numalab: warning: {why}; the survey goes on and keeps its records in memory"
-                )
-            });
-        }
-    }
+    let (unfinished, summary) = measure(&steps, &plan, &mut log, &prov, &exe, &bar);
     bar.finish_and_clear();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let mut records = log.journal.records();
