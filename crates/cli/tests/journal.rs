@@ -269,6 +269,21 @@ fn a_full_disk_leaves_every_record_in_a_named_file() {
     } else {
         out
     };
+    assert_rescued(&out, &rescue_dir);
+}
+
+#[test]
+fn a_folder_removed_mid_run_leaves_every_record_in_a_named_file() {
+    let root = tmpdir("journal-gone");
+    let rescue_dir = root.join("tmp");
+    std::fs::create_dir_all(&rescue_dir).unwrap();
+    let out = removed_mid_run(&root, &rescue_dir);
+    assert_rescued(&out, &rescue_dir);
+}
+
+/// The survey failed (exit 1) with an error naming a fallback file in `rescue_dir`
+/// that holds every record: the reference run's steps and record kinds.
+fn assert_rescued(out: &std::process::Output, rescue_dir: &Path) {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{err}");
     let last = err.trim_end().lines().last().unwrap();
@@ -276,7 +291,7 @@ fn a_full_disk_leaves_every_record_in_a_named_file() {
         .split('\'')
         .find(|p| p.contains("numalab-rescued-"))
         .unwrap_or_else(|| panic!("no fallback file named: {last}"));
-    assert!(Path::new(named).starts_with(&rescue_dir), "{named}");
+    assert!(Path::new(named).starts_with(rescue_dir), "{named}");
     let kept = read_json(Path::new(named));
     assert!(
         last.contains(&format!("the {} records are kept", kept.len())),
