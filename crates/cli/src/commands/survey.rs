@@ -299,11 +299,7 @@ fn measure(
             }
         };
         if let Some(why) = log.finish(entry) {
-            bar.suspend(|| {
-                eprintln!(
-                    "numalab: warning: {why}; the survey goes on and keeps its records in memory"
-                )
-            });
+            bar.suspend(|| eprintln!("numalab: warning: {why}"));
         }
     }
     (unfinished, summary)

@@ -49,19 +49,40 @@ pub struct Log {
 
 impl Log {
     /// Record a finished step: in memory always, in the file while it can be written.
-    /// Returns the write error the first time one happens.
+    /// When the journal cannot be written (disk full, folder removed), it continues in
+    /// a fallback file under $TMPDIR, so a later kill still keeps every step; returns
+    /// the warning to show then.
     pub fn finish(&mut self, e: Entry) -> Option<String> {
-        let mut first_error = None;
-        if let Some(w) = self.writer.as_mut() {
-            if let Err(err) = w.append(&e) {
-                let why = format!("writing '{}' failed: {err}", self.path.display());
-                self.broken = Some(why.clone());
-                self.writer = None;
-                first_error = Some(why);
-            }
-        }
+        let failed = match self.writer.as_mut() {
+            Some(w) => w.append(&e).err(),
+            None => None,
+        };
         self.journal.entries.push(e);
-        first_error
+        let err = failed?;
+        let why = format!("writing '{}' failed: {err}", self.path.display());
+        self.broken = Some(why.clone());
+        self.writer = None;
+        let to = numalab_results::output::rescue_path().with_extension("jsonl");
+        let moved = Writer::create(&to, &self.journal.header).and_then(|mut w| {
+            for e in &self.journal.entries {
+                w.append(e)?;
+            }
+            Ok(w)
+        });
+        Some(match moved {
+            Ok(w) => {
+                self.writer = Some(w);
+                self.path = to;
+                format!(
+                    "{why}; the journal continues in '{}' (numalab report takes it)",
+                    self.path.display()
+                )
+            }
+            Err(e2) => format!(
+                "{why}, and so did '{}' ({e2}); the survey goes on and keeps its records in memory",
+                to.display()
+            ),
+        })
     }
 }
 
