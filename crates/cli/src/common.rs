@@ -52,7 +52,7 @@ impl From<numalab_topo::Error> for CliError {
 impl From<OutputError> for CliError {
     fn from(e: OutputError) -> Self {
         CliError {
-            code: if matches!(e, OutputError::BadPath { .. }) {
+            code: if matches!(e, OutputError::BadPath { .. } | OutputError::Exists { .. }) {
                 2
             } else {
                 1
@@ -74,6 +74,9 @@ pub struct CommonArgs {
     /// Also write the records to FILE (.json or .csv, by extension).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace the -o FILE even if it already holds results.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl CommonArgs {
@@ -81,6 +84,7 @@ impl CommonArgs {
     pub fn validate(&self) -> Result<(), CliError> {
         if let Some(p) = &self.output {
             output::check_path(p)?;
+            output::check_fresh(p, self.force)?;
         }
         Ok(())
     }
@@ -98,7 +102,8 @@ impl CommonArgs {
         Ok(Host::load(&self.source())?)
     }
 
-    /// Emit records: the file (if asked), then JSON or the readable text on stdout.
+    /// Emit records: the file (if asked), then JSON or the readable text on stdout. A
+    /// file that cannot be written leaves the records in a fallback file the error names.
     pub fn emit(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
         if let Some(p) = &self.output {
             output::write_records(p, records)?;
@@ -143,4 +148,39 @@ pub fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
 /// The records' context (provenance and machine warnings) for `host`.
 pub fn context(host: &Host) -> numalab_bench::experiment::Context {
     numalab_bench::experiment::Context::of(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Sizes and near misses: digits, suffixes, spaces and signs.
+    fn sizeish() -> impl Strategy<Value = String> {
+        "[0-9]{0,22}[ ]?(K|M|G|T|KiB|MB|b|x|-1|\\.5)?"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn size_options_never_panic_and_name_what_they_refuse(s in prop_oneof![sizeish(), "\\PC{0,20}"]) {
+            match size_opt("--size", &s) {
+                Ok(b) => prop_assert!(b > 0),
+                Err(e) => {
+                    prop_assert_eq!(e.code, 2);
+                    prop_assert!(e.msg.contains(s.trim()) && e.msg.contains("--size"), "{}", e.msg);
+                    prop_assert_eq!(e.msg.lines().count(), 1);
+                }
+            }
+        }
+
+        #[test]
+        fn printed_sizes_parse_back(n in 1u64..1024, shift in prop::sample::select(vec![0u32, 10, 20, 30, 40])) {
+            let b = n << shift;
+            prop_assert_eq!(size_opt("--size", &numalab_topo::fmt_bytes(b)).unwrap(), b);
+            let suffix = ["", "K", "M", "G", "T"][shift as usize / 10];
+            prop_assert_eq!(size_opt("--size", &format!("{n}{suffix}")).unwrap(), b);
+        }
+    }
 }

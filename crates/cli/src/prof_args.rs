@@ -35,3 +35,23 @@ pub fn trace_path(p: &Path) -> Result<(), CliError> {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn intervals_outside_the_range_are_named(ms in any::<u64>()) {
+            match interval("--interval", ms) {
+                Ok(d) => prop_assert_eq!(d.as_millis() as u64, ms),
+                Err(e) => {
+                    prop_assert!(!(1..=60_000).contains(&ms));
+                    prop_assert!(e.msg.contains(&format!("'{ms}'")), "{}", e.msg);
+                    prop_assert_eq!(e.msg.lines().count(), 1);
+                }
+            }
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! (readable tables, JSON, CSV) shared by every numalab command.
 
 pub mod compare;
+pub mod journal;
 pub mod linfit;
 pub mod model;
 pub mod output;

@@ -27,6 +27,24 @@ pub enum OutputError {
         /// The OS error.
         why: String,
     },
+    /// Writing failed, and the records were kept in a fallback file instead.
+    #[error("writing '{path}' failed: {why}; the {n} records are kept in '{rescued}'")]
+    Rescued {
+        /// The path that could not be written.
+        path: String,
+        /// The OS error.
+        why: String,
+        /// How many records the fallback file holds.
+        n: usize,
+        /// The fallback file.
+        rescued: String,
+    },
+    /// The output already holds results and `--force` was not given.
+    #[error("'{path}' already holds results: add --force to replace them, or give another name")]
+    Exists {
+        /// The path given.
+        path: String,
+    },
 }
 
 /// File formats chosen by extension.
@@ -97,6 +115,71 @@ pub fn check_path(path: &Path) -> Result<OutputFormat, OutputError> {
     let fmt = OutputFormat::for_path(path)?;
     check_creatable(path)?;
     Ok(fmt)
+}
+
+/// Refuse, before any work, an output file that already holds something (unless `force`):
+/// results are never replaced without a word.
+pub fn check_fresh(path: &Path, force: bool) -> Result<(), OutputError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > 0 && !force => Err(OutputError::Exists {
+            path: path.display().to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Where records go when their destination cannot be written:
+/// `$TMPDIR/numalab-rescued-<pid>-<unix time>.json`.
+pub fn rescue_path() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    std::env::temp_dir().join(format!(
+        "numalab-rescued-{}-{secs}.json",
+        std::process::id()
+    ))
+}
+
+/// Keep records in a fallback file (see [`rescue_path`]) after `path` failed with `why`;
+/// the error names the file that holds them, or says that keeping them failed too.
+pub fn rescue(path: &Path, why: String, records: &[Record]) -> OutputError {
+    let base = rescue_path();
+    let mut to = base.clone();
+    let mut kept = Err(std::io::Error::other("not tried"));
+    // Two failures within one second in one process: never overwrite the first.
+    for k in 1..100 {
+        kept = (|| {
+            let mut f = std::fs::File::create_new(&to)?;
+            f.write_all(to_json(records).as_bytes())?;
+            f.sync_all()
+        })();
+        match &kept {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                to = base.with_extension(format!("{k}.json"));
+            }
+            _ => break,
+        }
+    }
+    match kept {
+        Ok(()) => OutputError::Rescued {
+            path: path.display().to_string(),
+            why,
+            n: records.len(),
+            rescued: to.display().to_string(),
+        },
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                let _ = std::fs::remove_file(&to);
+            }
+            OutputError::Io {
+                path: path.display().to_string(),
+                why: format!(
+                    "{why}; keeping the records in '{}' failed too: {e}",
+                    to.display()
+                ),
+            }
+        }
+    }
 }
 
 /// The temporary name a file is written under before it is renamed to `path`.
@@ -173,13 +256,22 @@ pub fn to_csv(records: &[Record]) -> String {
     String::from_utf8(w.into_inner().expect("in-memory flush")).expect("CSV of UTF-8 strings")
 }
 
-/// Write records to `path` in the format its extension names, atomically.
+/// Write records to `path` in the format its extension names, atomically. If it cannot
+/// be written (disk full, folder removed, permission), the records are kept in a
+/// fallback file and the error names it ([`rescue`]).
 pub fn write_records(path: &Path, records: &[Record]) -> Result<(), OutputError> {
-    let text = match OutputFormat::for_path(path)? {
-        OutputFormat::Json => to_json(records),
-        OutputFormat::Csv => to_csv(records),
-    };
-    write_atomic(path, text.as_bytes())
+    let written = OutputFormat::for_path(path).and_then(|f| {
+        let text = match f {
+            OutputFormat::Json => to_json(records),
+            OutputFormat::Csv => to_csv(records),
+        };
+        write_atomic(path, text.as_bytes())
+    });
+    match written {
+        Err(OutputError::Io { why, .. }) => Err(rescue(path, why, records)),
+        Err(OutputError::BadPath { why, .. }) => Err(rescue(path, why, records)),
+        other => other,
+    }
 }
 
 /// Write bytes to a temporary file beside `path`, then rename it into place.
@@ -267,6 +359,50 @@ mod tests {
             0,
             "the trial file is gone"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_records_in_a_named_file() {
+        let dir = std::env::temp_dir().join(format!("numalab-gone-{}", std::process::id()));
+        let p = dir.join("r.json");
+        let e = write_records(&p, &[rec(), rec()]).unwrap_err();
+        let OutputError::Rescued { rescued, n, .. } = &e else {
+            panic!("not rescued: {e}");
+        };
+        assert_eq!(*n, 2);
+        let msg = e.to_string();
+        assert!(msg.contains(&p.display().to_string()) && msg.contains(rescued.as_str()));
+        assert_eq!(msg.lines().count(), 1);
+        let back: Vec<Record> =
+            serde_json::from_str(&std::fs::read_to_string(rescued).unwrap()).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1].stats, rec().stats);
+        // A second failure in the same second gets its own file.
+        let e2 = write_records(&p, &[rec()]).unwrap_err();
+        let OutputError::Rescued { rescued: r2, .. } = &e2 else {
+            panic!("not rescued: {e2}");
+        };
+        assert_ne!(r2, rescued);
+        std::fs::remove_file(rescued).unwrap();
+        std::fs::remove_file(r2).unwrap();
+    }
+
+    #[test]
+    fn existing_output_is_refused_unless_forced() {
+        let dir = std::env::temp_dir().join(format!("numalab-fresh-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("r.json");
+        assert!(check_fresh(&p, false).is_ok());
+        std::fs::write(&p, "").unwrap();
+        assert!(
+            check_fresh(&p, false).is_ok(),
+            "an empty file holds nothing"
+        );
+        std::fs::write(&p, "[]").unwrap();
+        let e = check_fresh(&p, false).unwrap_err().to_string();
+        assert!(e.contains("r.json") && e.contains("--force"), "{e}");
+        assert!(check_fresh(&p, true).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -76,6 +76,19 @@ pub fn render(registry: &[&dyn Presenter], records: &[Record], title: &str) -> S
     )
 }
 
+/// The report of an unfinished run: a "Not measured" section first, listing `missing`
+/// (each "step X (why)"), then what the records hold.
+pub fn render_partial(
+    registry: &[&dyn Presenter],
+    records: &[Record],
+    title: &str,
+    missing: &[String],
+) -> String {
+    let mut secs = vec![report::not_measured(missing)];
+    secs.extend(sections(registry, records));
+    report::page(title, &secs, &report::provenance(records))
+}
+
 /// The headline table of `records` (empty when none of them has a headline).
 pub fn headline(registry: &[&dyn Presenter], records: &[Record]) -> String {
     let rows: Vec<Vec<String>> = registry

@@ -128,6 +128,22 @@ table{border-collapse:collapse;font-size:.85em;margin:.4em 0}td,th{border:1px so
 th{background:#f0f0f0}.fig{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}\
 .absent{color:#777;font-style:italic}.warn{color:#8a4b00}nav a{margin-right:.8em}";
 
+/// The "Not measured" section of an unfinished run's report: `missing` (each "step X
+/// (why)") as a list.
+pub fn not_measured(missing: &[String]) -> Section {
+    let mut list = String::from("<ul>");
+    for m in missing {
+        let _ = write!(list, "<li class=\"warn\">not measured: {}</li>", esc(m));
+    }
+    list.push_str("</ul>");
+    Section {
+        id: "not-measured",
+        title: "Not measured",
+        body: (!missing.is_empty()).then_some(list),
+        absent: "every step of the plan was measured".into(),
+    }
+}
+
 /// The page shell every HTML report shares: title, navigation, sections (data or
 /// the reason for its absence), then a closing section with provenance.
 pub fn page(title: &str, secs: &[Section], provenance_section: &str) -> String {

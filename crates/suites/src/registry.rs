@@ -34,6 +34,11 @@ pub fn render(records: &[Record], title: &str) -> String {
     present::render(REGISTRY, records, title)
 }
 
+/// The report of an unfinished run, with the steps not measured listed first.
+pub fn render_partial(records: &[Record], title: &str, missing: &[String]) -> String {
+    present::render_partial(REGISTRY, records, title, missing)
+}
+
 /// The survey's headline table of `records`.
 pub fn headline(records: &[Record]) -> String {
     present::headline(REGISTRY, records)

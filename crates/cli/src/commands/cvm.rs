@@ -42,6 +42,17 @@ fn list(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// `--threads`: a comma-separated list of counts.
+fn counts(s: &str) -> Result<Vec<usize>, CliError> {
+    list(s)
+        .iter()
+        .map(|t| {
+            t.parse::<usize>()
+                .map_err(|_| bad(format!("invalid --threads '{t}': counts such as 1,2,4,8")))
+        })
+        .collect()
+}
+
 /// Run `numalab suite cvm`.
 pub fn run(a: CvmArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -49,13 +60,7 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
     let host = a.common.host()?;
     let (req, mut opts) = a.job.request(&host, 2)?;
     opts.threading = Threading::Multiple;
-    let threads = list(&a.threads)
-        .iter()
-        .map(|t| {
-            t.parse::<usize>()
-                .map_err(|_| bad(format!("invalid --threads '{t}': counts such as 1,2,4,8")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let threads = counts(&a.threads)?;
     let o = CvmOptions {
         apps: list(&a.apps),
         protocols: list(&a.protocols),
@@ -81,4 +86,35 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
         a.common.emit(&recs, || cvm::text(&recs))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn lists_never_panic_and_hold_no_blanks(s in "\\PC{0,24}") {
+            let v = list(&s);
+            prop_assert!(v.iter().all(|x| !x.is_empty() && x.trim() == x));
+            prop_assert_eq!(list(&v.join(",")), v);
+        }
+
+        #[test]
+        fn thread_counts_name_what_they_refuse(s in prop_oneof!["[0-9, x-]{0,16}", "\\PC{0,16}"]) {
+            match counts(&s) {
+                Ok(v) => prop_assert_eq!(counts(&v.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",")).unwrap(), v),
+                Err(e) => {
+                    prop_assert_eq!(e.code, 2);
+                    prop_assert!(list(&s).iter().any(|t| e.msg.contains(&format!("'{t}'"))), "{}", e.msg);
+                    if !s.contains(|c: char| c.is_control()) {
+                        prop_assert_eq!(e.msg.lines().count(), 1);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -20,5 +20,6 @@ pub mod record;
 pub mod report;
 pub mod suite;
 pub mod survey;
+mod survey_journal;
 pub mod topo;
 pub mod trace;

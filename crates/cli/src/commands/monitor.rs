@@ -62,6 +62,22 @@ fn line(l: &Line) -> String {
     )
 }
 
+/// `--node`: a node list of nodes in `all` (`listed` is how the error names them).
+fn nodes(s: &str, all: &[u32], listed: &str) -> Result<Vec<u32>, CliError> {
+    let v = numalab_topo::cpulist::parse("--node", s).map_err(|_| {
+        bad(format!(
+            "invalid --node '{s}': a node list such as 0 or 0-1,3; nodes here are {listed}"
+        ))
+    })?;
+    if let Some(n) = v.iter().find(|n| !all.contains(n)) {
+        return Err(bad(format!(
+            "invalid --node '{s}': node {n} does not exist; nodes here are {}",
+            numalab_topo::cpulist::format(all)
+        )));
+    }
+    Ok(v)
+}
+
 /// Run `numalab monitor`.
 pub fn run(a: MonitorArgs) -> Result<(), CliError> {
     let iv = prof_args::interval("--interval", a.interval)?;
@@ -72,21 +88,7 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
     let all: Vec<u32> = host.machine.nodes.iter().map(|n| n.os).collect();
     let nodes = match &a.node {
         None => vec![],
-        Some(s) => {
-            let v = numalab_topo::cpulist::parse("--node", s).map_err(|_| {
-                bad(format!(
-                    "invalid --node '{s}': a node list such as 0 or 0-1,3; nodes here are {}",
-                    host.machine.memory_node_list()
-                ))
-            })?;
-            if let Some(n) = v.iter().find(|n| !all.contains(n)) {
-                return Err(bad(format!(
-                    "invalid --node '{s}': node {n} does not exist; nodes here are {}",
-                    numalab_topo::cpulist::format(&all)
-                )));
-            }
-            v
-        }
+        Some(s) => nodes(s, &all, &host.machine.memory_node_list())?,
     };
     let runon = prof_args::runon(&host, a.runon)?;
     if let Some(p) = &a.output {
@@ -128,4 +130,33 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
     })
     .map_err(|e| CliError { code: if e.starts_with("invalid") { 2 } else { 1 }, msg: e })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn node_lists_never_panic_and_name_what_they_refuse(s in prop_oneof!["[0-9,-]{0,12}", "\\PC{0,16}"]) {
+            let all = [0, 1, 2, 3];
+            match nodes(&s, &all, "0-3") {
+                Ok(v) => {
+                    prop_assert!(v.iter().all(|n| all.contains(n)));
+                    let printed = numalab_topo::cpulist::format(&v);
+                    prop_assert_eq!(nodes(&printed, &all, "0-3").unwrap(), v);
+                }
+                Err(e) => {
+                    prop_assert_eq!(e.code, 2);
+                    prop_assert!(e.msg.contains(&format!("'{s}'")), "{}", e.msg);
+                    if !s.contains(|c: char| c.is_control()) {
+                        prop_assert_eq!(e.msg.lines().count(), 1);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -362,3 +362,30 @@ fn ranks_text(recs: &[Record]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn pairs_never_panic_and_name_what_they_refuse(s in prop_oneof!["[0-9 ,-]{0,12}", "\\PC{0,16}"]) {
+            if let Err(e) = parse_pair(&s) {
+                prop_assert_eq!(e.code, 2);
+                prop_assert!(e.msg.contains(&format!("'{s}'")), "{}", e.msg);
+                if !s.contains(|c: char| c.is_control()) {
+                    prop_assert_eq!(e.msg.lines().count(), 1);
+                }
+            }
+        }
+
+        #[test]
+        fn printed_pairs_parse_back(a in 0usize..100_000, b in 0usize..100_000) {
+            prop_assert_eq!(parse_pair(&format!("{a},{b}")).unwrap(), (a, b));
+            prop_assert_eq!(parse_pair(&format!(" {a} , {b} ")).unwrap(), (a, b));
+        }
+    }
+}

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 /// Arguments of `numalab report`.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Record files (JSON, as written by -o FILE.json or survey's results.json), or one
-    /// trace (numalab record, numalab monitor -o).
+    /// Record files (JSON, as written by -o FILE.json or survey's results.json), a
+    /// survey's folder or journal.jsonl (an interrupted survey: what it finished, and
+    /// the steps it did not), or one trace (numalab record, numalab monitor -o).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The HTML file to write.
@@ -57,6 +58,35 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
     })
 }
 
+/// The records of one input (a record file, a survey folder or its journal) and the
+/// plan's steps it lacks. A folder's journal is read when results.json is missing or
+/// older than it (a survey killed, or killed again while resumed).
+fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), CliError> {
+    let from_journal = |j: &Path| -> Result<(Vec<Record>, Vec<String>), CliError> {
+        let journal = numalab_results::journal::read(j).map_err(bad)?;
+        Ok((journal.records(), super::survey_journal::missing(&journal)))
+    };
+    if path.is_dir() {
+        let j = path.join(numalab_results::journal::FILE_NAME);
+        let r = path.join("results.json");
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        return match (modified(&j), modified(&r)) {
+            (Some(tj), Some(tr)) if tr >= tj => Ok((read_records(&r)?, Vec::new())),
+            (Some(_), _) => from_journal(&j),
+            (None, Some(_)) => Ok((read_records(&r)?, Vec::new())),
+            (None, None) => Err(bad(format!(
+                "invalid folder '{}': it holds no results.json or {} (give a survey's folder or record files)",
+                path.display(),
+                numalab_results::journal::FILE_NAME
+            ))),
+        };
+    }
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        return from_journal(path);
+    }
+    Ok((read_records(path)?, Vec::new()))
+}
+
 fn html_path(p: &Path) -> Result<(), CliError> {
     if p.extension().is_some_and(|e| e == "html" || e == "htm") {
         Ok(check_creatable(p)?)
@@ -75,8 +105,11 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
         return trace_report(&a);
     }
     let mut records = Vec::new();
+    let mut missing = Vec::new();
     for f in &a.files {
-        records.extend(read_records(f)?);
+        let (r, m) = read_input(f)?;
+        records.extend(r);
+        missing.extend(m);
     }
     let title = format!(
         "numalab report: {}",
@@ -85,8 +118,15 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
             .map(|r| r.provenance.hostname.as_str())
             .unwrap_or("no records")
     );
-    let html = registry::render(&records, &title);
+    let html = if missing.is_empty() {
+        registry::render(&records, &title)
+    } else {
+        registry::render_partial(&records, &title, &missing)
+    };
     write_atomic(&a.output, html.as_bytes())?;
+    for m in &missing {
+        println!("not measured: {m}");
+    }
     eprintln!(
         "numalab: wrote {} ({} records)",
         a.output.display(),

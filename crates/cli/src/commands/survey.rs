@@ -1,11 +1,15 @@
 //! `numalab survey`: the curated battery for this machine, one results.json and one
 //! report.html. Each step runs as its own numalab process (the command line is in
 //! the plan), so a step that fails is reported and the rest goes on, and Ctrl-C
-//! stops the current step and keeps everything measured before it.
+//! stops the current step and keeps everything measured before it. Every finished
+//! step goes into DIR/journal.jsonl at once (see `numalab_results::journal`), so a
+//! kill or a crash keeps it, and `--resume DIR` measures only what is missing.
 
+use super::survey_journal as sj;
 use crate::common::{bad, size_opt, CliError};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use numalab_results::journal::{Entry, PlannedStep};
 use numalab_results::output::{table, write_atomic};
 use numalab_results::{write_records, Provenance, Record};
 use numalab_suites::registry;
@@ -19,9 +23,17 @@ use std::time::{Duration, Instant};
 /// Arguments of `numalab survey`.
 #[derive(Args, Debug)]
 pub struct SurveyArgs {
-    /// Directory for results.json, results.csv and report.html (created if missing).
+    /// Directory for journal.jsonl, results.json, results.csv and report.html (created
+    /// if missing; one that holds an earlier survey is refused without --force).
     #[arg(short = 'o', long = "output", default_value = "numalab-survey")]
     dir: PathBuf,
+    /// Continue the interrupted survey in DIR from its journal: only the steps not yet
+    /// finished are measured. Give the options it was started with.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["dir", "force", "dry_run"])]
+    resume: Option<PathBuf>,
+    /// Replace the results the output folder already holds.
+    #[arg(long)]
+    force: bool,
     /// A shorter battery (fewer sizes and passes): about a minute on a small machine.
     #[arg(long)]
     quick: bool,
@@ -62,12 +74,20 @@ struct Outcome {
 
 fn run_step(exe: &PathBuf, s: &Step) -> Outcome {
     let t0 = Instant::now();
-    let child = Command::new(exe)
-        .args(&s.args)
+    let mut cmd = Command::new(exe);
+    cmd.args(&s.args)
         .arg("--json")
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe. A step dies with the survey (a SIGKILL of the
+    // survey leaves no orphan measuring beside the resumed run).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -145,7 +165,14 @@ fn run_step(exe: &PathBuf, s: &Step) -> Outcome {
     }
 }
 
-fn write_all(dir: &std::path::Path, records: &[Record]) -> Result<(), CliError> {
+/// The final files, derived from the journal's records; `missing` lists the steps not
+/// measured. If results.json cannot be written, the records are kept in a fallback
+/// file that the error names.
+fn write_all(
+    dir: &std::path::Path,
+    records: &[Record],
+    missing: &[String],
+) -> Result<(), CliError> {
     write_records(&dir.join("results.json"), records)?;
     write_records(&dir.join("results.csv"), records)?;
     let title = format!(
@@ -155,11 +182,128 @@ fn write_all(dir: &std::path::Path, records: &[Record]) -> Result<(), CliError> 
             .map(|r| r.provenance.hostname.as_str())
             .unwrap_or("?")
     );
-    write_atomic(
-        &dir.join("report.html"),
-        registry::render(records, &title).as_bytes(),
-    )?;
+    let html = if missing.is_empty() {
+        registry::render(records, &title)
+    } else {
+        registry::render_partial(records, &title, missing)
+    };
+    write_atomic(&dir.join("report.html"), html.as_bytes())?;
     Ok(())
+}
+
+/// `--max-size`: a size of at least 64 KiB.
+fn max_size(s: &str) -> Result<u64, CliError> {
+    match size_opt("--max-size", s)? {
+        b if b < 64 << 10 => Err(bad(format!(
+            "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
+            s.trim()
+        ))),
+        b => Ok(b),
+    }
+}
+
+/// The plan as a table (`--dry-run`).
+fn print_plan(steps: &[Step], quick: bool, planned: f64) {
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .map(|s| {
+            vec![
+                s.section.into(),
+                s.title.clone(),
+                match &s.skip {
+                    Some(w) => format!("skipped: {w}"),
+                    None => format!("numalab {}", s.args.join(" ")),
+                },
+                format!("{:.1}", s.estimate_s),
+            ]
+        })
+        .collect();
+    println!(
+        "survey plan ({}): {} steps, about {:.0} s\n",
+        if quick { "quick" } else { "full" },
+        steps.iter().filter(|s| s.skip.is_none()).count(),
+        planned
+    );
+    print!(
+        "{}",
+        table(&["section", "step", "command", "est. s"], &rows)
+    );
+    println!();
+}
+
+/// Run every step the journal does not hold yet, journalling each as it ends; returns
+/// the records of steps not finished (Ctrl-C) and the summary rows.
+fn measure(
+    steps: &[Step],
+    plan: &[PlannedStep],
+    log: &mut sj::Log,
+    prov: &Provenance,
+    exe: &PathBuf,
+    bar: &ProgressBar,
+) -> (Vec<Record>, Vec<Vec<String>>) {
+    // Records of steps the run did not finish (Ctrl-C): in the files, not in the journal.
+    let mut unfinished: Vec<Record> = Vec::new();
+    let mut summary: Vec<Vec<String>> = Vec::new();
+    for (s, p) in steps.iter().zip(plan) {
+        if let Some(e) = log.journal.entry(&p.id) {
+            summary.push(vec![
+                s.title.clone(),
+                format!("{} (before)", e.status),
+                format!("{:.1}", e.seconds),
+            ]);
+            continue;
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            let why = "not run: the survey was interrupted (Ctrl-C)".to_string();
+            unfinished.push(survey_record(prov, s, Some(why.clone()), 0.0));
+            summary.push(vec![s.title.clone(), why, "-".into()]);
+            continue;
+        }
+        let entry = if let Some(why) = &s.skip {
+            summary.push(vec![s.title.clone(), format!("skipped: {why}"), "-".into()]);
+            Entry {
+                step: p.id.clone(),
+                status: format!("skipped: {why}"),
+                seconds: 0.0,
+                records: vec![survey_record(prov, s, Some(why.clone()), 0.0)],
+            }
+        } else {
+            bar.set_message(s.title.clone());
+            let o = run_step(exe, s);
+            bar.inc((s.estimate_s * 10.0).ceil() as u64);
+            let failed = o.records.is_empty();
+            let mut records = vec![survey_record(
+                prov,
+                s,
+                failed.then(|| o.status.clone()),
+                o.seconds,
+            )];
+            records.extend(o.records);
+            if s.section == "matrix" && s.title.starts_with("latency") {
+                records.push(model_record(prov, &records));
+            }
+            summary.push(vec![
+                s.title.clone(),
+                o.status.clone(),
+                format!("{:.1}", o.seconds),
+            ]);
+            if o.status == "interrupted" {
+                // Not finished: --resume measures it again.
+                unfinished.extend(records);
+                continue;
+            }
+            Entry {
+                step: p.id.clone(),
+                status: o.status,
+                seconds: o.seconds,
+                records,
+            }
+        };
+        if let Some(why) = log.finish(entry) {
+            bar.suspend(|| eprintln!("numalab: warning: {why}"));
+        }
+    }
+    (unfinished, summary)
 }
 
 /// Run `numalab survey`.
@@ -169,15 +313,7 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
             "invalid option '--topology' without '--dry-run': a survey measures this machine; plan against a file with --dry-run",
         ));
     }
-    let max_size = match a.max_size.as_deref().map(|s| size_opt("--max-size", s)) {
-        Some(Ok(b)) if b < 64 << 10 => {
-            return Err(bad(format!(
-                "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
-                a.max_size.as_deref().unwrap_or_default()
-            )))
-        }
-        m => m.transpose()?,
-    };
+    let max_size = a.max_size.as_deref().map(max_size).transpose()?;
     let source = a
         .topology
         .clone()
@@ -197,51 +333,38 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
             );
             return Ok(());
         }
-        let rows: Vec<Vec<String>> = steps
-            .iter()
-            .map(|s| {
-                vec![
-                    s.section.into(),
-                    s.title.clone(),
-                    match &s.skip {
-                        Some(w) => format!("skipped: {w}"),
-                        None => format!("numalab {}", s.args.join(" ")),
-                    },
-                    format!("{:.1}", s.estimate_s),
-                ]
-            })
-            .collect();
-        println!(
-            "survey plan ({}): {} steps, about {:.0} s\n",
-            if a.quick { "quick" } else { "full" },
-            steps.iter().filter(|s| s.skip.is_none()).count(),
-            planned
-        );
-        print!(
-            "{}",
-            table(&["section", "step", "command", "est. s"], &rows)
-        );
-        println!();
+        print_plan(&steps, a.quick, planned);
         return Ok(());
     }
-    std::fs::create_dir_all(&a.dir).map_err(|e| {
-        bad(format!(
-            "invalid output directory '{}': {e}",
-            a.dir.display()
-        ))
-    })?;
+    let dir = a.resume.clone().unwrap_or_else(|| a.dir.clone());
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let plan = sj::planned(&steps);
+    let mut log = match &a.resume {
+        Some(d) => sj::resume(d, &prov, &plan)?,
+        None => sj::start(&dir, a.force, &prov, plan.clone())?,
+    };
     let exe = std::env::current_exe().map_err(|e| {
         CliError::from(numalab_topo::Error::System(format!(
             "cannot find numalab itself: {e}"
         )))
     })?;
     catch_sigint();
-    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let done = log.journal.entries.len();
     eprintln!(
-        "numalab survey: {} steps, planned about {:.0} s; writing {}{}",
+        "numalab survey: {} steps, planned about {:.0} s; {}{}{}{}",
         steps.iter().filter(|s| s.skip.is_none()).count(),
         planned,
-        a.dir.display(),
+        if a.resume.is_some() {
+            "continuing "
+        } else {
+            "writing "
+        },
+        dir.display(),
+        if a.resume.is_some() {
+            format!(" ({done} of {} steps finished before)", steps.len())
+        } else {
+            String::new()
+        },
         max_size
             .map(|b| format!(
                 "; buffers capped at {} (--max-size)",
@@ -256,39 +379,15 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     let started = Instant::now();
-    let mut records: Vec<Record> = Vec::new();
-    let mut summary: Vec<Vec<String>> = Vec::new();
-    for s in &steps {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            let why = "not run: the survey was interrupted (Ctrl-C)".to_string();
-            records.push(survey_record(&prov, s, Some(why.clone()), 0.0));
-            summary.push(vec![s.title.clone(), why, "-".into()]);
-            continue;
-        }
-        if let Some(why) = &s.skip {
-            records.push(survey_record(&prov, s, Some(why.clone()), 0.0));
-            summary.push(vec![s.title.clone(), format!("skipped: {why}"), "-".into()]);
-            continue;
-        }
-        bar.set_message(s.title.clone());
-        let o = run_step(&exe, s);
-        bar.inc((s.estimate_s * 10.0).ceil() as u64);
-        let failed = o.records.is_empty();
-        records.push(survey_record(
-            &prov,
-            s,
-            failed.then(|| o.status.clone()),
-            o.seconds,
-        ));
-        records.extend(o.records);
-        summary.push(vec![s.title.clone(), o.status, format!("{:.1}", o.seconds)]);
-        if s.section == "matrix" && s.title.starts_with("latency") {
-            records.push(model_record(&prov, &records));
-        }
-    }
+    let (unfinished, summary) = measure(&steps, &plan, &mut log, &prov, &exe, &bar);
     bar.finish_and_clear();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
-    write_all(&a.dir, &records)?;
+    let mut records = log.journal.records();
+    records.extend(unfinished);
+    let missing = sj::missing(&log.journal);
+    // A results file that cannot be written leaves its records in a fallback file
+    // that the error names (write_records).
+    write_all(&dir, &records, &missing)?;
     println!(
         "numalab survey: {} in {:.1} s; {} records",
         if interrupted { "interrupted" } else { "done" },
@@ -300,13 +399,46 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
     print!("{}", registry::headline(&records));
     println!(
         "\nwrote {}/results.json, results.csv and report.html",
-        a.dir.display()
+        dir.display()
     );
+    if let Some(why) = &log.broken {
+        eprintln!("numalab: warning: the journal is incomplete ({why}); the results files hold every record");
+    }
     if interrupted {
         return Err(CliError {
             code: 130,
-            msg: "interrupted: the files hold what was measured before Ctrl-C".into(),
+            msg: format!(
+                "interrupted: the files hold what was measured before Ctrl-C; `numalab survey --resume {}` with the same options measures the rest",
+                dir.display()
+            ),
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn max_size_never_panics_and_names_what_it_refuses(s in "\\PC{0,16}") {
+            if let Err(e) = max_size(&s) {
+                prop_assert_eq!(e.code, 2);
+                prop_assert!(e.msg.contains(s.trim()), "{}", e.msg);
+                prop_assert_eq!(e.msg.lines().count(), 1);
+            }
+        }
+
+        #[test]
+        fn printed_sizes_parse_back(n in 1u64..1024, shift in prop::sample::select(vec![0u32, 10, 20, 30, 40])) {
+            let b = n << shift;
+            let printed = numalab_topo::fmt_bytes(b);
+            match max_size(&printed) {
+                Ok(back) => prop_assert_eq!(back, b),
+                Err(e) => prop_assert!(b < 64 << 10, "{}: {}", printed, e.msg),
+            }
+        }
+    }
 }

@@ -1,0 +1,174 @@
+//! The survey's output folder and its journal: a fresh folder (an earlier survey's
+//! results are never replaced without `--force`), or a journal continued with `--resume`.
+
+use crate::common::{bad, CliError};
+use numalab_results::journal::{self, Entry, Fingerprint, Header, Journal, PlannedStep, Writer};
+use numalab_results::Provenance;
+use numalab_suites::survey::Step;
+use std::path::{Path, PathBuf};
+
+/// The files a survey writes into its folder.
+pub const OUTPUTS: [&str; 4] = [
+    journal::FILE_NAME,
+    "results.json",
+    "results.csv",
+    "report.html",
+];
+
+/// The plan as the journal records it; ids are section/title, made unique.
+pub fn planned(steps: &[Step]) -> Vec<PlannedStep> {
+    let mut out: Vec<PlannedStep> = Vec::new();
+    for s in steps {
+        let base = format!("{}/{}", s.section, s.title);
+        let mut id = base.clone();
+        let mut k = 2;
+        while out.iter().any(|p| p.id == id) {
+            id = format!("{base} #{k}");
+            k += 1;
+        }
+        out.push(PlannedStep {
+            id,
+            title: s.title.clone(),
+            args: s.args.clone(),
+            skip: s.skip.clone(),
+        });
+    }
+    out
+}
+
+/// The journal being written: its in-memory copy, and the file while writes succeed.
+pub struct Log {
+    /// Everything finished, this run's and a resumed run's.
+    pub journal: Journal,
+    /// The journal file.
+    pub path: PathBuf,
+    writer: Option<Writer>,
+    /// Why the journal could not be written, once it could not.
+    pub broken: Option<String>,
+}
+
+impl Log {
+    /// Record a finished step: in memory always, in the file while it can be written.
+    /// When the journal cannot be written (disk full, folder removed), it continues in
+    /// a fallback file under $TMPDIR, so a later kill still keeps every step; returns
+    /// the warning to show then.
+    pub fn finish(&mut self, e: Entry) -> Option<String> {
+        let failed = match self.writer.as_mut() {
+            Some(w) => w.append(&e).err(),
+            None => None,
+        };
+        self.journal.entries.push(e);
+        let err = failed?;
+        let why = format!("writing '{}' failed: {err}", self.path.display());
+        self.broken = Some(why.clone());
+        self.writer = None;
+        let to = numalab_results::output::rescue_path().with_extension("jsonl");
+        let moved = Writer::create(&to, &self.journal.header).and_then(|mut w| {
+            for e in &self.journal.entries {
+                w.append(e)?;
+            }
+            Ok(w)
+        });
+        Some(match moved {
+            Ok(w) => {
+                self.writer = Some(w);
+                self.path = to;
+                format!(
+                    "{why}; the journal continues in '{}' (numalab report takes it)",
+                    self.path.display()
+                )
+            }
+            Err(e2) => format!(
+                "{why}, and so did '{}' ({e2}); the survey goes on and keeps its records in memory",
+                to.display()
+            ),
+        })
+    }
+}
+
+/// Open the journal of a new survey in `dir`, refusing a folder that already holds a
+/// survey's files unless `force` (which removes them first).
+pub fn start(
+    dir: &Path,
+    force: bool,
+    prov: &Provenance,
+    plan: Vec<PlannedStep>,
+) -> Result<Log, CliError> {
+    let held: Vec<&str> = OUTPUTS
+        .iter()
+        .copied()
+        .filter(|f| dir.join(f).exists())
+        .collect();
+    if !held.is_empty() && !force {
+        return Err(bad(format!(
+            "output folder '{}' already holds results ({}): add --force to replace them, or give another folder with -o (or continue it with --resume)",
+            dir.display(),
+            held.join(", ")
+        )));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| bad(format!("invalid output directory '{}': {e}", dir.display())))?;
+    for f in held {
+        std::fs::remove_file(dir.join(f)).map_err(|e| {
+            bad(format!(
+                "invalid output directory '{}': cannot replace {f}: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    let header = Header {
+        format: journal::FORMAT.into(),
+        tool_version: prov.tool_version.clone(),
+        command_line: prov.command_line.clone(),
+        fingerprint: Fingerprint::of(prov),
+        plan,
+    };
+    let path = dir.join(journal::FILE_NAME);
+    let writer = Writer::create(&path, &header).map_err(|e| {
+        bad(format!(
+            "invalid output directory '{}': cannot create {}: {e}",
+            dir.display(),
+            journal::FILE_NAME
+        ))
+    })?;
+    Ok(Log {
+        journal: Journal::new(header),
+        path,
+        writer: Some(writer),
+        broken: None,
+    })
+}
+
+/// Continue the survey whose journal is in `dir`: the machine and the plan must be the same.
+pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log, CliError> {
+    let path = dir.join(journal::FILE_NAME);
+    let cannot = |why: String| bad(format!("cannot resume '{}': {why}", dir.display()));
+    if !path.is_file() {
+        return Err(cannot(format!(
+            "no {} in it (give the folder of a survey)",
+            journal::FILE_NAME
+        )));
+    }
+    let j = journal::read(&path).map_err(cannot)?;
+    if let Some(why) = j.resume_refusal(&Fingerprint::of(prov), plan) {
+        return Err(cannot(format!(
+            "{why}; it was started as '{}'",
+            j.header.command_line.join(" ")
+        )));
+    }
+    let writer = Writer::resume(&path, &j).map_err(|e| cannot(e.to_string()))?;
+    Ok(Log {
+        journal: j,
+        path,
+        writer: Some(writer),
+        broken: None,
+    })
+}
+
+/// Each missing step of a journal as "step 'TITLE' (interrupted)".
+pub fn missing(j: &Journal) -> Vec<String> {
+    j.missing()
+        .iter()
+        .map(|s| format!("step '{}' (interrupted)", s.title))
+        .collect()
+}
