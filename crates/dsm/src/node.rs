@@ -4,9 +4,9 @@
 //! Concurrency: the rank's user-level threads all run on one OS thread (the compute
 //! thread), so consistency actions (closing intervals, twins, diffs, applying write
 //! notices) run there with no application code running beside them. The service thread
-//! only reads immutable state (stored diffs, the interval log), forwards and queues
-//! requests, and, for the single-writer protocols, hands pages over by closing the
-//! application view first and copying through the system view second.
+//! reads the interval log, forwards and queues requests, and, when it must read a page
+//! (LMW's lazy diffs, the single-writer protocols' page hand-over), closes the
+//! application's write access first and reads through the system view second.
 
 use crate::fault::{self, FaultFrame};
 use crate::lrc::Lrc;

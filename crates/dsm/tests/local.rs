@@ -67,6 +67,26 @@ fn fft_all_protocols() {
 }
 
 #[test]
+fn lmw_makes_diffs_lazily() {
+    // Each rank writes its rows in every iteration, but only the boundary pages are ever
+    // asked for: eager creation would diff every written page at every interval.
+    let app = Sor {
+        rows: 34,
+        cols: 256,
+        iters: 6,
+    };
+    let out = run_local(2, cfg(&app, 2, ProtocolKind::Lmw), &app).unwrap();
+    let created: u64 = out.iter().map(|o| o.stats.diffs_created).sum();
+    let eager: u64 = out.iter().map(|o| o.stats.page_intervals).sum();
+    let used: u64 = out.iter().map(|o| o.stats.diffs_used).sum();
+    assert!(used > 0, "no diff was used");
+    assert!(
+        created * 4 < eager,
+        "lazy LMW made {created} diffs for {eager} written page-intervals"
+    );
+}
+
+#[test]
 fn lmw_garbage_collects_and_stays_correct() {
     let app = Sor {
         rows: 34,
