@@ -50,6 +50,8 @@ pub struct Plan {
     pub threads: usize,
     /// Net delay in ns.
     pub net_delay_ns: u64,
+    /// LSW/SEQ freeze of a newly arrived page, in ns (proto::single::default_freeze).
+    pub freeze_ns: u64,
     /// Input size.
     pub input: Input,
     /// Shared region bytes.
@@ -123,6 +125,7 @@ impl Plan {
             protocol,
             threads: o.threads,
             net_delay_ns: delay.as_nanos() as u64,
+            freeze_ns: crate::proto::single::default_freeze(delay).as_nanos() as u64,
             input,
             shared_bytes,
             locks: app.locks(),
@@ -148,7 +151,7 @@ impl Plan {
     fn params(&self) -> serde_json::Value {
         json!({
             "app": self.app, "protocol": self.protocol.name(), "threads": self.threads,
-            "ranks": self.ranks, "net_delay_ns": self.net_delay_ns, "input": self.input,
+            "ranks": self.ranks, "net_delay_ns": self.net_delay_ns, "freeze_ns": self.freeze_ns, "input": self.input,
             "shared_bytes": self.shared_bytes, "page_bytes": PAGE,
         })
     }
@@ -172,6 +175,7 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         base: Some(DEFAULT_BASE),
         watchdog: Duration::from_secs(120),
         gc_bytes: 64 << 20,
+        freeze: Duration::from_nanos(plan.freeze_ns),
     };
     let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref());
     mpi.shutdown();

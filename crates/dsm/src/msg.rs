@@ -45,8 +45,12 @@ pub enum Msg {
     },
     /// LMW: the diffs of `page` made in the sender's intervals `idxs`.
     DiffReq { page: u32, idxs: Vec<u32> },
-    /// LMW: the diffs asked for, as (interval index, diff).
-    DiffRep { page: u32, diffs: Vec<(u32, Diff)> },
+    /// LMW: the diffs asked for, each with the sender's intervals it covers (a lazily made
+    /// diff covers every interval that wrote the page since its twin).
+    DiffRep {
+        page: u32,
+        diffs: Vec<(Vec<u32>, Diff)>,
+    },
     /// Single writer: read or write access to `page`, to its manager.
     PageReq { page: u32, from: u32, write: bool },
     /// Single writer: manager to owner, serve `from`; `data` when its copy is stale.
@@ -187,8 +191,8 @@ impl Msg {
                 w.u8(5);
                 w.u32(*page);
                 w.u32(diffs.len() as u32);
-                for (idx, d) in diffs {
-                    w.u32(*idx);
+                for (idxs, d) in diffs {
+                    w.u32s(idxs);
                     w.u32(d.len() as u32);
                     for (start, words) in d {
                         w.u32(*start as u32);
@@ -279,9 +283,9 @@ impl Msg {
                 let n = r.u32() as usize;
                 let diffs = (0..n)
                     .map(|_| {
-                        let idx = r.u32();
+                        let idxs = r.u32s();
                         let m = r.u32() as usize;
-                        (idx, (0..m).map(|_| (r.u32() as u16, r.u32s())).collect())
+                        (idxs, (0..m).map(|_| (r.u32() as u16, r.u32s())).collect())
                     })
                     .collect();
                 Msg::DiffRep { page, diffs }
@@ -356,7 +360,7 @@ mod tests {
             },
             Msg::DiffRep {
                 page: 5,
-                diffs: vec![(1, vec![(3, vec![1, 2]), (900, vec![5])])],
+                diffs: vec![(vec![1, 2], vec![(3, vec![1, 2]), (900, vec![5])])],
             },
             Msg::PageReq {
                 page: 1,

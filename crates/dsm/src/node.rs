@@ -4,9 +4,9 @@
 //! Concurrency: the rank's user-level threads all run on one OS thread (the compute
 //! thread), so consistency actions (closing intervals, twins, diffs, applying write
 //! notices) run there with no application code running beside them. The service thread
-//! only reads immutable state (stored diffs, the interval log), forwards and queues
-//! requests, and, for the single-writer protocols, hands pages over by closing the
-//! application view first and copying through the system view second.
+//! reads the interval log, forwards and queues requests, and, when it must read a page
+//! (LMW's lazy diffs, the single-writer protocols' page hand-over), closes the
+//! application's write access first and reads through the system view second.
 
 use crate::fault::{self, FaultFrame};
 use crate::lrc::Lrc;
@@ -67,6 +67,9 @@ pub struct Config {
     pub watchdog: Duration,
     /// LMW: stored diff bytes on a rank that trigger a garbage collection at a barrier.
     pub gc_bytes: usize,
+    /// LSW/SEQ: how long a newly arrived page is kept before a request may take it away
+    /// (zero: never frozen; see proto::single).
+    pub freeze: Duration,
 }
 
 /// Protocol-independent state of a rank, handed to protocol code.
@@ -101,6 +104,10 @@ pub struct Core {
     pub last_wait: Wait,
     /// Consecutive idle time (the watchdog's).
     pub idle_ns: u64,
+    /// LSW/SEQ freeze time.
+    pub freeze: Duration,
+    /// Messages a protocol held back, to handle again at the given time.
+    pub deferred: Vec<(Instant, usize, Vec<u8>)>,
 }
 
 impl Core {
@@ -130,6 +137,11 @@ impl Core {
     pub fn wake(&mut self, tid: usize) {
         self.threads[tid] = TState::Ready;
         self.woke = true;
+    }
+
+    /// Handle message `m` from `from` again at `at` (the service thread redelivers it).
+    pub fn defer(&mut self, at: Instant, from: usize, m: &Msg) {
+        self.deferred.push((at, from, m.encode()));
     }
 
     /// A remote request starts: count how many were already in flight.
@@ -170,6 +182,8 @@ pub struct Rank {
     pub cfg: Config,
     stop: AtomicBool,
     slot: AtomicUsize,
+    /// Deferred messages on their way to the service loop.
+    later: Mutex<Vec<Held>>,
     /// Rank-private scratch for per-node reductions (see Ctx::with_scratch).
     pub scratch: Mutex<Vec<f64>>,
 }
@@ -196,6 +210,8 @@ impl Rank {
             gc_bytes: cfg.gc_bytes,
             last_wait: Wait::Barrier,
             idle_ns: 0,
+            freeze: cfg.freeze,
+            deferred: Vec::new(),
         };
         let proto = proto::new(cfg.protocol, &core);
         let rank = Arc::new(Rank {
@@ -206,6 +222,7 @@ impl Rank {
             cfg,
             stop: AtomicBool::new(false),
             slot: AtomicUsize::new(usize::MAX),
+            later: Mutex::new(Vec::new()),
             scratch: Mutex::new(Vec::new()),
         });
         let ptr = Arc::as_ptr(&rank) as usize;
@@ -254,7 +271,17 @@ impl Rank {
             m => proto.message(core, from, m),
         }
         g.core.stats.io_ns += t0.elapsed().as_nanos() as u64;
+        let deferred = std::mem::take(&mut g.core.deferred);
         self.finish(g);
+        if !deferred.is_empty() {
+            let mut later = self.later.lock().unwrap();
+            later.extend(deferred.into_iter().map(|(at, from, bytes)| Held {
+                at,
+                seq: 0,
+                from,
+                bytes,
+            }));
+        }
     }
 
     /// The service loop: receive, hold for the net delay, dispatch; until stopped.
@@ -263,6 +290,11 @@ impl Rank {
         let mut held: BinaryHeap<Held> = BinaryHeap::new();
         let mut seq = 0u64;
         while !self.stop.load(Ordering::Acquire) {
+            for mut h in std::mem::take(&mut *self.later.lock().unwrap()) {
+                seq += 1;
+                h.seq = seq;
+                held.push(h);
+            }
             let now = Instant::now();
             while held.peek().is_some_and(|h| h.at <= now) {
                 let h = held.pop().unwrap();

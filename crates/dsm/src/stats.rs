@@ -42,6 +42,14 @@ pub struct Stats {
     pub diffs_created: u64,
     /// Diffs applied.
     pub diffs_used: u64,
+    /// LMW: (page, interval) pairs written, the diffs an eager LMW would have created;
+    /// lazy creation makes `diffs_created` of them.
+    #[serde(default)]
+    pub page_intervals: u64,
+    /// LSW/SEQ: requests for a page held back because it arrived less than the freeze
+    /// time ago (the seed's anti-thrashing freeze).
+    #[serde(default)]
+    pub freezes: u64,
     /// Twins made.
     pub twins: u64,
     /// Whole pages received.
@@ -83,6 +91,8 @@ impl Stats {
                 contention_lock,
                 diffs_created,
                 diffs_used,
+                page_intervals,
+                freezes,
                 twins,
                 pages_received,
                 sw_useful,

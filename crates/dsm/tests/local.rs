@@ -3,6 +3,7 @@
 use numalab_dsm::apps::{
     barnes::Barnes, fft::Fft, max_rel_diff, ocean::Ocean, sor::Sor, swm::Swm, water::Water, App,
 };
+use numalab_dsm::proto::single::default_freeze;
 use numalab_dsm::{run_local, Config, ProtocolKind};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ fn cfg(app: &dyn App, t: usize, p: ProtocolKind) -> Config {
         base: None,
         watchdog: Duration::from_secs(60),
         gc_bytes: 1 << 20,
+        freeze: default_freeze(Duration::ZERO),
     }
 }
 
@@ -64,6 +66,26 @@ fn fft_all_protocols() {
             check(&app, 2, t, p);
         }
     }
+}
+
+#[test]
+fn lmw_makes_diffs_lazily() {
+    // Each rank writes its rows in every iteration, but only the boundary pages are ever
+    // asked for: eager creation would diff every written page at every interval.
+    let app = Sor {
+        rows: 34,
+        cols: 256,
+        iters: 6,
+    };
+    let out = run_local(2, cfg(&app, 2, ProtocolKind::Lmw), &app).unwrap();
+    let created: u64 = out.iter().map(|o| o.stats.diffs_created).sum();
+    let eager: u64 = out.iter().map(|o| o.stats.page_intervals).sum();
+    let used: u64 = out.iter().map(|o| o.stats.diffs_used).sum();
+    assert!(used > 0, "no diff was used");
+    assert!(
+        created * 4 < eager,
+        "lazy LMW made {created} diffs for {eager} written page-intervals"
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! One DSM rank under `mpirun` (used by the tests and by `numalab dsm run`):
-//! `numalab-dsm-rank APP PROTOCOL THREADS [NET_DELAY_NS] [small|paper]`.
+//! `numalab-dsm-rank APP PROTOCOL THREADS [NET_DELAY_NS] [small|paper] [FREEZE_NS]`
+//! (the freeze defaults to proto::single::default_freeze of the net delay).
 //! Every rank prints one line `stats RANK {json}`; rank 0 also prints `check APP DIFF TOL`
 //! and exits 1 when the result differs from the sequential run.
 
@@ -43,6 +44,13 @@ fn main() {
             std::process::exit(2)
         });
     let delay: u64 = a.get(4).map_or(0, |s| s.parse().unwrap_or(0));
+    let freeze = match a.get(6) {
+        None => numalab_dsm::proto::single::default_freeze(Duration::from_nanos(delay)),
+        Some(s) => Duration::from_nanos(s.parse().unwrap_or_else(|_| {
+            eprintln!("invalid freeze '{s}': nanoseconds");
+            std::process::exit(2)
+        })),
+    };
     let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Multiple)
         .unwrap_or_else(|| {
             eprintln!("MPI could not be initialised");
@@ -63,6 +71,7 @@ fn main() {
         base: Some(numalab_dsm::region::DEFAULT_BASE),
         watchdog: Duration::from_secs(60),
         gc_bytes: 64 << 20,
+        freeze,
     };
     let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref()).unwrap_or_else(|e| {
         eprintln!("rank failed: {e}");

@@ -1,15 +1,21 @@
 //! LMW: lazy release consistency with multiple writers (TreadMarks/CVM style, homeless).
 //!
-//! Every rank starts with a valid zero copy of every page. The first write to a page in an
-//! interval makes a twin; closing the interval (at a release, an acquire or a barrier
-//! arrival) write-protects the page and stores the word diff against the twin — eagerly,
-//! which keeps diff making on the compute thread, where no application code runs beside
-//! it. An acquire brings write notices for intervals not yet seen; each noticed page is
-//! invalidated. A fault on an invalid page asks each writer for its diffs in parallel and
-//! applies them in an order consistent with happened-before (ascending vector-timestamp
-//! sums). Diffs and intervals are collected at a barrier once a rank stores more than
-//! `gc_bytes` of diffs: every rank validates its stale pages, and a second barrier drops
-//! everything all ranks have applied.
+//! Every rank starts with a valid zero copy of every page. The first write to a page makes
+//! a twin; closing the interval (at a release, an acquire or a barrier arrival)
+//! write-protects the page, so the next interval's first write is noticed, but keeps the
+//! twin and makes no diff. Diffs are made lazily (as in TreadMarks and CVM), by word
+//! comparison against the twin, only when one is needed: when another rank asks for one
+//! (on the service thread, after write-protecting the page), when a write notice for the
+//! page arrives (before others' diffs touch it) or when GC drops the intervals. A page
+//! written in many intervals with no request between them thus makes one diff, sent with
+//! the list of intervals it covers. An acquire brings write notices for intervals not yet
+//! seen; each noticed page is invalidated. A fault on an invalid page asks each writer for
+//! its diffs in parallel and applies them in an order consistent with happened-before
+//! (ascending vector-timestamp sums, a covering diff at its earliest interval: nothing
+//! that wrote the page happened before its later intervals, or the notice would have made
+//! the diff then). Diffs and intervals are collected at a barrier once a rank stores more
+//! than `gc_bytes` of diffs: every rank validates its stale pages, and a second barrier
+//! drops everything all ranks have applied.
 
 use super::{Fault, Protocol};
 use crate::diff;
@@ -19,23 +25,35 @@ use crate::node::{Core, Wait};
 use crate::region::Prot;
 use std::collections::{BTreeMap, HashMap};
 
-/// A diff received for a fetch: (writer rank, interval, diff).
-type Got = (u32, u32, Diff);
+/// A diff received for a fetch: (writer rank, intervals it covers, diff).
+type Got = (u32, Vec<u32>, Diff);
 
 #[derive(Default)]
 struct Page {
     twin: Option<Box<[u32]>>,
+    /// My closed intervals that wrote the page since the twin was made (no diff yet).
+    pending: Vec<u32>,
     /// Unapplied write notices: (rank, interval, vt sum).
     notices: Vec<(u32, u32, u64)>,
+    /// Intervals applied here (inside a covering diff) before their notice arrived.
+    ahead: Vec<(u32, u32)>,
     /// Ranks still to answer, and the diffs they sent.
     fetch: Option<(usize, Vec<Got>)>,
+}
+
+/// One diff I made: the intervals it covers, the words.
+struct Made {
+    covers: Vec<u32>,
+    diff: Diff,
 }
 
 /// LMW state of one rank.
 pub struct Lmw {
     pages: Vec<Page>,
-    /// My diffs by (page, interval).
-    diffs: HashMap<(u32, u32), Diff>,
+    /// My diffs by id, and the id of each (page, interval) they cover.
+    made: HashMap<u64, Made>,
+    by_interval: HashMap<(u32, u32), u64>,
+    next_id: u64,
     diff_bytes: usize,
 }
 
@@ -44,7 +62,9 @@ impl Lmw {
     pub fn new(c: &Core) -> Lmw {
         Lmw {
             pages: (0..c.region.pages()).map(|_| Page::default()).collect(),
-            diffs: HashMap::new(),
+            made: HashMap::new(),
+            by_interval: HashMap::new(),
+            next_id: 0,
             diff_bytes: 0,
         }
     }
@@ -55,45 +75,85 @@ impl Lmw {
         }
         let idx = c.lrc.vt[c.me] + 1;
         for &p in &c.lrc.dirty {
-            let page = &mut self.pages[p as usize];
             c.region.protect(p as usize, Prot::Read);
-            let twin = page.twin.take().expect("dirty page without a twin");
-            let d = diff::make(&twin, c.region.sys_words(p as usize));
-            self.diff_bytes += diff::bytes(&d);
-            c.stats.diffs_created += 1;
-            self.diffs.insert((p, idx), d);
+            self.pages[p as usize].pending.push(idx);
+            c.stats.page_intervals += 1;
         }
         c.lrc.close();
+    }
+
+    /// Make the diff of page `p` for its pending intervals. The caller holds the rank
+    /// lock; a page written in the open interval is write-protected first (the compute
+    /// thread's next write faults and waits for the lock) and gets a fresh twin, so the
+    /// open interval's later writes go into its own diff.
+    fn make_diff(&mut self, c: &mut Core, p: usize) {
+        let page = &mut self.pages[p];
+        if page.pending.is_empty() {
+            return;
+        }
+        let open = c.lrc.dirty.contains(&(p as u32));
+        if open {
+            c.region.protect(p, Prot::Read);
+        }
+        let twin = page.twin.take().expect("pending intervals without a twin");
+        let words = c.region.sys_words(p);
+        let d = diff::make(&twin, words);
+        if open {
+            page.twin = Some(words.to_vec().into_boxed_slice());
+            c.stats.twins += 1;
+        }
+        self.diff_bytes += diff::bytes(&d);
+        c.stats.diffs_created += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        let covers = std::mem::take(&mut page.pending);
+        for &i in &covers {
+            self.by_interval.insert((p as u32, i), id);
+        }
+        self.made.insert(id, Made { covers, diff: d });
+    }
+
+    /// Apply the diffs a fetch brought, oldest first.
+    fn apply(&mut self, c: &mut Core, p: usize, mut got: Vec<Got>) {
+        let page = &mut self.pages[p];
+        let pos = |r: u32, covers: &[u32]| {
+            page.notices
+                .iter()
+                .filter(|n| n.0 == r && covers.contains(&n.1))
+                .map(|n| n.2)
+                .min()
+                .unwrap_or(0)
+        };
+        got.sort_by_cached_key(|(r, covers, _)| (pos(*r, covers), *r));
+        let words = c.region.sys_words(p);
+        for (r, covers, d) in &got {
+            diff::apply(words, d);
+            for &i in covers {
+                let known = page.notices.len();
+                page.notices.retain(|n| !(n.0 == *r && n.1 == i));
+                if page.notices.len() == known && i > c.lrc.vt[*r as usize] {
+                    page.ahead.push((*r, i));
+                }
+            }
+        }
+        c.stats.diffs_used += got.len() as u64;
     }
 }
 
 impl Protocol for Lmw {
     fn fault(&mut self, c: &mut Core, p: usize, write: bool) -> Fault {
-        let page = &mut self.pages[p];
-        if !page.notices.is_empty() {
-            match page.fetch.take() {
+        if !self.pages[p].notices.is_empty() {
+            match self.pages[p].fetch.take() {
                 Some((waiting, got)) if waiting > 0 => {
-                    page.fetch = Some((waiting, got));
+                    self.pages[p].fetch = Some((waiting, got));
                     return Fault::Wait { joined: true };
                 }
-                Some((_, mut got)) => {
-                    got.sort_by_key(|(r, i, _)| {
-                        let s = page
-                            .notices
-                            .iter()
-                            .find(|n| n.0 == *r && n.1 == *i)
-                            .map_or(0, |n| n.2);
-                        (s, *r)
-                    });
-                    let words = c.region.sys_words(p);
-                    for (r, i, d) in &got {
-                        diff::apply(words, d);
-                        page.notices.retain(|n| !(n.0 == *r && n.1 == *i));
-                    }
-                    c.stats.diffs_used += got.len() as u64;
+                Some((_, got)) => {
+                    self.apply(c, p, got);
                 }
                 None => {}
             }
+            let page = &mut self.pages[p];
             if !page.notices.is_empty() {
                 let mut by_rank: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
                 for &(r, i, _) in &page.notices {
@@ -116,11 +176,13 @@ impl Protocol for Lmw {
             c.region.protect(p, Prot::Read);
         }
         if write {
+            let page = &mut self.pages[p];
+            // A twin kept from earlier intervals (no diff asked for yet) serves this one too.
             if page.twin.is_none() {
                 page.twin = Some(c.region.sys_words(p).to_vec().into_boxed_slice());
                 c.stats.twins += 1;
-                c.lrc.dirty.insert(p as u32);
             }
+            c.lrc.dirty.insert(p as u32);
             c.region.protect(p, Prot::ReadWrite);
         }
         Fault::Ok
@@ -138,7 +200,13 @@ impl Protocol for Lmw {
             }
             let s = vt_sum(&iv.vt);
             for &p in &iv.pages {
+                // My writes must be diffed before others' diffs change the page.
+                self.make_diff(c, p as usize);
                 let page = &mut self.pages[p as usize];
+                if let Some(k) = page.ahead.iter().position(|&a| a == (iv.rank, iv.idx)) {
+                    page.ahead.swap_remove(k);
+                    continue;
+                }
                 if page.notices.is_empty() {
                     c.region.protect(p as usize, Prot::None);
                 }
@@ -150,16 +218,30 @@ impl Protocol for Lmw {
     fn message(&mut self, c: &mut Core, from: usize, m: Msg) {
         match m {
             Msg::DiffReq { page, idxs } => {
-                let diffs = idxs
-                    .into_iter()
-                    .map(|i| {
-                        let d = self.diffs.get(&(page, i)).unwrap_or_else(|| {
+                if idxs
+                    .iter()
+                    .any(|i| self.pages[page as usize].pending.contains(i))
+                {
+                    self.make_diff(c, page as usize);
+                }
+                let mut ids: Vec<u64> = idxs
+                    .iter()
+                    .map(|&i| {
+                        *self.by_interval.get(&(page, i)).unwrap_or_else(|| {
                             panic!(
                                 "rank {} has no diff of page {page} interval {i} (asked by {from})",
                                 c.me
                             )
-                        });
-                        (i, d.clone())
+                        })
+                    })
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                let diffs = ids
+                    .iter()
+                    .map(|id| {
+                        let m = &self.made[id];
+                        (m.covers.clone(), m.diff.clone())
                     })
                     .collect();
                 c.send(from, &Msg::DiffRep { page, diffs });
@@ -190,10 +272,19 @@ impl Protocol for Lmw {
 
     fn discard(&mut self, c: &mut Core, cut: &[u32]) {
         let me = c.me;
-        self.diffs.retain(|&(_, i), _| i > cut[me]);
-        self.diff_bytes = self.diffs.values().map(diff::bytes).sum();
-        for p in &mut self.pages {
-            p.notices.retain(|n| n.1 > cut[n.0 as usize]);
+        self.made
+            .retain(|_, m| m.covers.iter().any(|&i| i > cut[me]));
+        self.by_interval.retain(|&(_, i), _| i > cut[me]);
+        self.diff_bytes = self.made.values().map(|m| diff::bytes(&m.diff)).sum();
+        for (p, pg) in self.pages.iter_mut().enumerate() {
+            pg.notices.retain(|n| n.1 > cut[n.0 as usize]);
+            pg.ahead.retain(|a| a.1 > cut[a.0 as usize]);
+            // Every rank applied these, so nobody will ask; a twin with nothing left to
+            // cover (and no open write) goes too.
+            pg.pending.retain(|&i| i > cut[me]);
+            if pg.pending.is_empty() && !c.lrc.dirty.contains(&(p as u32)) {
+                pg.twin = None;
+            }
         }
     }
 }

@@ -7,12 +7,14 @@
 //! read-only meanwhile so its next write is recorded. Write notices travel with acquires
 //! as in LMW (pages only, no diffs) and invalidate non-owned copies. The manager serves
 //! one request per page at a time, until the requester confirms it installed the page.
+//! A page that just arrived with ownership is frozen: a forward taking ownership away waits
+//! out the freeze (proto::single).
 
+use super::single::{self, Freeze, Managers};
 use super::{Fault, Protocol};
 use crate::msg::{Interval, Msg};
-use crate::node::{Core, Wait};
+use crate::node::Core;
 use crate::region::{Prot, PAGE};
-use std::collections::VecDeque;
 
 #[derive(Default, Clone)]
 struct Page {
@@ -23,17 +25,11 @@ struct Page {
     stale: bool,
 }
 
-#[derive(Default, Clone)]
-struct Mgr {
-    owner: usize,
-    busy: bool,
-    queue: VecDeque<(usize, bool)>,
-}
-
 /// LSW state of one rank.
 pub struct Lsw {
     pages: Vec<Page>,
-    mgr: Vec<Mgr>,
+    mgr: Managers<()>,
+    freeze: Freeze,
 }
 
 impl Lsw {
@@ -48,18 +44,13 @@ impl Lsw {
                     ..Default::default()
                 })
                 .collect(),
-            mgr: (0..n)
-                .map(|p| Mgr {
-                    owner: p % c.n,
-                    ..Default::default()
-                })
-                .collect(),
+            mgr: Managers::new(c, |_| ()),
+            freeze: Freeze::new(c),
         }
     }
 
     fn serve(&mut self, c: &mut Core, p: usize, from: usize, write: bool) {
-        let m = &mut self.mgr[p];
-        m.busy = true;
+        let m = &mut self.mgr.pages[p];
         let owner = m.owner;
         if write {
             m.owner = from;
@@ -91,17 +82,7 @@ impl Protocol for Lsw {
         }
         pg.fetching = true;
         pg.stale = false;
-        c.stats.remote_faults += 1;
-        c.start_remote(false);
-        c.send(
-            p % c.n,
-            &Msg::PageReq {
-                page: p as u32,
-                from: c.me as u32,
-                write,
-            },
-        );
-        Fault::Wait { joined: false }
+        single::ask(c, p, write)
     }
 
     fn release(&mut self, c: &mut Core) {
@@ -136,16 +117,13 @@ impl Protocol for Lsw {
         match m {
             Msg::PageReq { page, from, write } => {
                 let (p, from) = (page as usize, from as usize);
-                if self.mgr[p].busy {
-                    self.mgr[p].queue.push_back((from, write));
-                } else {
+                if self.mgr.admit(p, from, write) {
                     self.serve(c, p, from, write);
                 }
             }
             Msg::PageDone { page, .. } => {
                 let p = page as usize;
-                self.mgr[p].busy = false;
-                if let Some((f, w)) = self.mgr[p].queue.pop_front() {
+                if let Some((f, w)) = self.mgr.next(p) {
                     self.serve(c, p, f, w);
                 }
             }
@@ -153,9 +131,18 @@ impl Protocol for Lsw {
                 page,
                 from: to,
                 write,
-                ..
+                data,
             } => {
                 let p = page as usize;
+                let m = Msg::PageFwd {
+                    page,
+                    from: to,
+                    write,
+                    data,
+                };
+                if write && self.freeze.hold(c, p, from, &m) {
+                    return;
+                }
                 let pg = &mut self.pages[p];
                 assert!(pg.owner, "rank {} asked for page {p} it does not own", c.me);
                 // Close the application's view before copying, so no write is half-sent.
@@ -186,6 +173,7 @@ impl Protocol for Lsw {
                     // The owner's copy is the newest: a notice that arrived meanwhile is met.
                     pg.owner = true;
                     pg.valid = true;
+                    self.freeze.arrived(p);
                     c.lrc.dirty.insert(page);
                     c.region.protect(p, Prot::ReadWrite);
                 } else if !pg.stale {
@@ -194,18 +182,7 @@ impl Protocol for Lsw {
                 } else {
                     pg.valid = false;
                 }
-                c.end_remote();
-                c.wake_if(|w| w == Wait::Page(page));
-                let me = c.me as u32;
-                c.send(
-                    p % c.n,
-                    &Msg::PageDone {
-                        page,
-                        from: me,
-                        write,
-                    },
-                );
-                let _ = from;
+                single::confirm(c, p, write);
             }
             m => panic!("LSW got a message of another protocol: {m:?}"),
         }

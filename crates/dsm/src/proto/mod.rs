@@ -5,6 +5,7 @@
 pub mod lmw;
 pub mod lsw;
 pub mod seq;
+pub mod single;
 
 use crate::msg::{Interval, Msg};
 use crate::node::Core;

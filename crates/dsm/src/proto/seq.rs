@@ -5,13 +5,14 @@
 //! manager invalidate every other copy, wait for the acknowledgements, then move the page
 //! (or only ownership, when the writer's copy is current) from the owner. The manager
 //! serves one request per page at a time, until the requester confirms. Synchronisation
-//! carries no consistency information.
+//! carries no consistency information. A page that just arrived is frozen: a forward or an
+//! invalidation taking it away waits out the freeze (proto::single).
 
+use super::single::{self, Freeze, Managers};
 use super::{Fault, Protocol};
 use crate::msg::{Interval, Msg};
-use crate::node::{Core, Wait};
+use crate::node::Core;
 use crate::region::{Prot, PAGE};
-use std::collections::VecDeque;
 
 #[derive(Default, Clone)]
 struct Page {
@@ -19,20 +20,19 @@ struct Page {
     fetching: bool,
 }
 
+/// What a SEQ manager adds: the copy set, and the request waiting for acknowledgements.
 #[derive(Default, Clone)]
-struct Mgr {
-    owner: usize,
+struct Copies {
     copies: Vec<bool>,
-    busy: bool,
     acks: usize,
     cur: Option<(usize, bool)>,
-    queue: VecDeque<(usize, bool)>,
 }
 
 /// SEQ state of one rank.
 pub struct Seq {
     pages: Vec<Page>,
-    mgr: Vec<Mgr>,
+    mgr: Managers<Copies>,
+    freeze: Freeze,
 }
 
 impl Seq {
@@ -47,45 +47,42 @@ impl Seq {
                 };
                 n
             ],
-            mgr: (0..n)
-                .map(|p| Mgr {
-                    owner: p % c.n,
-                    copies: vec![true; c.n],
-                    ..Default::default()
-                })
-                .collect(),
+            mgr: Managers::new(c, |_| Copies {
+                copies: vec![true; c.n],
+                ..Default::default()
+            }),
+            freeze: Freeze::new(c),
         }
     }
 
     fn serve(&mut self, c: &mut Core, p: usize, from: usize, write: bool) {
-        let m = &mut self.mgr[p];
-        m.busy = true;
-        m.cur = Some((from, write));
+        let m = &mut self.mgr.pages[p];
+        m.x.cur = Some((from, write));
         if write {
             let owner = m.owner;
             let victims: Vec<usize> = (0..c.n)
-                .filter(|&r| m.copies[r] && r != from && r != owner)
+                .filter(|&r| m.x.copies[r] && r != from && r != owner)
                 .collect();
-            m.acks = victims.len();
+            m.x.acks = victims.len();
             for r in victims {
                 c.send(r, &Msg::Inval { page: p as u32 });
             }
         }
-        if self.mgr[p].acks == 0 {
+        if self.mgr.pages[p].x.acks == 0 {
             self.forward(c, p);
         }
     }
 
     fn forward(&mut self, c: &mut Core, p: usize) {
-        let m = &mut self.mgr[p];
-        let (from, write) = m.cur.take().expect("forward with no request");
+        let m = &mut self.mgr.pages[p];
+        let (from, write) = m.x.cur.take().expect("forward with no request");
         let owner = m.owner;
-        let data = !m.copies[from];
+        let data = !m.x.copies[from];
         if write {
-            m.copies.iter_mut().for_each(|x| *x = false);
+            m.x.copies.iter_mut().for_each(|x| *x = false);
             m.owner = from;
         }
-        m.copies[from] = true;
+        m.x.copies[from] = true;
         c.send(
             owner,
             &Msg::PageFwd {
@@ -108,17 +105,7 @@ impl Protocol for Seq {
             return Fault::Ok;
         }
         pg.fetching = true;
-        c.stats.remote_faults += 1;
-        c.start_remote(false);
-        c.send(
-            p % c.n,
-            &Msg::PageReq {
-                page: p as u32,
-                from: c.me as u32,
-                write,
-            },
-        );
-        Fault::Wait { joined: false }
+        single::ask(c, p, write)
     }
 
     fn release(&mut self, _c: &mut Core) {}
@@ -129,28 +116,28 @@ impl Protocol for Seq {
         match m {
             Msg::PageReq { page, from, write } => {
                 let (p, from) = (page as usize, from as usize);
-                if self.mgr[p].busy {
-                    self.mgr[p].queue.push_back((from, write));
-                } else {
+                if self.mgr.admit(p, from, write) {
                     self.serve(c, p, from, write);
                 }
             }
             Msg::InvalAck { page } => {
                 let p = page as usize;
-                self.mgr[p].acks -= 1;
-                if self.mgr[p].acks == 0 {
+                self.mgr.pages[p].x.acks -= 1;
+                if self.mgr.pages[p].x.acks == 0 {
                     self.forward(c, p);
                 }
             }
             Msg::PageDone { page, .. } => {
                 let p = page as usize;
-                self.mgr[p].busy = false;
-                if let Some((f, w)) = self.mgr[p].queue.pop_front() {
+                if let Some((f, w)) = self.mgr.next(p) {
                     self.serve(c, p, f, w);
                 }
             }
             Msg::Inval { page } => {
                 let p = page as usize;
+                if self.freeze.hold(c, p, from, &Msg::Inval { page }) {
+                    return;
+                }
                 self.pages[p].access = 0;
                 c.region.protect(p, Prot::None);
                 c.send(from, &Msg::InvalAck { page });
@@ -163,6 +150,17 @@ impl Protocol for Seq {
             } => {
                 let p = page as usize;
                 let to = to as usize;
+                // Taking the page, or write access to it, away waits out a freeze.
+                let takes = to != c.me && (write || self.pages[p].access == 2);
+                let m = Msg::PageFwd {
+                    page,
+                    from: to as u32,
+                    write,
+                    data,
+                };
+                if takes && self.freeze.hold(c, p, from, &m) {
+                    return;
+                }
                 // Close the application's view before copying, so no write is half-sent.
                 if to != c.me {
                     let keep = if write { 0 } else { 1 };
@@ -185,17 +183,8 @@ impl Protocol for Seq {
                 pg.access = if write { 2 } else { 1 };
                 c.region
                     .protect(p, if write { Prot::ReadWrite } else { Prot::Read });
-                c.end_remote();
-                c.wake_if(|w| w == Wait::Page(page));
-                let me = c.me as u32;
-                c.send(
-                    p % c.n,
-                    &Msg::PageDone {
-                        page,
-                        from: me,
-                        write,
-                    },
-                );
+                self.freeze.arrived(p);
+                single::confirm(c, p, write);
             }
             m => panic!("SEQ got a message of another protocol: {m:?}"),
         }
