@@ -215,14 +215,15 @@ pub fn text(a: &Advice, records: &[Record]) -> String {
         let refs: Vec<&Value> = threads.iter().collect();
         s.push_str("\nThreads of the trace (latency: the survey's matrix priced at the process's page spread):\n");
         s.push_str(&table(&THREAD_HEADER, &thread_rows(&refs)));
+        s.push('\n');
         for t in a.threads.iter() {
             if let Some(b) = &t.best {
                 let _ = writeln!(s, "  {} {}: {} to node {} saves {:.1} ns per load ({:.1} → {:.1} ns)\n      now:      {}\n      next run: {}", t.obj, t.name, b.what, b.to_node, b.saving_ns, t.latency_ns.unwrap_or(0.0), b.latency_ns, b.now, b.next_run);
                 if let Some(alt) = &t.alternative {
                     let _ = writeln!(
                         s,
-                        "      or {} to node {}: saves {:.1} ns ({})",
-                        alt.what, alt.to_node, alt.saving_ns, alt.next_run
+                        "      or {} to node {}: saves {:.1} ns\n      now:      {}\n      next run: {}",
+                        alt.what, alt.to_node, alt.saving_ns, alt.now, alt.next_run
                     );
                 }
                 let _ = writeln!(s, "      from: {}", t.basis.join("; "));
