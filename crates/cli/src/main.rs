@@ -116,7 +116,11 @@ enum Command {
     Survey(commands::survey::SurveyArgs),
     /// Render saved records (JSON), or one trace, as a self-contained HTML report.
     Report(commands::report::ReportArgs),
-    /// Compare two record files measurement by measurement: medians and B/A.
+    /// Which placement to use, from a survey's measured matrices: ranked placements for a
+    /// workload (--threads, --footprint), or per-thread moves for a trace (--trace).
+    Advise(commands::advise::AdviseArgs),
+    /// Compare two record files measurement by measurement: medians, B/A, and whether
+    /// each change is beyond or within the two runs' spread, largest first.
     Compare(commands::report::CompareArgs),
     /// Show the machine: packages, dies, NUMA nodes, caches, cores, SMT, distances and hops,
     /// memory attributes, huge pages, THP and NUMA balancing.
@@ -187,6 +191,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Survey(a) => commands::survey::run(a),
         Command::Report(a) => commands::report::run_report(a),
         Command::Compare(a) => commands::report::run_compare(a),
+        Command::Advise(a) => commands::advise::run(a),
         Command::Topo(a) => commands::topo::run(a),
         Command::Plan(a) => commands::plan::run(a),
         Command::Latency(a) => commands::latency::run(a),

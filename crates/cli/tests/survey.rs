@@ -240,6 +240,12 @@ fn compare_gives_the_ratios_of_matching_measurements() {
     };
     assert!((ratio("latency") - 1.5).abs() < 1e-9);
     assert!((ratio("other") - 0.25).abs() < 1e-9);
+    // One sample per run: no spread to judge the change by, and the JSON says so.
+    assert!(rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["change"] == "few samples"));
     assert!(std::fs::read_to_string(dir.join("c.html"))
         .unwrap()
         .contains("1.500"));

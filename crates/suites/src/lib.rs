@@ -2,6 +2,7 @@
 //! the KSR collective-communication suite. Suites build lists of probe scripts and
 //! check the data they moved; they never time anything themselves.
 
+pub mod advise;
 pub mod collectives;
 pub mod collectives_mpi;
 mod collectives_mpi_present;

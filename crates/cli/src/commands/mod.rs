@@ -1,5 +1,6 @@
 //! One file per command: clap arguments → the experiment's `Options` → run → emit.
 
+pub mod advise;
 pub mod bandwidth;
 pub mod c2c;
 pub mod collectives;

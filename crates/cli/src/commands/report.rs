@@ -159,9 +159,11 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
     } else {
         println!("A: {}\nB: {}\n", a.a.display(), a.b.display());
         print!("{}", table(&compare::HEADER, &compare::text_rows(&rows)));
+        let beyond = rows.iter().filter(|r| r.change == "beyond").count();
         println!(
-            "\n{} matched measurement(s); {only_a} only in A, {only_b} only in B",
-            rows.len()
+            "\n{} matched measurement(s), {beyond} beyond the run-to-run spread; {only_a} only in A, {only_b} only in B\n{}",
+            rows.len(),
+            compare::RULE
         );
     }
     Ok(())

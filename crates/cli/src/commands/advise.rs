@@ -1,0 +1,87 @@
+//! `numalab advise`: flags → the advisor's `Options`; the survey and trace read here.
+
+use crate::common::{bad, CliError};
+use clap::Args;
+use numalab_results::{output, Provenance};
+use numalab_suites::advise::{self, Options, Plan};
+use std::path::PathBuf;
+
+/// Arguments of `numalab advise`.
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// The survey: its folder (numalab survey -o DIR) or its results.json.
+    survey: PathBuf,
+    /// A trace of the program (numalab record): advice per thread.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Threads of the workload to place.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Bytes the threads touch in all (64M, 4G, ...).
+    #[arg(long, value_name = "SIZE")]
+    footprint: Option<String>,
+    /// Share of accesses that are reads, percent.
+    #[arg(long, default_value_t = 100, value_name = "PCT")]
+    reads: u32,
+    /// stream (bandwidth-bound: sequential passes) or random (latency-bound: dependent loads).
+    #[arg(long, default_value = "stream")]
+    access: String,
+    /// Every thread reads the whole footprint (default: each thread its own slice).
+    #[arg(long)]
+    shared: bool,
+    /// The program the printed commands run (default: the trace's, else PROGRAM).
+    #[arg(long)]
+    program: Option<String>,
+    /// Print the advice records as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Also write the advice records to FILE (.json or .csv).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Run `numalab advise`.
+pub fn run(a: AdviseArgs) -> Result<(), CliError> {
+    if let Some(p) = &a.output {
+        output::check_path(p)?;
+    }
+    let file = if a.survey.is_dir() {
+        a.survey.join("results.json")
+    } else {
+        a.survey.clone()
+    };
+    if !file.exists() {
+        return Err(bad(format!(
+            "invalid survey '{}': no such file; give a survey folder (numalab survey -o DIR) or its results.json",
+            file.display()
+        )));
+    }
+    let records = super::report::read_records(&file)?;
+    let trace = a.trace.as_deref().map(super::trace::load).transpose()?;
+    let program = a.program.clone().unwrap_or_else(|| match &trace {
+        Some(t) if !t.header.target.is_empty() => t.header.target.join(" "),
+        _ => "PROGRAM".into(),
+    });
+    let o = Options {
+        threads: a.threads,
+        footprint: a.footprint.clone(),
+        reads: a.reads,
+        access: a.access.clone(),
+        shared: a.shared,
+        program,
+    };
+    let plan = Plan::resolve(&records, trace.as_ref(), &o)?;
+    let advice = plan.compute()?;
+    let m = &plan.measured.machine;
+    let prov = Provenance::collect(&m.summary(), &format!("survey {}", file.display()));
+    let recs = advise::records(&advice, &prov);
+    if let Some(p) = &a.output {
+        output::write_records(p, &recs)?;
+    }
+    if a.json {
+        println!("{}", output::to_json(&recs));
+    } else {
+        print!("{}", advise::text(&advice, &recs));
+    }
+    Ok(())
+}
