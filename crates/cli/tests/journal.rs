@@ -192,7 +192,7 @@ fn a_killed_survey_keeps_its_steps_and_resume_completes_it() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<section id=\"not-measured\">"));
     for t in &missing {
-        let line = format!("not measured: step '{t}' (interrupted)");
+        let line = format!("not measured: step '{t}' (interrupted");
         assert!(text.contains(&line), "{line} not in {text}");
         assert!(page.contains(&line), "{line} not in the HTML");
     }

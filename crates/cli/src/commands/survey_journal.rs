@@ -165,10 +165,17 @@ pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log
     })
 }
 
-/// Each missing step of a journal as "step 'TITLE' (interrupted)".
+/// Each missing step of a journal as "step 'TITLE' (interrupted)", saying so when the
+/// plan would have skipped it anyway.
 pub fn missing(j: &Journal) -> Vec<String> {
     j.missing()
         .iter()
-        .map(|s| format!("step '{}' (interrupted)", s.title))
+        .map(|s| match &s.skip {
+            None => format!("step '{}' (interrupted)", s.title),
+            Some(why) => format!(
+                "step '{}' (interrupted before it; it would be skipped here: {why})",
+                s.title
+            ),
+        })
         .collect()
 }
