@@ -3,7 +3,7 @@
 use numalab_dsm::apps::{
     barnes::Barnes, fft::Fft, max_rel_diff, ocean::Ocean, sor::Sor, swm::Swm, water::Water, App,
 };
-use numalab_dsm::proto::single::default_freeze;
+use numalab_dsm::proto::single::DEFAULT_FREEZE;
 use numalab_dsm::{run_local, Config, ProtocolKind};
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ fn cfg(app: &dyn App, t: usize, p: ProtocolKind) -> Config {
         base: None,
         watchdog: Duration::from_secs(60),
         gc_bytes: 1 << 20,
-        freeze: default_freeze(Duration::ZERO),
+        freeze: DEFAULT_FREEZE,
     }
 }
 
