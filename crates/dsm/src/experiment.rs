@@ -50,7 +50,7 @@ pub struct Plan {
     pub threads: usize,
     /// Net delay in ns.
     pub net_delay_ns: u64,
-    /// LSW/SEQ freeze of a newly arrived page, in ns (proto::single::default_freeze).
+    /// LSW/SEQ freeze of a newly arrived page, in ns (proto::single::DEFAULT_FREEZE).
     pub freeze_ns: u64,
     /// Input size.
     pub input: Input,
@@ -125,7 +125,7 @@ impl Plan {
             protocol,
             threads: o.threads,
             net_delay_ns: delay.as_nanos() as u64,
-            freeze_ns: crate::proto::single::default_freeze(delay).as_nanos() as u64,
+            freeze_ns: crate::proto::single::DEFAULT_FREEZE.as_nanos() as u64,
             input,
             shared_bytes,
             locks: app.locks(),

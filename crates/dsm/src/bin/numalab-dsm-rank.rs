@@ -1,6 +1,6 @@
 //! One DSM rank under `mpirun` (used by the tests and by `numalab dsm run`):
 //! `numalab-dsm-rank APP PROTOCOL THREADS [NET_DELAY_NS] [small|paper] [FREEZE_NS]`
-//! (the freeze defaults to proto::single::default_freeze of the net delay).
+//! (the LSW/SEQ freeze defaults to proto::single::DEFAULT_FREEZE, none).
 //! Every rank prints one line `stats RANK {json}`; rank 0 also prints `check APP DIFF TOL`
 //! and exits 1 when the result differs from the sequential run.
 
@@ -45,7 +45,7 @@ fn main() {
         });
     let delay: u64 = a.get(4).map_or(0, |s| s.parse().unwrap_or(0));
     let freeze = match a.get(6) {
-        None => numalab_dsm::proto::single::default_freeze(Duration::from_nanos(delay)),
+        None => numalab_dsm::proto::single::DEFAULT_FREEZE,
         Some(s) => Duration::from_nanos(s.parse().unwrap_or_else(|_| {
             eprintln!("invalid freeze '{s}': nanoseconds");
             std::process::exit(2)

@@ -7,8 +7,8 @@
 //! read-only meanwhile so its next write is recorded. Write notices travel with acquires
 //! as in LMW (pages only, no diffs) and invalidate non-owned copies. The manager serves
 //! one request per page at a time, until the requester confirms it installed the page.
-//! A page that just arrived with ownership is frozen: a forward taking ownership away waits
-//! out the freeze (proto::single).
+//! With a freeze time set, a page that just arrived with ownership is frozen: a forward
+//! taking ownership away waits out the freeze (proto::single).
 
 use super::single::{self, Freeze, Managers};
 use super::{Fault, Protocol};

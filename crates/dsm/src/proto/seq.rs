@@ -5,8 +5,9 @@
 //! manager invalidate every other copy, wait for the acknowledgements, then move the page
 //! (or only ownership, when the writer's copy is current) from the owner. The manager
 //! serves one request per page at a time, until the requester confirms. Synchronisation
-//! carries no consistency information. A page that just arrived is frozen: a forward or an
-//! invalidation taking it away waits out the freeze (proto::single).
+//! carries no consistency information. With a freeze time set, a page that just arrived
+//! is frozen: a forward or an invalidation taking it away waits out the freeze
+//! (proto::single).
 
 use super::single::{self, Freeze, Managers};
 use super::{Fault, Protocol};
