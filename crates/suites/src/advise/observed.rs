@@ -269,6 +269,13 @@ pub fn advise(m: &Measured, t: &Trace) -> Vec<ThreadAdvice> {
         let mut basis = Vec::new();
         let now = match expected(m, d, &a.pages, &mut basis) {
             Ok(v) => v,
+            Err(e) if a.remote_share == Some(0.0) => {
+                a.notes.push(format!(
+                    "every page on its node: nothing to move ({e} to price them)"
+                ));
+                out.push(a);
+                continue;
+            }
             Err(e) => {
                 a.notes
                     .push(format!("{e}: the survey cannot price this thread's pages"));
