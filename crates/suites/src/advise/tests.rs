@@ -397,3 +397,72 @@ fn a_thread_with_its_pages_local_is_left_alone() {
         a.threads[0].notes
     );
 }
+
+/// Matrices for a real topology: 90 ns local, 120 within the package, 150 across.
+fn real_survey(file: &str) -> Vec<Record> {
+    let m = Host::load(&TopologySource::Xml(numalab_fixtures::topology(file)))
+        .unwrap()
+        .machine;
+    let mut topo = Record::new("topo", "topology", prov(), json!({}));
+    topo.data = Some(serde_json::to_value(&m).unwrap());
+    let mut v = vec![topo];
+    let pkg = |n: u32| m.pus.iter().find(|p| p.node == Some(n)).map(|p| p.package);
+    for from in m.nodes.iter().filter(|n| !n.cpu_less) {
+        let cpu = m.pus.iter().find(|p| p.node == Some(from.os)).unwrap().os;
+        for to in &m.nodes {
+            let (lat, bw) = if from.os == to.os {
+                (90.0, 100.0)
+            } else if pkg(from.os) == pkg(to.os) {
+                (120.0, 60.0)
+            } else {
+                (150.0, 40.0)
+            };
+            v.push(cell("matrix-latency", "latency", "ns", cpu, to.os, lat));
+            v.push(cell(
+                "matrix-bandwidth",
+                "bandwidth",
+                "GB/s",
+                cpu,
+                to.os,
+                bw,
+            ));
+        }
+    }
+    v
+}
+
+#[test]
+fn a_real_four_node_two_package_topology_gets_the_same_answers() {
+    let s = real_survey("128arm-2pa2n8cluster4co.xml");
+    let a = advise(&s, &opts(4, "1G", "random", false));
+    let b = best(&a);
+    assert_eq!((&b.memory, b.latency_ns), (&Memory::Local, Some(90.0)));
+    // Scatter over packages and over nodes are both offered (different CPUs).
+    let layouts: Vec<&str> = a.placements.iter().map(|c| c.threads.as_str()).collect();
+    assert!(
+        layouts.contains(&"scatter:pkg") && layouts.contains(&"scatter:node"),
+        "{layouts:?}"
+    );
+    // Memory on the other package costs the cross-package cell for a compact layout.
+    let far = a
+        .placements
+        .iter()
+        .find(|c| c.threads == "compact" && c.memory == Memory::Bind { node: 3 })
+        .unwrap();
+    assert_eq!(far.latency_ns, Some(150.0));
+    // Every core streaming one shared footprint: interleaving all four nodes wins.
+    let all = Host::load(&TopologySource::Xml(numalab_fixtures::topology(
+        "128arm-2pa2n8cluster4co.xml",
+    )))
+    .unwrap()
+    .machine
+    .pus
+    .len();
+    let a = advise(&s, &opts(all, "64G", "stream", true));
+    assert_eq!(
+        best(&a).memory,
+        Memory::Interleave {
+            nodes: vec![0, 1, 2, 3]
+        }
+    );
+}
