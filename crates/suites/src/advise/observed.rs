@@ -104,6 +104,127 @@ fn expected(
     Ok(total)
 }
 
+/// The CPUs a thread was seen on, the node it ran on most (by run time), and its run time in ns.
+fn where_ran(t: &Trace, obj: &str) -> (Vec<u32>, Option<u32>, f64) {
+    let mut per_node: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut cpus: Vec<u32> = Vec::new();
+    let mut prev_run = 0.0;
+    for s in t.samples_of(obj) {
+        let run = s.v.get("run_ns").copied().unwrap_or(prev_run);
+        if let Some(c) = s.v.get("cpu").map(|c| *c as u32) {
+            if !cpus.contains(&c) {
+                cpus.push(c);
+            }
+            if let Some(n) = t.node_of_cpu(c) {
+                // Every sample counts a little, so a thread seen once still has a node.
+                *per_node.entry(n).or_insert(0.0) += (run - prev_run).max(1.0);
+            }
+        }
+        prev_run = run;
+    }
+    cpus.sort_unstable();
+    let node = per_node
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(n, _)| *n);
+    (cpus, node, prev_run)
+}
+
+/// A process's resident pages per node as shares, from the sample with most resident
+/// memory (the working set at its peak); empty when the trace has none.
+fn process_pages(t: &Trace, process: Option<&str>) -> BTreeMap<u32, f64> {
+    let Some(p) = process else {
+        return BTreeMap::new();
+    };
+    let raw: BTreeMap<u32, f64> = t
+        .samples_of(p)
+        .map(|s| {
+            s.v.iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix("mem.")?.parse::<u32>().ok()?, *v)))
+                .collect::<BTreeMap<u32, f64>>()
+        })
+        .max_by(|a, b| a.values().sum::<f64>().total_cmp(&b.values().sum::<f64>()))
+        .unwrap_or_default();
+    let total: f64 = raw.values().sum();
+    if total > 0.0 {
+        raw.iter().map(|(n, v)| (*n, v / total)).collect()
+    } else {
+        BTreeMap::new()
+    }
+}
+
+/// The local access ratio from core counters over the thread's samples, when recorded.
+fn counter_ratio(t: &Trace, obj: &str) -> Option<f64> {
+    let samples: Vec<_> = t.samples_of(obj).collect();
+    let d = |f: &str| Some(samples.last()?.v.get(f)? - samples.first()?.v.get(f)?);
+    d("dram_local")
+        .zip(d("dram_remote"))
+        .and_then(|(l, r)| (l + r > 0.0).then(|| l / (l + r)))
+}
+
+/// Both moves for a thread on node `d` whose pages cost `now` ns: memory to `d`, or the
+/// thread to the CPU node that prices its pages lowest; largest saving first.
+fn moves(
+    m: &Measured,
+    a: &ThreadAdvice,
+    d: u32,
+    now: f64,
+    program: &str,
+    basis: &mut Vec<String>,
+) -> Vec<Move> {
+    let pid = a.pid.map(|p| p.to_string()).unwrap_or("PID".into());
+    let tid = a.tid.map(|p| p.to_string()).unwrap_or("TID".into());
+    let from: Vec<String> = a
+        .pages
+        .keys()
+        .filter(|n| **n != d)
+        .map(|n| n.to_string())
+        .collect();
+    let mut out: Vec<Move> = Vec::new();
+    if let Some(c) = m.lat(d, d) {
+        basis.push(c.record.clone());
+        out.push(Move {
+            what: "move memory".into(),
+            to_node: d,
+            latency_ns: c.median,
+            saving_ns: now - c.median,
+            now: format!("migratepages {pid} {} {d}", from.join(",")),
+            next_run: format!("numactl --cpunodebind={d} --membind={d} {program}"),
+        });
+    }
+    let best_node = m
+        .cpu_nodes
+        .iter()
+        .filter(|e| **e != d)
+        .filter_map(|e| Some((*e, expected(m, *e, &a.pages, &mut Vec::new()).ok()?)))
+        .min_by(|x, y| x.1.total_cmp(&y.1));
+    if let Some((e, v)) = best_node {
+        let _ = expected(m, e, &a.pages, basis);
+        let cpus_e: Vec<u32> = m
+            .machine
+            .pus
+            .iter()
+            .filter(|p| p.node == Some(e))
+            .map(|p| p.os)
+            .collect();
+        out.push(Move {
+            what: "move thread".into(),
+            to_node: e,
+            latency_ns: v,
+            saving_ns: now - v,
+            now: format!("taskset -pc {} {tid}", cpulist::format(&cpus_e)),
+            next_run: format!("numactl --cpunodebind={e} {program}"),
+        });
+    }
+    // On a tie the thread moves (no pages to copy).
+    out.sort_by(|x, y| {
+        y.saving_ns
+            .total_cmp(&x.saving_ns)
+            .then((x.what == "move memory").cmp(&(y.what == "move memory")))
+    });
+    out
+}
+
 /// Advice for every thread of the trace.
 pub fn advise(m: &Measured, t: &Trace) -> Vec<ThreadAdvice> {
     let program = if t.header.target.is_empty() {
@@ -113,70 +234,21 @@ pub fn advise(m: &Measured, t: &Trace) -> Vec<ThreadAdvice> {
     };
     let mut out = Vec::new();
     for o in t.objects_of(ObjKind::Thread) {
-        let samples: Vec<_> = t.samples_of(&o.id).collect();
-        let mut per_node: BTreeMap<u32, f64> = BTreeMap::new();
-        let mut cpus: Vec<u32> = Vec::new();
-        let mut prev_run = 0.0;
-        for s in &samples {
-            let run = s.v.get("run_ns").copied().unwrap_or(prev_run);
-            if let Some(c) = s.v.get("cpu").map(|c| *c as u32) {
-                if !cpus.contains(&c) {
-                    cpus.push(c);
-                }
-                if let Some(n) = t.node_of_cpu(c) {
-                    // The first sample counts a little so a thread seen once still has a node.
-                    *per_node.entry(n).or_insert(0.0) += (run - prev_run).max(1.0);
-                }
-            }
-            prev_run = run;
-        }
-        cpus.sort_unstable();
-        let node = per_node
-            .iter()
-            .max_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(n, _)| *n);
-        // The process's pages: the sample with most resident memory (the working set at its peak).
-        let pages_raw: BTreeMap<u32, f64> = o
-            .parent
-            .as_deref()
-            .map(|p| {
-                t.samples_of(p)
-                    .map(|s| {
-                        s.v.iter()
-                            .filter_map(|(k, v)| {
-                                Some((k.strip_prefix("mem.")?.parse::<u32>().ok()?, *v))
-                            })
-                            .collect::<BTreeMap<u32, f64>>()
-                    })
-                    .max_by(|a, b| a.values().sum::<f64>().total_cmp(&b.values().sum::<f64>()))
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
-        let total: f64 = pages_raw.values().sum();
-        let pages: BTreeMap<u32, f64> = if total > 0.0 {
-            pages_raw.iter().map(|(n, v)| (*n, v / total)).collect()
-        } else {
-            BTreeMap::new()
-        };
-        let counter_local_ratio = {
-            let d = |f: &str| Some(samples.last()?.v.get(f)? - samples.first()?.v.get(f)?);
-            d("dram_local")
-                .zip(d("dram_remote"))
-                .and_then(|(l, r)| (l + r > 0.0).then(|| l / (l + r)))
-        };
+        let (cpus, node, run_ns) = where_ran(t, &o.id);
+        let pages = process_pages(t, o.parent.as_deref());
         let mut a = ThreadAdvice {
             obj: o.id.clone(),
             name: o.name.clone(),
             tid: o.tid,
             pid: o.pid,
-            cpus: cpus.clone(),
+            cpus,
             node,
-            run_ms: prev_run / 1e6,
+            run_ms: run_ns / 1e6,
             remote_share: node
                 .filter(|_| !pages.is_empty())
                 .map(|d| 1.0 - pages.get(&d).copied().unwrap_or(0.0)),
             pages,
-            counter_local_ratio,
+            counter_local_ratio: counter_ratio(t, &o.id),
             latency_ns: None,
             basis: Vec::new(),
             best: None,
@@ -197,6 +269,13 @@ pub fn advise(m: &Measured, t: &Trace) -> Vec<ThreadAdvice> {
         let mut basis = Vec::new();
         let now = match expected(m, d, &a.pages, &mut basis) {
             Ok(v) => v,
+            Err(e) if a.remote_share == Some(0.0) => {
+                a.notes.push(format!(
+                    "every page on its node: nothing to move ({e} to price them)"
+                ));
+                out.push(a);
+                continue;
+            }
             Err(e) => {
                 a.notes
                     .push(format!("{e}: the survey cannot price this thread's pages"));
@@ -205,59 +284,9 @@ pub fn advise(m: &Measured, t: &Trace) -> Vec<ThreadAdvice> {
             }
         };
         a.latency_ns = Some(now);
-        let pid = a.pid.map(|p| p.to_string()).unwrap_or("PID".into());
-        let tid = a.tid.map(|p| p.to_string()).unwrap_or("TID".into());
-        let from: Vec<String> = a
-            .pages
-            .keys()
-            .filter(|n| **n != d)
-            .map(|n| n.to_string())
-            .collect();
-        let mut moves: Vec<Move> = Vec::new();
-        // Move the memory to the thread's node.
-        if let Some(c) = m.lat(d, d) {
-            basis.push(c.record.clone());
-            moves.push(Move {
-                what: "move memory".into(),
-                to_node: d,
-                latency_ns: c.median,
-                saving_ns: now - c.median,
-                now: format!("migratepages {pid} {} {d}", from.join(",")),
-                next_run: format!("numactl --cpunodebind={d} --membind={d} {program}"),
-            });
-        }
-        // Move the thread to the CPU node that prices its pages lowest.
-        let best_node = m
-            .cpu_nodes
-            .iter()
-            .filter(|e| **e != d)
-            .filter_map(|e| Some((*e, expected(m, *e, &a.pages, &mut Vec::new()).ok()?)))
-            .min_by(|x, y| x.1.total_cmp(&y.1));
-        if let Some((e, v)) = best_node {
-            let _ = expected(m, e, &a.pages, &mut basis);
-            let cpus_e: Vec<u32> = m
-                .machine
-                .pus
-                .iter()
-                .filter(|p| p.node == Some(e))
-                .map(|p| p.os)
-                .collect();
-            moves.push(Move {
-                what: "move thread".into(),
-                to_node: e,
-                latency_ns: v,
-                saving_ns: now - v,
-                now: format!("taskset -pc {} {tid}", cpulist::format(&cpus_e)),
-                next_run: format!("numactl --cpunodebind={e} {program}"),
-            });
-        }
-        // Largest saving first; on a tie the thread moves (no pages to copy).
-        moves.sort_by(|x, y| {
-            y.saving_ns
-                .total_cmp(&x.saving_ns)
-                .then((x.what == "move memory").cmp(&(y.what == "move memory")))
-        });
-        let mut good = moves.into_iter().filter(|x| x.saving_ns > 0.0);
+        let mut good = moves(m, &a, d, now, &program, &mut basis)
+            .into_iter()
+            .filter(|x| x.saving_ns > 0.0);
         a.best = good.next();
         a.alternative = good.next();
         if a.best.is_none() {

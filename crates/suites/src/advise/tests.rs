@@ -227,8 +227,8 @@ fn bad_input_is_named() {
     assert!(e.to_string().contains("topology record"));
 }
 
-/// A trace of one thread on CPU 0 (node 0) whose process's 64 MiB sit on node 1.
-fn trace(counters: bool) -> numalab_prof::trace::Trace {
+/// A trace of one thread on CPU 0 (node 0) whose process's 64 MiB sit on `pages`.
+fn trace(counters: bool, pages: u32) -> numalab_prof::trace::Trace {
     let header = Header {
         format: FORMAT.into(),
         version: VERSION,
@@ -286,10 +286,7 @@ fn trace(counters: bool) -> numalab_prof::trace::Trace {
         lines.push(Entry::Sample(Sample {
             t_ns: i * 100_000_000,
             obj: "p100".into(),
-            v: BTreeMap::from([
-                ("mem.0".to_string(), 0.0),
-                ("mem.1".to_string(), 64.0 * 1048576.0),
-            ]),
+            v: BTreeMap::from([(format!("mem.{pages}"), 64.0 * 1048576.0)]),
         }));
     }
     let text: String = lines
@@ -302,7 +299,7 @@ fn trace(counters: bool) -> numalab_prof::trace::Trace {
 #[test]
 fn thread_on_socket_0_with_pages_on_socket_1_is_told_to_move_saving_the_matrix_difference() {
     let s = survey(false);
-    let t = trace(false);
+    let t = trace(false, 1);
     let a = Plan::resolve(&s, Some(&t), &Options::default())
         .unwrap()
         .compute()
@@ -342,7 +339,7 @@ fn thread_on_socket_0_with_pages_on_socket_1_is_told_to_move_saving_the_matrix_d
     assert!(html(&recs).unwrap().contains("move"));
     assert!(text(&a, &recs).contains("saves 60.0 ns"));
     // With counters the measured ratio is carried and the proxy note is gone.
-    let t = trace(true);
+    let t = trace(true, 1);
     let a = Plan::resolve(&s, Some(&t), &Options::default())
         .unwrap()
         .compute()
@@ -362,4 +359,110 @@ fn records_round_trip_into_the_html_section() {
     let h = html(&back).unwrap();
     assert!(h.contains("interleave 0,1") && h.contains("numactl"), "{h}");
     assert!(html(&survey(false)).is_none());
+}
+
+#[test]
+fn a_thread_with_its_pages_local_is_left_alone() {
+    let s = survey(false);
+    let t = trace(false, 0);
+    let a = Plan::resolve(&s, Some(&t), &Options::default())
+        .unwrap()
+        .compute()
+        .unwrap();
+    let th = &a.threads[0];
+    assert_eq!((th.remote_share, th.latency_ns), (Some(0.0), Some(90.0)));
+    assert!(th.best.is_none());
+    assert!(th.notes[0].contains("already where the matrix prices them lowest"));
+    // Without a matrix a local thread is still told there is nothing to move.
+    let mut topo_only = s.clone();
+    topo_only.retain(|r| r.kind == "topo");
+    let a = Plan::resolve(&topo_only, Some(&t), &Options::default())
+        .unwrap()
+        .compute()
+        .unwrap();
+    assert!(
+        a.threads[0].notes[0].contains("nothing to move"),
+        "{:?}",
+        a.threads[0].notes
+    );
+    // Pages remote and no matrix: it cannot be priced, and says so.
+    let t = trace(false, 1);
+    let a = Plan::resolve(&topo_only, Some(&t), &Options::default())
+        .unwrap()
+        .compute()
+        .unwrap();
+    assert!(
+        a.threads[0].notes[0].contains("cannot price"),
+        "{:?}",
+        a.threads[0].notes
+    );
+}
+
+/// Matrices for a real topology: 90 ns local, 120 within the package, 150 across.
+fn real_survey(file: &str) -> Vec<Record> {
+    let m = Host::load(&TopologySource::Xml(numalab_fixtures::topology(file)))
+        .unwrap()
+        .machine;
+    let mut topo = Record::new("topo", "topology", prov(), json!({}));
+    topo.data = Some(serde_json::to_value(&m).unwrap());
+    let mut v = vec![topo];
+    let pkg = |n: u32| m.pus.iter().find(|p| p.node == Some(n)).map(|p| p.package);
+    for from in m.nodes.iter().filter(|n| !n.cpu_less) {
+        let cpu = m.pus.iter().find(|p| p.node == Some(from.os)).unwrap().os;
+        for to in &m.nodes {
+            let (lat, bw) = if from.os == to.os {
+                (90.0, 100.0)
+            } else if pkg(from.os) == pkg(to.os) {
+                (120.0, 60.0)
+            } else {
+                (150.0, 40.0)
+            };
+            v.push(cell("matrix-latency", "latency", "ns", cpu, to.os, lat));
+            v.push(cell(
+                "matrix-bandwidth",
+                "bandwidth",
+                "GB/s",
+                cpu,
+                to.os,
+                bw,
+            ));
+        }
+    }
+    v
+}
+
+#[test]
+fn a_real_four_node_two_package_topology_gets_the_same_answers() {
+    let s = real_survey("128arm-2pa2n8cluster4co.xml");
+    let a = advise(&s, &opts(4, "1G", "random", false));
+    let b = best(&a);
+    assert_eq!((&b.memory, b.latency_ns), (&Memory::Local, Some(90.0)));
+    // Scatter over packages and over nodes are both offered (different CPUs).
+    let layouts: Vec<&str> = a.placements.iter().map(|c| c.threads.as_str()).collect();
+    assert!(
+        layouts.contains(&"scatter:pkg") && layouts.contains(&"scatter:node"),
+        "{layouts:?}"
+    );
+    // Memory on the other package costs the cross-package cell for a compact layout.
+    let far = a
+        .placements
+        .iter()
+        .find(|c| c.threads == "compact" && c.memory == Memory::Bind { node: 3 })
+        .unwrap();
+    assert_eq!(far.latency_ns, Some(150.0));
+    // Every core streaming one shared footprint: interleaving all four nodes wins.
+    let all = Host::load(&TopologySource::Xml(numalab_fixtures::topology(
+        "128arm-2pa2n8cluster4co.xml",
+    )))
+    .unwrap()
+    .machine
+    .pus
+    .len();
+    let a = advise(&s, &opts(all, "64G", "stream", true));
+    assert_eq!(
+        best(&a).memory,
+        Memory::Interleave {
+            nodes: vec![0, 1, 2, 3]
+        }
+    );
 }
