@@ -24,6 +24,7 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &crate::earth::EarthPresenter,
     &crate::EarthMpiPresenter,
     &crate::cvm::CvmPresenter,
+    &crate::advise::AdvicePresenter,
     &numalab_mpi::present::MpiPresenter,
     &numalab_bench::machine_present::PlanPresenter,
     &crate::survey::SurveyPresenter,

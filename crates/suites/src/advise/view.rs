@@ -252,13 +252,14 @@ fn best_lines(s: &mut String, c: &Candidate) {
     let _ = writeln!(s, "    from: {}", c.basis.join("; "));
 }
 
-/// The advice section of a report, from saved advice records (None when there are none).
+/// The body of the report's advice section, from saved advice records (None when
+/// there are none).
 pub fn html(records: &[Record]) -> Option<String> {
     let (notes, places, threads) = parts(records);
     if places.is_empty() && threads.is_empty() && notes.is_empty() {
         return None;
     }
-    let mut s = String::from("<section id=\"advice\"><h2>Advice</h2>");
+    let mut s = String::new();
     if !places.is_empty() {
         let refs: Vec<&Value> = places.iter().collect();
         s.push_str("<h3>Placements, best first</h3>");
@@ -293,6 +294,21 @@ pub fn html(records: &[Record]) -> Option<String> {
         }
         s.push_str("</ul>");
     }
-    s.push_str("</section>");
     Some(s)
+}
+
+/// The report's presentation of advice records (the command prints its own text, with
+/// the workload it was asked about).
+pub struct AdvicePresenter;
+
+impl numalab_results::present::Presenter for AdvicePresenter {
+    fn kinds(&self) -> &'static [&'static str] {
+        &["advice"]
+    }
+    fn section(&self) -> Option<(&'static str, &'static str)> {
+        Some(("advice", "Advice"))
+    }
+    fn html(&self, records: &[Record]) -> Option<String> {
+        html(records)
+    }
 }
