@@ -167,6 +167,31 @@ fn quick_survey_writes_valid_records_and_a_complete_report() {
 }
 
 #[test]
+fn report_of_dsm_and_mpi_records_renders_their_sections_in_a_browser() {
+    let dir = tmpdir("report-dsm-mpi");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/tests/fixtures/dsm-mpi-records.json");
+    let html_path = dir.join("report.html");
+    let out = numalab(&[
+        "report",
+        fixture.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for id in ["cvm", "mpi", "collectives-mpi", "earth-mpi"] {
+        let s = section(&html, id);
+        assert!(s.contains("<table") && s.contains("<svg"), "{id}: {s}");
+    }
+    check_in_browser(&html_path, &dir.join("report.png"));
+}
+
+#[test]
 fn survey_plan_grows_with_domains_and_bad_input_is_refused() {
     let out = numalab(&[
         "survey",

@@ -169,9 +169,9 @@ fn matrix(records: &[Record]) -> Option<String> {
     )
 }
 
-/// Where every rank ran, as each rank saw it.
-fn ranks(records: &[Record]) -> Option<String> {
-    let rows: Vec<Vec<String>> = of(records, "mpi-rank")
+/// Where every rank ran, as each rank saw it: rows of [`RANK_HEADER`].
+pub fn rank_rows(records: &[Record]) -> Vec<Vec<String>> {
+    of(records, "mpi-rank")
         .filter_map(|r| r.data_as::<RankPlacement>().ok())
         .map(|p| {
             let o = |v: Option<u32>| v.map_or("-".into(), |x| x.to_string());
@@ -186,14 +186,15 @@ fn ranks(records: &[Record]) -> Option<String> {
                 if p.verified { "yes" } else { "no" }.into(),
             ]
         })
-        .collect();
-    (!rows.is_empty()).then(|| {
-        "<h3>ranks</h3>".to_string()
-            + &html_table(
-                &[
-                    "rank", "host", "cpu", "core", "l3", "node", "package", "verified",
-                ],
-                &rows,
-            )
-    })
+        .collect()
+}
+
+/// The columns of [`rank_rows`].
+pub const RANK_HEADER: [&str; 8] = [
+    "rank", "host", "cpu", "core", "l3", "node", "package", "verified",
+];
+
+fn ranks(records: &[Record]) -> Option<String> {
+    let rows = rank_rows(records);
+    (!rows.is_empty()).then(|| "<h3>ranks</h3>".to_string() + &html_table(&RANK_HEADER, &rows))
 }

@@ -323,7 +323,7 @@ pub fn loglog_chart(c: &LineChart) -> Option<String> {
     )?;
     let (x0, x1) = (x0 / 1.5, x1 * 1.5);
     // Room above for the legend.
-    let (y0, y1) = (y0 / 1.5, y1 * 6.0);
+    let (y0, y1) = (y0 / 1.5, y1 * 3.0);
     Some(render(W, H, |root| {
         let mut ch = ChartBuilder::on(root)
             .caption(&c.title, ("sans-serif", 18))

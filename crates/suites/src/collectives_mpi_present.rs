@@ -56,11 +56,20 @@ fn is_native(r: &Record) -> bool {
         .starts_with("MPI_")
 }
 
-/// Time against ranks, one line per collective × implementation, smallest block.
+/// Time against ranks, one line per collective × implementation, smallest block
+/// (barriers, which move no block, always).
 fn chart(runs: &[&Record]) -> Option<String> {
-    let smallest = runs.iter().filter_map(|r| p(r, "lines").as_u64()).min();
+    let lines_of = |r: &Record| p(r, "lines").as_u64();
+    let smallest = runs
+        .iter()
+        .filter_map(|r| lines_of(r))
+        .filter(|&l| l > 0)
+        .min();
     let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| p(r, "lines").as_u64() == smallest) {
+    for r in runs
+        .iter()
+        .filter(|r| lines_of(r) == Some(0) || lines_of(r) == smallest)
+    {
         if let (Some(ranks), Some(t)) = (p(r, "ranks").as_f64(), med(r, "time")) {
             let name = format!(
                 "{} {}",

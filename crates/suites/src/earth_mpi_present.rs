@@ -3,6 +3,7 @@
 //! know by name) with each metric's median, the seed's Table 1, and the masking of
 //! loop 7's communication.
 
+use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{html_table, num};
 use numalab_results::Record;
@@ -67,10 +68,15 @@ impl Presenter for EarthMpiPresenter {
         Some(("earth-mpi", "Remote operations between MPI ranks (EARTH)"))
     }
     fn html(&self, records: &[Record]) -> Option<String> {
-        let out = [operations(records), seed(records), mask(records)]
-            .into_iter()
-            .flatten()
-            .collect::<String>();
+        let out = [
+            blocks(records),
+            operations(records),
+            seed(records),
+            mask(records),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<String>();
         (!out.is_empty()).then_some(out)
     }
 }
@@ -81,6 +87,34 @@ fn param(r: &Record, k: &str) -> String {
         serde_json::Value::String(s) => s.clone(),
         v => v.to_string(),
     }
+}
+
+/// Block moves: bandwidth against block size, one line per mode.
+fn blocks(records: &[Record]) -> Option<String> {
+    let mut modes: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    for r in of(records, "suite-earth-mpi").filter(|r| r.parameters["op"] == "block move (get)") {
+        if let (Some(b), Some(v)) = (
+            r.parameters["bytes"].as_f64(),
+            numalab_results::report::med(r, "bandwidth"),
+        ) {
+            modes.entry(param(r, "mode")).or_default().push((b, v));
+        }
+    }
+    let chart = plot::loglog_chart(&LineChart {
+        title: "block moves (MPI_Get from the remote rank)".into(),
+        x_label: "block size".into(),
+        y_label: "GB/s (median)".into(),
+        log_x: true,
+        x_bytes: true,
+        series: modes
+            .into_iter()
+            .map(|(name, points)| Series { name, points })
+            .collect(),
+        markers: Vec::new(),
+    })?;
+    Some(format!(
+        "<div class=\"fig\"><div class=\"chart\">{chart}</div></div>"
+    ))
 }
 
 /// Every measured operation, whatever its part: its parameters and each metric's median.

@@ -53,3 +53,81 @@ proptest! {
         }
     }
 }
+
+/// Records of real runs on a 2-core VM (suite cvm with sor and fft, mpi latency,
+/// bandwidth, matrix and ranks, suite collectives --mpi and earth --mpi).
+fn dsm_mpi_fixture() -> Vec<Record> {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/dsm-mpi-records.json"),
+    )
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn body(recs: &[Record], id: &str) -> String {
+    numalab_results::present::sections(registry::REGISTRY, recs)
+        .into_iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("no section {id}"))
+        .body
+        .unwrap_or_else(|| panic!("section {id} is empty"))
+}
+
+#[test]
+fn the_cvm_section_draws_the_seed_figures_from_the_dsm_records() {
+    let recs = dsm_mpi_fixture();
+    let b = body(&recs, "cvm");
+    for title in [
+        "Figure 2",
+        "Figures 3/5/6",
+        "Table 2",
+        "Table 3",
+        "Figure 7",
+    ] {
+        assert!(b.contains(title), "{title} missing");
+    }
+    // One stacked time chart per app, a speedup chart and the switch chart.
+    for chart in [
+        "sor: time per rank",
+        "fft: time per rank",
+        "speedup over the sequential",
+        "thread switches by class",
+    ] {
+        assert!(b.contains(chart), "{chart} missing");
+    }
+    for part in ["barrier", "fault", "segv", "no work"] {
+        assert!(b.contains(part), "{part} missing");
+    }
+    // The text view is built from the same tables.
+    let text = numalab_suites::cvm::text(&recs);
+    assert!(
+        text.contains("Figure 7") && text.contains("sor  lmw"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_mpi_sections_show_sizes_the_matrix_and_the_suites_over_mpi() {
+    let recs = dsm_mpi_fixture();
+    let mpi = body(&recs, "mpi");
+    assert!(mpi.contains("MPI latency against message size") && mpi.contains("pingpong rank 0→1"));
+    assert!(mpi.contains("MPI bandwidth against message size"));
+    assert!(mpi.contains("rank × rank matrix") && mpi.contains("same L3"));
+    assert!(
+        mpi.matches("<svg").count() >= 4,
+        "latency, bandwidth, heatmap, relations"
+    );
+    let coll = body(&recs, "collectives-mpi");
+    assert!(
+        coll.contains("MPI_Allreduce")
+            && coll.contains("<svg")
+            && coll.contains("seed cost models")
+    );
+    let earth = body(&recs, "earth-mpi");
+    assert!(earth.contains("EARTH-MANNA Table 1") && earth.contains("load word"));
+    assert!(earth.contains("block move") && earth.contains("loop 7") && earth.contains("<svg"));
+    // Sections without records still say why.
+    let html = registry::render(&recs, "dsm and mpi");
+    assert!(html.contains("Absent: no latency-sweep records in the input"));
+}

@@ -310,37 +310,8 @@ fn run_ranks(a: RanksArgs) -> Result<(), CliError> {
 }
 
 fn ranks_text(recs: &[Record]) -> String {
-    let rows: Vec<Vec<String>> = recs
-        .iter()
-        .filter_map(|r| r.data.as_ref())
-        .map(|d| {
-            let f = |k: &str| match &d[k] {
-                serde_json::Value::Null => "-".to_string(),
-                serde_json::Value::String(s) => s.clone(),
-                v => v.to_string(),
-            };
-            vec![
-                f("rank"),
-                f("host"),
-                f("cpu"),
-                f("core"),
-                f("l3"),
-                f("node"),
-                f("package"),
-                if d["verified"] == true {
-                    "yes".into()
-                } else {
-                    "no".into()
-                },
-            ]
-        })
-        .collect();
-    let mut s = table(
-        &[
-            "rank", "host", "cpu", "core", "l3", "node", "package", "verified",
-        ],
-        &rows,
-    );
+    let rows = numalab_mpi::present::rank_rows(recs);
+    let mut s = table(&numalab_mpi::present::RANK_HEADER, &rows);
     s.push('\n');
     if let Some(r) = recs.first() {
         let p = r.placement.as_ref();
