@@ -88,3 +88,5 @@ if [ -z "$only" ] || echo " $only " | grep -q " survey "; then
   show survey-results /tmp/survey/results.json
   show survey-report /tmp/survey/report.html
 fi
+# The recorded program ran on node 0 with its memory on node 1: what advise makes of it.
+run advise advise /tmp/survey --trace /tmp/bound.trace --json

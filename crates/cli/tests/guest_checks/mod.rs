@@ -2,6 +2,7 @@
 //! tests/guest.rs. Each check records a one-line summary of what the command printed
 //! (shown with --nocapture) or a failure; all failures are reported together.
 
+mod advise;
 mod observed;
 mod records;
 
@@ -216,6 +217,7 @@ impl<'a> Checks<'a> {
         self.record();
         self.monitor();
         self.survey();
+        self.advise();
     }
 
     /// Print the summary lines; fail with every failure.
