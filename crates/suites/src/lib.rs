@@ -9,6 +9,7 @@ pub mod cvm;
 pub mod domains;
 pub mod earth;
 pub mod earth_mpi;
+pub mod earth_mpi_breakdown;
 pub mod memory;
 pub mod placement;
 pub mod survey;
