@@ -187,13 +187,7 @@ fn collectives_text(recs: &[Record]) -> String {
             }
         }
     }
-    let mut seen: Vec<&String> = Vec::new();
-    for w in recs.iter().flat_map(|r| &r.warnings) {
-        if !seen.contains(&w) {
-            seen.push(w);
-            let _ = writeln!(s, "warning: {w}");
-        }
-    }
+    push_warnings(&mut s, recs);
     s
 }
 
@@ -477,6 +471,12 @@ fn earth_text(recs: &[Record]) -> String {
         s.push('\n');
         s.push_str(&breakdown);
     }
+    push_warnings(&mut s, recs);
+    s
+}
+
+/// Each distinct warning of the records, once.
+fn push_warnings(s: &mut String, recs: &[Record]) {
     let mut seen: Vec<&String> = Vec::new();
     for w in recs.iter().flat_map(|r| &r.warnings) {
         if !seen.contains(&w) {
@@ -484,5 +484,4 @@ fn earth_text(recs: &[Record]) -> String {
             let _ = writeln!(s, "warning: {w}");
         }
     }
-    s
 }
