@@ -25,6 +25,9 @@ impl Command {
     /// Commands that time something on this machine, and so disturb (and are
     /// disturbed by) another measurement running at the same time.
     fn measures(&self) -> bool {
+        if let Command::Mpi(a) = self {
+            return a.measures();
+        }
         matches!(
             self,
             Command::Survey(_)
@@ -36,6 +39,7 @@ impl Command {
                 | Command::Intervene(_)
                 | Command::LoadedLatency(_)
                 | Command::Suite(_)
+                | Command::Dsm(_)
         )
     }
 }
@@ -95,6 +99,15 @@ fn announce(cli: &Cli) -> Option<Announced> {
 /// After a measuring run: names every other measurement seen while it ran (their
 /// records carry the same in `provenance.concurrent_runs`).
 fn warn_concurrent(a: &Announced) {
+    // One warning per job: its launcher's (ranks it started have a parent run), or
+    // rank 0's under the user's own mpirun.
+    if let Some(job) = numalab_mpi::JobEnv::detect() {
+        let launched_here = std::env::var_os(numalab_results::runlock::PARENT_ENV).is_some()
+            && a._registration.is_none();
+        if launched_here || job.rank != 0 {
+            return;
+        }
+    }
     let mut seen = a.others.clone();
     for o in numalab_results::runlock::others() {
         if !seen.iter().any(|s| s.pid == o.pid) {
@@ -242,6 +255,9 @@ mod tests {
             "numalab survey --quick",
             "numalab suite earth",
             "numalab c2c --wait",
+            "numalab mpi latency --ranks 2",
+            "numalab mpi matrix",
+            "numalab dsm run sor",
         ] {
             assert!(case(yes), "{yes}");
         }
@@ -252,6 +268,8 @@ mod tests {
             "numalab report a.json",
             "numalab plan 0",
             "numalab schema",
+            "numalab mpi ranks --ranks 2",
+            "numalab mpi latency --dry-run",
         ] {
             assert!(!case(no), "{no}");
         }

@@ -191,6 +191,10 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
             match filter.feed(&line) {
+                // mpirun's own failure to forward a help text while a job aborts says
+                // nothing about the job; the abort's reason is already on stderr.
+                Some(Ok(pass))
+                    if pass.contains("ORTE_ERROR_LOG") && pass.contains("show_help.c") => {}
                 Some(Ok(pass)) => {
                     let _ = writeln!(err, "{pass}");
                 }

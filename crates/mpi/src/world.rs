@@ -88,6 +88,7 @@ impl World {
         let job = JobEnv::detect();
         let (universe, provided) = mpi::initialize_with_threading(opts.threading)
             .ok_or_else(|| Error::System("MPI was already initialised in this process".into()))?;
+        let provided = cap_for_tests(provided);
         let comm = universe.world();
         let rank = comm.rank() as usize;
         let size = comm.size() as usize;
@@ -235,6 +236,19 @@ fn kill_for_tests(rank: usize) {
             libc::raise(libc::SIGKILL);
         }
     }
+}
+
+/// Fault injection for the bad-input tests: `NUMALAB_MPI_THREAD_CAP=single|funneled|
+/// serialized` treats the thread level MPI provided as at most that, as a library
+/// built without thread support would provide.
+fn cap_for_tests(provided: Threading) -> Threading {
+    let cap = match std::env::var("NUMALAB_MPI_THREAD_CAP").as_deref() {
+        Ok("single") => Threading::Single,
+        Ok("funneled") => Threading::Funneled,
+        Ok("serialized") => Threading::Serialized,
+        _ => return provided,
+    };
+    provided.min(cap)
 }
 
 /// Print `e` as this rank's one line (rank 0 plain, others prefixed; an empty message

@@ -6,6 +6,10 @@
 //! knows that run is measuring now, warns, and records it in its provenance; a
 //! file whose lock is free belonged to a run that died (even by SIGKILL, since
 //! the kernel drops the lock with the process) and is removed.
+//!
+//! The ranks of one MPI job started by the user's own mpirun each register; the
+//! file names the job (its launcher's namespace), so ranks of one job never count
+//! each other, while two separate jobs do.
 
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
@@ -27,6 +31,39 @@ pub struct OtherRun {
     pub command: String,
     /// When it started (UTC, RFC 3339).
     pub started: String,
+}
+
+/// What a run's file holds: the run, and the MPI job it is a rank of, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct RunFile {
+    #[serde(flatten)]
+    run: OtherRun,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mpi_job: Option<String>,
+}
+
+/// The MPI job this process is a rank of, from its launcher's environment: PMIx's
+/// namespace (Open MPI 4 and later, PMIx launchers), Open MPI's job id, or Slurm's
+/// job and step. None outside an MPI job.
+pub fn mpi_job() -> Option<String> {
+    mpi_job_from(&|k| std::env::var(k).ok())
+}
+
+/// [`mpi_job`] from any variable lookup (pure, for tests).
+pub fn mpi_job_from(get: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let nonempty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+    if let Some(ns) = nonempty("PMIX_NAMESPACE") {
+        return Some(format!("pmix:{ns}"));
+    }
+    if let Some(id) =
+        nonempty("OMPI_MCA_ess_base_jobid").or_else(|| nonempty("OMPI_MCA_orte_ess_jobid"))
+    {
+        return Some(format!("ompi:{id}"));
+    }
+    if let (Some(job), Some(step)) = (nonempty("SLURM_JOB_ID"), nonempty("SLURM_STEP_ID")) {
+        return Some(format!("slurm:{job}.{step}"));
+    }
+    None
 }
 
 /// This run's registration; dropping it (or the process ending) releases it.
@@ -85,10 +122,13 @@ pub fn register(started: &str) -> std::io::Result<Option<Registration>> {
     if !flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
         return Err(std::io::Error::last_os_error());
     }
-    let me = OtherRun {
-        pid,
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        started: started.into(),
+    let me = RunFile {
+        run: OtherRun {
+            pid,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            started: started.into(),
+        },
+        mpi_job: mpi_job(),
     };
     file.write_all(serde_json::to_string(&me).unwrap_or_default().as_bytes())?;
     file.flush()?;
@@ -101,9 +141,13 @@ pub fn register(started: &str) -> std::io::Result<Option<Registration>> {
 /// The other measurements running now (not this process, nor the run it belongs
 /// to); files left by runs that died are removed on the way.
 pub fn others() -> Vec<OtherRun> {
-    let me = std::process::id();
-    let skip = parent();
-    let Ok(entries) = fs::read_dir(dir()) else {
+    others_in(&dir(), std::process::id(), parent(), mpi_job().as_deref())
+}
+
+/// The runs registered in `d` other than `me`, its parent run and the ranks of its
+/// own MPI job `job`.
+fn others_in(d: &std::path::Path, me: u32, skip: Option<u32>, job: Option<&str>) -> Vec<OtherRun> {
+    let Ok(entries) = fs::read_dir(d) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -130,11 +174,15 @@ pub fn others() -> Vec<OtherRun> {
         }
         let mut text = String::new();
         let _ = f.read_to_string(&mut text);
-        out.push(serde_json::from_str(&text).unwrap_or(OtherRun {
-            pid,
-            command: "unknown".into(),
-            started: "unknown".into(),
-        }));
+        match serde_json::from_str::<RunFile>(&text) {
+            Ok(r) if job.is_some() && r.mpi_job.as_deref() == job => {}
+            Ok(r) => out.push(r.run),
+            Err(_) => out.push(OtherRun {
+                pid,
+                command: "unknown".into(),
+                started: "unknown".into(),
+            }),
+        }
     }
     out.sort_by_key(|o| o.pid);
     out
@@ -162,4 +210,78 @@ pub fn describe(o: &OtherRun) -> String {
         "another numalab measurement was running at the same time (pid {}, started {}: {}); both runs' figures may be disturbed",
         o.pid, o.started, o.command
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run file held locked, as a live run holds its own.
+    fn live(d: &std::path::Path, pid: u32, job: Option<&str>) -> File {
+        let f = File::create(d.join(format!("{pid}.run"))).unwrap();
+        assert!(flock(&f, libc::LOCK_EX | libc::LOCK_NB));
+        let r = RunFile {
+            run: OtherRun {
+                pid,
+                command: format!("numalab run {pid}"),
+                started: "now".into(),
+            },
+            mpi_job: job.map(String::from),
+        };
+        (&f).write_all(serde_json::to_string(&r).unwrap().as_bytes())
+            .unwrap();
+        f
+    }
+
+    #[test]
+    fn ranks_of_one_mpi_job_do_not_count_each_other_but_other_jobs_do() {
+        let d = std::env::temp_dir().join(format!("numalab-runlock-test-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        let _a0 = live(&d, 4_000_001, Some("pmix:7"));
+        let _a1 = live(&d, 4_000_002, Some("pmix:7"));
+        let _b = live(&d, 4_000_003, Some("pmix:9"));
+        let _plain = live(&d, 4_000_004, None);
+        let pids = |job: Option<&str>, me: u32| -> Vec<u32> {
+            others_in(&d, me, None, job).iter().map(|o| o.pid).collect()
+        };
+        // Rank 0 of job 7 sees job 9 and the plain run, not its sibling rank.
+        assert_eq!(pids(Some("pmix:7"), 4_000_001), [4_000_003, 4_000_004]);
+        // Job 9's rank sees both ranks of job 7.
+        assert_eq!(
+            pids(Some("pmix:9"), 4_000_003),
+            [4_000_001, 4_000_002, 4_000_004]
+        );
+        // A run outside any job sees every other run.
+        assert_eq!(pids(None, 4_000_004), [4_000_001, 4_000_002, 4_000_003]);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_job_is_read_from_pmix_open_mpi_or_slurm() {
+        let from = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            mpi_job_from(&move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(
+            from(&[
+                ("PMIX_NAMESPACE", "350093313"),
+                ("OMPI_MCA_ess_base_jobid", "1")
+            ])
+            .as_deref(),
+            Some("pmix:350093313")
+        );
+        assert_eq!(
+            from(&[("OMPI_MCA_ess_base_jobid", "12")]).as_deref(),
+            Some("ompi:12")
+        );
+        assert_eq!(
+            from(&[("SLURM_JOB_ID", "5"), ("SLURM_STEP_ID", "0")]).as_deref(),
+            Some("slurm:5.0")
+        );
+        assert_eq!(from(&[("SLURM_JOB_ID", "5")]), None);
+        assert_eq!(from(&[("PMIX_NAMESPACE", " ")]), None);
+    }
 }

@@ -2,8 +2,9 @@
 //! MPI ranks — remote load and store as RMA get and put, block moves, remote call and
 //! spawn as active messages to a server loop on the remote rank, each sequential and
 //! pipelined, beside the same RMA aimed at the issuer's own window ("local rank") —
-//! the issuer's and server's share of a remote call (Table 2), and the memory-level
-//! parallelism of G outstanding remote gets.
+//! the issuer's and server's share of a remote call (Table 2), one remote load stage
+//! by stage (Table 4, in `earth_mpi_breakdown`), and the memory-level parallelism of
+//! G outstanding remote gets.
 
 use numalab_mpi::place::Relation;
 use numalab_mpi::remote::{self, Mode, Rma};
@@ -36,7 +37,7 @@ pub struct Options {
     pub blocks: Vec<u64>,
     /// Outstanding-get counts G.
     pub groups: Vec<usize>,
-    /// Parts: "ops", "split", "mask", "mlp".
+    /// Parts: "ops", "split", "breakdown", "mask", "mlp".
     pub parts: Vec<String>,
     /// Loop 7 iterations.
     pub loop_n: usize,
@@ -72,7 +73,7 @@ pub struct Plan {
     pub rows: Vec<Row>,
 }
 
-const PARTS: [&str; 4] = ["ops", "split", "mask", "mlp"];
+const PARTS: [&str; 5] = ["ops", "split", "breakdown", "mask", "mlp"];
 
 impl Plan {
     /// Resolve for a job of `ranks` ranks.
@@ -149,6 +150,16 @@ impl Plan {
                 "remote rank",
                 Mode::Pipelined,
                 None,
+                None,
+            ));
+        }
+        if has("breakdown") {
+            rows.push(row(
+                "breakdown",
+                "remote load",
+                "remote rank",
+                Mode::Sequential,
+                Some(8),
                 None,
             ));
         }
@@ -308,6 +319,17 @@ pub fn measure(
                 if world.rank == a {
                     mine.extend(mask_records(&prov, world, o, &curves, rel));
                 }
+                continue;
+            }
+            ("breakdown", _) => {
+                let loads = crate::earth_mpi_breakdown::loads_for(n, o.iterations);
+                mine.extend(crate::earth_mpi_breakdown::measure(
+                    world,
+                    &timer,
+                    &prov,
+                    (a, b),
+                    loads,
+                )?);
                 continue;
             }
             (_, "outstanding gets") => {
@@ -495,6 +517,11 @@ mod tests {
             }
         }
         assert_eq!(p.rows.iter().filter(|r| r.part == "mlp").count(), 2);
+        let mut o = opts();
+        o.parts = vec!["breakdown".into()];
+        let b = Plan::resolve(2, &o).unwrap();
+        assert_eq!(b.rows.len(), 1);
+        assert_eq!(b.rows[0].op, "remote load");
         let mut o = opts();
         o.parts = vec!["switch".into()];
         assert!(Plan::resolve(2, &o)

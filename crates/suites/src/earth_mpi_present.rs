@@ -61,6 +61,7 @@ impl Presenter for EarthMpiPresenter {
         &[
             "suite-earth-mpi",
             "suite-earth-mpi-mask",
+            "suite-earth-mpi-breakdown",
             "suite-earth-seed",
         ]
     }
@@ -72,6 +73,7 @@ impl Presenter for EarthMpiPresenter {
             blocks(records),
             operations(records),
             seed(records),
+            crate::earth_mpi_breakdown::html(records),
             mask(records),
         ]
         .into_iter()

@@ -11,6 +11,7 @@ pub mod cvm;
 pub mod domains;
 pub mod earth;
 pub mod earth_mpi;
+pub mod earth_mpi_breakdown;
 mod earth_mpi_present;
 pub mod memory;
 pub mod placement;

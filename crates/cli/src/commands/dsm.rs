@@ -70,6 +70,16 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let world = start(&host, &req, &opts)?;
+    if let Err(e) = world.require_multiple("the DSM's service thread") {
+        // Every rank finds the same; rank 0 alone says so and aborts the job (exit 2),
+        // while the others wait for that abort (two aborting ranks make Open MPI add
+        // a line of its own).
+        if world.rank == 0 {
+            fail(Some(&world), &e);
+        }
+        world.barrier();
+        fail(Some(&world), &numalab_mpi::Error::Usage(String::new()));
+    }
     let recs = measure(&world, &host, &plan)
         .unwrap_or_else(|e| fail(Some(&world), &numalab_mpi::Error::System(e)));
     if let Some(recs) = recs {

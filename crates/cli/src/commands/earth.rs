@@ -8,7 +8,7 @@ use numalab_suites::earth::{self, Options, Plan};
 /// Arguments of `numalab suite earth`.
 #[derive(Args, Debug)]
 pub struct EarthArgs {
-    /// Parts to run, comma-separated: ops, split, switch, mask, mlp, threads.
+    /// Parts to run, comma-separated: ops, split, switch, mask, mlp, threads (with --mpi: ops, split, breakdown, mask, mlp).
     #[arg(long, default_value = "ops,split,switch,mask,mlp,threads")]
     parts: String,
     /// The worker (issuing) CPU (default: the first CPU).
@@ -73,9 +73,13 @@ impl EarthArgs {
 /// Run `numalab suite earth`.
 pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
-    let o = a.options();
-    o.check()?;
     if a.mpi.mpi {
+        // The MPI form's parts differ (its plan checks them); the other flags parse here.
+        let o = Options {
+            parts: "ops".into(),
+            ..a.options()
+        };
+        o.check()?;
         let (groups, chunks, multipliers) = o.groups_chunks_multipliers()?;
         let input = super::mpi_suite::EarthInput {
             parts: &a.parts,
@@ -89,6 +93,8 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
         };
         return super::mpi_suite::earth(&a.mpi, input);
     }
+    let o = a.options();
+    o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let plan = Plan::resolve(&host.machine, &o)?;

@@ -261,6 +261,13 @@ pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<Wo
     Ok(World::start(host, opts).unwrap_or_else(|e| fail(None, &e)))
 }
 
+impl MpiArgs {
+    /// Whether the command times something (`mpi ranks` only shows where ranks run).
+    pub fn measures(&self) -> bool {
+        !matches!(self.cmd, MpiCmd::Ranks(_))
+    }
+}
+
 /// Run `numalab mpi`.
 pub fn run(a: MpiArgs) -> Result<(), CliError> {
     match a.cmd {

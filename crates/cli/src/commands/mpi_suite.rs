@@ -187,13 +187,7 @@ fn collectives_text(recs: &[Record]) -> String {
             }
         }
     }
-    let mut seen: Vec<&String> = Vec::new();
-    for w in recs.iter().flat_map(|r| &r.warnings) {
-        if !seen.contains(&w) {
-            seen.push(w);
-            let _ = writeln!(s, "warning: {w}");
-        }
-    }
+    push_warnings(&mut s, recs);
     s
 }
 
@@ -285,7 +279,13 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
     use numalab_suites::earth_mpi;
     check_measurable(e.common, e.dry_run)?;
     let parts: Vec<String> = if e.parts == EARTH_DEFAULT_PARTS {
-        vec!["ops".into(), "split".into(), "mask".into(), "mlp".into()]
+        vec![
+            "ops".into(),
+            "split".into(),
+            "breakdown".into(),
+            "mask".into(),
+            "mlp".into(),
+        ]
     } else {
         e.parts.split(',').map(|p| p.trim().to_string()).collect()
     };
@@ -343,51 +343,54 @@ fn earth_text(recs: &[Record]) -> String {
         .iter()
         .find_map(|r| r.parameters["relation"].as_str())
         .unwrap_or("?");
-    let mut s = format!("EARTH Table 1 between MPI ranks (ns, median of passes; remote rank = {rel}) beside EARTH-MANNA's\n");
-    let mut rows = Vec::new();
-    for (op, seed) in SEED_TABLE1 {
-        let local = |mode| cell(find("ops", op, "local rank", mode), "time");
-        let remote = |mode| cell(find("ops", op, "remote rank", mode), "time");
-        rows.push(vec![
-            op.to_string(),
-            local("sequential"),
-            remote("sequential"),
-            local("pipelined"),
-            remote("pipelined"),
-            format!("{:.0}", seed[0]),
-            format!("{:.0}", seed[1]),
-            format!("{:.0}", seed[2]),
-            format!("{:.0}", seed[3]),
-        ]);
+    let mut s = String::new();
+    if recs.iter().any(|r| r.parameters["part"] == "ops") {
+        s.push_str(&format!("EARTH Table 1 between MPI ranks (ns, median of passes; remote rank = {rel}) beside EARTH-MANNA's\n"));
+        let mut rows = Vec::new();
+        for (op, seed) in SEED_TABLE1 {
+            let local = |mode| cell(find("ops", op, "local rank", mode), "time");
+            let remote = |mode| cell(find("ops", op, "remote rank", mode), "time");
+            rows.push(vec![
+                op.to_string(),
+                local("sequential"),
+                remote("sequential"),
+                local("pipelined"),
+                remote("pipelined"),
+                format!("{:.0}", seed[0]),
+                format!("{:.0}", seed[1]),
+                format!("{:.0}", seed[2]),
+                format!("{:.0}", seed[3]),
+            ]);
+        }
+        s.push_str(&table(
+            &[
+                "operation",
+                "seq local",
+                "seq remote",
+                "pipe local",
+                "pipe remote",
+                "seed seq L",
+                "seed seq R",
+                "seed pipe L",
+                "seed pipe R",
+            ],
+            &rows,
+        ));
+        s.push_str("\n('-': call and spawn go to the remote rank's server only; the local column of the RMA rows aims at the issuer's own window)\n\nblock moves (MPI_Get from the remote rank)\n");
+        let blocks: Vec<Vec<String>> = recs
+            .iter()
+            .filter(|r| r.parameters["op"] == "block move (get)")
+            .map(|r| {
+                vec![
+                    r.parameters["bytes"].to_string(),
+                    r.parameters["mode"].as_str().unwrap_or("?").to_string(),
+                    cell(Some(r), "time"),
+                    metric_median(r, "bandwidth").map_or("-".into(), |v| format!("{v:.2}")),
+                ]
+            })
+            .collect();
+        s.push_str(&table(&["bytes", "mode", "ns per block", "GB/s"], &blocks));
     }
-    s.push_str(&table(
-        &[
-            "operation",
-            "seq local",
-            "seq remote",
-            "pipe local",
-            "pipe remote",
-            "seed seq L",
-            "seed seq R",
-            "seed pipe L",
-            "seed pipe R",
-        ],
-        &rows,
-    ));
-    s.push_str("\n('-': call and spawn go to the remote rank's server only; the local column of the RMA rows aims at the issuer's own window)\n\nblock moves (MPI_Get from the remote rank)\n");
-    let blocks: Vec<Vec<String>> = recs
-        .iter()
-        .filter(|r| r.parameters["op"] == "block move (get)")
-        .map(|r| {
-            vec![
-                r.parameters["bytes"].to_string(),
-                r.parameters["mode"].as_str().unwrap_or("?").to_string(),
-                cell(Some(r), "time"),
-                metric_median(r, "bandwidth").map_or("-".into(), |v| format!("{v:.2}")),
-            ]
-        })
-        .collect();
-    s.push_str(&table(&["bytes", "mode", "ns per block", "GB/s"], &blocks));
     let split: Vec<Vec<String>> = recs
         .iter()
         .filter(|r| r.parameters["part"] == "split")
@@ -463,6 +466,17 @@ fn earth_text(recs: &[Record]) -> String {
         s.push_str(&table(&["G", "ns per get"], &mlp));
     }
     s.push('\n');
+    let breakdown = numalab_suites::earth_mpi_breakdown::text(recs);
+    if !breakdown.is_empty() {
+        s.push('\n');
+        s.push_str(&breakdown);
+    }
+    push_warnings(&mut s, recs);
+    s
+}
+
+/// Each distinct warning of the records, once.
+fn push_warnings(s: &mut String, recs: &[Record]) {
     let mut seen: Vec<&String> = Vec::new();
     for w in recs.iter().flat_map(|r| &r.warnings) {
         if !seen.contains(&w) {
@@ -470,5 +484,4 @@ fn earth_text(recs: &[Record]) -> String {
             let _ = writeln!(s, "warning: {w}");
         }
     }
-    s
 }

@@ -31,6 +31,8 @@ pub enum Experiment {
     Collectives(collectives::Options),
     /// `numalab suite earth`.
     Earth(earth::Options),
+    /// `numalab mpi matrix` on this many ranks.
+    MpiMatrix(usize, numalab_mpi::matrix::Options),
 }
 
 /// Arguments built flag by flag; a flag whose value is the default is left out.
@@ -202,6 +204,15 @@ pub fn argv(e: &Experiment) -> Vec<String> {
             a.opt("--accesses", &o.accesses, &d.accesses);
             a.set("--ratio", &o.ratio, &d.ratio);
             a.set("--iterations", &o.iterations, &d.iterations);
+            a.0
+        }
+        Experiment::MpiMatrix(ranks, o) => {
+            // Named always: the survey sizes the job to the machine.
+            let mut a = Args::new(&["mpi", "matrix"]);
+            a.flag("--ranks", ranks);
+            a.flag("--size", o.size);
+            a.flag("--iterations", o.iterations);
+            a.flag("--warmup", o.warmup);
             a.0
         }
     }

@@ -212,7 +212,34 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
         v.push(skipped("model", "latency model fit", "one NUMA node: every latency is local, so no remote penalty or per-hop delay can be fitted".into()));
     }
     suites(m, quick, cores, pus, &mut v);
+    v.push(mpi_matrix(quick, cores));
     v
+}
+
+/// The rank × rank matrix with one rank per core (at least two), small messages; a
+/// step marked unavailable, with the reason, where mpirun cannot be found.
+fn mpi_matrix(quick: bool, cores: usize) -> Step {
+    let title = "MPI rank-to-rank latency matrix";
+    match numalab_mpi::launch::find_mpirun() {
+        Ok(_) => {
+            let ranks = cores.max(2);
+            let o = numalab_mpi::matrix::Options {
+                size: 8,
+                iterations: if quick { 500 } else { 5000 },
+                warmup: 50,
+            };
+            // Launch (~1 s) plus each pair's round trips (a few µs each, more when
+            // ranks outnumber cores).
+            let pairs = (ranks * (ranks - 1) / 2) as f64;
+            step(
+                "mpi",
+                title,
+                Experiment::MpiMatrix(ranks, o),
+                1.5 + pairs * if quick { 0.05 } else { 0.3 },
+            )
+        }
+        Err(e) => skipped("mpi", title, e.to_string()),
+    }
 }
 
 /// Steps between cores: core-to-core pairs, the invalidation sweep, loaded latency.
@@ -368,6 +395,13 @@ mod tests {
         // The seed suites are steps with their own sections.
         for s in ["placement", "collectives", "earth"] {
             assert!(p.iter().any(|x| x.section == s && x.skip.is_none()), "{s}");
+        }
+        // One MPI matrix step: a rank per core where mpirun is found, else the reason.
+        let mpi: Vec<&Step> = p.iter().filter(|x| x.section == "mpi").collect();
+        assert_eq!(mpi.len(), 1);
+        match &mpi[0].skip {
+            None => assert_eq!(mpi[0].args[..4], ["mpi", "matrix", "--ranks", "8"]),
+            Some(why) => assert!(why.contains("mpirun"), "{why}"),
         }
     }
 
