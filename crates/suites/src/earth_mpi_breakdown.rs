@@ -10,6 +10,7 @@ use numalab_mpi::{Result, World};
 use numalab_probe::Timer;
 use numalab_results::output::table;
 use numalab_results::{Provenance, Record, Unavailable};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// The seed's Table 4 (EARTH-MANNA, ns), in its order.
@@ -30,6 +31,48 @@ pub const SEED_TABLE4: [(&str, f64); 12] = [
 
 /// The seed's total for one remote load.
 pub const SEED_TOTAL: f64 = 7100.0;
+
+/// One of the seed's rows a stage stands for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeedOp {
+    /// The seed's operation.
+    pub op: String,
+    /// Its delay in the seed (ns).
+    pub ns: f64,
+}
+
+/// One measured stage of the remote load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageRow {
+    /// The record's metric holding its samples.
+    pub metric: String,
+    /// The step as numalab takes it.
+    pub step: String,
+    /// How it was measured (stamped, or derived and why).
+    pub how: String,
+    /// The seed's rows it stands for.
+    pub seed: Vec<SeedOp>,
+}
+
+/// The data of a `suite-earth-mpi-breakdown` record by active message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BreakdownData {
+    /// The stages, in the load's order.
+    pub stages: Vec<StageRow>,
+    /// The seed's total (ns).
+    pub seed_total_ns: f64,
+    /// Where the seed's figures come from.
+    pub seed_source: String,
+}
+
+fn seed_ops(rows: &[usize]) -> Vec<SeedOp> {
+    rows.iter()
+        .map(|&k| SeedOp {
+            op: SEED_TABLE4[k].0.to_string(),
+            ns: SEED_TABLE4[k].1,
+        })
+        .collect()
+}
 
 /// Stamps a stage is measured between.
 type Span = fn(&IssuerStamps, &ServerStamps) -> (u64, u64);
@@ -177,8 +220,12 @@ pub fn measure(
         };
         let v: Vec<f64> = pairs.iter().map(|(i, s)| ns((st.span)(i, s))).collect();
         rec.add_samples(st.metric, "ns", &v);
-        rows.push(json!({ "metric": st.metric, "step": st.step, "how": how,
-            "seed": st.seed.iter().map(|&k| json!({ "op": SEED_TABLE4[k].0, "ns": SEED_TABLE4[k].1 })).collect::<Vec<_>>() }));
+        rows.push(StageRow {
+            metric: st.metric.into(),
+            step: st.step.into(),
+            how: how.into(),
+            seed: seed_ops(st.seed),
+        });
     }
     if !stamped {
         // Only the sum of the two transfers is knowable: the total less every stage
@@ -195,17 +242,20 @@ pub fn measure(
             })
             .collect();
         rec.add_samples("transfers_derived", "ns", &v);
-        let seed: Vec<serde_json::Value> = [3usize, 7]
-            .iter()
-            .map(|&k| json!({ "op": SEED_TABLE4[k].0, "ns": SEED_TABLE4[k].1 }))
-            .collect();
-        rows.push(json!({ "metric": "transfers_derived", "step": "both transfers and polling delays", "how": "derived: total less the stages stamped on one rank",
-            "seed": seed }));
+        rows.push(StageRow {
+            metric: "transfers_derived".into(),
+            step: "both transfers and polling delays".into(),
+            how: "derived: total less the stages stamped on one rank".into(),
+            seed: seed_ops(&[3, 7]),
+        });
     }
     let total: Vec<f64> = pairs.iter().map(|(i, _)| ns((i.send, i.resumed))).collect();
     rec.add_samples("total", "ns", &total);
-    rec.data = Some(json!({ "stages": rows, "seed_total_ns": SEED_TOTAL,
-        "seed_source": "seed 001, Table 4 (EARTH-MANNA, 1997)" }));
+    rec.set_data(&BreakdownData {
+        stages: rows,
+        seed_total_ns: SEED_TOTAL,
+        seed_source: "seed 001, Table 4 (EARTH-MANNA, 1997)".into(),
+    });
     rec.warnings.extend(prov.warnings());
     numalab_mpi::p2p::warn_shared(world, &[a, b], &mut rec);
 
@@ -239,20 +289,17 @@ const TABLE4_HEADER: [&str; 4] = [
 fn table4_rows(r: &Record) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut sum = 0.0;
-    for st in r
-        .data
-        .as_ref()
-        .and_then(|d| d["stages"].as_array())
-        .into_iter()
-        .flatten()
-    {
-        let m = median(r, st["metric"].as_str().unwrap_or("?"));
+    let stages = r
+        .data_as::<BreakdownData>()
+        .map(|d| d.stages)
+        .unwrap_or_default();
+    for st in &stages {
+        let m = median(r, &st.metric);
         sum += m.unwrap_or(0.0);
-        let seed: Vec<&serde_json::Value> = st["seed"].as_array().into_iter().flatten().collect();
-        for (k, sd) in seed.iter().enumerate() {
+        for (k, sd) in st.seed.iter().enumerate() {
             rows.push(vec![
                 if k == 0 {
-                    st["step"].as_str().unwrap_or("?").to_string()
+                    st.step.clone()
                 } else {
                     String::new()
                 },
@@ -261,8 +308,8 @@ fn table4_rows(r: &Record) -> Vec<Vec<String>> {
                 } else {
                     String::new()
                 },
-                sd["op"].as_str().unwrap_or("?").to_string(),
-                format!("{:.0} ns", sd["ns"].as_f64().unwrap_or(f64::NAN)),
+                sd.op.clone(),
+                format!("{:.0} ns", sd.ns),
             ]);
         }
     }

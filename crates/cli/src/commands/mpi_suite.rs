@@ -5,9 +5,11 @@ use super::mpi::{start, JobArgs};
 use crate::common::{bad, check_measurable, CliError, CommonArgs};
 use clap::Args;
 use numalab_mpi::world::fail;
+use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_suites::collectives_mpi::{self, Options, Plan};
+use numalab_suites::{CollectiveMpiData, MaskData};
 use std::fmt::Write;
 
 /// Flags that move a suite onto MPI ranks.
@@ -155,29 +157,26 @@ fn collectives_text(recs: &[Record]) -> String {
     ));
     s.push_str("\n\nseed cost models (µs)\n");
     for r in recs.iter().filter(|r| r.kind == "collective-mpi-model") {
-        match &r.data {
-            Some(d) => {
-                let coef: Vec<String> = d["coefficients"]
-                    .as_array()
-                    .map(|v| {
-                        v.iter()
-                            .map(|c| match c["value"].as_f64() {
-                                Some(x) => format!("{}={x:.4}", c["name"].as_str().unwrap_or("?")),
-                                None => format!("{}=n/a", c["name"].as_str().unwrap_or("?")),
-                            })
-                            .collect()
+        match r.data_as::<LinearFit>() {
+            Ok(d) => {
+                let coef: Vec<String> = d
+                    .coefficients
+                    .iter()
+                    .map(|c| match c.value {
+                        Some(x) => format!("{}={x:.4}", c.name),
+                        None => format!("{}=n/a", c.name),
                     })
-                    .unwrap_or_default();
+                    .collect();
                 let _ = writeln!(
                     s,
                     "  {:<20} {:<38} {}  (R² {:.3})",
                     r.name,
-                    d["formula"].as_str().unwrap_or("?"),
+                    d.formula,
                     coef.join(" "),
-                    d["r2"].as_f64().unwrap_or(f64::NAN)
+                    d.r2.unwrap_or(f64::NAN)
                 );
             }
-            None => {
+            Err(_) => {
                 let _ = writeln!(
                     s,
                     "  {:<22} not fitted: {}",
@@ -222,13 +221,9 @@ fn osu_text(recs: &[Record]) -> String {
             .filter(|r| r.parameters["collective"] == *c && r.parameters["implementation"] == *i)
         {
             let means: Vec<f64> = r
-                .data
-                .as_ref()
-                .and_then(|d| d["rank_mean_ns"].as_array().cloned())
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|v| v.as_f64())
-                .collect();
+                .data_as::<CollectiveMpiData>()
+                .map(|d| d.rank_mean_ns)
+                .unwrap_or_default();
             if means.is_empty() {
                 continue;
             }
@@ -421,21 +416,13 @@ fn earth_text(recs: &[Record]) -> String {
         .iter()
         .filter(|r| r.kind == "suite-earth-mpi-mask")
         .map(|r| {
-            let d = r.data.clone().unwrap_or_default();
-            let pts: Vec<String> = d["points"]
-                .as_array()
-                .map(|v| {
-                    v.iter()
-                        .map(|p| {
-                            format!(
-                                "T={}:{:.0}%",
-                                p["t"],
-                                p["masked_pct"].as_f64().unwrap_or(f64::NAN)
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let pts: Vec<String> = r
+                .data_as::<MaskData>()
+                .map(|d| d.points)
+                .unwrap_or_default()
+                .iter()
+                .map(|p| format!("T={}:{:.0}%", p.t, p.masked_pct.unwrap_or(f64::NAN)))
+                .collect();
             vec![
                 format!("×{}", r.parameters["multiplier"]),
                 cell(Some(r), "baseline_comm"),

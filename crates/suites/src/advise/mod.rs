@@ -10,7 +10,7 @@ mod workload;
 
 pub use measured::{Cell, Measured};
 pub use observed::{caveats, Move, ThreadAdvice};
-pub use view::{html, records, text, AdvicePresenter};
+pub use view::{html, records, text, AdviceData, AdvicePresenter};
 pub use workload::{Candidate, Memory, Workload};
 
 use numalab_prof::trace::Trace;

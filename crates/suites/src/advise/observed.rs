@@ -5,11 +5,11 @@
 use super::measured::Measured;
 use numalab_prof::trace::{ObjKind, Trace};
 use numalab_topo::cpulist;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One move and what it is predicted to save.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Move {
     /// "move memory" or "move thread".
     pub what: String,
@@ -26,7 +26,7 @@ pub struct Move {
 }
 
 /// What the trace says about one thread, and the advice.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadAdvice {
     /// Trace object id ("t1234").
     pub obj: String,

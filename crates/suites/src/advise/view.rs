@@ -1,11 +1,12 @@
 //! Advice as records, as text and as an HTML section (the report renders it from
 //! saved records, so the section reads records, not the typed advice).
 
-use super::{Advice, Candidate, Memory};
+use super::{Advice, Candidate, Memory, ThreadAdvice};
 use numalab_results::output::table;
 use numalab_results::report::{esc, html_table};
 use numalab_results::{Provenance, Record};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::fmt::Write;
 
 fn mem_name(m: &Memory) -> String {
@@ -23,12 +24,90 @@ fn mem_name(m: &Memory) -> String {
     }
 }
 
+/// The data of an "advice" record: one ranked placement, one traced thread, or the
+/// notes. Written with `section` naming the variant ("placement", "thread"; the notes
+/// have none).
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum AdviceData {
+    /// A placement with its prediction.
+    Placement {
+        /// Always "placement".
+        section: String,
+        /// The memory policy in words.
+        memory_name: String,
+        /// The placement.
+        candidate: Candidate,
+    },
+    /// A traced thread and its move.
+    Thread {
+        /// Always "thread".
+        section: String,
+        /// The thread's advice.
+        thread: ThreadAdvice,
+    },
+    /// What the advice rests on, or lacks.
+    Notes {
+        /// The notes.
+        notes: Vec<String>,
+    },
+}
+
+#[derive(Deserialize)]
+struct PlacementData {
+    memory_name: String,
+    candidate: Candidate,
+}
+
+#[derive(Deserialize)]
+struct ThreadData {
+    thread: ThreadAdvice,
+}
+
+#[derive(Deserialize)]
+struct NotesData {
+    notes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Tag {
+    section: Option<String>,
+}
+
+impl AdviceData {
+    /// An advice record's data. Read by its `section` first, then as that variant's
+    /// type: serde's untagged and internally tagged enums buffer the data and then
+    /// cannot read the per-node maps' integer keys, which JSON writes as strings.
+    pub fn of(r: &Record) -> Result<AdviceData, numalab_results::record::DataError> {
+        let tag: Tag = r.data_as()?;
+        Ok(match tag.section.as_deref() {
+            Some("placement") => {
+                let d: PlacementData = r.data_as()?;
+                AdviceData::Placement {
+                    section: "placement".into(),
+                    memory_name: d.memory_name,
+                    candidate: d.candidate,
+                }
+            }
+            Some("thread") => AdviceData::Thread {
+                section: "thread".into(),
+                thread: r.data_as::<ThreadData>()?.thread,
+            },
+            _ => AdviceData::Notes {
+                notes: r.data_as::<NotesData>()?.notes,
+            },
+        })
+    }
+}
+
 /// The advice as records of kind "advice": one per placement, one per traced thread, one of notes.
 pub fn records(a: &Advice, prov: &Provenance) -> Vec<Record> {
     let mut out = Vec::new();
     let params = json!({ "workload": a.workload });
     let mut notes = Record::new("advice", "notes", prov.clone(), params.clone());
-    notes.data = Some(json!({ "notes": a.notes }));
+    notes.set_data(&AdviceData::Notes {
+        notes: a.notes.clone(),
+    });
     out.push(notes);
     for c in &a.placements {
         let mut r = Record::new(
@@ -37,9 +116,11 @@ pub fn records(a: &Advice, prov: &Provenance) -> Vec<Record> {
             prov.clone(),
             params.clone(),
         );
-        r.data = Some(
-            json!({ "section": "placement", "memory_name": mem_name(&c.memory), "candidate": c }),
-        );
+        r.set_data(&AdviceData::Placement {
+            section: "placement".into(),
+            memory_name: mem_name(&c.memory),
+            candidate: c.clone(),
+        });
         out.push(r);
     }
     for t in &a.threads {
@@ -49,7 +130,10 @@ pub fn records(a: &Advice, prov: &Provenance) -> Vec<Record> {
             prov.clone(),
             json!({ "tid": t.tid, "pid": t.pid }),
         );
-        r.data = Some(json!({ "section": "thread", "thread": t }));
+        r.set_data(&AdviceData::Thread {
+            section: "thread".into(),
+            thread: t.clone(),
+        });
         out.push(r);
     }
     out
@@ -59,77 +143,48 @@ fn f1(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into())
 }
 
-fn placement_rows(cs: &[&Value]) -> Vec<Vec<String>> {
+fn placement_rows(cs: &[(String, Candidate)]) -> Vec<Vec<String>> {
     cs.iter()
-        .map(|c| {
-            let c = &c["candidate"];
+        .map(|(memory_name, c)| {
             vec![
-                match c["rank"].as_u64() {
-                    Some(0) | None => "-".into(),
-                    Some(r) => r.to_string(),
+                match c.rank {
+                    0 => "-".into(),
+                    r => r.to_string(),
                 },
-                c["threads"].as_str().unwrap_or("").into(),
-                numalab_topo::cpulist::format(
-                    &c["cpus"]
-                        .as_array()
-                        .map(|v| {
-                            v.iter()
-                                .filter_map(|x| x.as_u64().map(|x| x as u32))
-                                .collect::<Vec<_>>()
-                        })
-                        .unwrap_or_default(),
-                ),
-                c.get("memory_name")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("")
-                    .to_string(),
-                f1(c["latency_ns"].as_f64()),
-                f1(c["bandwidth_gbps"].as_f64()),
-                c["unavailable"].as_str().unwrap_or("").into(),
+                c.threads.clone(),
+                numalab_topo::cpulist::format(&c.cpus),
+                memory_name.clone(),
+                f1(c.latency_ns),
+                f1(c.bandwidth_gbps),
+                c.unavailable.clone().unwrap_or_default(),
             ]
         })
         .collect()
 }
 
-fn thread_rows(ts: &[&Value]) -> Vec<Vec<String>> {
+fn thread_rows(ts: &[ThreadAdvice]) -> Vec<Vec<String>> {
     ts.iter()
         .map(|t| {
-            let t = &t["thread"];
-            let pages = t["pages"]
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(n, s)| format!("n{n} {:.0}%", s.as_f64().unwrap_or(0.0) * 100.0))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default();
-            let best = &t["best"];
+            let pages = t
+                .pages
+                .iter()
+                .map(|(n, s)| format!("n{n} {:.0}%", s * 100.0))
+                .collect::<Vec<_>>()
+                .join(" ");
             vec![
-                format!(
-                    "{} {}",
-                    t["obj"].as_str().unwrap_or(""),
-                    t["name"].as_str().unwrap_or("")
-                ),
-                t["node"]
-                    .as_u64()
-                    .map(|n| n.to_string())
-                    .unwrap_or("-".into()),
+                format!("{} {}", t.obj, t.name),
+                t.node.map(|n| n.to_string()).unwrap_or("-".into()),
                 pages,
-                t["remote_share"]
-                    .as_f64()
+                t.remote_share
                     .map(|v| format!("{:.0}%", v * 100.0))
                     .unwrap_or("-".into()),
-                f1(t["latency_ns"].as_f64()),
-                if best.is_null() {
-                    t["notes"][0].as_str().unwrap_or("-").to_string()
-                } else {
-                    format!(
+                f1(t.latency_ns),
+                match &t.best {
+                    None => t.notes.first().cloned().unwrap_or("-".into()),
+                    Some(b) => format!(
                         "{} to node {}: {:.1} ns saved per load",
-                        best["what"].as_str().unwrap_or(""),
-                        best["to_node"],
-                        best["saving_ns"].as_f64().unwrap_or(0.0)
-                    )
+                        b.what, b.to_node, b.saving_ns
+                    ),
                 },
             ]
         })
@@ -154,27 +209,22 @@ const THREAD_HEADER: [&str; 6] = [
     "best move",
 ];
 
-/// The parts of advice records: notes, placements, threads (with memory names put in).
-fn parts(records: &[Record]) -> (Vec<String>, Vec<Value>, Vec<Value>) {
+/// The parts of advice records: notes, placements (with their memory names), threads.
+#[allow(clippy::type_complexity)]
+fn parts(records: &[Record]) -> (Vec<String>, Vec<(String, Candidate)>, Vec<ThreadAdvice>) {
     let mut notes = Vec::new();
     let mut places = Vec::new();
     let mut threads = Vec::new();
     for r in records.iter().filter(|r| r.kind == "advice") {
-        let Some(d) = &r.data else { continue };
-        match d["section"].as_str() {
-            Some("placement") => {
-                let mut d = d.clone();
-                d["candidate"]["memory_name"] = d["memory_name"].clone();
-                places.push(d);
-            }
-            Some("thread") => threads.push(d.clone()),
-            _ => notes.extend(
-                d["notes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|n| n.as_str().map(String::from)),
-            ),
+        match AdviceData::of(r) {
+            Ok(AdviceData::Placement {
+                memory_name,
+                candidate,
+                ..
+            }) => places.push((memory_name, candidate)),
+            Ok(AdviceData::Thread { thread, .. }) => threads.push(thread),
+            Ok(AdviceData::Notes { notes: n }) => notes.extend(n),
+            Err(e) => notes.push(e.to_string()),
         }
     }
     (notes, places, threads)
@@ -204,17 +254,15 @@ pub fn text(a: &Advice, records: &[Record]) -> String {
         );
     }
     if !places.is_empty() {
-        let refs: Vec<&Value> = places.iter().collect();
-        s.push_str(&table(&PLACEMENT_HEADER, &placement_rows(&refs)));
+        s.push_str(&table(&PLACEMENT_HEADER, &placement_rows(&places)));
         s.push('\n');
         for c in a.placements.iter().filter(|c| c.rank >= 1 && c.rank <= 3) {
             best_lines(&mut s, c);
         }
     }
     if !threads.is_empty() {
-        let refs: Vec<&Value> = threads.iter().collect();
         s.push_str("\nThreads of the trace (latency: the survey's matrix priced at the process's page spread):\n");
-        s.push_str(&table(&THREAD_HEADER, &thread_rows(&refs)));
+        s.push_str(&table(&THREAD_HEADER, &thread_rows(&threads)));
         s.push('\n');
         for t in a.threads.iter() {
             if let Some(b) = &t.best {
@@ -261,31 +309,25 @@ pub fn html(records: &[Record]) -> Option<String> {
     }
     let mut s = String::new();
     if !places.is_empty() {
-        let refs: Vec<&Value> = places.iter().collect();
         s.push_str("<h3>Placements, best first</h3>");
-        s.push_str(&html_table(&PLACEMENT_HEADER, &placement_rows(&refs)));
-        for p in places
-            .iter()
-            .filter(|p| matches!(p["candidate"]["rank"].as_u64(), Some(1..=3)))
-        {
-            let c = &p["candidate"];
+        s.push_str(&html_table(&PLACEMENT_HEADER, &placement_rows(&places)));
+        for (memory_name, c) in places.iter().filter(|(_, c)| (1..=3).contains(&c.rank)) {
             let _ = write!(
                 s,
                 "<p>#{} {} + {}:</p><pre>",
-                c["rank"],
-                esc(c["threads"].as_str().unwrap_or("")),
-                esc(p["memory_name"].as_str().unwrap_or(""))
+                c.rank,
+                esc(&c.threads),
+                esc(memory_name)
             );
-            for (tool, cmd) in c["commands"].as_object().into_iter().flatten() {
-                let _ = writeln!(s, "{tool:8} {}", esc(cmd.as_str().unwrap_or("")));
+            for (tool, cmd) in &c.commands {
+                let _ = writeln!(s, "{tool:8} {}", esc(cmd));
             }
             s.push_str("</pre>");
         }
     }
     if !threads.is_empty() {
-        let refs: Vec<&Value> = threads.iter().collect();
         s.push_str("<h3>Threads of the trace</h3>");
-        s.push_str(&html_table(&THREAD_HEADER, &thread_rows(&refs)));
+        s.push_str(&html_table(&THREAD_HEADER, &thread_rows(&threads)));
     }
     if !notes.is_empty() {
         s.push_str("<ul>");

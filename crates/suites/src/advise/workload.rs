@@ -5,11 +5,11 @@ use super::measured::Measured;
 use super::Options;
 use numalab_topo::spec::parse_size;
 use numalab_topo::{cpulist, fmt_bytes, Error, Level, Result, Smt, ThreadRequest, ThreadSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The workload, parsed and checked.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Workload {
     /// Threads.
     pub threads: usize,
@@ -24,7 +24,7 @@ pub struct Workload {
 }
 
 /// Where memory goes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "lowercase")]
 pub enum Memory {
     /// First touch: each thread's slice on its node (a shared buffer on the first thread's).
@@ -47,7 +47,7 @@ pub enum Memory {
 }
 
 /// One placement with its prediction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Candidate {
     /// The numalab thread spec ("compact", "scatter:node").
     pub threads: String,

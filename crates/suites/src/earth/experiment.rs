@@ -142,6 +142,24 @@ impl Options {
     }
 }
 
+/// The data of a `suite-earth-plan` record: what the plan resolved to (written for the
+/// reader of the JSON; numalab shows the plan from the record's placement).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanData {
+    /// Parts in the order run.
+    pub parts: Vec<Part>,
+    /// Worker, helper and remote node.
+    pub cpus: Cpus,
+    /// MLP chain counts.
+    pub groups: Vec<usize>,
+    /// Loop 7 chunk sizes.
+    pub chunks: Vec<usize>,
+    /// Loop 7 communication multipliers.
+    pub multipliers: Vec<usize>,
+    /// Loop 7 iterations.
+    pub loop_n: usize,
+}
+
 /// The suite, resolved: CPUs, parts and their sizes.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -232,9 +250,14 @@ impl Plan {
             &self.multipliers,
         );
         let mut r = Record::new("suite-earth-plan", "earth plan", prov, base);
-        r.data = Some(
-            json!({ "parts": parts, "cpus": cpus, "groups": groups, "chunks": chunks, "multipliers": multipliers, "loop_n": a.loop_n }),
-        );
+        r.set_data(&PlanData {
+            parts: parts.clone(),
+            cpus: cpus.clone(),
+            groups: groups.clone(),
+            chunks: chunks.clone(),
+            multipliers: multipliers.clone(),
+            loop_n: a.loop_n,
+        });
         r.warnings = warnings;
         r
     }

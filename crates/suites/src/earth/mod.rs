@@ -11,7 +11,7 @@ pub use present::{BestG, EarthData, EarthPresenter};
 pub mod hide;
 pub mod ops;
 mod view;
-pub use experiment::{run as run_suite, Options, Plan};
+pub use experiment::{run as run_suite, Options, Plan, PlanData};
 pub use view::{head, text, EarthResults};
 
 use crate::domains;
