@@ -26,8 +26,16 @@ pub fn runon(host: &Host, cpu: Option<u32>) -> Result<Option<u32>, CliError> {
     }
 }
 
-/// The trace path can be written: create it now (empty) so a bad path fails before any work.
-pub fn trace_path(p: &Path) -> Result<(), CliError> {
+/// The trace path can be written: create it now (empty) so a bad path fails before any
+/// work. A file that already holds something (an earlier trace) is refused unless
+/// `force`: a recording is a measurement, and nothing measured is replaced silently.
+pub fn trace_path(p: &Path, force: bool) -> Result<(), CliError> {
+    if !force && std::fs::metadata(p).is_ok_and(|m| m.len() > 0) {
+        return Err(bad(format!(
+            "'{}' already holds a trace: give --force to replace it, or another name with -o",
+            p.display()
+        )));
+    }
     std::fs::File::create(p).map(|_| ()).map_err(|e| {
         bad(format!(
             "invalid output '{}': cannot write it: {e}",

@@ -229,6 +229,7 @@ fn a_crashing_target_propagates_its_status_and_leaves_a_complete_trace() {
     assert!(t.events.iter().any(|e| e.what == "fork"));
     let o = numalab(&[
         "record",
+        "--force",
         "-o",
         tr.to_str().unwrap(),
         "--",
@@ -236,7 +237,7 @@ fn a_crashing_target_propagates_its_status_and_leaves_a_complete_trace() {
         "-c",
         "exit 7",
     ]);
-    assert_eq!(o.status.code(), Some(7));
+    assert_eq!(o.status.code(), Some(7), "{}", s(&o.stderr));
 }
 
 #[test]
@@ -276,6 +277,26 @@ fn a_missing_target_or_bad_option_is_a_one_line_error_and_no_trace() {
         assert!(s(&o.stderr).contains(needle), "{args:?}: {}", s(&o.stderr));
         assert!(o.stdout.is_empty(), "{args:?} printed {}", s(&o.stdout));
     }
+    // A trace already there is a measurement: refused, untouched, unless --force.
+    let kept = d.join("kept.trace");
+    std::fs::write(&kept, "an earlier trace").unwrap();
+    let k = kept.to_str().unwrap();
+    for args in [
+        vec!["record", "-o", k, "--", "true"],
+        vec!["monitor", "--count", "1", "-o", k],
+    ] {
+        let o = numalab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", s(&o.stderr));
+        let e = s(&o.stderr);
+        assert!(
+            e.contains(k) && e.contains("--force") && e.lines().count() == 1,
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "an earlier trace");
+    }
+    let o = numalab(&["record", "--force", "-o", k, "--", "true"]);
+    assert!(o.status.success(), "{}", s(&o.stderr));
+    assert_ne!(std::fs::read_to_string(&kept).unwrap(), "an earlier trace");
 }
 
 #[test]

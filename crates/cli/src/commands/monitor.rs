@@ -29,6 +29,9 @@ pub struct MonitorArgs {
     /// Also stream the samples to this trace file.
     #[arg(short = 'o', long = "output", value_name = "TRACE")]
     output: Option<PathBuf>,
+    /// Replace the trace file if it already holds one.
+    #[arg(long)]
+    force: bool,
     /// Pin the sampler to this CPU.
     #[arg(long, value_name = "CPU")]
     runon: Option<u32>,
@@ -92,7 +95,7 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
     };
     let runon = prof_args::runon(&host, a.runon)?;
     if let Some(p) = &a.output {
-        prof_args::trace_path(p)?;
+        prof_args::trace_path(p, a.force)?;
     }
     // SAFETY: the handler only stores to an atomic.
     unsafe {

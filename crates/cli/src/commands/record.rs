@@ -26,6 +26,9 @@ pub struct RecordArgs {
         default_value = "numalab.trace"
     )]
     output: PathBuf,
+    /// Replace the trace file if it already holds one.
+    #[arg(long)]
+    force: bool,
     /// Read the processes' pages per node (numa_maps) every N intervals (it walks page tables).
     #[arg(long = "pages-every", value_name = "N", default_value_t = 10)]
     pages_every: u32,
@@ -76,7 +79,7 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
     }
     let host = Host::load(&TopologySource::ThisSystem)?;
     let runon = prof_args::runon(&host, a.runon)?;
-    prof_args::trace_path(&a.output)?;
+    prof_args::trace_path(&a.output, a.force)?;
     let (prov, _) = provenance(&host);
     let opts = Options {
         interval: iv,
