@@ -149,12 +149,13 @@ pub(super) fn table2(here: &[&Row]) -> Table {
                 s.contention_page.to_string(),
                 s.contention_lock.to_string(),
                 s.diffs_created.to_string(),
+                s.page_intervals.to_string(),
                 s.diffs_used.to_string(),
             ]
         })
         .collect();
     Table {
-        title: "Table 2: LMW DSM actions (all ranks)",
+        title: "Table 2: LMW DSM actions (all ranks; \"eager would\": the diffs creating one per page and interval would have made)",
         header: &[
             "app",
             "T",
@@ -166,6 +167,7 @@ pub(super) fn table2(here: &[&Row]) -> Table {
             "cont page",
             "cont lock",
             "diff create",
+            "eager would",
             "diff use",
         ],
         rows,
@@ -187,6 +189,7 @@ pub(super) fn table3(here: &[&Row]) -> Table {
                 s.remote_faults.to_string(),
                 s.lock_msgs.to_string(),
                 s.contention_page.to_string(),
+                s.freezes.to_string(),
             ]
         })
         .collect();
@@ -200,6 +203,7 @@ pub(super) fn table3(here: &[&Row]) -> Table {
             "rem faults",
             "lock msgs",
             "page cont",
+            "freezes",
         ],
         rows,
     }
