@@ -2,15 +2,16 @@
 //! `record` step, whose program ran on node 0's first CPU with its memory bound to node 1
 //! (the wrong node, by mbind, so where its pages are does not depend on timing). TCG
 //! models no NUMA timing, so the check asserts where the thread and the pages are, that
-//! the advice says page locality is a proxy, and which move it names — never that a
-//! saving is positive.
+//! the advice says page locality is a proxy, and that a priced move names a node — never
+//! that a saving is positive or which node a move goes to (the matrix it is priced from
+//! is timed by TCG).
 
 use super::Checks;
 use serde_json::Value;
 
 impl Checks<'_> {
-    /// The chase's thread: seen on the first CPU node, pages on the second, and the
-    /// advice's move (when the guest's matrix prices one) names one of those two nodes.
+    /// The chase's thread: seen on the first CPU node, pages mostly on the second, the
+    /// proxy caveat, and a price resting on the second node's cell.
     pub(super) fn advise(&mut self) {
         let cpu_nodes = self.l.cpu_nodes();
         let [run_node, page_node, ..] = cpu_nodes[..] else {
@@ -36,11 +37,14 @@ impl Checks<'_> {
             format!("the chase ran on node {node:?}, expected {run_node}")
         });
         let on_pages = t["pages"][page_node.to_string()].as_f64().unwrap_or(0.0);
-        // Most, not all: the binary's own pages may sit elsewhere.
-        self.expect("advise", on_pages > 0.5, || {
+        // More there than where it ran, not all: the binary's own file pages sit wherever
+        // the kernel unpacked the initramfs (61-96% on node 1 in the runs so far).
+        let on_run = t["pages"][run_node.to_string()].as_f64().unwrap_or(0.0);
+        self.expect("advise", on_pages > on_run, || {
             format!(
-                "{:.0}% of the pages on node {page_node}: {}",
+                "{:.0}% of the pages on node {page_node}, {:.0}% on node {run_node}: {}",
                 on_pages * 100.0,
+                on_run * 100.0,
                 t["pages"]
             )
         });
@@ -62,11 +66,10 @@ impl Checks<'_> {
             best["what"].as_str(),
             best["to_node"].as_u64().map(|n| n as u32),
         );
-        let named_right = best.is_null()
-            || mv == (Some("move memory"), Some(run_node))
-            || mv == (Some("move thread"), Some(page_node));
-        self.expect("advise", named_right, || {
-            format!("best move {best} names neither memory to {run_node} nor thread to {page_node}")
+        // Which move wins rests on the guest's matrix, which TCG times at random: only
+        // that a priced move names a node is checked, never which one.
+        self.expect("advise", best.is_null() || mv.1.is_some(), || {
+            format!("best move {best} names no node")
         });
         let basis = t["basis"].to_string();
         self.expect(
