@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, run_json, tmpdir, topology, validate};
+use common::{browser, numalab, run_json, tmpdir, topology, validate};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -29,39 +29,14 @@ fn section<'a>(html: &'a str, id: &str) -> &'a str {
     &html[start..end]
 }
 
-fn browser() -> Option<String> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find(|b| {
-            Command::new("sh")
-                .arg("-c")
-                .arg(format!("command -v {b}"))
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .map(|b| b.to_string())
-}
-
 /// Render in headless Chromium: the DOM has non-empty SVG charts and the console no errors.
 fn check_in_browser(html: &Path, shot: &Path) {
-    let Some(b) = browser() else {
-        if std::env::var_os("NUMALAB_SKIP_BROWSER").is_some() {
-            eprintln!("skipped: no chromium (NUMALAB_SKIP_BROWSER set)");
-            return;
-        }
-        panic!("no chromium on PATH: `make test` installs it (Debian package chromium); set NUMALAB_SKIP_BROWSER=1 to skip this check");
+    let Some(b) = browser::browser_or_skip() else {
+        return;
     };
     let url = format!("file://{}", html.display());
-    let common = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--enable-logging=stderr",
-        "--v=0",
-    ];
     let dom = Command::new(&b)
-        .args(common)
+        .args(browser::HEADLESS)
         .arg("--dump-dom")
         .arg(&url)
         .output()
@@ -81,17 +56,7 @@ fn check_in_browser(html: &Path, shot: &Path) {
     let log = String::from_utf8_lossy(&dom.stderr);
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
-    let shot_out = Command::new(&b)
-        .args(common)
-        .arg("--window-size=1400,5000")
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    assert!(shot_out.status.success());
-    assert!(std::fs::metadata(shot)
-        .map(|m| m.len() > 10_000)
-        .unwrap_or(false));
+    assert!(browser::screenshot(html, 1400, 5000, shot), "no screenshot");
     eprintln!("screenshot: {}", shot.display());
 }
 
