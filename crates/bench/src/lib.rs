@@ -2,6 +2,7 @@
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod cards;
 pub mod crew;
 pub mod experiment;
 pub mod helpers;

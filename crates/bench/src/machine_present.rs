@@ -3,6 +3,7 @@
 
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{bytes, html_table};
+use numalab_results::summary::{Card, Group};
 use numalab_results::Record;
 use numalab_topo::Machine;
 
@@ -56,6 +57,42 @@ impl Presenter for MachinePresenter {
             html_table(&["", ""], &rows) + &html_table(&["node", "memory", "CPUs", "kind"], &nodes),
         )
     }
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        machine_card(records).into_iter().collect()
+    }
+}
+
+/// The machine as the summary's first card: CPU, topology and data caches, and the
+/// sentence that opens the summary's paragraph.
+fn machine_card(records: &[Record]) -> Option<Card> {
+    let m = of(records, "topo").find_map(|t| t.data_as::<Machine>().ok())?;
+    let cpu = m.cpu_model.clone().unwrap_or_else(|| "CPU".into());
+    let caches: Vec<String> = m
+        .caches
+        .iter()
+        .map(|c| {
+            let per = if c.shared_by <= 1 {
+                "per CPU".to_string()
+            } else {
+                format!("per {} CPUs", c.shared_by)
+            };
+            format!("L{} {} {per}", c.level, numalab_topo::fmt_bytes(c.bytes))
+        })
+        .collect();
+    let shape = m.summary();
+    Some(Card {
+        group: Group::Machine,
+        title: match &m.hostname {
+            Some(h) => format!("{cpu} ({h})"),
+            None => cpu.clone(),
+        },
+        detail: Some(format!("{shape}; {}", caches.join(", "))),
+        figures: Vec::new(),
+        remark: Some(format!(
+            "{cpu}: {shape}; data caches {}.",
+            caches.join(", ")
+        )),
+    })
 }
 
 /// Resolved placements (`numalab plan`): shown by their command, no report section.

@@ -60,6 +60,104 @@ fn check_in_browser(html: &Path, shot: &Path) {
     eprintln!("screenshot: {}", shot.display());
 }
 
+/// What a script in the rendered page finds in the summary: where its rows sit on a
+/// 1366×768 screen, whether every figure's link reaches a section, and spreads.
+const SUMMARY_PROBE: &str = r#"
+const out = {rows: [], figs: 0, dead: [], spreads: 0, paragraph: ""};
+const sum = document.getElementById('summary');
+if (sum) {
+  out.paragraph = sum.querySelector('p.shape') ? sum.querySelector('p.shape').textContent : "";
+  for (const row of sum.querySelectorAll('.cardrow')) {
+    const r = row.getBoundingClientRect();
+    out.rows.push({group: row.dataset.group, top: r.top, bottom: r.bottom,
+                   cards: row.querySelectorAll('.card').length});
+  }
+  for (const a of sum.querySelectorAll('a.fig')) {
+    out.figs += 1;
+    const id = a.getAttribute('href').slice(1);
+    const target = document.getElementById(id);
+    if (!target || !target.querySelector('table, svg')) out.dead.push(id);
+    if (a.querySelector('.s')) out.spreads += 1;
+  }
+}
+document.getElementById('numalab-test').textContent = JSON.stringify(out);
+"#;
+
+/// The summary opens the page: its hierarchy row is on the first 1366×768 screen,
+/// every figure links to a section holding data, and figures carry spreads.
+fn check_summary_in_browser(html: &Path) {
+    let Some(v) = browser::eval_in_page(html, 1366, 768, SUMMARY_PROBE) else {
+        return;
+    };
+    let rows = v["rows"].as_array().expect("rows");
+    let hier = rows
+        .iter()
+        .find(|r| r["group"] == "Hierarchy")
+        .unwrap_or_else(|| panic!("no hierarchy row: {v}"));
+    assert!(hier["cards"].as_u64().unwrap() >= 2, "{v}");
+    assert!(
+        hier["bottom"].as_f64().unwrap() <= 768.0,
+        "the hierarchy cards end below the first screen: {v}"
+    );
+    assert!(rows.iter().any(|r| r["group"] == "Cores"), "{v}");
+    let figs = v["figs"].as_u64().unwrap();
+    assert!(figs >= 4, "{v}");
+    assert!(
+        v["dead"].as_array().unwrap().is_empty(),
+        "links to sections with no data: {v}"
+    );
+    // Every sampled figure has a spread; only model coefficients have none.
+    assert!(v["spreads"].as_u64().unwrap() >= figs - 3, "{v}");
+    assert!(
+        v["paragraph"].as_str().unwrap().contains("A load takes"),
+        "{v}"
+    );
+}
+
+#[test]
+fn two_socket_records_summarise_as_local_and_remote_cards() {
+    let dir = tmpdir("summary-2s");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/advise/two-socket.json"
+    );
+    let html = dir.join("r.html");
+    let out = numalab(&["report", fixture, "-o", html.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The terminal wraps the paragraph; compare words.
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // 90 ns local, 150 ns remote; 100 and 40 GB/s (the fixture's README).
+    assert!(
+        text.contains("Memory 1 hop away is 1.7× slower than local (150 ns against 90 ns) and gives 0.40× its bandwidth."),
+        "{text}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let summary = &page[page.find("id=\"summary\"").unwrap()..page.find("<nav>").unwrap()];
+    for card in [">local<", ">1 hop<"] {
+        assert!(summary.contains(card), "{card} missing: {summary}");
+    }
+    assert!(summary.contains("href=\"#matrix\""));
+    let Some(v) = browser::eval_in_page(&html, 1366, 768, SUMMARY_PROBE) else {
+        return;
+    };
+    let mem = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["group"] == "Memory")
+        .unwrap_or_else(|| panic!("no memory row: {v}"));
+    assert_eq!(mem["cards"], 2, "{v}");
+    assert!(mem["bottom"].as_f64().unwrap() <= 768.0, "{v}");
+    assert!(v["dead"].as_array().unwrap().is_empty(), "{v}");
+}
+
 #[test]
 fn quick_survey_writes_valid_records_and_a_complete_report() {
     let dir = tmpdir("survey");
@@ -70,7 +168,7 @@ fn quick_survey_writes_valid_records_and_a_complete_report() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("Headline figures"), "{stdout}");
+    assert!(stdout.contains("Summary (medians"), "{stdout}");
     let json = std::fs::read(dir.join("results.json")).unwrap();
     let records = validate(&json);
     let kinds: Vec<&str> = records
@@ -119,6 +217,7 @@ fn quick_survey_writes_valid_records_and_a_complete_report() {
         assert!(section(&html, "matrix").contains("NUMA node"));
     }
     check_in_browser(&dir.join("report.html"), &dir.join("report.png"));
+    check_summary_in_browser(&dir.join("report.html"));
     // report re-renders the same file from the records.
     let again = dir.join("again.html");
     let out = numalab(&[

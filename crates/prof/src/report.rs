@@ -301,5 +301,5 @@ pub fn render(t: &Trace, title: &str) -> String {
         ),
         events(t),
     ];
-    page(title, &secs, &sources(t))
+    page(title, "", &secs, &sources(t))
 }

@@ -4,6 +4,7 @@
 
 use crate::record::{Record, Stat};
 use crate::report::{esc, html_table};
+use crate::summary::{self, Card};
 use serde::Serialize;
 
 /// One matched measurement.
@@ -139,14 +140,19 @@ pub fn text_rows(rows: &[Row]) -> Vec<Vec<String>> {
     rows.iter().map(cells).collect()
 }
 
-/// A self-contained HTML page of the comparison.
-pub fn html(rows: &[Row], a: &str, b: &str) -> String {
+/// A self-contained HTML page of the comparison: the two runs' summary cards side by
+/// side, then every matched measurement sorted by effect.
+pub fn html(rows: &[Row], a: &str, b: &str, cards_a: &[Card], cards_b: &[Card]) -> String {
     format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>numalab compare</title>\
-<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:.85em}}td,th{{border:1px solid #ccc;padding:2px 6px}}</style></head>\
-<body><h1>numalab compare</h1><p>A: {}<br>B: {}</p>{}<p>{}</p></body></html>\n",
+<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:.85em}}td,th{{border:1px solid #ccc;padding:2px 6px}}\
+.sides{{display:flex;gap:1.5em;align-items:flex-start}}.side{{flex:1 1 0;min-width:0}}.side h2{{font-size:1.1em}}</style></head>\
+<body><h1>numalab compare</h1><div class=\"sides\"><div class=\"side\" id=\"run-a\"><h2>A: {}</h2>{}</div>\
+<div class=\"side\" id=\"run-b\"><h2>B: {}</h2>{}</div></div><h2>Every matched measurement, largest effect first</h2>{}<p>{}</p></body></html>\n",
         esc(a),
+        summary::html_with(cards_a, false),
         esc(b),
+        summary::html_with(cards_b, false),
         html_table(&HEADER, &text_rows(rows)),
         esc(RULE)
     )
@@ -183,7 +189,7 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].ratio, Some(1.5));
         assert_eq!((ua, ub), (1, 2));
-        assert!(html(&rows, "a.json", "b.json").contains("1.500"));
+        assert!(html(&rows, "a.json", "b.json", &[], &[]).contains("1.500"));
         // Two samples in A: no verdict on the spread.
         assert_eq!(rows[0].change, "few samples");
     }
@@ -218,7 +224,7 @@ mod tests {
         // The marking survives into JSON and the views carry the rule.
         let j = serde_json::to_value(&rows).unwrap();
         assert_eq!(j[0]["change"], "beyond");
-        assert!(html(&rows, "a", "b").contains("do not overlap"));
+        assert!(html(&rows, "a", "b", &[], &[]).contains("do not overlap"));
         assert!(text_rows(&rows)[1].contains(&"within".to_string()));
         // A 2× slowdown is beyond too: the rule is symmetric.
         let (rows, _, _) = compare(&b, &a);

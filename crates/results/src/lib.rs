@@ -13,6 +13,7 @@ pub mod record;
 pub mod report;
 pub mod runlock;
 pub mod stats;
+pub mod summary;
 
 pub use output::{write_records, OutputError, OutputFormat};
 pub use present::Presenter;

@@ -255,6 +255,46 @@ impl crate::Presenter for ModelPresenter {
             &rows,
         ))
     }
+    fn cards(&self, records: &[crate::Record]) -> Vec<crate::summary::Card> {
+        model_cards(records)
+    }
+}
+
+/// The fitted model as one card: local latency (spread: the 0-hop observations),
+/// per-hop delay and remote penalty when the data could separate them.
+fn model_cards(records: &[crate::Record]) -> Vec<crate::summary::Card> {
+    use crate::summary::{Card, Figure, Group, Spread};
+    let Some(d) = crate::present::of(records, "model")
+        .last()
+        .and_then(|r| r.data_as::<ModelData>().ok())
+    else {
+        return Vec::new();
+    };
+    let f = &d.fit;
+    let local: Vec<f64> = d
+        .points
+        .iter()
+        .filter(|p| p.hops == 0)
+        .map(|p| p.latency_ns)
+        .collect();
+    let mut c = Card::one(
+        Group::Model,
+        "fit",
+        Figure::new("local", f.local_ns, "ns", 1, "model")
+            .with(Spread::range(&local, "0-hop points")),
+    );
+    if let Some(h) = f.per_hop_ns {
+        c.figures.push(Figure::new("per hop", h, "ns", 1, "model"));
+    }
+    if let Some(p) = f.remote_penalty_ns {
+        c.figures
+            .push(Figure::new("remote penalty", p, "ns", 1, "model"));
+    }
+    c.detail = Some(match f.r2 {
+        Some(r2) => format!("R² {r2:.3}, {} points", f.n),
+        None => format!("{} points", f.n),
+    });
+    vec![c]
 }
 
 #[cfg(test)]

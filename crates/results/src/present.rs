@@ -1,11 +1,12 @@
 //! How record kinds are shown. Each experiment implements [`Presenter`] once, next to
 //! the code that makes its records; the top library crate (suites) lists every
 //! presenter in one registry, which `numalab report`, the survey's report and its
-//! headline table all use. results sits below the experiments, so it only defines
+//! summary cards all use. results sits below the experiments, so it only defines
 //! the trait and the page; it never names an experiment's types.
 
 use crate::record::Record;
 use crate::report::{self, Section};
+use crate::summary::{self, Card};
 
 /// One record family's presentation: its kinds, its report section, its text.
 pub trait Presenter: Sync {
@@ -24,8 +25,9 @@ pub trait Presenter: Sync {
     fn text(&self, _records: &[Record]) -> Option<String> {
         None
     }
-    /// Headline rows (what, value, unit) for the survey's summary table.
-    fn headline(&self, _records: &[Record]) -> Vec<[String; 3]> {
+    /// Summary cards: the headline figures, with spreads and section links, that open
+    /// the report and the survey's terminal output.
+    fn cards(&self, _records: &[Record]) -> Vec<Card> {
         Vec::new()
     }
 }
@@ -33,16 +35,6 @@ pub trait Presenter: Sync {
 /// The records of one kind.
 pub fn of<'a>(records: &'a [Record], kind: &'a str) -> impl Iterator<Item = &'a Record> + 'a {
     records.iter().filter(move |r| r.kind == kind)
-}
-
-/// A headline row with `digits` decimals; None when the value is absent.
-pub fn headline_row(
-    what: String,
-    v: Option<f64>,
-    unit: &str,
-    digits: usize,
-) -> Option<[String; 3]> {
-    v.map(|v| [what, format!("{v:.digits$}"), unit.to_string()])
 }
 
 /// The report's sections, one per presenter that has one, in registry order.
@@ -71,6 +63,7 @@ pub fn find<'a>(registry: &[&'a dyn Presenter], kind: &str) -> Option<&'a dyn Pr
 pub fn render(registry: &[&dyn Presenter], records: &[Record], title: &str) -> String {
     report::page(
         title,
+        &summary::html(&cards(registry, records)),
         &sections(registry, records),
         &report::provenance(records),
     )
@@ -86,26 +79,22 @@ pub fn render_partial(
 ) -> String {
     let mut secs = vec![report::not_measured(missing)];
     secs.extend(sections(registry, records));
-    report::page(title, &secs, &report::provenance(records))
+    report::page(
+        title,
+        &summary::html(&cards(registry, records)),
+        &secs,
+        &report::provenance(records),
+    )
 }
 
-/// The headline table of `records` (empty when none of them has a headline).
-pub fn headline(registry: &[&dyn Presenter], records: &[Record]) -> String {
-    let rows: Vec<Vec<String>> = registry
-        .iter()
-        .flat_map(|p| p.headline(records))
-        .map(Vec::from)
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("\nHeadline figures (medians)\n");
-    s.push_str(&crate::output::table(
-        &["measurement", "value", "unit"],
-        &rows,
-    ));
-    s.push('\n');
-    s
+/// Every presenter's summary cards, merged (a level's latency and bandwidth share a card).
+pub fn cards(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Card> {
+    summary::merge(registry.iter().flat_map(|p| p.cards(records)).collect())
+}
+
+/// The summary as terminal text (empty when no presenter has a card).
+pub fn summary_text(registry: &[&dyn Presenter], records: &[Record]) -> String {
+    summary::text(&cards(registry, records))
 }
 
 /// The text of every presenter that has some for `records`, in registry order.

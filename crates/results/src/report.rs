@@ -144,9 +144,10 @@ pub fn not_measured(missing: &[String]) -> Section {
     }
 }
 
-/// The page shell every HTML report shares: title, navigation, sections (data or
-/// the reason for its absence), then a closing section with provenance.
-pub fn page(title: &str, secs: &[Section], provenance_section: &str) -> String {
+/// The page shell every HTML report shares: title, the summary (first, so its figures
+/// are on the first screen), navigation, sections (data or the reason for its
+/// absence), then a closing section with provenance.
+pub fn page(title: &str, summary: &str, secs: &[Section], provenance_section: &str) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -154,6 +155,7 @@ pub fn page(title: &str, secs: &[Section], provenance_section: &str) -> String {
         esc(title),
         esc(title)
     );
+    s.push_str(summary);
     s.push_str("<nav>");
     for x in secs {
         let _ = write!(s, "<a href=\"#{}\">{}</a>", x.id, esc(x.title));

@@ -43,7 +43,7 @@ proptest! {
         for text in [String::from_utf8_lossy(&bytes).to_string(), good[..cut.min(good.len())].to_string()] {
             if let Ok(recs) = serde_json::from_str::<Vec<Record>>(&text) {
                 let (rows, _, _) = compare::compare(&recs, &recs);
-                let _ = compare::html(&rows, "a", "b");
+                let _ = compare::html(&rows, "a", "b", &[], &[]);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The one registry of presentations: every record kind numalab emits, and how it is
 //! shown, one line per presenter. `numalab report`, the survey's report and its
-//! headline table all go through this list; adding an experiment adds one line here.
+//! summary all go through this list; adding an experiment adds one line here.
 //! The order is the report's section order.
 
 use numalab_results::present::{self, Presenter};
@@ -40,9 +40,14 @@ pub fn render_partial(records: &[Record], title: &str, missing: &[String]) -> St
     present::render_partial(REGISTRY, records, title, missing)
 }
 
-/// The survey's headline table of `records`.
-pub fn headline(records: &[Record]) -> String {
-    present::headline(REGISTRY, records)
+/// The summary of `records` as terminal text: the paragraph and every card's figures.
+pub fn summary(records: &[Record]) -> String {
+    present::summary_text(REGISTRY, records)
+}
+
+/// The summary cards of `records`, merged across presenters.
+pub fn cards(records: &[Record]) -> Vec<numalab_results::summary::Card> {
+    present::cards(REGISTRY, records)
 }
 
 /// The presenter of `kind`, if numalab emits it.

@@ -29,11 +29,9 @@ fn a_version_1_file_renders_every_section_it_has_data_for() {
     }
     let html = registry::render(&recs, "fixture");
     assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
-    let head = registry::headline(&recs);
-    assert!(
-        head.contains("latency (plateau)") || head.contains("largest sweep size"),
-        "{head}"
-    );
+    let head = registry::summary(&recs);
+    assert!(head.contains("Memory hierarchy"), "{head}");
+    assert!(html.contains("<div class=\"summary\" id=\"summary\">"));
 }
 
 proptest! {
@@ -48,7 +46,7 @@ proptest! {
         for text in [String::from_utf8_lossy(&bytes).to_string(), good[..cut.min(good.len())].to_string()] {
             if let Ok(recs) = serde_json::from_str::<Vec<Record>>(&text) {
                 let _ = registry::render(&recs, "damaged");
-                let _ = registry::headline(&recs);
+                let _ = registry::summary(&recs);
             }
         }
     }

@@ -1,8 +1,9 @@
 //! How bandwidth records are shown: bars per kernel × requestors, survey headlines.
 
 use numalab_results::plot;
-use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, med};
+use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 
@@ -65,13 +66,7 @@ impl Presenter for BandwidthPresenter {
             html_table(&["kernel × requestors", "state", "GB/s"], &table),
         ))
     }
-    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
-        of(records, "bandwidth")
-            .filter(|r| matches!(r.parameters["kernel"].as_str(), Some("readv" | "copy")))
-            .filter_map(|r| {
-                let (n, k, v) = figure_of(r)?;
-                headline_row(format!("{k} bandwidth, {n} thread(s)"), Some(v), "GB/s", 2)
-            })
-            .collect()
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        crate::cards::bandwidth(records)
     }
 }

@@ -1,9 +1,9 @@
 //! How core-to-core records are shown: the heatmaps, and the median CAS RTT/2 headline.
 
 use numalab_results::plot;
-use numalab_results::present::{headline_row, of, Presenter};
-use numalab_results::report::{figure, grid_table, med};
-use numalab_results::stats::median;
+use numalab_results::present::{of, Presenter};
+use numalab_results::report::{figure, grid_table};
+use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 
@@ -59,17 +59,7 @@ impl Presenter for C2cPresenter {
         }
         (!out.is_empty()).then_some(out)
     }
-    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
-        let cas: Vec<f64> = of(records, "c2c")
-            .filter_map(|r| med(r, "cas_rtt_half"))
-            .collect();
-        headline_row(
-            format!("CAS RTT/2, median of {} pair(s)", cas.len()),
-            median(&cas),
-            "ns",
-            1,
-        )
-        .into_iter()
-        .collect()
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        crate::cards::c2c(records)
     }
 }

@@ -2,8 +2,9 @@
 
 use super::Step;
 use numalab_results::plot::{self, LineChart, Series};
-use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 
@@ -106,13 +107,7 @@ impl Presenter for InvalidatePresenter {
         );
         Some(figure(lat, String::new()) + &figure(bw, table))
     }
-    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
-        of(records, "invalidate")
-            .next()
-            .and_then(|r| {
-                headline_row("RDEX with 1 sharer".into(), med(r, "rdex_latency"), "ns", 1)
-            })
-            .into_iter()
-            .collect()
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        crate::cards::invalidate(records)
     }
 }

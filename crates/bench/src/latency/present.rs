@@ -3,8 +3,9 @@
 
 use crate::sweep::Plateau;
 use numalab_results::plot::{self, LineChart, Series};
-use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::present::{of, Presenter};
 use numalab_results::report::{bytes, figure, html_table, med, num};
+use numalab_results::summary::Card;
 use numalab_results::Record;
 use numalab_topo::CacheInfo;
 use serde::{Deserialize, Serialize};
@@ -59,35 +60,8 @@ impl Presenter for SweepPresenter {
         }
         (!out.is_empty()).then_some(out)
     }
-    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
-        let Some(d) = of(records, "latency-sweep").find_map(|r| r.data_as::<SweepData>().ok())
-        else {
-            return Vec::new();
-        };
-        let mut rows: Vec<_> = d
-            .plateaus
-            .iter()
-            .filter_map(|p| {
-                headline_row(
-                    format!("{} latency (plateau)", p.level),
-                    Some(p.median_ns),
-                    "ns",
-                    2,
-                )
-            })
-            .collect();
-        if let Some(last) = d.points.last() {
-            rows.extend(headline_row(
-                format!(
-                    "latency at {} (largest sweep size)",
-                    numalab_topo::fmt_bytes(last.size_bytes)
-                ),
-                Some(last.median_ns),
-                "ns",
-                1,
-            ));
-        }
-        rows
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        crate::cards::sweep(records)
     }
 }
 
@@ -198,13 +172,7 @@ impl Presenter for StatesPresenter {
             ),
         ))
     }
-    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
-        of(records, "latency")
-            .filter(|r| is_state(r))
-            .filter_map(|r| {
-                let st = r.parameters["state"].as_str().unwrap_or("warm");
-                headline_row(format!("latency, lines {st}"), med(r, "latency"), "ns", 1)
-            })
-            .collect()
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        crate::cards::states(records)
     }
 }

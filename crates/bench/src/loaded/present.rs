@@ -2,8 +2,9 @@
 
 use super::Point;
 use numalab_results::plot::{self, LineChart, Series};
-use numalab_results::present::{headline_row, of, Presenter};
+use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 
@@ -70,19 +71,7 @@ impl Presenter for LoadedPresenter {
             html_table(&["point", "injected GB/s", "latency ns"], &rows),
         ))
     }
-    fn headline(&self, records: &[Record]) -> Vec<[String; 3]> {
-        of(records, "loaded-latency")
-            .filter_map(|r| Some((med(r, "injected_bandwidth")?, med(r, "latency")?)))
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .and_then(|top| {
-                headline_row(
-                    format!("latency under {:.1} GB/s of injected traffic", top.0),
-                    Some(top.1),
-                    "ns",
-                    1,
-                )
-            })
-            .into_iter()
-            .collect()
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        crate::cards::loaded(records)
     }
 }

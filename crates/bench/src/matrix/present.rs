@@ -70,4 +70,7 @@ impl Presenter for MatrixPresenter {
         }
         (!out.is_empty()).then_some(out)
     }
+    fn cards(&self, records: &[Record]) -> Vec<numalab_results::summary::Card> {
+        crate::cards::matrix(records)
+    }
 }

@@ -124,6 +124,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
         registry::render_partial(&records, &title, &missing)
     };
     write_atomic(&a.output, html.as_bytes())?;
+    print!("{}", registry::summary(&records));
     for m in &missing {
         println!("not measured: {m}");
     }
@@ -148,6 +149,8 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
             &rows,
             &a.a.display().to_string(),
             &a.b.display().to_string(),
+            &registry::cards(&ra),
+            &registry::cards(&rb),
         );
         write_atomic(o, html.as_bytes())?;
     }

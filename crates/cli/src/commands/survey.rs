@@ -394,9 +394,10 @@ pub fn run(a: SurveyArgs) -> Result<(), CliError> {
         started.elapsed().as_secs_f64(),
         records.len()
     );
-    print!("{}", table(&["step", "result", "seconds"], &summary));
+    // The summary first: the figures a reader wants before the bookkeeping.
+    print!("{}", registry::summary(&records));
     println!();
-    print!("{}", registry::headline(&records));
+    print!("{}", table(&["step", "result", "seconds"], &summary));
     println!(
         "\nwrote {}/results.json, results.csv and report.html",
         dir.display()

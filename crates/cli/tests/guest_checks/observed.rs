@@ -124,11 +124,31 @@ impl Checks<'_> {
                 with_data.push(id);
             }
         }
+        // The summary names the node classes the matrix measured: local and at least one
+        // remote class (a hop count or a CPU-less node), and the fitted model.
+        let summary = match (html.find("id=\"summary\""), html.find("<nav>")) {
+            (Some(a), Some(b)) if a < b => &html[a..b],
+            _ => "",
+        };
+        let remote: Vec<&str> = summary
+            .split("<div class=\"t\">")
+            .skip(1)
+            .filter_map(|c| c.split('<').next())
+            .filter(|t| {
+                t.ends_with(" hop") || t.ends_with(" hops") || t.starts_with("CPU-less node")
+            })
+            .collect();
+        self.expect(
+            "survey",
+            summary.contains(">local<") && !remote.is_empty() && summary.contains("Latency model"),
+            || format!("the summary lacks local, remote or model cards: {summary}"),
+        );
         self.said(
             "survey",
             format!(
-                "{} records; multi-node report sections with data: {with_data:?}",
-                r.len()
+                "{} records; multi-node report sections with data: {with_data:?}; summary node classes: local, {}",
+                r.len(),
+                remote.join(", ")
             ),
         );
     }

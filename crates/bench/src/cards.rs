@@ -1,0 +1,301 @@
+//! The summary cards of bench's experiments: one card per level of the hierarchy
+//! (latency from the sweep's plateaus, bandwidth per core and for all cores from the
+//! bandwidth records whose buffer lands in that level), one per memory node class
+//! (from the matrices), the fastest and slowest core pair, coherence states and
+//! latency under load. Each presenter's `cards` calls one function here.
+
+use crate::latency::SweepData;
+use numalab_results::present::of;
+use numalab_results::summary::{stat_figure, Card, Figure, Group, Spread};
+use numalab_results::Record;
+use numalab_topo::{CacheInfo, Level, Machine};
+
+fn size(b: u64) -> String {
+    numalab_topo::fmt_bytes(b)
+}
+
+/// The machine the records were measured on, when they include its topology.
+fn machine(records: &[Record]) -> Option<Machine> {
+    of(records, "topo").find_map(|r| r.data_as::<Machine>().ok())
+}
+
+/// Hierarchy cards from the first latency sweep: one per plateau, with the range of
+/// its points as spread, and a remark where the measured level disagrees with the
+/// cache size the topology reports.
+pub fn sweep(records: &[Record]) -> Vec<Card> {
+    let Some(d) = of(records, "latency-sweep").find_map(|r| r.data_as::<SweepData>().ok()) else {
+        return Vec::new();
+    };
+    d.plateaus
+        .iter()
+        .map(|p| {
+            let fig = Figure::new("latency", p.median_ns, "ns", 2, "hierarchy")
+                .with(Spread::range(&p.values_ns, "sizes"));
+            let mut c = Card::one(Group::Hierarchy, &p.level, fig);
+            c.detail = Some(format!("{} – {}", size(p.from_bytes), size(p.to_bytes)));
+            if let (Some(topo), Some(past)) = (p.topology_bytes, p.exceeded_at) {
+                // A plateau that ends well before the level's size (or starts well past
+                // it) means the level the topology reports is not the one measured.
+                if past * 2 <= topo || p.from_bytes >= topo * 2 {
+                    c.remark = Some(format!(
+                        "The measured {} plateau spans {} – {}, though the topology reports {} for {}.",
+                        p.level,
+                        size(p.from_bytes),
+                        size(p.to_bytes),
+                        size(topo),
+                        p.level
+                    ));
+                }
+            }
+            c
+        })
+        .collect()
+}
+
+/// The hierarchy level a buffer of `bytes` per thread lands in: the smallest data
+/// cache that holds it, else memory.
+pub fn level_of(bytes: u64, caches: &[CacheInfo]) -> String {
+    let mut cs: Vec<&CacheInfo> = caches.iter().collect();
+    cs.sort_by_key(|c| c.level);
+    cs.iter()
+        .find(|c| bytes <= c.bytes)
+        .map(|c| format!("L{}", c.level))
+        .unwrap_or_else(|| "memory".into())
+}
+
+/// Bandwidth figures on the hierarchy cards: for each level a read kernel's buffer
+/// landed in, one core's and all requestors' aggregate (the vector read kernel when
+/// measured, else the scalar one), with p5–p95 of passes.
+pub fn bandwidth(records: &[Record]) -> Vec<Card> {
+    let caches = machine(records).map(|m| m.caches).unwrap_or_default();
+    let bw: Vec<&Record> = of(records, "bandwidth")
+        .filter(|r| r.parameters["state"].as_str().unwrap_or("warm") == "warm")
+        .collect();
+    let kernel = ["readv", "read"]
+        .into_iter()
+        .find(|k| bw.iter().any(|r| r.parameters["kernel"] == *k));
+    let Some(kernel) = kernel else {
+        return Vec::new();
+    };
+    let mut cards: Vec<Card> = Vec::new();
+    for r in bw.iter().filter(|r| r.parameters["kernel"] == kernel) {
+        let n = r.parameters["requestors"].as_u64().unwrap_or(1);
+        let aggregate = r.parameters.get("requestor_cpus").is_some();
+        // Per-requestor records of a multi-thread run are parts of its aggregate.
+        if n > 1 && !aggregate {
+            continue;
+        }
+        let (metric, label) = if n > 1 {
+            ("aggregate_bandwidth", format!("{kernel}, {n} cores"))
+        } else {
+            ("bandwidth", format!("{kernel}, 1 core"))
+        };
+        let Some(bytes) = r.parameters["size_bytes"].as_u64() else {
+            continue;
+        };
+        let Some(fig) = stat_figure(r, metric, &label, "GB/s", 1, "bandwidth", "passes") else {
+            continue;
+        };
+        let level = level_of(bytes, &caches);
+        if cards
+            .iter()
+            .any(|c| c.title == level && c.figure(&label).is_some())
+        {
+            continue;
+        }
+        cards.push(Card::one(Group::Hierarchy, &level, fig));
+    }
+    cards
+}
+
+/// The nearest level at which two CPUs share a domain, in words.
+fn relation(m: Option<&Machine>, a: u32, b: u32) -> Option<&'static str> {
+    let m = m?;
+    let (pa, pb) = (m.pu(a)?, m.pu(b)?);
+    [
+        (Level::Core, "SMT siblings"),
+        (Level::L2, "same L2"),
+        (Level::L3, "same L3"),
+        (Level::Node, "same node"),
+        (Level::Package, "same package"),
+    ]
+    .into_iter()
+    .find(|(l, _)| pa.domain(*l).is_some() && pa.domain(*l) == pb.domain(*l))
+    .map(|(_, n)| n)
+    .or(Some("other package"))
+}
+
+/// The fastest and the slowest core pair by CAS round trip / 2, and where they sit.
+pub fn c2c(records: &[Record]) -> Vec<Card> {
+    let m = machine(records);
+    let mut pairs: Vec<(Figure, u32, u32)> = of(records, "c2c")
+        .filter_map(|r| {
+            let f = stat_figure(
+                r,
+                "cas_rtt_half",
+                "CAS round trip / 2",
+                "ns",
+                1,
+                "c2c",
+                "passes",
+            )?;
+            Some((
+                f,
+                r.parameters["writer_cpu"].as_u64()? as u32,
+                r.parameters["reader_cpu"].as_u64()? as u32,
+            ))
+        })
+        .collect();
+    pairs.sort_by(|a, b| a.0.value.total_cmp(&b.0.value));
+    let n = pairs.len();
+    let card = |title: &str, (f, a, b): &(Figure, u32, u32)| {
+        let mut c = Card::one(Group::Cores, title, f.clone());
+        c.detail = Some(match relation(m.as_ref(), *a, *b) {
+            Some(rel) => format!("CPU {a} ↔ {b}, {rel}"),
+            None => format!("CPU {a} ↔ {b}"),
+        });
+        c
+    };
+    match (pairs.first(), pairs.last()) {
+        (Some(f), Some(l)) if n > 1 => vec![card("fastest pair", f), card("slowest pair", l)],
+        (Some(f), _) => vec![card("the one pair", f)],
+        _ => Vec::new(),
+    }
+}
+
+/// One card per memory node class from the initiator × node matrices: local (0 hops),
+/// each hop count, and each CPU-less node on its own (a far tier is not a hop class).
+/// Latency and bandwidth are medians over the class's cells, spread their range.
+pub fn matrix(records: &[Record]) -> Vec<Card> {
+    let m = machine(records);
+    let cpu_less = |node: u64| {
+        m.as_ref()
+            .and_then(|m| m.node(node as u32))
+            .is_some_and(|n| n.cpu_less)
+    };
+    let mut classes: Vec<(String, u64)> = Vec::new();
+    let class_of = |r: &Record| -> Option<(String, u64)> {
+        let node = r.parameters["mem_node"].as_u64()?;
+        let hops = r.parameters["hops"].as_u64()?;
+        Some(if cpu_less(node) {
+            (format!("CPU-less node {node}"), 100 + node)
+        } else if hops == 0 {
+            ("local".into(), 0)
+        } else {
+            (
+                format!("{hops} hop{}", if hops == 1 { "" } else { "s" }),
+                hops,
+            )
+        })
+    };
+    for kind in ["matrix-latency", "matrix-bandwidth"] {
+        for r in of(records, kind) {
+            if let Some(c) = class_of(r) {
+                if !classes.contains(&c) {
+                    classes.push(c);
+                }
+            }
+        }
+    }
+    classes.sort_by_key(|c| c.1);
+    classes
+        .into_iter()
+        .filter_map(|(title, _)| {
+            let mut card = Card {
+                group: Group::Memory,
+                title: title.clone(),
+                detail: None,
+                figures: Vec::new(),
+                remark: None,
+            };
+            for (kind, metric, unit) in [
+                ("matrix-latency", "latency", "ns"),
+                ("matrix-bandwidth", "bandwidth", "GB/s"),
+            ] {
+                let v: Vec<f64> = of(records, kind)
+                    .filter(|r| class_of(r).is_some_and(|c| c.0 == title))
+                    .filter_map(|r| numalab_results::report::med(r, metric))
+                    .collect();
+                if let Some(med) = numalab_results::stats::median(&v) {
+                    card.figures.push(
+                        Figure::new(metric, med, unit, 1, "matrix")
+                            .with(Spread::range(&v, "cells")),
+                    );
+                }
+            }
+            (!card.figures.is_empty()).then_some(card)
+        })
+        .collect()
+}
+
+/// One card per prepared coherence state's latency.
+pub fn states(records: &[Record]) -> Vec<Card> {
+    of(records, "latency")
+        .filter(|r| r.parameters["state"].as_str().is_some_and(|s| s != "warm"))
+        .filter_map(|r| {
+            let st = r.parameters["state"].as_str()?;
+            let f = stat_figure(r, "latency", "latency", "ns", 1, "states", "passes")?;
+            Some(Card::one(Group::Coherence, &format!("lines {st}"), f))
+        })
+        .collect()
+}
+
+/// Reading lines another core holds, with one sharer.
+pub fn invalidate(records: &[Record]) -> Vec<Card> {
+    of(records, "invalidate")
+        .next()
+        .and_then(|r| {
+            stat_figure(
+                r,
+                "rdex_latency",
+                "RDEX latency",
+                "ns",
+                1,
+                "invalidate",
+                "passes",
+            )
+        })
+        .map(|f| Card::one(Group::Coherence, "1 sharer", f))
+        .into_iter()
+        .collect()
+}
+
+/// Latency under the heaviest injected traffic measured.
+pub fn loaded(records: &[Record]) -> Vec<Card> {
+    of(records, "loaded-latency")
+        .filter_map(|r| Some((numalab_results::report::med(r, "injected_bandwidth")?, r)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .and_then(|(gbps, r)| {
+            let f = stat_figure(r, "latency", "latency", "ns", 1, "loaded", "passes")?;
+            let mut c = Card::one(Group::Coherence, "under load", f);
+            c.detail = Some(format!("{gbps:.1} GB/s injected"));
+            Some(c)
+        })
+        .into_iter()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(level: u32, bytes: u64) -> CacheInfo {
+        CacheInfo {
+            level,
+            bytes,
+            line_bytes: Some(64),
+            shared_by: 1,
+        }
+    }
+
+    #[test]
+    fn a_buffer_lands_in_the_smallest_cache_that_holds_it() {
+        let caches = [cache(3, 8 << 20), cache(1, 32 << 10), cache(2, 512 << 10)];
+        assert_eq!(level_of(16 << 10, &caches), "L1");
+        assert_eq!(level_of(32 << 10, &caches), "L1");
+        assert_eq!(level_of(256 << 10, &caches), "L2");
+        assert_eq!(level_of(4 << 20, &caches), "L3");
+        assert_eq!(level_of(64 << 20, &caches), "memory");
+        assert_eq!(level_of(4096, &[]), "memory");
+    }
+}

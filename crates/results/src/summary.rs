@@ -1,0 +1,473 @@
+//! The report's summary: cards of headline figures (each with its spread and a link to
+//! the section it comes from) and a paragraph describing the machine's shape, built
+//! from the cards alone so the words can never say more than was measured. The same
+//! cards are the terminal's first table.
+
+use crate::report::esc;
+use crate::stats::Summary;
+use crate::Record;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// Which row of the summary a card sits in; rows are shown in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Group {
+    /// What was measured: CPU, topology and caches (no figures).
+    Machine,
+    /// One card per level of the memory hierarchy (L1 … memory).
+    Hierarchy,
+    /// One card per memory node class: local, each hop class, CPU-less tiers.
+    Memory,
+    /// Core to core: the fastest and slowest pair.
+    Cores,
+    /// The fitted latency model.
+    Model,
+    /// Coherence states, invalidation and latency under load.
+    Coherence,
+}
+
+impl Group {
+    /// The row's heading.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Machine => "Machine",
+            Group::Hierarchy => "Memory hierarchy",
+            Group::Memory => "Memory nodes",
+            Group::Cores => "Core to core",
+            Group::Model => "Latency model",
+            Group::Coherence => "Coherence and load",
+        }
+    }
+}
+
+/// How far a figure's samples spread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Low end.
+    pub lo: f64,
+    /// High end.
+    pub hi: f64,
+    /// What the range is, e.g. "p5–p95 of 30 passes".
+    pub what: String,
+}
+
+impl Spread {
+    /// The p5–p95 range of a metric's samples.
+    pub fn p5_p95(s: &Summary, of: &str) -> Spread {
+        Spread {
+            lo: s.p5,
+            hi: s.p95,
+            what: format!("p5–p95 of {} {of}", s.n),
+        }
+    }
+    /// The smallest to largest of `values` (None when fewer than two).
+    pub fn range(values: &[f64], of: &str) -> Option<Spread> {
+        if values.len() < 2 {
+            return None;
+        }
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(Spread {
+            lo,
+            hi,
+            what: format!("range over {} {of}", values.len()),
+        })
+    }
+}
+
+/// One figure on a card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// What it is on the card: "latency", "read, 1 core".
+    pub label: String,
+    /// The median (or the fitted value).
+    pub value: f64,
+    /// Unit: "ns", "GB/s".
+    pub unit: String,
+    /// Decimals to print.
+    pub digits: usize,
+    /// Its spread, when it has samples.
+    pub spread: Option<Spread>,
+    /// The report section it comes from (anchor id).
+    pub section: String,
+}
+
+impl Figure {
+    /// A figure with no spread yet.
+    pub fn new(label: &str, value: f64, unit: &str, digits: usize, section: &str) -> Figure {
+        Figure {
+            label: label.into(),
+            value,
+            unit: unit.into(),
+            digits,
+            spread: None,
+            section: section.into(),
+        }
+    }
+    /// This figure with `spread`.
+    pub fn with(mut self, spread: Option<Spread>) -> Figure {
+        self.spread = spread;
+        self
+    }
+    /// "1.73 ns".
+    pub fn value_text(&self) -> String {
+        format!("{:.*} {}", self.digits, self.value, self.unit)
+    }
+    /// "1.67–2.05" (same decimals as the value), or "" without a spread.
+    pub fn spread_text(&self) -> String {
+        self.spread
+            .as_ref()
+            .map(|s| format!("{:.*}–{:.*}", self.digits, s.lo, self.digits, s.hi))
+            .unwrap_or_default()
+    }
+}
+
+/// One card: a level, node class, pair or model, with its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    /// The row it sits in.
+    pub group: Group,
+    /// Its name: "L2", "memory", "1 hop", "CPU-less node 2", "fastest pair".
+    pub title: String,
+    /// A short line under the title: "24 KiB – 256 KiB", "CPU 0 ↔ 1".
+    pub detail: Option<String>,
+    /// Its figures, in order.
+    pub figures: Vec<Figure>,
+    /// A sentence for the paragraph, when the card has something to say beyond its
+    /// figures (e.g. a measured level that disagrees with the topology).
+    pub remark: Option<String>,
+}
+
+impl Card {
+    /// A card with one figure.
+    pub fn one(group: Group, title: &str, fig: Figure) -> Card {
+        Card {
+            group,
+            title: title.into(),
+            detail: None,
+            figures: vec![fig],
+            remark: None,
+        }
+    }
+    /// The figure labelled `label`.
+    pub fn figure(&self, label: &str) -> Option<&Figure> {
+        self.figures.iter().find(|f| f.label == label)
+    }
+}
+
+/// The median and p5–p95 spread of a record's metric, as a figure.
+pub fn stat_figure(
+    r: &Record,
+    metric: &str,
+    label: &str,
+    unit: &str,
+    digits: usize,
+    section: &str,
+    samples: &str,
+) -> Option<Figure> {
+    let s = &r.stats.iter().find(|s| s.metric == metric)?.summary;
+    Some(Figure::new(label, s.median, unit, digits, section).with(Some(Spread::p5_p95(s, samples))))
+}
+
+/// Cards from several presenters merged: cards with the same group and title become
+/// one (figures appended in order), so a cache level's latency and bandwidth, which
+/// different experiments measure, share a card. Groups keep their order; within a
+/// group, cards keep the order they first appeared in.
+pub fn merge(cards: Vec<Card>) -> Vec<Card> {
+    let mut out: Vec<Card> = Vec::new();
+    for c in cards {
+        match out
+            .iter_mut()
+            .find(|o| o.group == c.group && o.title == c.title)
+        {
+            Some(o) => {
+                o.figures.extend(c.figures);
+                if o.detail.is_none() {
+                    o.detail = c.detail;
+                }
+                if o.remark.is_none() {
+                    o.remark = c.remark;
+                }
+            }
+            None => out.push(c),
+        }
+    }
+    // Stable: cards keep their first-seen order inside a group.
+    out.sort_by_key(|c| c.group);
+    out
+}
+
+fn fig_of<'a>(cards: &'a [Card], group: Group, title: &str, label: &str) -> Option<&'a Figure> {
+    cards
+        .iter()
+        .find(|c| c.group == group && c.title == title)?
+        .figure(label)
+}
+
+fn ns(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.1} ns")
+    } else {
+        format!("{v:.0} ns")
+    }
+}
+
+/// The paragraph: the machine's shape in words, from the cards' figures only.
+pub fn describe(cards: &[Card]) -> String {
+    let mut s: Vec<String> = cards
+        .iter()
+        .filter(|c| c.group == Group::Machine)
+        .filter_map(|c| c.remark.clone())
+        .collect();
+    let levels: Vec<(&str, &Figure)> = cards
+        .iter()
+        .filter(|c| c.group == Group::Hierarchy)
+        .filter_map(|c| Some((c.title.as_str(), c.figure("latency")?)))
+        .collect();
+    if let (Some(first), Some(last)) = (levels.first(), levels.last()) {
+        if levels.len() > 1 {
+            let mid: Vec<String> = levels[1..levels.len() - 1]
+                .iter()
+                .map(|(t, f)| format!("{} in {t}", ns(f.value)))
+                .collect();
+            let mid = if mid.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", mid.join(", "))
+            };
+            s.push(format!(
+                "A load takes {} in {}{mid} and {} in {} ({:.0}× {}).",
+                ns(first.1.value),
+                first.0,
+                ns(last.1.value),
+                last.0,
+                last.1.value / first.1.value,
+                first.0
+            ));
+        }
+    }
+    let local = fig_of(cards, Group::Memory, "local", "latency");
+    let local_bw = fig_of(cards, Group::Memory, "local", "bandwidth");
+    for c in cards
+        .iter()
+        .filter(|c| c.group == Group::Memory && c.title != "local")
+    {
+        let (Some(l), Some(f)) = (local, c.figure("latency")) else {
+            continue;
+        };
+        let mut line = format!(
+            "Memory {} is {:.1}× slower than local ({} against {})",
+            if c.title.starts_with("CPU-less") {
+                format!("on the {}", c.title)
+            } else {
+                format!("{} away", c.title)
+            },
+            f.value / l.value,
+            ns(f.value),
+            ns(l.value)
+        );
+        if let (Some(lb), Some(b)) = (local_bw, c.figure("bandwidth")) {
+            let _ = write!(line, " and gives {:.2}× its bandwidth", b.value / lb.value);
+        }
+        line.push('.');
+        s.push(line);
+    }
+    let nodes = cards.iter().filter(|c| c.group == Group::Memory).count();
+    if nodes <= 1 {
+        s.push("No remote memory was measured.".into());
+    }
+    let bw1 = cards
+        .iter()
+        .filter(|c| c.group == Group::Hierarchy)
+        .filter_map(|c| Some((c, c.figures.iter().find(|f| f.label.ends_with(", 1 core"))?)))
+        .next_back();
+    if let Some((c, one)) = bw1 {
+        let all = c.figures.iter().find(|f| {
+            f.label.contains(" cores")
+                && f.label
+                    .starts_with(one.label.split(',').next().unwrap_or(""))
+        });
+        let mut line = format!("One core streams {:.1} GB/s from {}", one.value, c.title);
+        if let Some(a) = all {
+            let _ = write!(
+                line,
+                "; {} together {:.1} GB/s ({:.1}×)",
+                a.label.split(", ").nth(1).unwrap_or("all cores"),
+                a.value,
+                a.value / one.value
+            );
+        }
+        line.push('.');
+        s.push(line);
+    }
+    let first_pair = ["fastest pair", "the one pair"].into_iter().find_map(|t| {
+        let c = cards
+            .iter()
+            .find(|c| c.group == Group::Cores && c.title == t)?;
+        Some((c, c.figure("CAS round trip / 2")?))
+    });
+    if let Some((fc, fast)) = first_pair {
+        let where_fast = fc.detail.clone().unwrap_or_default();
+        let mut line = format!(
+            "Two cores hand a line over in {} ({where_fast})",
+            ns(fast.value)
+        );
+        if let Some(c) = cards.iter().find(|c| c.title == "slowest pair") {
+            if let Some(slow) = c.figure("CAS round trip / 2") {
+                let _ = write!(
+                    line,
+                    ", the slowest pair in {} ({})",
+                    ns(slow.value),
+                    c.detail.clone().unwrap_or_default()
+                );
+            }
+        }
+        line.push('.');
+        s.push(line);
+    }
+    s.extend(
+        cards
+            .iter()
+            .filter(|c| c.group != Group::Machine)
+            .filter_map(|c| c.remark.clone()),
+    );
+    s.join(" ")
+}
+
+const CARD_STYLE: &str =
+    ".summary{margin:.6em 0 1em}.summary p.shape{max-width:70em;margin:.3em 0 .6em}\
+.cardrow{display:flex;flex-wrap:wrap;gap:.5em;align-items:flex-start;margin:.2em 0 .5em}\
+.cardrow h3{flex:0 0 9em;font-size:.9em;margin:.4em 0;color:#555}\
+.card{border:1px solid #bbb;border-radius:5px;padding:.3em .6em;min-width:9em;background:#fafafa}\
+.card .t{font-weight:bold;font-size:.9em}.card .d{color:#666;font-size:.75em}\
+.card .fig{display:block;color:#123;text-decoration:none;margin-top:.15em}\
+.card .v{font-size:1.15em;font-weight:bold}.card .l{font-size:.75em;color:#555}\
+.card .s{font-size:.7em;color:#777}";
+
+/// The summary block's HTML: the paragraph, then one row of cards per group. Every
+/// figure links to its section and shows its spread; an empty list says so.
+pub fn html(cards: &[Card]) -> String {
+    html_with(cards, true)
+}
+
+/// The summary block, with figures linked to their sections or not (a page without
+/// the sections, like compare's, has nothing to link to).
+pub fn html_with(cards: &[Card], links: bool) -> String {
+    let id = if links { " id=\"summary\"" } else { "" };
+    let mut s = format!("<style>{CARD_STYLE}</style><div class=\"summary\"{id}>");
+    if cards.is_empty() {
+        s.push_str("<p class=\"absent\">No headline figures in these records.</p></div>");
+        return s;
+    }
+    let _ = write!(s, "<p class=\"shape\">{}</p>", esc(&describe(cards)));
+    let mut group: Option<Group> = None;
+    for c in cards {
+        if group != Some(c.group) {
+            if group.is_some() {
+                s.push_str("</div>");
+            }
+            let _ = write!(
+                s,
+                "<div class=\"cardrow\" data-group=\"{:?}\"><h3>{}</h3>",
+                c.group,
+                c.group.title()
+            );
+            group = Some(c.group);
+        }
+        let _ = write!(
+            s,
+            "<div class=\"card\"><div class=\"t\">{}</div>",
+            esc(&c.title)
+        );
+        if let Some(d) = &c.detail {
+            let _ = write!(s, "<div class=\"d\">{}</div>", esc(d));
+        }
+        for f in &c.figures {
+            let spread = f
+                .spread
+                .as_ref()
+                .map(|sp| {
+                    format!(
+                        "<span class=\"s\" title=\"{}\"> {}</span>",
+                        esc(&sp.what),
+                        esc(&f.spread_text())
+                    )
+                })
+                .unwrap_or_default();
+            let (open, close) = if links {
+                (
+                    format!("<a class=\"fig\" href=\"#{}\">", esc(&f.section)),
+                    "</a>",
+                )
+            } else {
+                ("<span class=\"fig\">".to_string(), "</span>")
+            };
+            let _ = write!(
+                s,
+                "{open}<span class=\"v\">{}</span>{spread}<br><span class=\"l\">{}</span>{close}",
+                esc(&f.value_text()),
+                esc(&f.label)
+            );
+        }
+        s.push_str("</div>");
+    }
+    s.push_str("</div></div>");
+    s
+}
+
+/// The summary as terminal text: the paragraph, then one table row per figure.
+pub fn text(cards: &[Card]) -> String {
+    if cards.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = cards
+        .iter()
+        .flat_map(|c| {
+            c.figures.iter().map(move |f| {
+                vec![
+                    c.group.title().to_string(),
+                    c.title.clone(),
+                    f.label.clone(),
+                    format!("{:.*}", f.digits, f.value),
+                    f.unit.clone(),
+                    f.spread
+                        .as_ref()
+                        .map(|sp| format!("{} ({})", f.spread_text(), sp.what))
+                        .unwrap_or_else(|| "-".into()),
+                ]
+            })
+        })
+        .collect();
+    let mut s = String::from("\nSummary (medians; spread in the last column)\n");
+    s.push_str(&wrap(&describe(cards), 100));
+    s.push('\n');
+    s.push_str(&crate::output::table(
+        &["", "what", "figure", "value", "unit", "spread"],
+        &rows,
+    ));
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    s
+}
+
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for w in text.split_whitespace() {
+        if line > 0 && line + 1 + w.chars().count() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(w);
+        line += w.chars().count();
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests;

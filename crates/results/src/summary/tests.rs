@@ -1,0 +1,110 @@
+use super::*;
+
+fn lat(group: Group, title: &str, v: f64, section: &str) -> Card {
+    Card::one(group, title, Figure::new("latency", v, "ns", 1, section))
+}
+
+fn machine() -> Vec<Card> {
+    let mut l1 = lat(Group::Hierarchy, "L1", 1.5, "hierarchy");
+    l1.figures[0].spread = Spread::range(&[1.4, 1.5, 1.7], "sizes");
+    let mem_bw = Card {
+        group: Group::Hierarchy,
+        title: "memory".into(),
+        detail: None,
+        figures: vec![
+            Figure::new("read, 1 core", 10.0, "GB/s", 1, "bandwidth"),
+            Figure::new("read, 4 cores", 30.0, "GB/s", 1, "bandwidth"),
+        ],
+        remark: None,
+    };
+    let mut remote = lat(Group::Memory, "1 hop", 150.0, "matrix");
+    remote
+        .figures
+        .push(Figure::new("bandwidth", 40.0, "GB/s", 1, "matrix"));
+    let mut local = lat(Group::Memory, "local", 90.0, "matrix");
+    local
+        .figures
+        .push(Figure::new("bandwidth", 100.0, "GB/s", 1, "matrix"));
+    let mut fast = Card::one(
+        Group::Cores,
+        "fastest pair",
+        Figure::new("CAS round trip / 2", 40.0, "ns", 1, "c2c"),
+    );
+    fast.detail = Some("CPU 0 ↔ 1".into());
+    vec![
+        mem_bw,
+        l1,
+        remote,
+        lat(Group::Hierarchy, "L2", 4.8, "hierarchy"),
+        lat(Group::Hierarchy, "memory", 90.0, "hierarchy"),
+        local,
+        fast,
+    ]
+}
+
+#[test]
+fn merge_joins_a_levels_figures_and_orders_groups() {
+    let m = merge(machine());
+    let titles: Vec<(Group, &str)> = m.iter().map(|c| (c.group, c.title.as_str())).collect();
+    assert_eq!(
+        titles,
+        vec![
+            (Group::Hierarchy, "memory"),
+            (Group::Hierarchy, "L1"),
+            (Group::Hierarchy, "L2"),
+            (Group::Memory, "1 hop"),
+            (Group::Memory, "local"),
+            (Group::Cores, "fastest pair"),
+        ]
+    );
+    let mem = &m[0];
+    assert_eq!(mem.figures.len(), 3);
+    assert_eq!(mem.figure("latency").unwrap().value, 90.0);
+}
+
+#[test]
+fn the_paragraph_states_ratios_from_the_figures() {
+    let mut cards = merge(machine());
+    // Hierarchy order as a presenter gives it: smallest level first.
+    cards.rotate_left(1);
+    cards.swap(1, 2);
+    let p = describe(&cards);
+    assert!(
+        p.contains("1.7× slower than local (150 ns against 90 ns)"),
+        "{p}"
+    );
+    assert!(p.contains("0.40× its bandwidth"), "{p}");
+    assert!(
+        p.contains("One core streams 10.0 GB/s from memory; 4 cores together 30.0 GB/s (3.0×)"),
+        "{p}"
+    );
+    assert!(p.contains("in 40 ns (CPU 0 ↔ 1)"), "{p}");
+    assert!(!p.contains("No remote memory"), "{p}");
+    let one = vec![lat(Group::Memory, "local", 90.0, "hierarchy")];
+    assert!(describe(&one).contains("No remote memory was measured."));
+}
+
+#[test]
+fn every_figure_links_to_its_section_with_its_spread() {
+    let cards = merge(machine());
+    let h = html(&cards);
+    let figs: usize = cards.iter().map(|c| c.figures.len()).sum();
+    assert_eq!(h.matches("<a class=\"fig\" href=\"#").count(), figs);
+    assert!(h.contains("href=\"#matrix\"") && h.contains("href=\"#c2c\""));
+    assert!(
+        h.contains(">1.5 ns</span><span class=\"s\" title=\"range over 3 sizes\"> 1.4–1.7</span>"),
+        "{h}"
+    );
+    assert_eq!(h.matches("class=\"cardrow\"").count(), 3);
+    assert!(html(&[]).contains("No headline figures"));
+    let t = text(&cards);
+    assert!(t.contains("1.4–1.7 (range over 3 sizes)"), "{t}");
+    assert_eq!(text(&[]), "");
+}
+
+#[test]
+fn spreads_need_samples() {
+    assert!(Spread::range(&[1.0], "x").is_none());
+    let s = Spread::range(&[3.0, 1.0, 2.0], "cells").unwrap();
+    assert_eq!((s.lo, s.hi), (1.0, 3.0));
+}
