@@ -137,8 +137,18 @@ pub fn loglog_marked(c: &LineChart, marks: &Marks) -> Option<String> {
         x: (x0, x1),
         y: decades(y0, y1),
     };
-    let (l, r, t, b) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
     let mut s = String::new();
+    frame(&mut s, c, &sc);
+    cache_and_plateau_marks(&mut s, c, marks, &sc);
+    series_and_flags(&mut s, c, marks, &sc);
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// Title, legend, grid, tick labels and axes.
+fn frame(s: &mut String, c: &LineChart, sc: &Scale) {
+    let (l, r, t, b) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
+    let (x0, x1) = sc.x;
     let _ = write!(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"loglog\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\">\
@@ -222,6 +232,12 @@ pub fn loglog_marked(c: &LineChart, marks: &Marks) -> Option<String> {
         (t + b) / 2.0,
         esc(&c.y_label)
     );
+}
+
+/// The topology's cache sizes and the measured plateaus.
+fn cache_and_plateau_marks(s: &mut String, c: &LineChart, marks: &Marks, sc: &Scale) {
+    let (t, b) = (TOP, H - BOTTOM);
+    let (x0, x1) = sc.x;
     // Cache sizes the topology reports: dashed verticals, labels staggered in height.
     for (i, (x, label)) in c
         .markers
@@ -254,6 +270,12 @@ pub fn loglog_marked(c: &LineChart, marks: &Marks) -> Option<String> {
             esc(&sg.label)
         );
     }
+}
+
+/// The curves, then the flagged points over them.
+fn series_and_flags(s: &mut String, c: &LineChart, marks: &Marks, sc: &Scale) {
+    let pos = |p: &&(f64, f64)| p.0 > 0.0 && p.1 > 0.0 && p.0.is_finite() && p.1.is_finite();
+    let (l, r) = (LEFT, W - RIGHT);
     for (i, se) in c.series.iter().enumerate() {
         let p: Vec<(f64, f64)> = se
             .points
@@ -294,8 +316,6 @@ pub fn loglog_marked(c: &LineChart, marks: &Marks) -> Option<String> {
             esc(&f.label)
         );
     }
-    s.push_str("</svg>");
-    Some(s)
 }
 
 #[cfg(test)]
