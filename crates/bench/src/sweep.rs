@@ -157,6 +157,57 @@ pub fn capacity_warnings(ps: &[Plateau], caches: &[CacheInfo]) -> Vec<String> {
         .collect()
 }
 
+/// How many times slower than the slower of its two neighbours a sweep point must be
+/// to be an outlier. Latency does not fall as the buffer grows (a larger buffer reaches
+/// the same levels or farther ones), so a real step of the hierarchy is followed by
+/// points at least as slow and is never above BOTH neighbours; 1.5× is far beyond the
+/// plateau tolerance (±12%) and the ±20% a shared machine's memory latency wanders.
+pub const OUTLIER_FACTOR: f64 = 1.5;
+
+/// One size's passes as outlier detection reads them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// Median pass, ns.
+    pub median_ns: f64,
+    /// 95th-percentile pass, ns.
+    pub p95_ns: f64,
+}
+
+impl Spread {
+    /// The spread of a size's passes (None when there are none).
+    pub fn of(ns: &[f64]) -> Option<Spread> {
+        let mut v: Vec<f64> = ns.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(Spread {
+            median_ns: numalab_results::stats::percentile(&v, 0.5),
+            p95_ns: numalab_results::stats::percentile(&v, 0.95),
+        })
+    }
+}
+
+/// Whether point `i` of a curve is an outlier: an interior point (an end point has
+/// one neighbour, and a rise at the end is a step into the next level) whose median
+/// is more than [`OUTLIER_FACTOR`] × the larger neighbour's median AND above both
+/// neighbours' 95th-percentile passes. The second condition keeps a spike that the
+/// neighbours' own slow passes also reach (a noisy stretch of the curve, not one
+/// size) from being called an outlier of that size.
+pub fn is_outlier(curve: &[Spread], i: usize) -> bool {
+    if i == 0 || i + 1 >= curve.len() {
+        return false;
+    }
+    let (a, p, b) = (curve[i - 1], curve[i], curve[i + 1]);
+    p.median_ns > OUTLIER_FACTOR * a.median_ns.max(b.median_ns)
+        && p.median_ns > a.p95_ns.max(b.p95_ns)
+}
+
+/// The indices of a curve's outliers (see [`is_outlier`]).
+pub fn outliers(curve: &[Spread]) -> Vec<usize> {
+    (0..curve.len()).filter(|&i| is_outlier(curve, i)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +310,46 @@ mod tests {
         let w = capacity_warnings(&no_l3, &caches);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("no L3 plateau"));
+    }
+
+    fn curve(medians: &[f64]) -> Vec<Spread> {
+        medians
+            .iter()
+            .map(|&m| Spread {
+                median_ns: m,
+                p95_ns: m * 1.1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_spike_is_an_outlier_a_step_and_an_end_are_not() {
+        // A lone spike among memory-latency points.
+        let spike = curve(&[88.0, 90.0, 195.0, 91.0, 89.0]);
+        assert_eq!(outliers(&spike), vec![2]);
+        // A step (L2 to memory) stays up: never above both neighbours.
+        let step = curve(&[1.7, 1.8, 4.8, 4.9, 12.0, 90.0, 92.0]);
+        assert!(outliers(&step).is_empty());
+        // A high end point has one neighbour: a step into the next level, not a spike.
+        let end = curve(&[4.8, 4.9, 5.0, 90.0]);
+        assert!(outliers(&end).is_empty());
+        let start = curve(&[90.0, 4.9, 5.0]);
+        assert!(outliers(&start).is_empty());
+        // Only 1.3× above its neighbours: noise, not an outlier.
+        assert!(outliers(&curve(&[90.0, 117.0, 90.0])).is_empty());
+        // Twice the neighbours' medians, but a neighbour's own slow passes reach as
+        // high: a noisy stretch, not this size's accident.
+        let mut noisy = curve(&[90.0, 190.0, 91.0]);
+        noisy[0].p95_ns = 200.0;
+        assert!(outliers(&noisy).is_empty());
+        assert!(outliers(&curve(&[1.0])).is_empty() && outliers(&[]).is_empty());
+    }
+
+    #[test]
+    fn spread_of_passes() {
+        let s = Spread::of(&[3.0, 1.0, 2.0, f64::NAN]).unwrap();
+        assert_eq!(s.median_ns, 2.0);
+        assert!(s.p95_ns > 2.8 && s.p95_ns <= 3.0);
+        assert!(Spread::of(&[]).is_none());
     }
 }

@@ -2,6 +2,7 @@
 //! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all).
 
 mod experiment;
+pub mod groups;
 mod present;
 pub use experiment::{render, run, Options, Plan};
 pub use present::{BandwidthData, BandwidthPresenter};

@@ -1,11 +1,14 @@
-//! How bandwidth records are shown: bars per kernel × requestors, survey headlines.
+//! How bandwidth records are shown: bars per kernel, one chart per place the data
+//! lives and thread count; summary cards.
 
+use super::groups::{self, Group};
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med};
+use numalab_results::report::{bytes, esc, figure, html_table, med};
 use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// `data` of a `bandwidth` record: every pass of one requestor, or the aggregate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,26 +48,59 @@ impl Presenter for BandwidthPresenter {
         Some(("bandwidth", "Bandwidth per kernel and thread count"))
     }
     fn html(&self, records: &[Record]) -> Option<String> {
-        let rows: Vec<(String, f64, String)> = of(records, "bandwidth")
-            .filter_map(|r| {
-                let (n, k, v) = figure_of(r)?;
-                let st = r.parameters["state"].as_str().unwrap_or("").to_string();
-                Some((format!("{k} ×{n}"), v, st))
-            })
-            .collect();
-        if rows.is_empty() {
+        let caches = groups::caches(records);
+        let mut by: BTreeMap<Group, Vec<(String, f64, &Record)>> = BTreeMap::new();
+        for r in of(records, "bandwidth") {
+            let Some((_, k, v)) = figure_of(r) else {
+                continue;
+            };
+            let st = r.parameters["state"].as_str().unwrap_or("");
+            let label = if st == "warm" || st.is_empty() {
+                k.to_string()
+            } else {
+                format!("{k} {st}")
+            };
+            by.entry(groups::group_of(r, records, caches.as_deref()))
+                .or_default()
+                .push((label, v, r));
+        }
+        if by.is_empty() {
             return None;
         }
-        let bars: Vec<(String, f64)> = rows.iter().map(|(l, v, _)| (l.clone(), *v)).collect();
-        let chart = plot::bar_chart("bandwidth (median, GB/s)", "GB/s", &bars);
-        let table: Vec<Vec<String>> = rows
-            .iter()
-            .map(|(l, v, s)| vec![l.clone(), s.clone(), format!("{v:.2}")])
-            .collect();
-        Some(figure(
-            chart,
-            html_table(&["kernel × requestors", "state", "GB/s"], &table),
-        ))
+        // One chart per group, each on its own scale: an in-cache kernel's 80 GB/s
+        // beside memory-bound kernels' 15 GB/s would flatten the ones worth comparing.
+        let mut out = String::new();
+        for (g, rows) in &by {
+            let label = g.label();
+            let bars: Vec<(String, f64)> = rows.iter().map(|(l, v, _)| (l.clone(), *v)).collect();
+            let chart = plot::bar_chart(&format!("{label}: median GB/s"), "GB/s", &bars);
+            let table: Vec<Vec<String>> = rows
+                .iter()
+                .map(|(l, v, r)| {
+                    vec![
+                        l.clone(),
+                        r.parameters["state"].as_str().unwrap_or("").to_string(),
+                        bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
+                        label.clone(),
+                        format!("{v:.2}"),
+                    ]
+                })
+                .collect();
+            out.push_str(&format!(
+                "<div class=\"bw-group\" data-group=\"{}\" data-cache=\"{}\"><h3>{}</h3>{}</div>",
+                esc(&label),
+                groups::is_cache(g),
+                esc(&label),
+                figure(
+                    chart,
+                    html_table(
+                        &["kernel", "state", "buffer per thread", "data in", "GB/s"],
+                        &table
+                    )
+                )
+            ));
+        }
+        Some(out)
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {
         crate::cards::bandwidth(records)

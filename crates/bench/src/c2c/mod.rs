@@ -2,6 +2,7 @@
 //! the other core, for every pair of CPUs; pairs that share no resource run at once.
 
 mod experiment;
+pub mod order;
 mod present;
 pub use experiment::{render, run, Measured, Options, Plan};
 pub use present::{C2cMatrixData, C2cPlanData, C2cPresenter};

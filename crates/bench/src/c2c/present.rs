@@ -1,4 +1,4 @@
-//! How core-to-core records are shown: the heatmaps, and the median CAS RTT/2 headline.
+//! How core-to-core records are shown: the heatmaps, and the median CAS RTT/2 summary cards.
 
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
@@ -41,8 +41,16 @@ impl Presenter for C2cPresenter {
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let d: C2cMatrixData = of(records, "c2c-matrix").last()?.data_as().ok()?;
-        let cpus: Vec<String> = d.cpus.iter().map(|c| c.to_string()).collect();
+        // Rows in topology order with domain boundaries drawn: the matrix's blocks are
+        // then the machine's L3s, nodes and packages.
+        let (order, bounds) = super::order::topology_order(&d.cpus, &super::order::pus(records));
+        let cpus: Vec<String> = order.iter().map(|&i| d.cpus[i].to_string()).collect();
         let mut out = String::new();
+        if !bounds.is_empty() {
+            out.push_str(
+                "<p>CPUs in topology order (package, node, L3, core); lines mark L3 (thin), node and package (thick) boundaries.</p>",
+            );
+        }
         for (m, title) in [
             (&d.cas_rtt_half_ns, "CAS round trip / 2 (ns)"),
             (
@@ -53,9 +61,10 @@ impl Presenter for C2cPresenter {
             if m.iter().flatten().all(|v| v.is_none()) {
                 continue;
             }
-            let chart = plot::heatmap(title, &cpus, &cpus, m);
+            let m = super::order::permute(m, &order);
+            let chart = plot::heatmap_domains(title, &cpus, &cpus, &m, &bounds);
             out.push_str(&format!("<h3>{title}</h3>"));
-            out.push_str(&figure(chart, grid_table(&cpus, &cpus, m)));
+            out.push_str(&figure(chart, grid_table(&cpus, &cpus, &m)));
         }
         (!out.is_empty()).then_some(out)
     }

@@ -105,7 +105,9 @@ impl Presenter for InvalidatePresenter {
             ],
             &rows,
         );
-        Some(figure(lat, String::new()) + &figure(bw, table))
+        // One sharer count draws no curve (plot returns None): the table alone shows it.
+        let lat = lat.map_or(String::new(), |c| figure(Some(c), String::new()));
+        Some(lat + &figure(bw, table))
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {
         crate::cards::invalidate(records)

@@ -280,12 +280,39 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                 fmt_bytes(s)
             ));
         }
-        let r = measure(host, &timer, &plan.latency, s)?;
-        records.extend(size_records(prov, base_warnings, &plan.latency, &timer, &r));
-        results.push(r);
+        results.push(measure(host, &timer, &plan.latency, s)?);
+    }
+    // A sweep point far above both neighbours is measured once more (library, not
+    // CLI: every sweep does it); the second run is the one kept.
+    let first = if plan.sweep {
+        super::outliers::remeasure(host, &timer, &plan.latency, &mut results, progress)?
+    } else {
+        Vec::new()
+    };
+    for (i, r) in results.iter().enumerate() {
+        let mut recs = size_records(prov, base_warnings, &plan.latency, &timer, r);
+        if let Some((_, f)) = first.iter().find(|(j, _)| *j == i) {
+            for (k, rec) in recs.iter_mut().enumerate() {
+                let was = f
+                    .requestors
+                    .get(k)
+                    .and_then(|q| crate::sweep::Spread::of(&q.ns));
+                rec.warnings.push(format!(
+                    "measured twice: the first run of this size was far above both neighbouring sizes in the sweep (median {} ns); these are the second run's passes",
+                    was.map_or("?".into(), |w| format!("{:.1}", w.median_ns))
+                ));
+            }
+        }
+        records.extend(recs);
     }
     if plan.sweep {
-        records.extend(super::sweep_records(prov, host, &plan.latency, &results));
+        records.extend(super::sweep_records(
+            prov,
+            host,
+            &plan.latency,
+            &results,
+            &first,
+        ));
     }
     Ok(Measured { timer, records })
 }

@@ -2,10 +2,13 @@
 //! with lines prepared in a composite coherence state before every pass.
 
 mod experiment;
+mod outliers;
 mod present;
 mod view;
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
-pub use present::{LatencyData, StatesPresenter, SweepData, SweepPoint, SweepPresenter};
+pub use present::{
+    LatencyData, Remeasured, StatesPresenter, SweepData, SweepPoint, SweepPresenter,
+};
 pub use view::{render, render_plan, sweep_records};
 
 use crate::restart::{self, RestartOutcome, RestartParams};

@@ -1,8 +1,8 @@
 //! How latency records are shown: the sweep's curve and plateaus, and the latency of
-//! prepared coherence states (report sections and survey headlines).
+//! prepared coherence states (report sections and summary cards).
 
 use crate::sweep::Plateau;
-use numalab_results::plot::{self, LineChart, Series};
+use numalab_results::plot::{self, Flag, LineChart, Marks, Segment, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{bytes, figure, html_table, med, num};
 use numalab_results::summary::Card;
@@ -19,6 +19,38 @@ pub struct SweepPoint {
     pub min_ns: f64,
     /// Median pass, ns per load.
     pub median_ns: f64,
+    /// Set when this size was far above both neighbours and was measured again (the
+    /// figures above are then the second run's); absent: measured once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remeasured: Option<Remeasured>,
+}
+
+/// A sweep size measured twice because its first run was an outlier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Remeasured {
+    /// The first run's fastest pass, ns per load.
+    pub first_min_ns: f64,
+    /// The first run's median pass, ns per load.
+    pub first_median_ns: f64,
+    /// Whether the second run is still an outlier (then it is labelled so).
+    pub persisted: bool,
+}
+
+/// What the chart and table say of a point measured twice.
+pub const PERSISTED: &str = "outlier (persisted after re-measure)";
+
+impl SweepPoint {
+    /// The note on this point: empty when it was measured once.
+    pub fn note(&self) -> String {
+        match &self.remeasured {
+            None => String::new(),
+            Some(r) if r.persisted => PERSISTED.into(),
+            Some(r) => format!(
+                "re-measured: the first run's median {:.1} ns was an outlier",
+                r.first_median_ns
+            ),
+        }
+    }
 }
 
 /// `data` of a `latency-sweep` record: the curve, its plateaus and the caches.
@@ -65,33 +97,84 @@ impl Presenter for SweepPresenter {
     }
 }
 
+/// A latency with three significant digits at most ("4.85", "12.1", "195").
+fn short_ns(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 fn sweep_figure(r: &Record, d: &SweepData) -> String {
-    let points: Vec<(f64, f64)> = d
-        .points
-        .iter()
-        .map(|p| (p.size_bytes as f64, p.median_ns))
-        .collect();
+    let curve = |f: fn(&SweepPoint) -> f64| -> Vec<(f64, f64)> {
+        d.points
+            .iter()
+            .map(|p| (p.size_bytes as f64, f(p)))
+            .collect()
+    };
+    // The topology's caches AND the plateaus measured are both drawn: where they
+    // disagree (a VM's L3 share far below what the topology says) the reader sees it.
     let markers = d
         .topology_caches
         .iter()
-        .map(|c| (c.bytes as f64, format!("L{}", c.level)))
+        .map(|c| {
+            (
+                c.bytes as f64,
+                format!("L{} {}", c.level, plot::short_bytes(c.bytes as f64)),
+            )
+        })
         .collect();
-    let chart = plot::line_chart(&LineChart {
-        title: r.name.clone(),
-        x_label: "buffer size".into(),
-        y_label: "ns per load (median)".into(),
-        log_x: true,
-        x_bytes: true,
-        series: vec![Series {
-            name: format!(
-                "{} {}",
-                r.parameters["kernel"].as_str().unwrap_or(""),
-                r.parameters["state"].as_str().unwrap_or("")
-            ),
-            points: points.clone(),
-        }],
-        markers,
-    });
+    let marks = Marks {
+        segments: d
+            .plateaus
+            .iter()
+            .map(|p| Segment {
+                from: p.from_bytes as f64,
+                to: p.to_bytes as f64,
+                y: p.median_ns,
+                label: format!("{} {} ns", p.level, short_ns(p.median_ns)),
+            })
+            .collect(),
+        flags: d
+            .points
+            .iter()
+            .filter(|p| p.remeasured.as_ref().is_some_and(|m| m.persisted))
+            .map(|p| Flag {
+                x: p.size_bytes as f64,
+                y: p.median_ns,
+                label: PERSISTED.into(),
+            })
+            .collect(),
+    };
+    let kernel = format!(
+        "{} {}",
+        r.parameters["kernel"].as_str().unwrap_or(""),
+        r.parameters["state"].as_str().unwrap_or("")
+    );
+    let chart = plot::loglog_marked(
+        &LineChart {
+            title: r.name.clone(),
+            x_label: "buffer size".into(),
+            y_label: "ns per load".into(),
+            log_x: true,
+            x_bytes: true,
+            series: vec![
+                Series {
+                    name: format!("{kernel}: median pass"),
+                    points: curve(|p| p.median_ns),
+                },
+                Series {
+                    name: "fastest pass (plateaus are found in these)".into(),
+                    points: curve(|p| p.min_ns),
+                },
+            ],
+            markers,
+        },
+        &marks,
+    );
     let plateaus: Vec<Vec<String>> = d
         .plateaus
         .iter()
@@ -104,14 +187,22 @@ fn sweep_figure(r: &Record, d: &SweepData) -> String {
             ]
         })
         .collect();
-    let pts: Vec<Vec<String>> = points
+    let pts: Vec<Vec<String>> = d
+        .points
         .iter()
-        .map(|(s, l)| vec![bytes(*s as u64), format!("{l:.2}")])
+        .map(|p| {
+            vec![
+                bytes(p.size_bytes),
+                format!("{:.2}", p.median_ns),
+                format!("{:.2}", p.min_ns),
+                p.note(),
+            ]
+        })
         .collect();
     let tables = html_table(
         &["plateau", "sizes", "median ns", "topology says"],
         &plateaus,
-    ) + &html_table(&["size", "median ns"], &pts);
+    ) + &html_table(&["size", "median ns", "fastest ns", "note"], &pts);
     figure(chart, tables)
 }
 

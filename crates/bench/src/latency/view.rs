@@ -1,6 +1,6 @@
 //! Tables for `numalab latency` and the sweep's summary records.
 
-use super::{LatencyData, LatencyPlan, SizeResult, SweepData, SweepPoint};
+use super::{LatencyData, LatencyPlan, Remeasured, SizeResult, SweepData, SweepPoint};
 use crate::sweep::{capacity_warnings, plateaus, Plateau};
 use numalab_probe::Timer;
 use numalab_results::output::table;
@@ -25,11 +25,14 @@ fn stat<'a>(r: &'a Record, metric: &str) -> Option<&'a numalab_results::Stat> {
 }
 
 /// One summary record per requestor: the curve, its plateaus and the caches they match.
+/// `first` holds the first runs of sizes measured twice (outliers), by index; `results`
+/// hold the runs kept.
 pub fn sweep_records(
     prov: &Provenance,
     host: &Host,
     plan: &LatencyPlan,
     results: &[SizeResult],
+    first: &[(usize, SizeResult)],
 ) -> Vec<Record> {
     let caches = &host.machine.caches;
     plan.requestors
@@ -78,10 +81,19 @@ pub fn sweep_records(
             rec.set_data(&SweepData {
                 points: points
                     .iter()
-                    .map(|&(size_bytes, min_ns, median_ns)| SweepPoint {
+                    .enumerate()
+                    .map(|(j, &(size_bytes, min_ns, median_ns))| SweepPoint {
                         size_bytes,
                         min_ns,
                         median_ns,
+                        remeasured: first.iter().find(|(k, _)| *k == j).and_then(|(_, f)| {
+                            let v = &f.requestors.get(i)?.ns;
+                            Some(Remeasured {
+                                first_min_ns: v.iter().copied().fold(f64::INFINITY, f64::min),
+                                first_median_ns: crate::sweep::Spread::of(v)?.median_ns,
+                                persisted: super::outliers::persisted(results, i, j),
+                            })
+                        }),
                     })
                     .collect(),
                 plateaus: ps,
@@ -181,10 +193,15 @@ pub fn render(plan: &LatencyPlan, timer: &Timer, records: &[Record]) -> String {
     s.push_str(&table(&header, &rows));
     s.push('\n');
     for r in records.iter().filter(|r| r.kind == "latency-sweep") {
-        let ps: Vec<Plateau> = r
-            .data_as::<SweepData>()
-            .map(|d| d.plateaus)
-            .unwrap_or_default();
+        let d = r.data_as::<SweepData>().ok();
+        for p in d
+            .iter()
+            .flat_map(|d| &d.points)
+            .filter(|p| p.remeasured.is_some())
+        {
+            let _ = writeln!(s, "{}: {}", fmt_bytes(p.size_bytes), p.note());
+        }
+        let ps: Vec<Plateau> = d.map(|d| d.plateaus).unwrap_or_default();
         let _ = writeln!(s, "\nPlateaus ({}):", r.name);
         if ps.is_empty() {
             let _ = writeln!(

@@ -5,6 +5,11 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+mod heatmap;
+mod loglog;
+pub use heatmap::{heatmap_domains, Boundary};
+pub use loglog::{binary_ticks, decade_ticks, loglog_marked, Flag, Marks, Segment};
+
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -39,7 +44,7 @@ pub struct LineChart {
 const W: u32 = 760;
 const H: u32 = 380;
 
-fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     // A colour-blind-safe qualitative set (Okabe–Ito).
     const C: [(u8, u8, u8); 7] = [
         (0, 114, 178),
@@ -147,8 +152,19 @@ pub fn short_num(v: f64) -> String {
     }
 }
 
-/// Draw a line chart; None when there are no finite points.
+/// Whether some series of `c` has two points that pass `keep`: a curve to draw.
+pub(crate) fn has_curve(c: &LineChart, keep: impl Fn(&(f64, f64)) -> bool) -> bool {
+    c.series
+        .iter()
+        .any(|s| s.points.iter().filter(|p| keep(p)).count() >= 2)
+}
+
+/// Draw a line chart; None when no series has two finite points (one point per series
+/// is a table row, not a curve: the callers' figures then show their table alone).
 pub fn line_chart(c: &LineChart) -> Option<String> {
+    if !has_curve(c, |(x, y)| x.is_finite() && y.is_finite()) {
+        return None;
+    }
     let (x0, x1, _, y1) = bounds(c.series.iter().flat_map(|s| s.points.iter().copied()))?;
     let (x0, x1) = if x0 == x1 {
         (x0 * 0.9, x1 * 1.1 + 1.0)
@@ -196,10 +212,11 @@ pub fn line_chart(c: &LineChart) -> Option<String> {
     }))
 }
 
-/// Draw a bar chart of labelled values; None when empty.
+/// Draw a bar chart of labelled values; None when fewer than two are finite (a single
+/// bar compares nothing: its table says it).
 pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64)]) -> Option<String> {
     let bars: Vec<&(String, f64)> = bars.iter().filter(|(_, v)| v.is_finite()).collect();
-    if bars.is_empty() {
+    if bars.len() < 2 {
         return None;
     }
     let top = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1e-9) * 1.15;
@@ -313,52 +330,9 @@ pub fn stacked_bars(
 }
 
 /// Draw a line chart with both axes logarithmic (sizes against latency or
-/// bandwidth that span decades); None when no point is finite and positive.
+/// bandwidth that span decades); None when no series has two finite positive points.
 pub fn loglog_chart(c: &LineChart) -> Option<String> {
-    let pos = |p: &(f64, f64)| p.0 > 0.0 && p.1 > 0.0;
-    let (x0, x1, y0, y1) = bounds(
-        c.series
-            .iter()
-            .flat_map(|s| s.points.iter().copied().filter(pos)),
-    )?;
-    let (x0, x1) = (x0 / 1.5, x1 * 1.5);
-    // Room above for the legend.
-    let (y0, y1) = (y0 / 1.5, y1 * 3.0);
-    Some(render(W, H, |root| {
-        let mut ch = ChartBuilder::on(root)
-            .caption(&c.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
-        let fmt = |v: &f64| {
-            if c.x_bytes {
-                short_bytes(*v)
-            } else {
-                short_num(*v)
-            }
-        };
-        ch.configure_mesh()
-            .x_desc(c.x_label.as_str())
-            .y_desc(c.y_label.as_str())
-            .x_label_formatter(&fmt)
-            .y_label_formatter(&|v| short_num(*v))
-            .draw()?;
-        for (i, s) in c.series.iter().enumerate() {
-            let col = color(i);
-            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(pos).collect();
-            ch.draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col));
-            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, col.filled())))?;
-        }
-        ch.configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()?;
-        Ok(())
-    }))
+    loglog_marked(c, &Marks::default())
 }
 
 /// Draw a heatmap (rows × columns, None cells left blank); None when no value.
@@ -368,75 +342,7 @@ pub fn heatmap(
     cols: &[String],
     values: &[Vec<Option<f64>>],
 ) -> Option<String> {
-    let vals: Vec<f64> = values
-        .iter()
-        .flatten()
-        .flatten()
-        .copied()
-        .filter(|v| v.is_finite())
-        .collect();
-    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if vals.is_empty() {
-        return None;
-    }
-    let (nr, nc) = (rows.len(), cols.len());
-    let cell = (560 / nc.max(nr).max(1)).clamp(6, 60) as u32;
-    let w = (cell * nc as u32 + 140).max(360);
-    let h = cell * nr as u32 + 110;
-    let labels = nc <= 24;
-    Some(render(w, h, |root| {
-        let mut ch = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0.0..nc as f64, nr as f64..0.0)?;
-        let at = |names: &[String], x: f64| {
-            let i = x.floor() as usize;
-            if (x - i as f64 - 0.5).abs() < 1e-6 {
-                names.get(i).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        ch.configure_mesh()
-            .disable_mesh()
-            .x_labels(nc * 2 + 1)
-            .y_labels(nr * 2 + 1)
-            .x_label_formatter(&|x| at(cols, *x))
-            .y_label_formatter(&|y| at(rows, *y))
-            .draw()?;
-        let shade = |v: f64| {
-            let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
-            // Light yellow (low) to dark red (high).
-            RGBColor(
-                (255.0 - 80.0 * t) as u8,
-                (240.0 - 200.0 * t) as u8,
-                (180.0 - 150.0 * t) as u8,
-            )
-        };
-        for (r, row) in values.iter().enumerate() {
-            for (c, v) in row.iter().enumerate() {
-                let Some(v) = v.filter(|v| v.is_finite()) else {
-                    continue;
-                };
-                let (x, y) = (c as f64, r as f64);
-                ch.draw_series(std::iter::once(Rectangle::new(
-                    [(x, y), (x + 1.0, y + 1.0)],
-                    shade(v).filled(),
-                )))?;
-                if labels {
-                    ch.draw_series(std::iter::once(Text::new(
-                        format!("{v:.0}"),
-                        (x + 0.15, y + 0.6),
-                        ("sans-serif", 11).into_font(),
-                    )))?;
-                }
-            }
-        }
-        Ok(())
-    }))
+    heatmap_domains(title, rows, cols, values, &[])
 }
 
 #[cfg(test)]
@@ -485,6 +391,10 @@ mod tests {
         .unwrap();
         assert!(h.contains("<rect") && h.contains("31"));
         assert!(bar_chart("x", "y", &[]).is_none());
+        assert!(bar_chart("x", "y", &[("one".into(), 3.0)]).is_none());
+        let mut one = c.clone();
+        one.series[0].points.truncate(1);
+        assert!(line_chart(&one).is_none());
         let st = stacked_bars(
             "time",
             "share of T=1",

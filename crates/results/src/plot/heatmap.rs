@@ -1,0 +1,162 @@
+//! Heatmaps (CPU × CPU, node × node) as plain SVG, with the boundaries between
+//! topology domains drawn as lines a reader (and a test) can find: class
+//! `domain domain-KIND` (KIND: l3, node, package).
+
+use crate::report::esc;
+use std::fmt::Write;
+
+/// A domain boundary between row/column `after` and `after + 1`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Boundary {
+    /// The last index before the boundary.
+    pub after: usize,
+    /// Which domain ends there: "l3", "node" or "package" (the widest that changes).
+    pub kind: &'static str,
+}
+
+fn stroke(kind: &str) -> (&'static str, f64) {
+    match kind {
+        "package" => ("black", 3.0),
+        "node" => ("rgb(40,40,160)", 2.0),
+        _ => ("rgb(90,90,90)", 1.2),
+    }
+}
+
+/// Draw a heatmap (rows × columns, None cells left blank) with domain boundaries drawn
+/// after the given rows and columns (the matrix is square when boundaries are given);
+/// None when no value.
+pub fn heatmap_domains(
+    title: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+    bounds: &[Boundary],
+) -> Option<String> {
+    let vals: Vec<f64> = values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    if vals.is_empty() {
+        return None;
+    }
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (nr, nc) = (rows.len(), cols.len());
+    let cell = (560 / nc.max(nr).max(1)).clamp(6, 60) as f64;
+    let (left, top) = (70.0, 44.0);
+    let w = (cell * nc as f64 + left + 20.0).max(360.0);
+    let h = cell * nr as f64 + top + 20.0;
+    // Every label while they fit; beyond that every k-th (labels need ~12 px).
+    let every = ((12.0 / cell).ceil() as usize).max(1);
+    let numbers = nc <= 24;
+    let shade = |v: f64| {
+        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+        // Light yellow (low) to dark red (high).
+        format!(
+            "rgb({},{},{})",
+            (255.0 - 80.0 * t) as u8,
+            (240.0 - 200.0 * t) as u8,
+            (180.0 - 150.0 * t) as u8
+        )
+    };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\">\
+         <rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>\
+         <text x=\"{:.1}\" y=\"18\" text-anchor=\"middle\" font-size=\"15\">{}</text>",
+        w / 2.0,
+        esc(title)
+    );
+    for (i, name) in rows.iter().enumerate().filter(|(i, _)| i % every == 0) {
+        let _ = write!(
+            s,
+            "<text class=\"row-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\">{}</text>",
+            left - 5.0,
+            top + cell * (i as f64 + 0.5) + 4.0,
+            esc(name)
+        );
+    }
+    for (j, name) in cols.iter().enumerate().filter(|(j, _)| j % every == 0) {
+        let _ = write!(
+            s,
+            "<text class=\"col-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
+            left + cell * (j as f64 + 0.5),
+            top - 5.0,
+            esc(name)
+        );
+    }
+    for (i, row) in values.iter().enumerate() {
+        for (j, v) in row.iter().enumerate() {
+            let Some(v) = v.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let (x, y) = (left + cell * j as f64, top + cell * i as f64);
+            let _ = write!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"{}\"><title>{} → {}: {v:.1}</title></rect>",
+                shade(v),
+                esc(&rows[i.min(nr.saturating_sub(1))]),
+                esc(cols.get(j).map(String::as_str).unwrap_or(""))
+            );
+            if numbers {
+                let _ = write!(
+                    s,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"{}\">{v:.0}</text>",
+                    x + cell / 2.0,
+                    y + cell / 2.0 + 4.0,
+                    if cell >= 30.0 { 11 } else { 8 }
+                );
+            }
+        }
+    }
+    let (x1, y1) = (left + cell * nc as f64, top + cell * nr as f64);
+    for b in bounds.iter().filter(|b| b.after + 1 < nr.max(nc)) {
+        let (col, width) = stroke(b.kind);
+        let at = cell * (b.after + 1) as f64;
+        let _ = write!(
+            s,
+            "<line class=\"domain domain-{k}\" x1=\"{left}\" x2=\"{x1:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{col}\" stroke-width=\"{width}\"/>\
+             <line class=\"domain domain-{k}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{y1:.1}\" stroke=\"{col}\" stroke-width=\"{width}\"/>",
+            k = b.kind,
+            y = top + at,
+            x = left + at,
+        );
+    }
+    let _ = write!(
+        s,
+        "<rect x=\"{left}\" y=\"{top}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"black\"/></svg>",
+        x1 - left,
+        y1 - top
+    );
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundaries_and_labels_are_drawn() {
+        let names: Vec<String> = ["0", "2", "1", "3"].iter().map(|s| s.to_string()).collect();
+        let v = vec![vec![Some(1.0); 4]; 4];
+        let s = heatmap_domains(
+            "c2c",
+            &names,
+            &names,
+            &v,
+            &[Boundary {
+                after: 1,
+                kind: "package",
+            }],
+        )
+        .unwrap();
+        assert_eq!(s.matches("class=\"domain domain-package\"").count(), 2);
+        assert_eq!(s.matches("class=\"row-label\"").count(), 4);
+        assert!(s.contains(">2</text>"));
+        assert!(heatmap_domains("x", &[], &[], &[], &[]).is_none());
+    }
+}
