@@ -161,6 +161,89 @@ fn latency_over_sizes_gives_two_sided_and_rma_records_between_two_ranks() {
 }
 
 #[test]
+fn the_peers_method_sends_the_same_data_and_times_batches() {
+    let v = ok_json(&[
+        "mpi",
+        "latency",
+        "--ranks",
+        "2",
+        "--sizes",
+        "8,4K",
+        "--iterations",
+        "50",
+        "--warmup",
+        "5",
+        "--data",
+        "same",
+        "--batch",
+        "10",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 4 * 2, "4 operations × 2 sizes");
+    for r in recs {
+        assert_eq!(r["parameters"]["data"], "same");
+        assert_eq!(r["parameters"]["batch"], 10);
+        assert_eq!(r["stats"][0]["n"], 5, "50 iterations in samples of 10");
+        let m = r["parameters"]["method"].as_str().unwrap();
+        assert!(
+            m.contains("batches of 10") && m.contains("same bytes"),
+            "{m}"
+        );
+    }
+    let v = ok_json(&[
+        "mpi",
+        "bandwidth",
+        "--ranks",
+        "2",
+        "--sizes",
+        "4K",
+        "--iterations",
+        "3",
+        "--window",
+        "4",
+        "--data",
+        "same",
+        "--json",
+    ]);
+    let r = &v.as_array().unwrap()[0];
+    assert_eq!(r["parameters"]["data"], "same");
+    assert!(r["stats"][0]["median"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_failed_rma_check_ends_the_job_instead_of_hanging_in_the_window_free() {
+    // 300 byte sums of 1 on 0xA5 wrap past 255. A library whose MPI_SUM on uint8
+    // saturates (Open MPI 4.1's op/avx at these sizes) fails the target's check; that
+    // rank must not leave its peer waiting in a barrier while it frees the window.
+    let out = mpi_run(
+        &[
+            "mpi",
+            "latency",
+            "--ranks",
+            "2",
+            "--ops",
+            "acc",
+            "--sizes",
+            "4K",
+            "--iterations",
+            "300",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        let v = validate(&out.stdout);
+        assert_eq!(v.as_array().unwrap().len(), 1);
+    } else {
+        assert!(err.contains("saturated sum"), "{err}");
+    }
+}
+
+#[test]
 fn bandwidth_and_the_matrix_run_on_four_ranks() {
     let v = ok_json(&[
         "mpi",
@@ -221,6 +304,13 @@ fn bad_sizes_pairs_and_operations_are_one_line_errors() {
     one_line_usage_error(&mpi_run(&["mpi", "latency", "--pair", "0,2"], &[]), "'0,2'");
     one_line_usage_error(&mpi_run(&["mpi", "latency", "--ops", "cas"], &[]), "'cas'");
     one_line_usage_error(&mpi_run(&["mpi", "matrix", "--ranks", "1"], &[]), "'1'");
+    one_line_usage_error(
+        &mpi_run(&["mpi", "latency", "--data", "warm"], &[]),
+        "'warm'",
+    );
+    // A batch of fresh data would write the new bytes inside the timed batch.
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--batch", "5"], &[]), "'5'");
+    one_line_usage_error(&mpi_run(&["mpi", "latency", "--batch", "0"], &[]), "'0'");
     let out = mpi_run(&["mpi", "latency", "--ranks", "2", "--dry-run"], &[]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("4 MiB"));
@@ -320,6 +410,46 @@ fn collectives_run_as_the_seed_algorithms_and_mpi_own_on_two_and_four_ranks() {
         ),
         "'3'",
     );
+}
+
+#[test]
+fn mpi_own_collectives_can_send_the_same_data_every_pass_and_still_check_it() {
+    let v = ok_json(&[
+        "suite",
+        "collectives",
+        "--mpi",
+        "--ranks",
+        "2",
+        "--only",
+        "broadcast-same,allgather,reduce-sum",
+        "--sizes",
+        "4K",
+        "--iterations",
+        "3",
+        "--data",
+        "same",
+        "--json",
+    ]);
+    let native: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["kind"] == "collective-mpi"
+                && r["parameters"]["implementation"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with("MPI_"))
+        })
+        .collect();
+    assert_eq!(native.len(), 3, "MPI_Bcast, MPI_Allgather, MPI_Allreduce");
+    for r in native {
+        assert_eq!(r["parameters"]["data"], "same");
+        assert_eq!(r["data"]["checked"], true);
+    }
+    let out = mpi_run(&["suite", "collectives", "--data", "same"], &[]);
+    one_line_usage_error(&out, "--mpi");
+    let out = mpi_run(&["suite", "collectives", "--mpi", "--data", "x"], &[]);
+    one_line_usage_error(&out, "'x'");
 }
 
 #[test]

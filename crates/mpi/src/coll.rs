@@ -55,7 +55,8 @@ impl Native {
     }
 
     /// Run once: `src` is this rank's block (the root's holds P blocks for Scatter),
-    /// `dst` room for P blocks, `res` one block.
+    /// `dst` room for P blocks, `res` one block. Bcast sends the root's `dst[..n]`,
+    /// so the caller copies its block there first, outside any timer.
     pub fn run(self, comm: &SimpleCommunicator, src: &[u64], dst: &mut [u64], res: &mut [u64]) {
         let p = comm.size() as usize;
         let me = comm.rank() as usize;
@@ -63,12 +64,8 @@ impl Native {
         let root = comm.process_at_rank(0);
         match self {
             Native::Barrier => comm.barrier(),
-            Native::Bcast => {
-                if me == 0 {
-                    dst[..n].copy_from_slice(&src[..n]);
-                }
-                root.broadcast_into(&mut dst[..n]);
-            }
+            // The root's block must already be in dst[..n] (written before the timer).
+            Native::Bcast => root.broadcast_into(&mut dst[..n]),
             Native::Scatter => {
                 if me == 0 {
                     root.scatter_into_root(&src[..p * n], &mut dst[..n]);

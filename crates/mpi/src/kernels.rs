@@ -1,7 +1,8 @@
 //! The timed loops between two ranks: ping-pong, a streaming window (OSU's bandwidth
 //! method) and one-sided get/put/accumulate in a passive-target epoch. The origin
-//! returns its samples; every loop checks the bytes it moved.
+//! returns its samples; every loop checks the bytes it moved, outside the timed region.
 
+use crate::buf::PageBuf;
 use crate::error::{Error, Result};
 use crate::raw::{Requests, Window};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -9,6 +10,90 @@ use mpi::traits::*;
 use numalab_probe::Timer;
 
 const TAG: i32 = 77;
+
+/// What the sender's bytes are from one iteration to the next.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Data {
+    /// New bytes written before every iteration (outside the timer), and the ping-pong
+    /// reply is the message just received: every transfer reads lines another core
+    /// has just written, as a program sending what it computed does.
+    #[default]
+    Fresh,
+    /// The same bytes every iteration, the reply from the peer's own buffer (OSU's and
+    /// IMB's way): after the first iteration the receiving core may still hold the
+    /// sender's lines, so sizes that fit its caches look faster than fresh data.
+    Same,
+}
+
+impl Data {
+    /// Parse `--data`.
+    pub fn parse(s: &str) -> Result<Data> {
+        match s.trim() {
+            "fresh" => Ok(Data::Fresh),
+            "same" => Ok(Data::Same),
+            o => Err(Error::Usage(format!(
+                "invalid --data '{o}': fresh (new bytes every iteration) or same (OSU's)"
+            ))),
+        }
+    }
+
+    /// The name on the command line and in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Data::Fresh => "fresh",
+            Data::Same => "same",
+        }
+    }
+}
+
+/// How a latency loop treats its data and its clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Method {
+    /// Fresh or the same bytes every iteration.
+    pub data: Data,
+    /// Iterations per timed sample: 1 times each one (percentiles of single
+    /// operations); more amortise the two clock reads over the batch, as OSU's one
+    /// timer around the whole loop does. Above 1 needs [`Data::Same`]: new bytes
+    /// would have to be written inside the timed batch.
+    pub batch: usize,
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method {
+            data: Data::Fresh,
+            batch: 1,
+        }
+    }
+}
+
+impl Method {
+    /// A usage error for a batch of 0, or a batch above 1 with fresh data.
+    pub fn check(&self) -> Result<()> {
+        if self.batch == 0 {
+            return Err(Error::Usage(
+                "invalid --batch '0': at least 1 iteration per timed sample".into(),
+            ));
+        }
+        if self.batch > 1 && self.data == Data::Fresh {
+            return Err(Error::Usage(format!(
+                "invalid --batch '{}' with --data fresh: new bytes would be written inside the timed batch; give --data same or --batch 1",
+                self.batch
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Timed iterations rounded up to whole batches, and the sample count.
+pub fn batches(iterations: usize, batch: usize) -> (usize, usize) {
+    let n = iterations.div_ceil(batch.max(1)).max(1);
+    (n * batch.max(1), n)
+}
+
+/// The byte the ping-pong reply carries with [`Data::Same`] (the peer's own buffer).
+const REPLY: u8 = 0x5A;
 
 /// The byte every transfer of iteration `i` carries, so a stale buffer shows.
 fn pattern(i: usize) -> u8 {
@@ -26,7 +111,8 @@ fn mismatch(what: &str, want: u8, buf: &[u8]) -> Result<()> {
 }
 
 /// One-way latency by ping-pong between `a` (times, returns Some) and `b`: each
-/// sample is one round trip / 2, in ns.
+/// sample is one batch of round trips / (2 × batch), in ns. The buffers are checked
+/// after the loop, outside the timed region.
 pub fn ping_pong(
     comm: &SimpleCommunicator,
     timer: &Timer,
@@ -34,32 +120,59 @@ pub fn ping_pong(
     size: usize,
     warmup: usize,
     iterations: usize,
+    how: Method,
 ) -> Result<Option<Vec<f64>>> {
+    how.check()?;
     let me = comm.rank() as usize;
-    let mut sbuf = vec![0u8; size];
-    let mut rbuf = vec![0u8; size];
-    let mut out = Vec::with_capacity(iterations);
-    let total = warmup + iterations;
+    let fresh = how.data == Data::Fresh;
+    let (timed, samples) = batches(iterations, how.batch);
+    let mut sbuf = PageBuf::new(size, if me == a { pattern(0) } else { REPLY });
+    let mut rbuf = PageBuf::new(size, 0);
+    let mut out = Vec::with_capacity(samples);
     if me == a {
         let peer = comm.process_at_rank(b as i32);
-        for i in 0..total {
-            sbuf.fill(pattern(i));
-            let t0 = timer.start();
-            peer.send_with_tag(&sbuf[..], TAG);
-            peer.receive_into_with_tag(&mut rbuf[..], TAG);
-            let t1 = timer.stop();
-            if i >= warmup {
-                out.push(timer.ns(t1.saturating_sub(t0)) / 2.0);
+        let round = |sbuf: &[u8], rbuf: &mut [u8]| {
+            peer.send_with_tag(sbuf, TAG);
+            peer.receive_into_with_tag(rbuf, TAG);
+        };
+        for i in 0..warmup {
+            if fresh {
+                sbuf.fill(pattern(i));
             }
+            round(&sbuf, &mut rbuf);
         }
-        mismatch("ping-pong reply", pattern(total - 1), &rbuf)?;
+        for k in 0..samples {
+            let first = warmup + k * how.batch;
+            if fresh {
+                sbuf.fill(pattern(first));
+            }
+            let t0 = timer.start();
+            for _ in 0..how.batch {
+                round(&sbuf, &mut rbuf);
+            }
+            let t1 = timer.stop();
+            out.push(timer.ns(t1.saturating_sub(t0)) / (2 * how.batch) as f64);
+        }
+        let want = if fresh {
+            pattern(warmup + timed - 1)
+        } else {
+            REPLY
+        };
+        mismatch("ping-pong reply", want, &rbuf)?;
     } else if me == b {
         let peer = comm.process_at_rank(a as i32);
-        for _ in 0..total {
+        for _ in 0..warmup + timed {
             peer.receive_into_with_tag(&mut rbuf[..], TAG);
-            peer.send_with_tag(&rbuf[..], TAG);
+            // Fresh: echo what arrived, so the reply proves the round trip's bytes.
+            let reply = if fresh { &rbuf[..] } else { &sbuf[..] };
+            peer.send_with_tag(reply, TAG);
         }
-        mismatch("ping-pong message", pattern(total - 1), &rbuf)?;
+        let want = if fresh {
+            pattern(warmup + timed - 1)
+        } else {
+            pattern(0)
+        };
+        mismatch("ping-pong message", want, &rbuf)?;
     }
     comm.barrier();
     Ok((me == a).then_some(out))
@@ -67,6 +180,7 @@ pub fn ping_pong(
 
 /// Streaming bandwidth from `a` to `b`: per sample, `window` non-blocking sends of
 /// `size` bytes and the receiver's acknowledgement; GB/s (10^9 bytes/s).
+#[allow(clippy::too_many_arguments)]
 pub fn stream(
     comm: &SimpleCommunicator,
     timer: &Timer,
@@ -75,9 +189,11 @@ pub fn stream(
     window: usize,
     warmup: usize,
     iterations: usize,
+    data: Data,
 ) -> Result<Option<Vec<f64>>> {
     let me = comm.rank() as usize;
-    let mut buf = vec![0u8; size];
+    let fresh = data == Data::Fresh;
+    let mut buf = PageBuf::new(size, if me == a { pattern(0) } else { 0 });
     let mut ack = [0u8; 4];
     let mut out = Vec::with_capacity(iterations);
     let mut reqs = Requests::with_capacity(window);
@@ -85,7 +201,9 @@ pub fn stream(
     if me == a {
         let peer = comm.process_at_rank(b as i32);
         for i in 0..total {
-            buf.fill(pattern(i));
+            if fresh {
+                buf.fill(pattern(i));
+            }
             let t0 = timer.start();
             for _ in 0..window {
                 // SAFETY: buf is neither moved nor written until wait_all below.
@@ -108,9 +226,18 @@ pub fn stream(
                 unsafe { reqs.irecv(comm, &mut buf, a, TAG)? };
             }
             reqs.wait_all()?;
-            mismatch("streamed message", pattern(i), &buf)?;
             peer.send_with_tag(&ack[..], TAG + 1);
+            // Checked after the acknowledgement, so the check is not in the sender's
+            // timed window (the sender writes its next bytes meanwhile).
+            if fresh {
+                mismatch("streamed message", pattern(i), &buf)?;
+            }
         }
+        mismatch(
+            "streamed message",
+            pattern(if fresh { total - 1 } else { 0 }),
+            &buf,
+        )?;
     }
     comm.barrier();
     Ok((me == a).then_some(out))
@@ -129,8 +256,9 @@ pub enum RmaOp {
 }
 
 /// Latency of one RMA operation from `a` on `b`'s window: the origin locks `b`
-/// (shared) once, then each sample is one operation plus MPI_Win_flush, in ns.
-/// Collective over `comm` (the window is).
+/// (shared) once, then each sample is a batch of (operation plus MPI_Win_flush) / batch,
+/// in ns. Collective over `comm` (the window is).
+#[allow(clippy::too_many_arguments)]
 pub fn rma(
     comm: &SimpleCommunicator,
     timer: &Timer,
@@ -139,50 +267,115 @@ pub fn rma(
     size: usize,
     warmup: usize,
     iterations: usize,
+    how: Method,
 ) -> Result<Option<Vec<f64>>> {
+    how.check()?;
     let me = comm.rank() as usize;
     let mut win = Window::allocate(comm, size)?;
-    let total = warmup + iterations;
+    let (timed, samples) = batches(iterations, how.batch);
+    let total = warmup + timed;
+    let refill = op == RmaOp::Put && how.data == Data::Fresh;
     let target_fill = 0xA5u8;
     if me == b {
         win.local()[..size].fill(target_fill);
     }
     comm.barrier();
-    let mut out = Vec::with_capacity(iterations);
+    let mut out = Vec::with_capacity(samples);
+    let mut checked = Ok(());
     if me == a {
-        let mut buf = vec![1u8; size];
+        let mut buf = PageBuf::new(size, if op == RmaOp::Put { pattern(0) } else { 1 });
         win.lock(b, false)?;
-        for i in 0..total {
-            if op == RmaOp::Put {
+        let one = |buf: &mut [u8]| -> Result<()> {
+            match op {
+                RmaOp::Get => win.get(b, 0, buf)?,
+                RmaOp::Put => win.put(b, 0, buf)?,
+                RmaOp::Acc => win.accumulate_sum(b, 0, buf)?,
+            }
+            win.flush(b)
+        };
+        for i in 0..warmup {
+            if refill {
                 buf.fill(pattern(i));
             }
+            one(&mut buf)?;
+        }
+        for k in 0..samples {
+            if refill {
+                buf.fill(pattern(warmup + k));
+            }
             let t0 = timer.start();
-            match op {
-                RmaOp::Get => win.get(b, 0, &mut buf)?,
-                RmaOp::Put => win.put(b, 0, &buf)?,
-                RmaOp::Acc => win.accumulate_sum(b, 0, &buf)?,
+            for _ in 0..how.batch {
+                one(&mut buf)?;
             }
-            win.flush(b)?;
             let t1 = timer.stop();
-            if i >= warmup {
-                out.push(timer.ns(t1.saturating_sub(t0)));
-            }
+            out.push(timer.ns(t1.saturating_sub(t0)) / how.batch as f64);
         }
         win.unlock(b)?;
         if op == RmaOp::Get {
-            mismatch("MPI_Get", target_fill, &buf)?;
+            checked = mismatch("MPI_Get", target_fill, &buf);
         }
     }
     comm.barrier();
     if me == b {
         let want = match op {
             RmaOp::Get => target_fill,
-            RmaOp::Put => pattern(total - 1),
+            RmaOp::Put if refill => pattern(total - 1),
+            RmaOp::Put => pattern(0),
             RmaOp::Acc => target_fill.wrapping_add((total % 256) as u8),
         };
-        mismatch("the target window after RMA", want, &win.local()[..size])?;
+        checked = mismatch("the target window after RMA", want, &win.local()[..size]);
+        if checked.is_err() && op == RmaOp::Acc && win.local()[0] == u8::MAX {
+            checked = Err(Error::System(format!(
+                "{}: a saturated sum; MPI_SUM on MPI_UINT8_T must wrap modulo 256 (Open MPI 4.1's op/avx component saturates; OMPI_MCA_op=^avx turns it off)",
+                checked.unwrap_err()
+            )));
+        }
     }
+    // A failed check is returned only after the window is freed on every rank:
+    // MPI_Win_free is collective, and a rank leaving early would leave the other
+    // waiting in this barrier for ever.
     comm.barrier();
     drop(win);
+    checked?;
     Ok((me == a).then_some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_parses_its_two_names_and_names_a_bad_one() {
+        assert_eq!(Data::parse("fresh").unwrap(), Data::Fresh);
+        assert_eq!(Data::parse(" same ").unwrap(), Data::Same);
+        assert_eq!(Data::parse("same").unwrap().name(), "same");
+        let e = Data::parse("warm").unwrap_err();
+        assert!(e.is_user_error() && e.to_string().contains("'warm'"), "{e}");
+    }
+
+    #[test]
+    fn a_batch_needs_the_same_data_and_is_at_least_one() {
+        assert!(Method::default().check().is_ok());
+        let same = |batch| Method {
+            data: Data::Same,
+            batch,
+        };
+        assert!(same(100).check().is_ok());
+        let e = same(0).check().unwrap_err();
+        assert!(e.is_user_error() && e.to_string().contains("'0'"), "{e}");
+        let fresh = Method {
+            data: Data::Fresh,
+            batch: 2,
+        };
+        let e = fresh.check().unwrap_err();
+        assert!(e.to_string().contains("--data same"), "{e}");
+    }
+
+    #[test]
+    fn iterations_round_up_to_whole_batches() {
+        assert_eq!(batches(10_000, 1), (10_000, 10_000));
+        assert_eq!(batches(10_000, 100), (10_000, 100));
+        assert_eq!(batches(250, 100), (300, 3));
+        assert_eq!(batches(1, 100), (100, 1));
+    }
 }

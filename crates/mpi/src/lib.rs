@@ -6,6 +6,7 @@
 //! It sits between cli/suites and bench/probe/topo and never imports upward.
 
 pub mod breakdown;
+pub mod buf;
 pub mod coll;
 pub mod env;
 pub mod error;

@@ -124,6 +124,7 @@ pub fn measure(
             o.size as usize,
             o.warmup,
             o.iterations,
+            kernels::Method::default(),
         )?;
         if let Some(samples) = samples {
             let rel = Relation::between(&world.placements[a], &world.placements[b]);

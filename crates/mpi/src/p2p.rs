@@ -3,7 +3,7 @@
 //! (what `--dry-run` prints) → [`measure`] → records.
 
 use crate::error::{Error, Result};
-use crate::kernels::{self, RmaOp};
+use crate::kernels::{self, Data, Method, RmaOp};
 use crate::place::Relation;
 use crate::world::World;
 use numalab_probe::Timer;
@@ -77,6 +77,16 @@ pub struct Options {
     pub warmup: Option<usize>,
     /// Sends in flight per bandwidth sample (OSU: 64).
     pub window: usize,
+    /// Fresh bytes every iteration (default) or the same bytes (OSU's way).
+    #[serde(default)]
+    pub data: Data,
+    /// Latency iterations per timed sample (1: each timed; OSU times the whole loop).
+    #[serde(default = "one")]
+    pub batch: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One measurement of the plan.
@@ -101,6 +111,8 @@ pub struct Plan {
     pub pair: (usize, usize),
     /// Sends per bandwidth sample.
     pub window: usize,
+    /// Data and clock of the latency loops (the bandwidth loop takes the data only).
+    pub method: Method,
     /// Measurements in order.
     pub steps: Vec<Step>,
 }
@@ -155,6 +167,11 @@ impl Plan {
         check_pair(o.pair, ranks)?;
         let stream = o.ops.contains(&Op::Stream);
         check_sizes(&o.sizes, ranks, if stream { 2 } else { 3 })?;
+        let method = Method {
+            data: o.data,
+            batch: o.batch,
+        };
+        method.check()?;
         if o.window == 0 || o.iterations == Some(0) {
             return Err(Error::Usage(
                 "invalid --window or --iterations '0': at least 1".into(),
@@ -170,10 +187,16 @@ impl Plan {
                     (_, false) => (10_000, 100),
                     (_, true) => (1_000, 10),
                 };
+                let iterations = o.iterations.unwrap_or(it);
                 steps.push(Step {
                     op,
                     size,
-                    iterations: o.iterations.unwrap_or(it),
+                    // Whole batches: a latency sample is `batch` iterations.
+                    iterations: if op == Op::Stream {
+                        iterations
+                    } else {
+                        kernels::batches(iterations, o.batch).0
+                    },
                     warmup: o.warmup.unwrap_or(wu),
                 });
             }
@@ -182,6 +205,7 @@ impl Plan {
             ranks,
             pair: o.pair,
             window: o.window,
+            method,
             steps,
         })
     }
@@ -189,11 +213,13 @@ impl Plan {
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         let mut s = format!(
-            "mpi plan: {} ranks; rank {} times, rank {} answers; {} measurements\n",
+            "mpi plan: {} ranks; rank {} times, rank {} answers; {} measurements; {} data, {} per timed sample\n",
             self.ranks,
             self.pair.0,
             self.pair.1,
-            self.steps.len()
+            self.steps.len(),
+            self.method.data.name(),
+            self.method.batch
         );
         for st in &self.steps {
             s.push_str(&format!(
@@ -232,9 +258,15 @@ pub fn measure(
         }
         let size = st.size as usize;
         let samples = match st.op {
-            Op::PingPong => {
-                kernels::ping_pong(comm, &timer, plan.pair, size, st.warmup, st.iterations)?
-            }
+            Op::PingPong => kernels::ping_pong(
+                comm,
+                &timer,
+                plan.pair,
+                size,
+                st.warmup,
+                st.iterations,
+                plan.method,
+            )?,
             Op::Stream => kernels::stream(
                 comm,
                 &timer,
@@ -243,6 +275,7 @@ pub fn measure(
                 plan.window,
                 st.warmup,
                 st.iterations,
+                plan.method.data,
             )?,
             Op::Get => kernels::rma(
                 comm,
@@ -252,6 +285,7 @@ pub fn measure(
                 size,
                 st.warmup,
                 st.iterations,
+                plan.method,
             )?,
             Op::Put => kernels::rma(
                 comm,
@@ -261,6 +295,7 @@ pub fn measure(
                 size,
                 st.warmup,
                 st.iterations,
+                plan.method,
             )?,
             Op::Acc => kernels::rma(
                 comm,
@@ -270,6 +305,7 @@ pub fn measure(
                 size,
                 st.warmup,
                 st.iterations,
+                plan.method,
             )?,
         };
         let Some(samples) = samples else { continue };
@@ -286,7 +322,13 @@ pub fn measure(
                 "op": st.op.name(), "size": st.size, "from_rank": a, "to_rank": b,
                 "relation": relation.name(), "iterations": st.iterations, "warmup": st.warmup,
                 "window": if st.op == Op::Stream { Some(plan.window) } else { None },
-                "method": method(st.op),
+                "method": method(st.op, plan.method),
+                "data": plan.method.data.name(),
+                "batch": if st.op == Op::Stream { None } else { Some(plan.method.batch) },
+                // Every window moves the same bytes, so bytes over the summed window
+                // times (OSU's and IMB's figure) is the samples' harmonic mean; their
+                // plain mean weighs a fast window as much as a preempted one.
+                "aggregate_gb_s": (st.op == Op::Stream).then(|| harmonic_mean(&samples)),
                 "timer": timer,
             }),
         );
@@ -298,6 +340,12 @@ pub fn measure(
         mine.push(r);
     }
     world.gather_records(&mine)
+}
+
+/// n / Σ 1/x over the positive samples (None when there is none).
+pub fn harmonic_mean(xs: &[f64]) -> Option<f64> {
+    let pos: Vec<f64> = xs.iter().copied().filter(|&x| x > 0.0).collect();
+    (!pos.is_empty()).then(|| pos.len() as f64 / pos.iter().map(|x| 1.0 / x).sum::<f64>())
 }
 
 /// Warn when measured ranks share a CPU (their timings include waiting for it).
@@ -313,16 +361,28 @@ pub fn warn_shared(world: &World, ranks: &[usize], r: &mut Record) {
     }
 }
 
-fn method(op: Op) -> &'static str {
-    match op {
-        Op::PingPong => "MPI_Send + MPI_Recv round trip, halved; each round trip timed",
-        Op::Stream => "window of MPI_Isend, MPI_Waitall, 4-byte acknowledgement; each window timed",
-        Op::Get => "MPI_Win_lock(shared) once; MPI_Get + MPI_Win_flush timed each",
-        Op::Put => "MPI_Win_lock(shared) once; MPI_Put + MPI_Win_flush timed each",
-        Op::Acc => {
-            "MPI_Win_lock(shared) once; MPI_Accumulate(MPI_SUM, uint8) + MPI_Win_flush timed each"
+fn method(op: Op, how: Method) -> String {
+    let each = if how.batch == 1 {
+        "timed each".to_string()
+    } else {
+        format!("timed in batches of {}", how.batch)
+    };
+    let data = match how.data {
+        Data::Fresh => "new bytes written before each iteration, outside the timer",
+        Data::Same => "the same bytes every iteration",
+    };
+    let what = match op {
+        Op::PingPong => format!("MPI_Send + MPI_Recv round trip, halved; {each}"),
+        Op::Stream => {
+            "window of MPI_Isend, MPI_Waitall, 4-byte acknowledgement; each window timed".into()
         }
-    }
+        Op::Get => format!("MPI_Win_lock(shared) once; MPI_Get + MPI_Win_flush {each}"),
+        Op::Put => format!("MPI_Win_lock(shared) once; MPI_Put + MPI_Win_flush {each}"),
+        Op::Acc => format!(
+            "MPI_Win_lock(shared) once; MPI_Accumulate(MPI_SUM, uint8) + MPI_Win_flush {each}"
+        ),
+    };
+    format!("{what}; {data}; bytes checked outside the timer")
 }
 
 #[cfg(test)]
@@ -337,6 +397,8 @@ mod tests {
             iterations: None,
             warmup: None,
             window: 64,
+            data: Data::Fresh,
+            batch: 1,
         }
     }
 
@@ -355,6 +417,36 @@ mod tests {
             .contains("'0,2'"));
         o.pair = (1, 1);
         assert!(Plan::resolve(4, &o).is_err());
+    }
+
+    #[test]
+    fn a_batched_plan_times_whole_batches_of_the_same_data_only() {
+        let mut o = opts();
+        o.data = Data::Same;
+        o.batch = 300;
+        let p = Plan::resolve(2, &o).unwrap();
+        // 10000 small / 1000 large iterations, rounded up to whole batches of 300.
+        assert_eq!(p.steps[0].iterations, 10_200);
+        assert_eq!(p.steps[1].iterations, 1_200);
+        assert!(
+            p.text().contains("same data, 300 per timed sample"),
+            "{}",
+            p.text()
+        );
+        o.data = Data::Fresh;
+        let e = Plan::resolve(2, &o).unwrap_err();
+        assert!(e.is_user_error() && e.to_string().contains("'300'"), "{e}");
+        assert!(method(Op::Get, p.method).contains("batches of 300"));
+        assert!(method(Op::PingPong, Method::default()).contains("timed each"));
+    }
+
+    #[test]
+    fn the_aggregate_bandwidth_is_bytes_over_the_summed_times() {
+        // Two windows of 1000 B: 1 µs (1 GB/s) and 3 µs (1/3 GB/s): 2000 B in 4 µs.
+        let h = harmonic_mean(&[1.0, 1.0 / 3.0]).unwrap();
+        assert!((h - 0.5).abs() < 1e-12, "{h}");
+        assert_eq!(harmonic_mean(&[]), None);
+        assert_eq!(harmonic_mean(&[0.0]), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use crate::collectives::{self, Kind};
 use numalab_mpi::coll::Native;
+use numalab_mpi::kernels::Data;
 use numalab_mpi::{Error, Result};
 use serde::Serialize;
 
@@ -29,6 +30,8 @@ pub struct Options {
     pub only: Vec<String>,
     /// Bytes per line (the unit blocks are counted in).
     pub line: usize,
+    /// MPI's own collectives: fresh values every pass, or the same every pass (OSU's).
+    pub data: Data,
 }
 
 /// How an item is carried out.
@@ -112,6 +115,8 @@ pub struct Plan {
     pub line: usize,
     /// Timed passes.
     pub iterations: usize,
+    /// Data of MPI's own collectives.
+    pub data: Data,
     /// Measurements in order.
     pub items: Vec<Item>,
 }
@@ -196,6 +201,7 @@ impl Plan {
             block_lines,
             line,
             iterations: o.iterations,
+            data: o.data,
             items,
         })
     }
@@ -220,6 +226,7 @@ mod tests {
             iterations: 3,
             only: vec![],
             line: 64,
+            data: Data::Fresh,
         }
     }
 

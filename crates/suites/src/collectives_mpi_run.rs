@@ -7,6 +7,7 @@ use crate::collectives_mpi::{How, Item, Plan, BARRIER_REPS};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use numalab_mpi::coll::{dissemination_barrier, first_ranks, Native};
+use numalab_mpi::kernels::Data;
 use numalab_mpi::raw::Window;
 use numalab_mpi::{Error, Result, World};
 use numalab_probe::script::{value, Lines, Step};
@@ -187,13 +188,18 @@ fn seed_item(
         }
     }
     win.unlock_all()?;
-    check_rma(kind, &mut win, me, iterations + 1, p, n, line)?;
+    let checked = check_rma(kind, &mut win, me, iterations + 1, p, n, line);
+    // Returned after the window is freed everywhere: MPI_Win_free is collective, so a
+    // rank leaving early would leave the others waiting in this barrier.
     comm.barrier();
     drop(win);
+    checked?;
     Ok(times)
 }
 
-/// MPI's own collective: per pass, this rank's time, ns; the data checked after the last.
+/// MPI's own collective: per pass, this rank's time, ns; the data checked after the
+/// last pass, outside the timer (every word of every block MPI moved).
+#[allow(clippy::too_many_arguments)]
 fn native_item(
     comm: &SimpleCommunicator,
     timer: &Timer,
@@ -202,6 +208,7 @@ fn native_item(
     n: usize,
     line: usize,
     iterations: usize,
+    data: Data,
 ) -> Result<Vec<f64>> {
     let me = comm.rank() as usize;
     let w = line / 8;
@@ -220,9 +227,19 @@ fn native_item(
     };
     let mut times = Vec::with_capacity(iterations);
     let sbuf = collectives::src(me);
+    // Fresh data: pass k sends values of pass k + 1, written before the releasing
+    // barrier; the same data (OSU's way): pass 1's values every time.
+    let fill_pass = |pass: usize| if data == Data::Fresh { pass + 1 } else { 1 };
     for pass in 0..=iterations {
-        for l in 0..src_lines {
-            src[l * w..(l + 1) * w].fill(value(pass + 1, sbuf, l));
+        if pass == 0 || data == Data::Fresh {
+            for l in 0..src_lines {
+                src[l * w..(l + 1) * w].fill(value(fill_pass(pass), sbuf, l));
+            }
+            // The root's broadcast block is sent from dst: copied here, outside the
+            // timer, since the copy is no part of MPI_Bcast's cost.
+            if nat == Native::Bcast && me == 0 {
+                dst[..n * w].copy_from_slice(&src[..n * w]);
+            }
         }
         comm.barrier();
         let t0 = timer.start();
@@ -234,7 +251,7 @@ fn native_item(
             times.push(timer.ns(t1.saturating_sub(t0)) / reps as f64);
         }
     }
-    let last = iterations + 1;
+    let last = fill_pass(iterations);
     let line_ok =
         |buf: &[u64], l: usize, want: u64| buf[l * w..(l + 1) * w].iter().all(|&x| x == want);
     let v = |t: usize, l: usize| value(last, collectives::src(t), l);
@@ -288,9 +305,16 @@ pub fn measure(
                     How::Seed(k) => {
                         seed_item(c, &timer, k, p, item.lines, plan.line, plan.iterations)?
                     }
-                    How::Mpi(nat) => {
-                        native_item(c, &timer, nat, p, item.lines, plan.line, plan.iterations)?
-                    }
+                    How::Mpi(nat) => native_item(
+                        c,
+                        &timer,
+                        nat,
+                        p,
+                        item.lines,
+                        plan.line,
+                        plan.iterations,
+                        plan.data,
+                    )?,
                 },
                 None => Vec::new(),
             };
@@ -319,6 +343,7 @@ pub fn measure(
                     "seed": match item.how { How::Seed(k) => k.seed_name(), How::Mpi(_) => "" },
                     "ranks": p, "lines": item.lines, "block_bytes": item.lines * plan.line,
                     "line_bytes": plan.line, "iterations": plan.iterations,
+                    "data": if matches!(item.how, How::Mpi(_)) { plan.data.name() } else { "fresh" },
                     "statistic": "per pass, the slowest rank's time from the releasing barrier to its completion",
                 }),
             );

@@ -29,6 +29,10 @@ pub struct CollectivesArgs {
     /// Print OSU micro-benchmark style blocks (size, avg/min/max latency over threads).
     #[arg(long)]
     osu: bool,
+    /// With --mpi, what MPI's own collectives send: fresh (new values every pass,
+    /// written before the timer) or same (the same values every pass, as OSU sends).
+    #[arg(long)]
+    data: Option<String>,
     /// Print the plan without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -56,13 +60,20 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let o = a.options();
     o.check()?;
+    if a.data.is_some() && !a.mpi.mpi {
+        return Err(crate::common::bad(
+            "invalid --data: it chooses what MPI's own collectives send, so it needs --mpi",
+        ));
+    }
     if a.mpi.mpi {
         let (ranks, sizes, only) = o.counts_sizes_only()?;
+        let data = numalab_mpi::kernels::Data::parse(a.data.as_deref().unwrap_or("fresh"))?;
         let input = super::mpi_suite::CollectivesInput {
             ranks,
             sizes,
             only,
             iterations: a.iterations,
+            data,
             osu: a.osu,
             dry_run: a.dry_run,
             common: &a.common,

@@ -121,6 +121,14 @@ pub struct SweepArgs {
     /// Sends in flight per bandwidth sample.
     #[arg(long, default_value_t = 64)]
     window: usize,
+    /// fresh: new bytes before every iteration (outside the timer); same: the same
+    /// bytes every time, as OSU and IMB send (the receiver may keep them cached).
+    #[arg(long, default_value = "fresh")]
+    data: String,
+    /// Latency iterations per timed sample: 1 times each; larger amortises the
+    /// clock reads as OSU's one timer around the loop does (needs --data same).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
     #[command(flatten)]
     job: JobArgs,
     /// Print the plan without starting ranks.
@@ -194,6 +202,8 @@ fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
         iterations: a.iterations,
         warmup: a.warmup,
         window: a.window,
+        data: numalab_mpi::kernels::Data::parse(&a.data)?,
+        batch: a.batch,
     };
     let host = a.common.host()?;
     let (req, wopts) = a.job.request(&host, 2)?;

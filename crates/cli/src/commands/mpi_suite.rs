@@ -32,6 +32,8 @@ pub struct CollectivesInput<'a> {
     pub only: Vec<String>,
     /// Timed passes.
     pub iterations: usize,
+    /// What MPI's own collectives send.
+    pub data: numalab_mpi::kernels::Data,
     /// OSU layout.
     pub osu: bool,
     /// Plan only.
@@ -57,6 +59,7 @@ pub fn collectives(m: &MpiSuiteArgs, c: CollectivesInput) -> Result<(), CliError
         iterations: c.iterations,
         only: c.only,
         line,
+        data: c.data,
     };
     let plan = Plan::resolve(req.ranks, &opts)?;
     if plan.items.is_empty() {
