@@ -31,6 +31,21 @@ impl PageBuf {
         b
     }
 
+    /// The buffer as u64 words (its length must be a multiple of 8).
+    pub fn words(&self) -> &[u64] {
+        assert_eq!(self.len % 8, 0, "a word view needs whole words");
+        // SAFETY: ptr is page-aligned (so 8-aligned), holds len initialised bytes, and
+        // every bit pattern is a valid u64.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u64>(), self.len / 8) }
+    }
+
+    /// The buffer as mutable u64 words (its length must be a multiple of 8).
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        assert_eq!(self.len % 8, 0, "a word view needs whole words");
+        // SAFETY: as in words, and &mut self makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u64>(), self.len / 8) }
+    }
+
     fn layout(len: usize) -> Layout {
         Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE).expect("page layout")
     }
@@ -72,5 +87,15 @@ mod tests {
             b.fill(0);
             assert!(b.iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn word_views_cover_the_same_bytes() {
+        let mut b = PageBuf::new(64, 0);
+        b.words_mut()[1] = u64::MAX;
+        assert_eq!(b.words().len(), 8);
+        assert_eq!(b.words()[1], u64::MAX);
+        assert!(b[8..16].iter().all(|&x| x == 0xff));
+        assert!(b[..8].iter().chain(&b[16..]).all(|&x| x == 0));
     }
 }

@@ -4,7 +4,7 @@
 //! algorithms beside them.
 
 use mpi::collective::SystemOperation;
-use mpi::topology::{Color, Communicator, SimpleCommunicator};
+use mpi::topology::{Color, Communicator, Process, SimpleCommunicator};
 use mpi::traits::*;
 
 /// The first `p` ranks of `comm` as a communicator (collective over `comm`); None on
@@ -54,15 +54,49 @@ impl Native {
         }
     }
 
+    /// Bind to `comm`: the communicator's size, this rank and the peers' handles are
+    /// looked up here, once, since each lookup is an MPI call (MPI_Comm_size,
+    /// MPI_Comm_rank) that would otherwise sit inside every timed operation.
+    pub fn bind(self, comm: &SimpleCommunicator) -> Bound<'_> {
+        let p = comm.size() as usize;
+        let me = comm.rank() as usize;
+        let (to, from) = match self {
+            Native::Shift(k) => (
+                comm.process_at_rank(((me + p - k % p) % p) as i32),
+                comm.process_at_rank(((me + k) % p) as i32),
+            ),
+            _ => (comm.process_at_rank(0), comm.process_at_rank(0)),
+        };
+        Bound {
+            nat: self,
+            comm,
+            p,
+            me,
+            root: comm.process_at_rank(0),
+            to,
+            from,
+        }
+    }
+}
+
+/// A native collective bound to a communicator (see [`Native::bind`]).
+pub struct Bound<'a> {
+    nat: Native,
+    comm: &'a SimpleCommunicator,
+    p: usize,
+    me: usize,
+    root: Process<'a>,
+    to: Process<'a>,
+    from: Process<'a>,
+}
+
+impl Bound<'_> {
     /// Run once: `src` is this rank's block (the root's holds P blocks for Scatter),
     /// `dst` room for P blocks, `res` one block. Bcast sends the root's `dst[..n]`,
     /// so the caller copies its block there first, outside any timer.
-    pub fn run(self, comm: &SimpleCommunicator, src: &[u64], dst: &mut [u64], res: &mut [u64]) {
-        let p = comm.size() as usize;
-        let me = comm.rank() as usize;
-        let n = res.len();
-        let root = comm.process_at_rank(0);
-        match self {
+    pub fn run(&self, src: &[u64], dst: &mut [u64], res: &mut [u64]) {
+        let (p, me, n, root, comm) = (self.p, self.me, res.len(), &self.root, self.comm);
+        match self.nat {
             Native::Barrier => comm.barrier(),
             // The root's block must already be in dst[..n] (written before the timer).
             Native::Bcast => root.broadcast_into(&mut dst[..n]),
@@ -73,10 +107,13 @@ impl Native {
                     root.scatter_into(&mut dst[..n]);
                 }
             }
-            Native::Shift(k) => {
-                let to = comm.process_at_rank(((me + p - k % p) % p) as i32);
-                let from = comm.process_at_rank(((me + k) % p) as i32);
-                mpi::point_to_point::send_receive_into(&src[..n], &to, &mut dst[..n], &from);
+            Native::Shift(_) => {
+                mpi::point_to_point::send_receive_into(
+                    &src[..n],
+                    &self.to,
+                    &mut dst[..n],
+                    &self.from,
+                );
             }
             Native::Gather => {
                 if me == 0 {
