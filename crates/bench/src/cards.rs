@@ -4,11 +4,12 @@
 //! (from the matrices), the fastest and slowest core pair, coherence states and
 //! latency under load. Each presenter's `cards` calls one function here.
 
+use crate::bandwidth::groups::{self, Place};
 use crate::latency::SweepData;
 use numalab_results::present::of;
 use numalab_results::summary::{stat_figure, Card, Figure, Group, Spread};
 use numalab_results::Record;
-use numalab_topo::{CacheInfo, Level, Machine};
+use numalab_topo::{Level, Machine};
 
 fn size(b: u64) -> String {
     numalab_topo::fmt_bytes(b)
@@ -52,22 +53,11 @@ pub fn sweep(records: &[Record]) -> Vec<Card> {
         .collect()
 }
 
-/// The hierarchy level a buffer of `bytes` per thread lands in: the smallest data
-/// cache that holds it, else memory.
-pub fn level_of(bytes: u64, caches: &[CacheInfo]) -> String {
-    let mut cs: Vec<&CacheInfo> = caches.iter().collect();
-    cs.sort_by_key(|c| c.level);
-    cs.iter()
-        .find(|c| bytes <= c.bytes)
-        .map(|c| format!("L{}", c.level))
-        .unwrap_or_else(|| "memory".into())
-}
-
 /// Bandwidth figures on the hierarchy cards: for each level a read kernel's buffer
 /// landed in, one core's and all requestors' aggregate (the vector read kernel when
 /// measured, else the scalar one), with p5–p95 of passes.
 pub fn bandwidth(records: &[Record]) -> Vec<Card> {
-    let caches = machine(records).map(|m| m.caches).unwrap_or_default();
+    let caches = groups::caches(records);
     let bw: Vec<&Record> = of(records, "bandwidth")
         .filter(|r| r.parameters["state"].as_str().unwrap_or("warm") == "warm")
         .collect();
@@ -90,13 +80,16 @@ pub fn bandwidth(records: &[Record]) -> Vec<Card> {
         } else {
             ("bandwidth", format!("{kernel}, 1 core"))
         };
-        let Some(bytes) = r.parameters["size_bytes"].as_u64() else {
-            continue;
-        };
         let Some(fig) = stat_figure(r, metric, &label, "GB/s", 1, "bandwidth", "passes") else {
             continue;
         };
-        let level = level_of(bytes, &caches);
+        // Where the chart puts the record, so the card and the chart name one level.
+        let level = match groups::group_of(r, records, caches.as_deref()).place {
+            Place::Cache(l, _) => format!("L{l}"),
+            Place::Memory(_) => "memory".into(),
+            // Without a topology the level is unknown: no card rather than a guess.
+            Place::Unknown(_) => continue,
+        };
         if cards
             .iter()
             .any(|c| c.title == level && c.figure(&label).is_some())
@@ -278,24 +271,76 @@ pub fn loaded(records: &[Record]) -> Vec<Card> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use numalab_results::Provenance;
+    use serde_json::json;
 
-    fn cache(level: u32, bytes: u64) -> CacheInfo {
-        CacheInfo {
-            level,
-            bytes,
-            line_bytes: Some(64),
-            shared_by: 1,
+    fn topo() -> Record {
+        let mut r = Record::new(
+            "topo",
+            "topo",
+            Provenance::collect("test", "synthetic"),
+            json!({}),
+        );
+        r.data = Some(json!({"caches": [
+            {"level": 1, "bytes": 32 << 10, "line_bytes": 64, "shared_by": 1},
+            {"level": 2, "bytes": 512 << 10, "line_bytes": 64, "shared_by": 1},
+            {"level": 3, "bytes": 8 << 20, "line_bytes": 64, "shared_by": 2},
+        ]}));
+        r
+    }
+
+    fn bw(size: u64, n: u64, gbps: f64) -> Record {
+        let mut p = json!({"kernel": "read", "state": "warm", "size_bytes": size, "requestors": n, "mp": n > 1});
+        if n > 1 {
+            p["requestor_cpus"] = json!([0, 1]);
         }
+        let mut r = Record::new(
+            "bandwidth",
+            "read",
+            Provenance::collect("test", "synthetic"),
+            p,
+        );
+        let metric = if n > 1 {
+            "aggregate_bandwidth"
+        } else {
+            "bandwidth"
+        };
+        r.add_samples(metric, "GB/s", &[gbps; 5]);
+        r
+    }
+
+    fn titles(records: &[Record]) -> Vec<(String, String)> {
+        bandwidth(records)
+            .into_iter()
+            .flat_map(|c| {
+                let t = c.title.clone();
+                c.figures.into_iter().map(move |f| (t.clone(), f.label))
+            })
+            .collect()
     }
 
     #[test]
-    fn a_buffer_lands_in_the_smallest_cache_that_holds_it() {
-        let caches = [cache(3, 8 << 20), cache(1, 32 << 10), cache(2, 512 << 10)];
-        assert_eq!(level_of(16 << 10, &caches), "L1");
-        assert_eq!(level_of(32 << 10, &caches), "L1");
-        assert_eq!(level_of(256 << 10, &caches), "L2");
-        assert_eq!(level_of(4 << 20, &caches), "L3");
-        assert_eq!(level_of(64 << 20, &caches), "memory");
-        assert_eq!(level_of(4096, &[]), "memory");
+    fn bandwidth_lands_on_the_level_the_chart_groups_it_in() {
+        let recs = vec![
+            topo(),
+            bw(16 << 10, 1, 100.0),
+            bw(256 << 10, 1, 50.0),
+            bw(4 << 20, 1, 30.0),
+            // Two threads' 6 MiB buffers do not fit one shared 8 MiB L3 together.
+            bw(6 << 20, 2, 20.0),
+            bw(64 << 20, 1, 10.0),
+        ];
+        assert_eq!(
+            titles(&recs),
+            [
+                ("L1".to_string(), "read, 1 core".to_string()),
+                ("L2".into(), "read, 1 core".into()),
+                ("L3".into(), "read, 1 core".into()),
+                ("memory".into(), "read, 2 cores".into()),
+                ("memory".into(), "read, 1 core".into()),
+            ]
+        );
+        // Without a topology record no level can be named, so no card is made.
+        assert!(titles(&recs[1..]).is_empty());
     }
 }
