@@ -5,7 +5,7 @@
 
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{html_table, num};
+use numalab_results::report::{html_table, med, num};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 
@@ -190,24 +190,36 @@ fn seed(records: &[Record]) -> Option<String> {
     )
 }
 
+/// One mask record's curve in words, for the text and the HTML table alike: the share
+/// of the baseline's communication hidden at each T; where the masked loop took longer
+/// than the whole baseline (more than 100% "lost"), how many times longer, since a
+/// figure like -52000% says the same thing in a form nobody can read.
+pub fn mask_curve(r: &Record) -> String {
+    let base = med(r, "baseline_comm").zip(med(r, "baseline_comp"));
+    r.data_as::<MaskData>()
+        .map(|d| d.points)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| match (p.masked_pct, p.median_ns, base) {
+            (Some(pct), Some(t), Some((comm, comp))) if pct < -100.0 && comm + comp > 0.0 => {
+                format!("T={}: {:.1}× slower", p.t, t / (comm + comp))
+            }
+            (Some(pct), ..) => format!("T={}: {pct:.0}%", p.t),
+            (None, ..) => format!("T={}: -", p.t),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Loop 7 with u on the remote rank: the communication hidden per T.
 fn mask(records: &[Record]) -> Option<String> {
     let rows: Vec<Vec<String>> = of(records, "suite-earth-mpi-mask")
         .map(|r| {
-            let pts = r
-                .data_as::<MaskData>()
-                .map(|d| {
-                    d.points
-                        .iter()
-                        .map(|p| format!("T={}: {}%", p.t, num(p.masked_pct, 0)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
+            let pts = mask_curve(r);
             vec![
                 format!("×{}", param(r, "multiplier")),
-                num(numalab_results::report::med(r, "baseline_comm"), 0),
-                num(numalab_results::report::med(r, "baseline_comp"), 0),
+                num(med(r, "baseline_comm"), 0),
+                num(med(r, "baseline_comp"), 0),
                 pts,
             ]
         })
@@ -224,4 +236,45 @@ fn mask(records: &[Record]) -> Option<String> {
                 &rows,
             )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::Provenance;
+    use serde_json::json;
+
+    #[test]
+    fn a_curve_reads_as_share_hidden_or_as_times_slower() {
+        let mut r = Record::new(
+            "suite-earth-mpi-mask",
+            "loop7",
+            Provenance::collect("test", "synthetic"),
+            json!({"multiplier": 1}),
+        );
+        r.add_samples("baseline_comm", "ns", &[100.0; 3]);
+        r.add_samples("baseline_comp", "ns", &[300.0; 3]);
+        let point = |t, ns: f64| MaskPoint {
+            t,
+            median_ns: Some(ns),
+            masked_pct: Some(100.0 * (400.0 - ns) / 100.0),
+        };
+        r.set_data(&MaskData {
+            points: vec![
+                point(1, 8000.0),
+                point(16, 450.0),
+                point(64, 350.0),
+                MaskPoint {
+                    t: 128,
+                    median_ns: None,
+                    masked_pct: None,
+                },
+            ],
+            best: None,
+        });
+        assert_eq!(
+            mask_curve(&r),
+            "T=1: 20.0× slower, T=16: -50%, T=64: 50%, T=128: -"
+        );
+    }
 }

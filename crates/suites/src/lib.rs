@@ -19,4 +19,6 @@ pub mod registry;
 pub mod survey;
 
 pub use collectives_mpi_present::{CollectiveMpiData, CollectivesMpiPresenter};
-pub use earth_mpi_present::{EarthMpiPresenter, MaskBest, MaskData, MaskPoint, SeedRow};
+pub use earth_mpi_present::{
+    mask_curve, EarthMpiPresenter, MaskBest, MaskData, MaskPoint, SeedRow,
+};

@@ -9,7 +9,7 @@ use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_suites::collectives_mpi::{self, Options, Plan};
-use numalab_suites::{CollectiveMpiData, MaskData};
+use numalab_suites::CollectiveMpiData;
 use std::fmt::Write;
 
 /// Flags that move a suite onto MPI ranks.
@@ -419,23 +419,16 @@ fn earth_text(recs: &[Record]) -> String {
         .iter()
         .filter(|r| r.kind == "suite-earth-mpi-mask")
         .map(|r| {
-            let pts: Vec<String> = r
-                .data_as::<MaskData>()
-                .map(|d| d.points)
-                .unwrap_or_default()
-                .iter()
-                .map(|p| format!("T={}:{:.0}%", p.t, p.masked_pct.unwrap_or(f64::NAN)))
-                .collect();
             vec![
                 format!("×{}", r.parameters["multiplier"]),
                 cell(Some(r), "baseline_comm"),
                 cell(Some(r), "baseline_comp"),
-                pts.join(" "),
+                numalab_suites::mask_curve(r),
             ]
         })
         .collect();
     if !mask.is_empty() {
-        s.push_str("\n\nLoop 7 with u on the remote rank: % of the baseline's communication hidden by coroutines of T iterations (MPI_Rget, yield until done)\n");
+        s.push_str("\n\nLoop 7 with u on the remote rank: % of the baseline's communication hidden by coroutines of T iterations (MPI_Rget, yield until done), or how many times the baseline's whole time the masked loop took\n");
         s.push_str(&table(
             &[
                 "comm",
