@@ -144,26 +144,10 @@ impl Window {
         local: usize,
         len: usize,
     ) -> Result<()> {
-        let disp = self.span(remote, len)?;
         self.span(local, len)?;
-        let n = count(len)?;
         // SAFETY: local..local+len lies in this rank's window (checked); nothing reads
         // it until the caller flushes.
-        check(
-            unsafe {
-                ffi::MPI_Get(
-                    self.base.add(local).cast(),
-                    n,
-                    bytes(),
-                    target as c_int,
-                    disp,
-                    n,
-                    bytes(),
-                    self.win,
-                )
-            },
-            "MPI_Get",
-        )
+        unsafe { self.rma(Rma::Get, target, remote, self.base.add(local).cast(), len) }
     }
 
     /// Start a get whose request completes on its own (MPI_Rget into `dst`).
@@ -211,70 +195,73 @@ impl Window {
     /// Start reading `dst.len()` bytes at `offset` of `target`'s window; `dst` must stay
     /// untouched until the next flush or unlock of `target`.
     pub fn get(&self, target: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        let disp = self.span(offset, dst.len())?;
-        let n = count(dst.len())?;
-        // SAFETY: dst is valid for n bytes; the caller completes the epoch before reading it.
-        check(
-            unsafe {
-                ffi::MPI_Get(
-                    dst.as_mut_ptr().cast(),
-                    n,
-                    bytes(),
-                    target as c_int,
-                    disp,
-                    n,
-                    bytes(),
-                    self.win,
-                )
-            },
-            "MPI_Get",
-        )
+        // SAFETY: dst is valid for its length; the caller completes the epoch before reading it.
+        unsafe { self.rma(Rma::Get, target, offset, dst.as_mut_ptr().cast(), dst.len()) }
     }
 
     /// Start writing `src` at `offset` of `target`'s window.
     pub fn put(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        let disp = self.span(offset, src.len())?;
-        let n = count(src.len())?;
-        // SAFETY: src is valid for n bytes and not modified until the epoch completes.
-        check(
-            unsafe {
-                ffi::MPI_Put(
-                    src.as_ptr().cast(),
-                    n,
-                    bytes(),
-                    target as c_int,
-                    disp,
-                    n,
-                    bytes(),
-                    self.win,
-                )
-            },
-            "MPI_Put",
-        )
+        // SAFETY: src is valid for its length and MPI only reads it (MPI_Put's origin is const).
+        unsafe {
+            self.rma(
+                Rma::Put,
+                target,
+                offset,
+                src.as_ptr().cast_mut().cast(),
+                src.len(),
+            )
+        }
     }
 
     /// Start adding `src` byte by byte (MPI_SUM on uint8) into `target`'s window.
     pub fn accumulate_sum(&self, target: usize, offset: usize, src: &[u8]) -> Result<()> {
-        let disp = self.span(offset, src.len())?;
-        let n = count(src.len())?;
-        // SAFETY: src is valid for n bytes and not modified until the epoch completes.
-        check(
-            unsafe {
-                ffi::MPI_Accumulate(
-                    src.as_ptr().cast(),
-                    n,
-                    bytes(),
-                    target as c_int,
-                    disp,
-                    n,
-                    bytes(),
-                    ffi::RSMPI_SUM,
-                    self.win,
-                )
-            },
-            "MPI_Accumulate",
-        )
+        // SAFETY: as in put (MPI_Accumulate's origin is const too).
+        unsafe {
+            self.rma(
+                Rma::Sum,
+                target,
+                offset,
+                src.as_ptr().cast_mut().cast(),
+                src.len(),
+            )
+        }
     }
+
+    /// One RMA call of `len` bytes between `buf` and `offset` of `target`'s window.
+    ///
+    /// # Safety
+    /// `buf` must be valid for `len` bytes (writable for a get) and stay untouched until
+    /// the epoch's next flush or unlock.
+    #[inline(always)]
+    unsafe fn rma(
+        &self,
+        op: Rma,
+        target: usize,
+        offset: usize,
+        buf: *mut c_void,
+        len: usize,
+    ) -> Result<()> {
+        let disp = self.span(offset, len)?;
+        let n = count(len)?;
+        let (t, w, b) = (target as c_int, self.win, bytes());
+        let (rc, what) = match op {
+            Rma::Get => (ffi::MPI_Get(buf, n, b, t, disp, n, b, w), "MPI_Get"),
+            Rma::Put => (ffi::MPI_Put(buf, n, b, t, disp, n, b, w), "MPI_Put"),
+            Rma::Sum => (
+                ffi::MPI_Accumulate(buf, n, b, t, disp, n, b, ffi::RSMPI_SUM, w),
+                "MPI_Accumulate",
+            ),
+        };
+        check(rc, what)
+    }
+}
+
+/// The one-sided operations [`Window::rma`] issues.
+#[derive(Clone, Copy)]
+enum Rma {
+    Get,
+    Put,
+    Sum,
 }
 
 impl Drop for Window {
