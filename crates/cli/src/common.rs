@@ -145,6 +145,28 @@ pub fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
     r
 }
 
+/// The steps every measuring command takes before it measures, in this order: the
+/// common flags, the experiment's options (`check`), whether this machine can be
+/// measured (only a dry run plans another), the host, the plan (`resolve`) and the
+/// records' context.
+pub fn prepare<P, E1, E2>(
+    common: &CommonArgs,
+    dry_run: bool,
+    check: impl FnOnce() -> Result<(), E1>,
+    resolve: impl FnOnce(&numalab_topo::Machine) -> Result<P, E2>,
+) -> Result<(Host, P, numalab_bench::experiment::Context), CliError>
+where
+    CliError: From<E1> + From<E2>,
+{
+    common.validate()?;
+    check()?;
+    check_measurable(common, dry_run)?;
+    let host = common.host()?;
+    let plan = resolve(&host.machine)?;
+    let ctx = context(&host);
+    Ok((host, plan, ctx))
+}
+
 /// The records' context (provenance and machine warnings) for `host`.
 pub fn context(host: &Host) -> numalab_bench::experiment::Context {
     numalab_bench::experiment::Context::of(host)

@@ -1,6 +1,6 @@
 //! `numalab bandwidth`: bandwidth kernels with one or many requestors, bwmp, states.
 
-use crate::common::{check_measurable, context, CliError, CommonArgs};
+use crate::common::{prepare, CliError, CommonArgs};
 use crate::crew_args;
 use clap::Args;
 use numalab_bench::bandwidth::{self, Options, Plan};
@@ -53,13 +53,8 @@ impl BandwidthArgs {
 
 /// Run `numalab bandwidth`.
 pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     let records = if a.dry_run {
         plan.records(&ctx)
     } else {

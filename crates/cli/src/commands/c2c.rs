@@ -1,6 +1,6 @@
 //! `numalab c2c`: the core-to-core matrix (CAS RTT/2 and Modified-line reads).
 
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::c2c::{self, Options, Plan};
 
@@ -47,13 +47,8 @@ impl C2cArgs {
 
 /// Run `numalab c2c`.
 pub fn run(a: C2cArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         let r = plan.record(&ctx);
         return a.common.emit(std::slice::from_ref(&r), || plan.render());

@@ -1,6 +1,6 @@
 //! `numalab intervene`: snbench's three-party intervention placements (Tables 4.15–4.18).
 
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::intervene::{self, Options, Plan};
 
@@ -47,13 +47,8 @@ impl InterveneArgs {
 
 /// Run `numalab intervene`.
 pub fn run(a: InterveneArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         let recs = plan.records(&ctx);
         return a.common.emit(&recs, || plan.render(&ctx));

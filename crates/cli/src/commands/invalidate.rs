@@ -1,6 +1,6 @@
 //! `numalab invalidate`: snbench's sharer-count sweep (Table 4.19).
 
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::invalidate::{self, InvalidatePlan, Options};
 
@@ -47,13 +47,13 @@ impl InvalidateArgs {
 
 /// Run `numalab invalidate`.
 pub fn run(a: InvalidateArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = InvalidatePlan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(
+        &a.common,
+        a.dry_run,
+        || o.check(),
+        |m| InvalidatePlan::resolve(m, &o),
+    )?;
     if a.dry_run {
         let r = plan.record(&ctx);
         return a.common.emit(std::slice::from_ref(&r), || {

@@ -1,7 +1,7 @@
 //! `numalab latency`: back-to-back and restart latency, composite coherence states,
 //! and the memory-hierarchy sweep.
 
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use crate::crew_args;
 use clap::Args;
 use numalab_bench::latency::{self, Options, Plan, DEFAULT_MAX_LOADS};
@@ -96,13 +96,8 @@ impl LatencyArgs {
 
 /// Run `numalab latency`.
 pub fn run(a: LatencyArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         let recs = plan.records(&host.machine, &ctx);
         return a.common.emit(&recs, || {

@@ -1,6 +1,6 @@
 //! `numalab loaded-latency`: chase latency while other threads inject traffic.
 
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::loaded::{self, Options, Plan};
 
@@ -56,13 +56,8 @@ impl LoadedArgs {
 
 /// Run `numalab loaded-latency`.
 pub fn run(a: LoadedArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         let rec = plan.record(&ctx);
         return a

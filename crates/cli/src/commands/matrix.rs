@@ -1,6 +1,6 @@
 //! `numalab matrix latency|bandwidth`: every initiator domain × memory node.
 
-use crate::common::{check_measurable, context, CliError, CommonArgs};
+use crate::common::{prepare, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::matrix::{self, Options, Plan};
 
@@ -39,13 +39,8 @@ impl MatrixArgs {
 
 /// Run `numalab matrix`.
 pub fn run(a: MatrixArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     let records = if a.dry_run {
         plan.records(&ctx)
     } else {

@@ -1,6 +1,6 @@
 //! `numalab suite placement`: the KSR1 thread-placement study (seed 000).
 
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_suites::placement::{self, Options, Plan};
 
@@ -73,14 +73,9 @@ pub struct PlacementArgs {
 }
 
 fn run_placement(a: PlacementArgs) -> Result<(), CliError> {
-    a.common.validate()?;
     let o = a.options();
-    o.check()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     let m = &host.machine;
-    let plan = Plan::resolve(m, &o)?;
-    let ctx = context(&host);
     let head = placement::head(m, &plan, &o);
     if a.dry_run {
         let recs = placement::plan_records(&plan, &o, &ctx);
