@@ -302,9 +302,15 @@ fn one_line_usage_error(args: &[&str], needle: &str) {
 fn sizes_of_zero_or_beyond_memory_are_one_line_errors_in_every_mpi_command() {
     for (args, needle) in [
         (&["mpi", "bandwidth", "--sizes", "0"][..], "'0'"),
-        (&["mpi", "bandwidth", "--sizes", "1T"][..], "available"),
+        (
+            &["mpi", "bandwidth", "--sizes", "1T"][..],
+            "--sizes item '1 TiB'",
+        ),
         (&["mpi", "matrix", "--size", "0"][..], "'0'"),
-        (&["mpi", "matrix", "--size", "1T"][..], "available"),
+        (
+            &["mpi", "matrix", "--size", "1T"][..],
+            "--size item '1 TiB'",
+        ),
         (
             &["suite", "collectives", "--mpi", "--sizes", "0"][..],
             "'0'",

@@ -38,7 +38,7 @@ pub struct Plan {
 impl Plan {
     /// Resolve for a job of `ranks` ranks.
     pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
-        check_sizes(&[o.size], ranks, 2)?;
+        check_sizes("--size", &[o.size], ranks, 2)?;
         if o.iterations == 0 {
             return Err(crate::Error::Usage(
                 "invalid --iterations '0': at least 1".into(),

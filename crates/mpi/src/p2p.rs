@@ -117,17 +117,18 @@ pub struct Plan {
     pub steps: Vec<Step>,
 }
 
-/// Check sizes: none 0, none beyond what memory holds for every rank's buffers.
-pub fn check_sizes(sizes: &[u64], ranks: usize, buffers_per_rank: u64) -> Result<()> {
+/// Check sizes: none 0, none beyond what memory holds for every rank's buffers;
+/// errors name `flag` (`--sizes`, or `--size` for a command that takes one).
+pub fn check_sizes(flag: &str, sizes: &[u64], ranks: usize, buffers_per_rank: u64) -> Result<()> {
     if sizes.is_empty() {
-        return Err(Error::Usage(
-            "invalid --sizes '': give at least one size".into(),
-        ));
+        return Err(Error::Usage(format!(
+            "invalid {flag} '': give at least one size"
+        )));
     }
     if sizes.contains(&0) {
-        return Err(Error::Usage(
-            "invalid --sizes item '0': sizes are at least 1 byte".into(),
-        ));
+        return Err(Error::Usage(format!(
+            "invalid {flag} item '0': sizes are at least 1 byte"
+        )));
     }
     if let Some((_, avail)) = numalab_topo::sysfs::system_memory() {
         let max = sizes.iter().max().copied().unwrap_or(0);
@@ -136,7 +137,8 @@ pub fn check_sizes(sizes: &[u64], ranks: usize, buffers_per_rank: u64) -> Result
             .saturating_mul(ranks as u64);
         if need > avail / 2 {
             return Err(Error::Usage(format!(
-                "invalid --sizes item '{max}': {ranks} ranks would need {} of buffers, more than half of the {} available",
+                "invalid {flag} item '{}': {ranks} ranks would need {} of buffers, more than half of the {} available",
+                numalab_topo::fmt_bytes(max),
                 numalab_topo::fmt_bytes(need),
                 numalab_topo::fmt_bytes(avail)
             )));
@@ -144,7 +146,8 @@ pub fn check_sizes(sizes: &[u64], ranks: usize, buffers_per_rank: u64) -> Result
     }
     if let Some(s) = sizes.iter().find(|&&s| s > i32::MAX as u64) {
         return Err(Error::Usage(format!(
-            "invalid --sizes item '{s}': one MPI message holds at most 2147483647 bytes"
+            "invalid {flag} item '{}': one MPI message holds at most 2147483647 bytes (2 GiB - 1)",
+            numalab_topo::fmt_bytes(*s)
         )));
     }
     Ok(())
@@ -166,7 +169,7 @@ impl Plan {
     pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
         check_pair(o.pair, ranks)?;
         let stream = o.ops.contains(&Op::Stream);
-        check_sizes(&o.sizes, ranks, if stream { 2 } else { 3 })?;
+        check_sizes("--sizes", &o.sizes, ranks, if stream { 2 } else { 3 })?;
         let method = Method {
             data: o.data,
             batch: o.batch,

@@ -129,7 +129,7 @@ impl Plan {
     /// Resolve for a job of `ranks` ranks.
     pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
         // Each rank's window holds 2P + 1 blocks, and MPI's own gathers receive P more.
-        numalab_mpi::p2p::check_sizes(&o.sizes, ranks, 3 * ranks as u64 + 1)?;
+        numalab_mpi::p2p::check_sizes("--sizes", &o.sizes, ranks, 3 * ranks as u64 + 1)?;
         let ps = match &o.ranks {
             Some(v) => {
                 if let Some(bad) = v.iter().find(|&&p| p < 2 || p > ranks) {
