@@ -121,13 +121,46 @@ fn sweep(records: &[Record], kind: &str, metric: &str, unit: &str) -> Option<Str
     Some(format!("<h3>{metric}</h3>") + &figure(chart, html_table(&head, &rows)))
 }
 
-/// The rank × rank heatmap, and its cells grouped by relation.
+/// The order to show `n` ranks in (rank numbers) and the boundaries between hosts,
+/// packages, nodes and L3 domains in that order, from the ranks' placement records:
+/// neighbours in the heatmap are neighbours in the machine whatever `--rank-cpus`
+/// placed where. Ranks without a placement record keep their order, after the others.
+pub fn rank_order(records: &[Record], n: usize) -> (Vec<usize>, Vec<plot::Boundary>) {
+    let placed: Vec<RankPlacement> = of(records, "mpi-rank")
+        .filter_map(|r| r.data_as::<RankPlacement>().ok())
+        .collect();
+    let at = |r: usize| placed.iter().find(|p| p.rank == r);
+    let key = |r: usize| at(r).map(|p| (p.host.clone(), p.package, p.node, p.l3, p.core, p.cpu));
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&r| (key(r).is_none(), key(r), r));
+    let mut bounds = Vec::new();
+    for (k, w) in order.windows(2).enumerate() {
+        let (Some(a), Some(b)) = (at(w[0]), at(w[1])) else {
+            continue;
+        };
+        let kind = if a.host != b.host {
+            "host"
+        } else if a.package != b.package {
+            "package"
+        } else if a.node != b.node {
+            "node"
+        } else if a.l3 != b.l3 {
+            "l3"
+        } else {
+            continue;
+        };
+        bounds.push(plot::Boundary { after: k, kind });
+    }
+    (order, bounds)
+}
+
+/// The rank × rank heatmap in machine order, and its cells grouped by relation.
 fn matrix(records: &[Record]) -> Option<String> {
     let r = of(records, "mpi-matrix").last()?;
     let d: MatrixData = r.data_as().ok()?;
-    let labels: Vec<String> = (0..d.latency_ns.len())
-        .map(|k| format!("rank {k}"))
-        .collect();
+    let (order, bounds) = rank_order(records, d.latency_ns.len());
+    let labels: Vec<String> = order.iter().map(|k| format!("rank {k}")).collect();
+    let cells = plot::permute(&d.latency_ns, &order);
     let title = format!(
         "one-way latency of {} B ping-pong (ns)",
         r.parameters["size"]
@@ -156,8 +189,8 @@ fn matrix(records: &[Record]) -> Option<String> {
     Some(
         format!("<h3>rank × rank matrix ({})</h3>", d.statistic)
             + &figure(
-                plot::heatmap(&title, &labels, &labels, &d.latency_ns),
-                grid_table(&labels, &labels, &d.latency_ns),
+                plot::heatmap_domains(&title, &labels, &labels, &cells, &bounds),
+                grid_table(&labels, &labels, &cells),
             )
             + &figure(
                 by_relation,
@@ -197,4 +230,52 @@ pub const RANK_HEADER: [&str; 8] = [
 fn ranks(records: &[Record]) -> Option<String> {
     let rows = rank_rows(records);
     (!rows.is_empty()).then(|| "<h3>ranks</h3>".to_string() + &html_table(&RANK_HEADER, &rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::Provenance;
+
+    fn placed(rank: usize, host: &str, cpu: u32, l3: u32) -> Record {
+        let mut r = Record::new(
+            "mpi-rank",
+            "rank",
+            Provenance::collect("test", "synthetic"),
+            serde_json::json!({ "rank": rank }),
+        );
+        r.set_data(&RankPlacement {
+            rank,
+            host: host.into(),
+            local_rank: 0,
+            cpu,
+            core: cpu,
+            l3: Some(l3),
+            node: Some(0),
+            package: Some(0),
+            observed_cpu: Some(cpu),
+            verified: true,
+            shares_cpu: false,
+        });
+        r
+    }
+
+    #[test]
+    fn ranks_are_shown_host_by_host_and_domain_by_domain() {
+        // Scattered: rank 1 on another host, rank 2 beside rank 0 in another L3, rank 3
+        // without a placement record.
+        let recs = vec![
+            placed(0, "a", 0, 0),
+            placed(1, "b", 0, 0),
+            placed(2, "a", 8, 1),
+        ];
+        let (order, bounds) = rank_order(&recs, 4);
+        assert_eq!(order, [0, 2, 1, 3]);
+        let b: Vec<(usize, &str)> = bounds.iter().map(|b| (b.after, b.kind)).collect();
+        assert_eq!(b, [(0, "l3"), (1, "host")]);
+        // No placement records: rank order, no boundaries.
+        let (order, bounds) = rank_order(&[], 3);
+        assert_eq!(order, [0, 1, 2]);
+        assert!(bounds.is_empty());
+    }
 }

@@ -55,19 +55,6 @@ pub fn topology_order(cpus: &[u32], pus: &[Pu]) -> (Vec<usize>, Vec<Boundary>) {
     (idx, bounds)
 }
 
-/// `m` with its rows and columns in `order`.
-pub fn permute(m: &[Vec<Option<f64>>], order: &[usize]) -> Vec<Vec<Option<f64>>> {
-    order
-        .iter()
-        .map(|&i| {
-            order
-                .iter()
-                .map(|&j| m.get(i).and_then(|r| r.get(j)).copied().flatten())
-                .collect()
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,7 +109,7 @@ mod tests {
         );
         let m = vec![vec![Some(1.0), Some(2.0)], vec![Some(3.0), None]];
         assert_eq!(
-            permute(&m, &[1, 0]),
+            numalab_results::plot::permute(&m, &[1, 0]),
             vec![vec![None, Some(3.0)], vec![Some(2.0), Some(1.0)]]
         );
         let (same, none) = topology_order(&[3, 1], &[]);

@@ -61,7 +61,7 @@ impl Presenter for C2cPresenter {
             if m.iter().flatten().all(|v| v.is_none()) {
                 continue;
             }
-            let m = super::order::permute(m, &order);
+            let m = plot::permute(m, &order);
             let chart = plot::heatmap_domains(title, &cpus, &cpus, &m, &bounds);
             out.push_str(&format!("<h3>{title}</h3>"));
             out.push_str(&figure(chart, grid_table(&cpus, &cpus, &m)));

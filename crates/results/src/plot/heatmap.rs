@@ -10,16 +10,31 @@ use std::fmt::Write;
 pub struct Boundary {
     /// The last index before the boundary.
     pub after: usize,
-    /// Which domain ends there: "l3", "node" or "package" (the widest that changes).
+    /// Which domain ends there: "l3", "node", "package" or "host" (the widest that changes).
     pub kind: &'static str,
 }
 
 fn stroke(kind: &str) -> (&'static str, f64) {
     match kind {
+        "host" => ("black", 4.0),
         "package" => ("black", 3.0),
         "node" => ("rgb(40,40,160)", 2.0),
         _ => ("rgb(90,90,90)", 1.2),
     }
+}
+
+/// `m` with its rows and columns in `order` (indices into `m`), for a heatmap whose
+/// neighbours should be neighbours in the machine.
+pub fn permute(m: &[Vec<Option<f64>>], order: &[usize]) -> Vec<Vec<Option<f64>>> {
+    order
+        .iter()
+        .map(|&i| {
+            order
+                .iter()
+                .map(|&j| m.get(i).and_then(|r| r.get(j)).copied().flatten())
+                .collect()
+        })
+        .collect()
 }
 
 /// Draw a heatmap (rows × columns, None cells left blank) with domain boundaries drawn
