@@ -7,6 +7,7 @@ use crate::place::RankPlacement;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, grid_table, html_table, num};
+use numalab_results::summary::{self, stat_figure, Card, Figure, Spread};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -57,6 +58,49 @@ impl Presenter for MpiPresenter {
         out.push_str(&ranks(records).unwrap_or_default());
         (!out.is_empty()).then_some(out)
     }
+    fn cards(&self, records: &[Record]) -> Vec<Card> {
+        matrix_cards(records)
+    }
+}
+
+/// Summary cards of the rank matrix: one per relation (nearest first), its median
+/// one-way latency with the range over its pairs, or over one pair's passes.
+pub fn matrix_cards(records: &[Record]) -> Vec<Card> {
+    let Some(r) = of(records, "mpi-matrix").last() else {
+        return Vec::new();
+    };
+    let Ok(d) = r.data_as::<MatrixData>() else {
+        return Vec::new();
+    };
+    let size = r.parameters["size"].as_u64().unwrap_or(0);
+    let label = format!("{size} B one way");
+    d.groups
+        .iter()
+        .filter_map(|g| {
+            let fig = if g.pairs > 1 {
+                Figure::new(&label, g.median_ns, "ns", 1, "mpi").with(Some(Spread {
+                    lo: g.min_ns,
+                    hi: g.max_ns,
+                    what: format!("range over {} pairs", g.pairs),
+                }))
+            } else {
+                let pair = of(records, "mpi-matrix-pair")
+                    .find(|p| p.parameters["relation"] == g.relation.as_str())?;
+                stat_figure(pair, "latency", &label, "ns", 1, "mpi", "passes")?
+            };
+            let mut c = Card::one(
+                summary::Group::Cores,
+                &format!("MPI ranks, {}", g.relation),
+                fig,
+            );
+            c.detail = Some(format!(
+                "{} pair{} of ranks",
+                g.pairs,
+                if g.pairs == 1 { "" } else { "s" }
+            ));
+            Some(c)
+        })
+        .collect()
 }
 
 fn median(r: &Record, metric: &str) -> Option<f64> {
@@ -277,5 +321,72 @@ mod tests {
         let (order, bounds) = rank_order(&[], 3);
         assert_eq!(order, [0, 1, 2]);
         assert!(bounds.is_empty());
+    }
+
+    #[test]
+    fn the_matrix_gives_one_card_per_relation_and_a_sentence() {
+        let prov = || Provenance::collect("test", "synthetic");
+        let mut m = Record::new(
+            "mpi-matrix",
+            "matrix",
+            prov(),
+            serde_json::json!({"size": 8}),
+        );
+        let g = |relation: &str, pairs, min_ns, median_ns, max_ns| Group {
+            relation: relation.into(),
+            pairs,
+            min_ns,
+            median_ns,
+            max_ns,
+        };
+        m.set_data(&MatrixData {
+            latency_ns: Vec::new(),
+            relations: Vec::new(),
+            groups: vec![
+                g("same L3", 1, 150.0, 150.0, 150.0),
+                g("other package", 3, 300.0, 320.0, 400.0),
+            ],
+            statistic: "median".into(),
+        });
+        let mut pair = Record::new(
+            "mpi-matrix-pair",
+            "rank 0↔1",
+            prov(),
+            serde_json::json!({"relation": "same L3"}),
+        );
+        pair.add_samples("latency", "ns", &[140.0, 150.0, 160.0]);
+        let cards = matrix_cards(&[pair, m]);
+        let t: Vec<(&str, f64, String)> = cards
+            .iter()
+            .map(|c| {
+                let f = &c.figures[0];
+                (
+                    c.title.as_str(),
+                    f.value,
+                    f.spread.as_ref().unwrap().what.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            t,
+            [
+                (
+                    "MPI ranks, same L3",
+                    150.0,
+                    "p5–p95 of 3 passes".to_string()
+                ),
+                (
+                    "MPI ranks, other package",
+                    320.0,
+                    "range over 3 pairs".into()
+                ),
+            ]
+        );
+        assert!(
+            summary::describe(&cards)
+                .contains("An MPI message of 8 B takes 150 ns one way between ranks (same L3)."),
+            "{}",
+            summary::describe(&cards)
+        );
     }
 }

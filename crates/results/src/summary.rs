@@ -325,6 +325,24 @@ pub fn describe(cards: &[Card]) -> String {
         line.push('.');
         s.push(line);
     }
+    // The nearest relation's rank-to-rank message (cards come nearest first).
+    if let Some((c, f)) = cards
+        .iter()
+        .filter(|c| c.group == Group::Cores)
+        .find_map(|c| {
+            Some((
+                c,
+                c.figures.iter().find(|f| f.label.ends_with("B one way"))?,
+            ))
+        })
+    {
+        let size = f.label.trim_end_matches(" one way");
+        let rel = c.title.trim_start_matches("MPI ranks, ");
+        s.push(format!(
+            "An MPI message of {size} takes {} one way between ranks ({rel}).",
+            ns(f.value)
+        ));
+    }
     s.extend(
         cards
             .iter()
