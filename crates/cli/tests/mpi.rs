@@ -67,6 +67,34 @@ fn four_ranks_on_two_cpus_are_oversubscribed_and_say_so() {
 }
 
 #[test]
+fn a_hostfile_places_the_ranks_on_its_hosts() {
+    // This machine under its own name: the path a cluster's hostfile takes, one host.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    let dir = std::env::temp_dir().join(format!("numalab-hosts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hosts");
+    std::fs::write(&file, format!("{host} slots=2\n")).unwrap();
+    let v = ok_json(&[
+        "mpi",
+        "ranks",
+        "--ranks",
+        "2",
+        "--hostfile",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    for rec in recs {
+        assert_eq!(rec["data"]["host"], host.as_str(), "{rec}");
+        assert_eq!(rec["data"]["verified"], true, "{rec}");
+    }
+}
+
+#[test]
 fn the_dry_run_shows_the_plan_without_starting_ranks() {
     let out = mpi_run(&["mpi", "ranks", "--ranks", "3", "--dry-run"], &[]);
     assert!(out.status.success());
