@@ -212,6 +212,47 @@ pub fn line_chart(c: &LineChart) -> Option<String> {
     }))
 }
 
+type BarChart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The frame bar charts share: caption, one slot per bar from 0 to `top`, each bar's
+/// label under its middle, no vertical grid; `label_size` sets the labels' font size.
+fn bar_frame<'a, 'b>(
+    root: &'a Area<'b>,
+    (title, caption): (&str, u32),
+    y_label: &str,
+    labels: &[&str],
+    top: f64,
+    label_size: Option<u32>,
+) -> Result<BarChart<'a, 'b>, Box<dyn std::error::Error>> {
+    let n = labels.len();
+    let mut ch = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", caption))
+        .margin(12)
+        .x_label_area_size(if label_size.is_some() { 60 } else { 50 })
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..n as f64, 0.0..top)?;
+    // Only the tick at a slot's middle is labelled.
+    let label = |x: &f64| {
+        let i = x.floor() as usize;
+        if (x - i as f64 - 0.5).abs() < 1e-6 {
+            labels.get(i).map(|l| l.to_string()).unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let mut mesh = ch.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(n * 2 + 1)
+        .x_label_formatter(&label)
+        .y_desc(y_label);
+    if let Some(size) = label_size {
+        mesh.x_label_style(("sans-serif", size));
+    }
+    mesh.draw()?;
+    Ok(ch)
+}
+
 /// Draw a bar chart of labelled values; None when fewer than two are finite (a single
 /// bar compares nothing: its table says it).
 pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64)]) -> Option<String> {
@@ -220,28 +261,9 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64)]) -> Option<S
         return None;
     }
     let top = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1e-9) * 1.15;
-    let n = bars.len();
+    let labels: Vec<&str> = bars.iter().map(|b| b.0.as_str()).collect();
     Some(render(W, H, |root| {
-        let mut ch = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(50)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n as f64, 0.0..top)?;
-        let label = |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - i as f64 - 0.5).abs() < 1e-6 {
-                bars.get(i).map(|b| b.0.clone()).unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        ch.configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&label)
-            .y_desc(y_label)
-            .draw()?;
+        let mut ch = bar_frame(root, (title, 18), y_label, &labels, top, None)?;
         ch.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
             Rectangle::new(
                 [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, *v)],
@@ -277,28 +299,9 @@ pub fn stacked_bars(
     let top = top * 1.45;
     let n = bars.len();
     let w = (W as usize).max(90 + 34 * n) as u32;
+    let labels: Vec<&str> = bars.iter().map(|b| b.0.as_str()).collect();
     Some(render(w, H, |root| {
-        let mut ch = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(60)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n as f64, 0.0..top)?;
-        let label = |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - i as f64 - 0.5).abs() < 1e-6 {
-                bars.get(i).map(|b| b.0.clone()).unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        ch.configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&label)
-            .x_label_style(("sans-serif", 11))
-            .y_desc(y_label)
-            .draw()?;
+        let mut ch = bar_frame(root, (title, 16), y_label, &labels, top, Some(11))?;
         for (k, part) in parts.iter().enumerate() {
             let col = color(k);
             let rects: Vec<_> = bars
