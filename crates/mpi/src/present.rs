@@ -177,24 +177,18 @@ pub fn rank_order(records: &[Record], n: usize) -> (Vec<usize>, Vec<plot::Bounda
     let key = |r: usize| at(r).map(|p| (p.host.clone(), p.package, p.node, p.l3, p.core, p.cpu));
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&r| (key(r).is_none(), key(r), r));
-    let mut bounds = Vec::new();
-    for (k, w) in order.windows(2).enumerate() {
-        let (Some(a), Some(b)) = (at(w[0]), at(w[1])) else {
-            continue;
-        };
-        let kind = if a.host != b.host {
-            "host"
-        } else if a.package != b.package {
-            "package"
-        } else if a.node != b.node {
-            "node"
-        } else if a.l3 != b.l3 {
-            "l3"
-        } else {
-            continue;
-        };
-        bounds.push(plot::Boundary { after: k, kind });
-    }
+    // The host compared as a string beside the numbered domains.
+    let bounds = plot::boundaries(&order, |r| {
+        at(r).map(|p| {
+            let n = |x: Option<u32>| x.map(|v| v.to_string());
+            vec![
+                ("host", Some(p.host.clone())),
+                ("package", n(p.package)),
+                ("node", n(p.node)),
+                ("l3", n(p.l3)),
+            ]
+        })
+    });
     (order, bounds)
 }
 

@@ -2,7 +2,7 @@
 //! between domains, for CPU × CPU heatmaps: neighbours in the matrix are neighbours in
 //! the machine, so its blocks are the machine's domains.
 
-use numalab_results::plot::Boundary;
+use numalab_results::plot::{boundaries, Boundary};
 use numalab_results::Record;
 use numalab_topo::Pu;
 
@@ -36,22 +36,9 @@ pub fn topology_order(cpus: &[u32], pus: &[Pu]) -> (Vec<usize>, Vec<Boundary>) {
     let mut idx: Vec<usize> = (0..cpus.len()).collect();
     // None sorts first; unknown CPUs go last, so compare (is unknown, key).
     idx.sort_by_key(|&i| (key(i).is_none(), key(i), i));
-    let mut bounds = Vec::new();
-    for (k, w) in idx.windows(2).enumerate() {
-        let (Some(a), Some(b)) = (of(cpus[w[0]]), of(cpus[w[1]])) else {
-            continue;
-        };
-        let kind = if a.package != b.package {
-            "package"
-        } else if a.node != b.node {
-            "node"
-        } else if a.l3 != b.l3 {
-            "l3"
-        } else {
-            continue;
-        };
-        bounds.push(Boundary { after: k, kind });
-    }
+    let bounds = boundaries(&idx, |i| {
+        of(cpus[i]).map(|p| vec![("package", p.package), ("node", p.node), ("l3", p.l3)])
+    });
     (idx, bounds)
 }
 

@@ -23,6 +23,24 @@ fn stroke(kind: &str) -> (&'static str, f64) {
     }
 }
 
+/// The boundaries between neighbours in `order`: after each position where two
+/// neighbours' domains differ, the widest domain that changes. `domains(i)` lists item
+/// i's domains widest first as (kind, id); an item without them draws no boundary.
+pub fn boundaries<K: PartialEq>(
+    order: &[usize],
+    domains: impl Fn(usize) -> Option<Vec<(&'static str, K)>>,
+) -> Vec<Boundary> {
+    order
+        .windows(2)
+        .enumerate()
+        .filter_map(|(k, w)| {
+            let (a, b) = (domains(w[0])?, domains(w[1])?);
+            let kind = a.iter().zip(&b).find(|(x, y)| x.1 != y.1)?.0 .0;
+            Some(Boundary { after: k, kind })
+        })
+        .collect()
+}
+
 /// `m` with its rows and columns in `order` (indices into `m`), for a heatmap whose
 /// neighbours should be neighbours in the machine.
 pub fn permute(m: &[Vec<Option<f64>>], order: &[usize]) -> Vec<Vec<Option<f64>>> {

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 mod heatmap;
 mod loglog;
-pub use heatmap::{heatmap_domains, permute, Boundary};
+pub use heatmap::{boundaries, heatmap_domains, permute, Boundary};
 pub use loglog::{binary_ticks, decade_ticks, loglog_marked, Flag, Marks, Segment};
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
