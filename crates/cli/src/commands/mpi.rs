@@ -172,7 +172,7 @@ fn parse_pair(s: &str) -> Result<(usize, usize), CliError> {
     ))
 }
 
-fn progress(what: &'static str) -> impl FnMut(usize, usize) {
+pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     move |i, n| {
         if tty {
@@ -208,22 +208,55 @@ fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
     let host = a.common.host()?;
     let (req, wopts) = a.job.request(&host, 2)?;
     let plan = p2p::Plan::resolve(req.ranks, &opts)?;
-    if a.dry_run {
-        print!("{}", plan.text());
-        return Ok(());
+    let (metric, unit) = if bandwidth {
+        ("bandwidth", "GB/s")
+    } else {
+        ("latency", "ns")
+    };
+    let job = Job {
+        host: &host,
+        req: &req,
+        opts: &wopts,
+    };
+    job.run(
+        &a.common,
+        a.dry_run.then(|| plan.text()),
+        |world| p2p::measure(world, &host, &plan, progress("mpi")),
+        |recs| text::sweep(recs, metric, unit),
+    )
+}
+
+/// A job the ranks of an `mpi` command or an MPI suite form.
+pub struct Job<'a> {
+    /// This machine.
+    pub host: &'a Host,
+    /// What to launch.
+    pub req: &'a LaunchRequest,
+    /// How each rank starts MPI.
+    pub opts: &'a WorldOptions,
+}
+
+impl Job<'_> {
+    /// Print the plan (`dry`, for --dry-run), or start the ranks, measure on every one
+    /// (a failure ends the job with the rank named) and emit rank 0's records.
+    pub fn run(
+        &self,
+        common: &CommonArgs,
+        dry: Option<String>,
+        measure: impl FnOnce(&World) -> numalab_mpi::Result<Option<Vec<Record>>>,
+        render: impl Fn(&[Record]) -> String,
+    ) -> Result<(), CliError> {
+        if let Some(plan) = dry {
+            print!("{plan}");
+            return Ok(());
+        }
+        let world = start(self.host, self.req, self.opts)?;
+        let recs = measure(&world).unwrap_or_else(|e| fail(Some(&world), &e));
+        if let Some(recs) = recs {
+            common.emit(&recs, || render(&recs))?;
+        }
+        Ok(())
     }
-    let world = start(&host, &req, &wopts)?;
-    let recs = p2p::measure(&world, &host, &plan, progress("mpi"))
-        .unwrap_or_else(|e| fail(Some(&world), &e));
-    if let Some(recs) = recs {
-        let (metric, unit) = if bandwidth {
-            ("bandwidth", "GB/s")
-        } else {
-            ("latency", "ns")
-        };
-        a.common.emit(&recs, || text::sweep(&recs, metric, unit))?;
-    }
-    Ok(())
 }
 
 fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
@@ -238,17 +271,17 @@ fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
     let host = a.common.host()?;
     let (req, wopts) = a.job.request(&host, 2)?;
     let plan = matrix::Plan::resolve(req.ranks, &opts)?;
-    if a.dry_run {
-        print!("{}", plan.text());
-        return Ok(());
-    }
-    let world = start(&host, &req, &wopts)?;
-    let recs = matrix::measure(&world, &host, &plan, progress("mpi matrix"))
-        .unwrap_or_else(|e| fail(Some(&world), &e));
-    if let Some(recs) = recs {
-        a.common.emit(&recs, || text::matrix(&recs))?;
-    }
-    Ok(())
+    let job = Job {
+        host: &host,
+        req: &req,
+        opts: &wopts,
+    };
+    job.run(
+        &a.common,
+        a.dry_run.then(|| plan.text()),
+        |world| matrix::measure(world, &host, &plan, progress("mpi matrix")),
+        text::matrix,
+    )
 }
 
 /// Arguments of `numalab mpi ranks`.

@@ -1,10 +1,9 @@
 //! `numalab suite collectives --mpi` (and `suite earth --mpi`): the seed suites
 //! between MPI ranks. The suites' own commands parse their flags and hand over here.
 
-use super::mpi::{start, JobArgs};
+use super::mpi::{progress, Job, JobArgs};
 use crate::common::{bad, check_measurable, CliError, CommonArgs};
 use clap::Args;
-use numalab_mpi::world::fail;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::Record;
@@ -67,32 +66,24 @@ pub fn collectives(m: &MpiSuiteArgs, c: CollectivesInput) -> Result<(), CliError
             "invalid --only: no collective of the MPI suite matches",
         ));
     }
-    if c.dry_run {
-        print!("{}", plan.text());
-        return Ok(());
-    }
-    let world = start(&host, &req, &wopts)?;
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let recs = collectives_mpi::measure(&world, &host, &plan, |i, n| {
-        if tty {
-            eprint!("\rcollectives --mpi: {}/{n}   ", i + 1);
-        }
-    })
-    .unwrap_or_else(|e| fail(Some(&world), &e));
-    if tty && world.is_root() {
-        eprintln!();
-    }
-    if let Some(recs) = recs {
-        let osu = c.osu;
-        c.common.emit(&recs, || {
+    let osu = c.osu;
+    let job = Job {
+        host: &host,
+        req: &req,
+        opts: &wopts,
+    };
+    job.run(
+        c.common,
+        c.dry_run.then(|| plan.text()),
+        |world| collectives_mpi::measure(world, &host, &plan, progress("collectives --mpi")),
+        |recs| {
             if osu {
-                osu_text(&recs)
+                osu_text(recs)
             } else {
-                collectives_text(&recs)
+                collectives_text(recs)
             }
-        })?;
-    }
-    Ok(())
+        },
+    )
 }
 
 fn median_us(r: &Record) -> Option<f64> {
@@ -301,25 +292,17 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
         multipliers: e.multipliers,
     };
     let plan = earth_mpi::Plan::resolve(req.ranks, &opts)?;
-    if e.dry_run {
-        print!("{}", plan.text());
-        return Ok(());
-    }
-    let world = start(&host, &req, &wopts)?;
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let recs = earth_mpi::measure(&world, &host, &plan, |i, n| {
-        if tty {
-            eprint!("\rearth --mpi: {}/{n}   ", i + 1);
-        }
-    })
-    .unwrap_or_else(|err| fail(Some(&world), &err));
-    if tty && world.is_root() {
-        eprintln!();
-    }
-    if let Some(recs) = recs {
-        e.common.emit(&recs, || earth_text(&recs))?;
-    }
-    Ok(())
+    let job = Job {
+        host: &host,
+        req: &req,
+        opts: &wopts,
+    };
+    job.run(
+        e.common,
+        e.dry_run.then(|| plan.text()),
+        |world| earth_mpi::measure(world, &host, &plan, progress("earth --mpi")),
+        earth_text,
+    )
 }
 
 fn earth_text(recs: &[Record]) -> String {
