@@ -213,50 +213,37 @@ fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
     } else {
         ("latency", "ns")
     };
-    let job = Job {
-        host: &host,
-        req: &req,
-        opts: &wopts,
-    };
-    job.run(
+    run_job(
         &a.common,
+        &host,
+        (&req, &wopts),
         a.dry_run.then(|| plan.text()),
         |world| p2p::measure(world, &host, &plan, progress("mpi")),
         |recs| text::sweep(recs, metric, unit),
     )
 }
 
-/// A job the ranks of an `mpi` command or an MPI suite form.
-pub struct Job<'a> {
-    /// This machine.
-    pub host: &'a Host,
-    /// What to launch.
-    pub req: &'a LaunchRequest,
-    /// How each rank starts MPI.
-    pub opts: &'a WorldOptions,
-}
-
-impl Job<'_> {
-    /// Print the plan (`dry`, for --dry-run), or start the ranks, measure on every one
-    /// (a failure ends the job with the rank named) and emit rank 0's records.
-    pub fn run(
-        &self,
-        common: &CommonArgs,
-        dry: Option<String>,
-        measure: impl FnOnce(&World) -> numalab_mpi::Result<Option<Vec<Record>>>,
-        render: impl Fn(&[Record]) -> String,
-    ) -> Result<(), CliError> {
-        if let Some(plan) = dry {
-            print!("{plan}");
-            return Ok(());
-        }
-        let world = start(self.host, self.req, self.opts)?;
-        let recs = measure(&world).unwrap_or_else(|e| fail(Some(&world), &e));
-        if let Some(recs) = recs {
-            common.emit(&recs, || render(&recs))?;
-        }
-        Ok(())
+/// The tail every `mpi` command and MPI suite shares once its plan is resolved: print
+/// the plan (`dry`, for --dry-run), or start the job's ranks, measure on every one (a
+/// failure ends the job with the rank named) and emit rank 0's records.
+pub fn run_job(
+    common: &CommonArgs,
+    host: &Host,
+    (req, opts): (&LaunchRequest, &WorldOptions),
+    dry: Option<String>,
+    measure: impl FnOnce(&World) -> numalab_mpi::Result<Option<Vec<Record>>>,
+    render: impl Fn(&[Record]) -> String,
+) -> Result<(), CliError> {
+    if let Some(plan) = dry {
+        print!("{plan}");
+        return Ok(());
     }
+    let world = start(host, req, opts)?;
+    let recs = measure(&world).unwrap_or_else(|e| fail(Some(&world), &e));
+    if let Some(recs) = recs {
+        common.emit(&recs, || render(&recs))?;
+    }
+    Ok(())
 }
 
 fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
@@ -271,13 +258,10 @@ fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
     let host = a.common.host()?;
     let (req, wopts) = a.job.request(&host, 2)?;
     let plan = matrix::Plan::resolve(req.ranks, &opts)?;
-    let job = Job {
-        host: &host,
-        req: &req,
-        opts: &wopts,
-    };
-    job.run(
+    run_job(
         &a.common,
+        &host,
+        (&req, &wopts),
         a.dry_run.then(|| plan.text()),
         |world| matrix::measure(world, &host, &plan, progress("mpi matrix")),
         text::matrix,

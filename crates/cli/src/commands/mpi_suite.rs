@@ -1,7 +1,7 @@
 //! `numalab suite collectives --mpi` (and `suite earth --mpi`): the seed suites
 //! between MPI ranks. The suites' own commands parse their flags and hand over here.
 
-use super::mpi::{progress, Job, JobArgs};
+use super::mpi::{progress, run_job, JobArgs};
 use crate::common::{bad, check_measurable, CliError, CommonArgs};
 use clap::Args;
 use numalab_results::linfit::LinearFit;
@@ -67,13 +67,10 @@ pub fn collectives(m: &MpiSuiteArgs, c: CollectivesInput) -> Result<(), CliError
         ));
     }
     let osu = c.osu;
-    let job = Job {
-        host: &host,
-        req: &req,
-        opts: &wopts,
-    };
-    job.run(
+    run_job(
         c.common,
+        &host,
+        (&req, &wopts),
         c.dry_run.then(|| plan.text()),
         |world| collectives_mpi::measure(world, &host, &plan, progress("collectives --mpi")),
         |recs| {
@@ -292,13 +289,10 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
         multipliers: e.multipliers,
     };
     let plan = earth_mpi::Plan::resolve(req.ranks, &opts)?;
-    let job = Job {
-        host: &host,
-        req: &req,
-        opts: &wopts,
-    };
-    job.run(
+    run_job(
         e.common,
+        &host,
+        (&req, &wopts),
         e.dry_run.then(|| plan.text()),
         |world| earth_mpi::measure(world, &host, &plan, progress("earth --mpi")),
         earth_text,
