@@ -8,10 +8,9 @@
 use crate::error::{Error, Result};
 use crate::raw::{Requests, Window};
 use corosensei::stack::DefaultStack;
-use corosensei::{Coroutine, CoroutineResult, Yielder};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
-use numalab_probe::loop7::{compute, copy_stride, stacks, Arrays, WINDOW};
+use numalab_probe::loop7::{chunk_compute, compute, copy_stride, stacks, window, Arrays};
 use numalab_probe::Timer;
 
 /// One multiplier's curve: baseline phases and the masked runs, ns per pass.
@@ -125,7 +124,6 @@ fn masked(
 ) -> Result<f64> {
     let n = a.x.len();
     let chunk = chunk.clamp(1, n.max(1));
-    let chunks = n.div_ceil(chunk);
     let (xp, zp, yp, up) = (
         a.x.as_mut_ptr() as usize,
         a.z.as_ptr() as usize,
@@ -136,69 +134,40 @@ fn masked(
     let failed = std::cell::Cell::new(false);
     let fp = &failed as *const std::cell::Cell<bool> as usize;
     let t0 = timer.start();
-    let mut live: Vec<Coroutine<(), (), (), DefaultStack>> = Vec::new();
-    let mut next = 0;
-    while next < chunks || !live.is_empty() {
-        while live.len() < WINDOW && next < chunks {
-            let (lo, hi) = (next * chunk, ((next + 1) * chunk).min(n));
-            let stack = pool.pop().expect("one stack per live coroutine");
-            live.push(Coroutine::with_stack(
-                stack,
-                move |y: &Yielder<(), ()>, ()| {
-                    // SAFETY: the window, arrays and flag outlive every coroutine (all end
-                    // before `masked` returns); chunks write disjoint parts of x and ul, and
-                    // coroutines run one at a time on this thread.
-                    unsafe {
-                        let win = &*(wp as *const Window);
-                        let failed = &*(fp as *const std::cell::Cell<bool>);
-                        let ul =
-                            std::slice::from_raw_parts_mut((up as *mut f64).add(lo), hi - lo + 6);
-                        let bytes = std::slice::from_raw_parts_mut(
-                            ul.as_mut_ptr().cast::<u8>(),
-                            ul.len() * 8,
-                        );
-                        let mut reqs = Requests::with_capacity(m);
-                        for r in 0..m {
-                            // Every copy lands in the same place: the data is the same.
-                            let dst =
-                                std::slice::from_raw_parts_mut(bytes.as_mut_ptr(), bytes.len());
-                            if win
-                                .rget(owner, (r * stride + lo) * 8, dst, &mut reqs)
-                                .is_err()
-                            {
-                                failed.set(true);
-                                return;
-                            }
-                        }
-                        while !reqs.is_empty() {
-                            match reqs.test_first() {
-                                Ok(true) => {}
-                                Ok(false) => y.suspend(()),
-                                Err(_) => {
-                                    failed.set(true);
-                                    return;
-                                }
-                            }
-                        }
-                        let x = std::slice::from_raw_parts_mut(xp as *mut f64, n);
-                        let ulf = std::slice::from_raw_parts(up as *const f64, n + 6);
-                        let z = std::slice::from_raw_parts(zp as *const f64, n);
-                        let yy = std::slice::from_raw_parts(yp as *const f64, n);
-                        compute(x, ulf, z, yy, lo, hi);
-                    }
-                },
-            ));
-            next += 1;
-        }
-        let mut i = 0;
-        while i < live.len() {
-            if let CoroutineResult::Return(()) = live[i].resume(()) {
-                pool.push(live.swap_remove(i).into_stack());
-            } else {
-                i += 1;
+    window(n, chunk, pool, move |lo, hi, y| {
+        // SAFETY: the window, arrays and flag outlive every coroutine (all end before
+        // `masked` returns); chunks write disjoint parts of x and ul, and coroutines run
+        // one at a time on this thread.
+        unsafe {
+            let win = &*(wp as *const Window);
+            let failed = &*(fp as *const std::cell::Cell<bool>);
+            let ul = std::slice::from_raw_parts_mut((up as *mut f64).add(lo), hi - lo + 6);
+            let bytes = std::slice::from_raw_parts_mut(ul.as_mut_ptr().cast::<u8>(), ul.len() * 8);
+            let mut reqs = Requests::with_capacity(m);
+            for r in 0..m {
+                // Every copy lands in the same place: the data is the same.
+                let dst = std::slice::from_raw_parts_mut(bytes.as_mut_ptr(), bytes.len());
+                if win
+                    .rget(owner, (r * stride + lo) * 8, dst, &mut reqs)
+                    .is_err()
+                {
+                    failed.set(true);
+                    return;
+                }
             }
+            while !reqs.is_empty() {
+                match reqs.test_first() {
+                    Ok(true) => {}
+                    Ok(false) => y.suspend(()),
+                    Err(_) => {
+                        failed.set(true);
+                        return;
+                    }
+                }
+            }
+            chunk_compute(n, xp, up, zp, yp, lo, hi);
         }
-    }
+    });
     let t = timer.ns(timer.stop() - t0);
     if failed.get() {
         return Err(Error::System("Loop 7 over MPI: an MPI_Rget failed".into()));

@@ -98,7 +98,7 @@ pub fn stacks() -> Vec<DefaultStack> {
 ///
 /// # Safety
 /// The addresses are live arrays of those lengths; no one else touches x[lo..hi].
-unsafe fn chunk_compute(
+pub unsafe fn chunk_compute(
     n: usize,
     xp: usize,
     up: usize,
@@ -119,7 +119,7 @@ unsafe fn chunk_compute(
 
 /// Run `body(lo, hi, yielder)` as one coroutine per chunk of `0..n`, at most
 /// [`WINDOW`] alive, resumed round-robin; stacks come from and return to `pool`.
-fn window<F>(n: usize, chunk: usize, pool: &mut Vec<DefaultStack>, body: F)
+pub fn window<F>(n: usize, chunk: usize, pool: &mut Vec<DefaultStack>, body: F)
 where
     F: Fn(usize, usize, &Yielder<(), ()>) + Copy + 'static,
 {
