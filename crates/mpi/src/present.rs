@@ -176,7 +176,8 @@ pub fn rank_order(records: &[Record], n: usize) -> (Vec<usize>, Vec<plot::Bounda
     let at = |r: usize| placed.iter().find(|p| p.rank == r);
     let key = |r: usize| at(r).map(|p| (p.host.clone(), p.package, p.node, p.l3, p.core, p.cpu));
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&r| (key(r).is_none(), key(r), r));
+    // Cached: the key clones the host name.
+    order.sort_by_cached_key(|&r| (key(r).is_none(), key(r), r));
     // The host compared as a string beside the numbered domains.
     let bounds = plot::boundaries(&order, |r| {
         at(r).map(|p| {

@@ -190,22 +190,19 @@ fn seed(records: &[Record]) -> Option<String> {
     )
 }
 
-/// One mask record's curve in words, for the text and the HTML table alike: the share
-/// of the baseline's communication hidden at each T; where the masked loop took longer
-/// than the whole baseline (more than 100% "lost"), how many times longer, since a
-/// figure like -52000% says the same thing in a form nobody can read.
+/// One mask record's curve in words, for the text and the HTML table alike
+/// ([`crate::earth::hide::masking_text`] at each T).
 pub fn mask_curve(r: &Record) -> String {
-    let base = med(r, "baseline_comm").zip(med(r, "baseline_comp"));
+    let base = med(r, "baseline_comm")
+        .zip(med(r, "baseline_comp"))
+        .map(|(a, b)| a + b);
     r.data_as::<MaskData>()
         .map(|d| d.points)
         .unwrap_or_default()
         .iter()
-        .map(|p| match (p.masked_pct, p.median_ns, base) {
-            (Some(pct), Some(t), Some((comm, comp))) if pct < -100.0 && comm + comp > 0.0 => {
-                format!("T={}: {:.1}× slower", p.t, t / (comm + comp))
-            }
-            (Some(pct), ..) => format!("T={}: {pct:.0}%", p.t),
-            (None, ..) => format!("T={}: -", p.t),
+        .map(|p| {
+            let text = crate::earth::hide::masking_text(p.masked_pct, p.median_ns, base);
+            format!("T={}: {text}", p.t)
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -43,12 +43,38 @@ impl MaskCurve {
             .collect()
     }
 
+    /// The curve in words at each T ([`masking_text`]).
+    pub fn masked_text(&self) -> Vec<String> {
+        let base = median(&self.comm_ns)
+            .zip(median(&self.comp_ns))
+            .map(|(a, b)| a + b);
+        self.points
+            .iter()
+            .zip(self.masked_pct())
+            .map(|((_, v), (_, pct))| {
+                masking_text(Some(pct).filter(|p| p.is_finite()), median(v), base)
+            })
+            .collect()
+    }
+
     /// The T that hides the most.
     pub fn best(&self) -> Option<(usize, f64)> {
         self.masked_pct()
             .into_iter()
             .filter(|x| x.1.is_finite())
             .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+}
+
+/// One masking figure in words: the share of the baseline's communication hidden
+/// ("35%"), or, where the masked loop took longer than the whole baseline (a loss
+/// beyond -100%), how many times longer ("88.4× slower"), since a figure like -52000%
+/// says the same in a form nobody reads; "-" when not measured.
+pub fn masking_text(pct: Option<f64>, masked_ns: Option<f64>, baseline_ns: Option<f64>) -> String {
+    match (pct, masked_ns, baseline_ns) {
+        (Some(p), Some(t), Some(b)) if p < -100.0 && b > 0.0 => format!("{:.1}× slower", t / b),
+        (Some(p), ..) => format!("{p:.0}%"),
+        (None, ..) => "-".into(),
     }
 }
 
@@ -421,6 +447,25 @@ mod tests {
             interleaved: vec![i, i * 1.01, i * 0.99],
             coroutines: vec![c, c * 1.02, c * 0.98],
         }
+    }
+
+    #[test]
+    fn a_shared_memory_curve_reads_as_share_hidden_or_as_times_slower() {
+        let c = MaskCurve {
+            via: "helper CPU 1".into(),
+            multiplier: 1,
+            comm_ns: vec![100.0; 3],
+            comp_ns: vec![300.0; 3],
+            // 8000 ns: 76× the communication lost; 450: -50%; 350: 50% hidden.
+            points: vec![
+                (1, vec![8000.0; 3]),
+                (16, vec![450.0; 3]),
+                (64, vec![350.0; 3]),
+            ],
+            proof: None,
+        };
+        assert_eq!(c.masked_text(), ["20.0× slower", "-50%", "50%"]);
+        assert_eq!(masking_text(None, None, None), "-");
     }
 
     #[test]
