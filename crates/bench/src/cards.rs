@@ -207,7 +207,7 @@ pub fn matrix(records: &[Record]) -> Vec<Card> {
             ] {
                 let v: Vec<f64> = of(records, kind)
                     .filter(|r| class_of(r).is_some_and(|c| c.0 == title))
-                    .filter_map(|r| numalab_results::report::med(r, metric))
+                    .filter_map(|r| r.median(metric))
                     .collect();
                 if let Some(med) = numalab_results::stats::median(&v) {
                     card.figures.push(
@@ -256,7 +256,7 @@ pub fn invalidate(records: &[Record]) -> Vec<Card> {
 /// Latency under the heaviest injected traffic measured.
 pub fn loaded(records: &[Record]) -> Vec<Card> {
     of(records, "loaded-latency")
-        .filter_map(|r| Some((numalab_results::report::med(r, "injected_bandwidth")?, r)))
+        .filter_map(|r| Some((r.median("injected_bandwidth")?, r)))
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .and_then(|(gbps, r)| {
             let f = stat_figure(r, "latency", "latency", "ns", 1, "loaded", "passes")?;

@@ -154,7 +154,7 @@ pub fn measure(
             r.parameters["from_rank"].as_u64().unwrap_or(0) as usize,
             r.parameters["to_rank"].as_u64().unwrap_or(0) as usize,
         );
-        if let Some(s) = r.stats.iter().find(|s| s.metric == "latency") {
+        if let Some(s) = r.stat("latency") {
             m[a][b] = Some(s.summary.median);
             m[b][a] = Some(s.summary.median);
             cells.push((

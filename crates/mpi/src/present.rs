@@ -104,7 +104,7 @@ pub fn matrix_cards(records: &[Record]) -> Vec<Card> {
 }
 
 fn median(r: &Record, metric: &str) -> Option<f64> {
-    numalab_results::report::med(r, metric)
+    r.median(metric)
 }
 
 /// One chart per kind: a line per operation and rank pair, size against the median.
@@ -124,11 +124,7 @@ fn sweep(records: &[Record], kind: &str, metric: &str, unit: &str) -> Option<Str
             p["relation"].as_str().unwrap_or("?")
         );
         lines.entry(line.clone()).or_default().push((size, v));
-        let p95 = r
-            .stats
-            .iter()
-            .find(|s| s.metric == metric)
-            .map(|s| s.summary.p95);
+        let p95 = r.stat(metric).map(|s| s.summary.p95);
         rows.push(vec![
             line,
             numalab_results::report::bytes(size as u64),

@@ -6,10 +6,7 @@ use numalab_results::Record;
 use std::fmt::Write;
 
 fn stat<'a>(r: &'a Record, metric: &str) -> Option<&'a numalab_results::stats::Summary> {
-    r.stats
-        .iter()
-        .find(|s| s.metric == metric)
-        .map(|s| &s.summary)
+    r.stat(metric).map(|s| &s.summary)
 }
 
 fn warnings(recs: &[Record]) -> String {

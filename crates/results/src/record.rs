@@ -96,6 +96,16 @@ impl Record {
         T::deserialize(v).map_err(|e| err(e.to_string()))
     }
 
+    /// The statistics of `metric`, if this record measured it.
+    pub fn stat(&self, metric: &str) -> Option<&Stat> {
+        self.stats.iter().find(|s| s.metric == metric)
+    }
+
+    /// The median of `metric`, if this record measured it.
+    pub fn median(&self, metric: &str) -> Option<f64> {
+        self.stat(metric).map(|s| s.summary.median)
+    }
+
     /// Add statistics of samples; an empty or non-finite sample set is recorded as unavailable.
     pub fn add_samples(&mut self, metric: &str, unit: &str, samples: &[f64]) {
         match Summary::of(samples) {

@@ -60,14 +60,6 @@ pub fn figure(chart: Option<String>, table: String) -> String {
     }
 }
 
-/// The median of a record's metric.
-pub fn med(r: &Record, metric: &str) -> Option<f64> {
-    r.stats
-        .iter()
-        .find(|s| s.metric == metric)
-        .map(|s| s.summary.median)
-}
-
 /// A number for a table cell.
 pub fn num(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))

@@ -165,7 +165,7 @@ pub fn stat_figure(
     section: &str,
     samples: &str,
 ) -> Option<Figure> {
-    let s = &r.stats.iter().find(|s| s.metric == metric)?.summary;
+    let s = &r.stat(metric)?.summary;
     Some(Figure::new(label, s.median, unit, digits, section).with(Some(Spread::p5_p95(s, samples))))
 }
 

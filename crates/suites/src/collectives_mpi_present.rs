@@ -5,7 +5,7 @@
 use numalab_results::linfit::LinearFit;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::report::{figure, html_table, num};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,7 +34,7 @@ impl Presenter for CollectivesMpiPresenter {
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let runs: Vec<&Record> = of(records, "collective-mpi")
-            .filter(|r| med(r, "time").is_some())
+            .filter(|r| r.median("time").is_some())
             .collect();
         if runs.is_empty() {
             return None;
@@ -70,7 +70,7 @@ fn chart(runs: &[&Record]) -> Option<String> {
         .iter()
         .filter(|r| lines_of(r) == Some(0) || lines_of(r) == smallest)
     {
-        if let (Some(ranks), Some(t)) = (p(r, "ranks").as_f64(), med(r, "time")) {
+        if let (Some(ranks), Some(t)) = (p(r, "ranks").as_f64(), r.median("time")) {
             let name = format!(
                 "{} {}",
                 p(r, "collective").as_str().unwrap_or("?"),
@@ -104,7 +104,7 @@ fn table(runs: &[&Record]) -> String {
                 && fam.starts_with(p(n, "collective").as_str().unwrap_or("?"))
         })
     };
-    let us = |r: &Record| med(r, "time").map(|v| v / 1000.0);
+    let us = |r: &Record| r.median("time").map(|v| v / 1000.0);
     let rows: Vec<Vec<String>> = runs
         .iter()
         .filter(|r| !is_native(r))

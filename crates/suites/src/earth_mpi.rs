@@ -476,14 +476,6 @@ fn check_blocks(blocks: &[u64]) -> Result<()> {
     }
 }
 
-/// Median of a record's metric.
-pub fn metric_median(r: &Record, metric: &str) -> Option<f64> {
-    r.stats
-        .iter()
-        .find(|s| s.metric == metric)
-        .map(|s| s.summary.median)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

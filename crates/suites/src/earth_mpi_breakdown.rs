@@ -294,7 +294,7 @@ fn table4_rows(r: &Record) -> Vec<Vec<String>> {
         .map(|d| d.stages)
         .unwrap_or_default();
     for st in &stages {
-        let m = median(r, &st.metric);
+        let m = r.median(&st.metric);
         sum += m.unwrap_or(0.0);
         for (k, sd) in st.seed.iter().enumerate() {
             rows.push(vec![
@@ -321,7 +321,8 @@ fn table4_rows(r: &Record) -> Vec<Vec<String>> {
     ]);
     rows.push(vec![
         "total (send → thread resumed), measured".into(),
-        median(r, "total").map_or("-".into(), |v| format!("{v:.0} ns")),
+        r.median("total")
+            .map_or("-".into(), |v| format!("{v:.0} ns")),
         "Total".into(),
         format!("{SEED_TOTAL:.0} ns"),
     ]);
@@ -338,10 +339,6 @@ pub fn html(recs: &[Record]) -> Option<String> {
         "<h3>Table 4: one remote load, stage by stage (median ns)</h3>".to_string()
             + &numalab_results::report::html_table(&TABLE4_HEADER, &table4_rows(r)),
     )
-}
-
-fn median(r: &Record, metric: &str) -> Option<f64> {
-    crate::earth_mpi::metric_median(r, metric)
 }
 
 /// Table 4 in the seed's layout: each measured stage with the seed's rows it stands for.
@@ -370,7 +367,7 @@ pub fn text(recs: &[Record]) -> String {
             "\nthe same load one-sided (median ns of {} loads; the target's CPU takes no part)\n",
             r.parameters["loads"]
         ));
-        let cell = |m: &str| median(r, m).map_or("-".into(), |v| format!("{v:.0} ns"));
+        let cell = |m: &str| r.median(m).map_or("-".into(), |v| format!("{v:.0} ns"));
         s.push_str(&table(
             &["operation", "delay"],
             &[

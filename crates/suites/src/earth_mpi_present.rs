@@ -5,7 +5,7 @@
 
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{html_table, med, num};
+use numalab_results::report::{html_table, num};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 
@@ -95,10 +95,7 @@ fn param(r: &Record, k: &str) -> String {
 fn blocks(records: &[Record]) -> Option<String> {
     let mut modes: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
     for r in of(records, "suite-earth-mpi").filter(|r| r.parameters["op"] == "block move (get)") {
-        if let (Some(b), Some(v)) = (
-            r.parameters["bytes"].as_f64(),
-            numalab_results::report::med(r, "bandwidth"),
-        ) {
+        if let (Some(b), Some(v)) = (r.parameters["bytes"].as_f64(), r.median("bandwidth")) {
             modes.entry(param(r, "mode")).or_default().push((b, v));
         }
     }
@@ -193,8 +190,9 @@ fn seed(records: &[Record]) -> Option<String> {
 /// One mask record's curve in words, for the text and the HTML table alike
 /// ([`crate::earth::hide::masking_text`] at each T).
 pub fn mask_curve(r: &Record) -> String {
-    let base = med(r, "baseline_comm")
-        .zip(med(r, "baseline_comp"))
+    let base = r
+        .median("baseline_comm")
+        .zip(r.median("baseline_comp"))
         .map(|(a, b)| a + b);
     r.data_as::<MaskData>()
         .map(|d| d.points)
@@ -215,8 +213,8 @@ fn mask(records: &[Record]) -> Option<String> {
             let pts = mask_curve(r);
             vec![
                 format!("×{}", param(r, "multiplier")),
-                num(med(r, "baseline_comm"), 0),
-                num(med(r, "baseline_comp"), 0),
+                num(r.median("baseline_comm"), 0),
+                num(r.median("baseline_comp"), 0),
                 pts,
             ]
         })

@@ -164,10 +164,8 @@ pub fn render(records: &[Record]) -> String {
                 g(|x| x.summary.median),
                 g(|x| x.summary.max),
                 g(|x| x.summary.min),
-                r.stats
-                    .iter()
-                    .find(|x| x.metric == "traffic")
-                    .map(|x| format!("{:.2}", x.summary.median))
+                r.median("traffic")
+                    .map(|m| format!("{m:.2}"))
                     .unwrap_or_else(|| "-".into()),
             ]
         })

@@ -4,7 +4,7 @@
 use super::groups::{self, Group};
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{bytes, esc, figure, html_table, med};
+use numalab_results::report::{bytes, esc, figure, html_table};
 use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
@@ -37,7 +37,7 @@ fn figure_of(r: &Record) -> Option<(u64, &str, f64)> {
     } else {
         "bandwidth"
     };
-    Some((n, p["kernel"].as_str().unwrap_or("?"), med(r, metric)?))
+    Some((n, p["kernel"].as_str().unwrap_or("?"), r.median(metric)?))
 }
 
 impl Presenter for BandwidthPresenter {

@@ -2,7 +2,7 @@
 
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::report::{figure, html_table, num};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,13 +29,13 @@ impl Presenter for IntervenePresenter {
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let uown: BTreeMap<u64, f64> = of(records, "intervene-uown")
-            .filter_map(|r| Some((r.parameters["hops"].as_u64()?, med(r, "latency")?)))
+            .filter_map(|r| Some((r.parameters["hops"].as_u64()?, r.median("latency")?)))
             .collect();
         let rows: Vec<Vec<String>> = of(records, "intervene")
             .filter_map(|r| {
                 let p = &r.parameters;
                 let h = p["hops"].as_u64()?;
-                let v = med(r, "latency");
+                let v = r.median("latency");
                 let u = uown.get(&h).copied();
                 Some(vec![
                     p["state"].as_str()?.into(),

@@ -3,7 +3,7 @@
 use super::Step;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::report::{figure, html_table, num};
 use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ impl Presenter for InvalidatePresenter {
                     name: (*name).into(),
                     points: recs
                         .iter()
-                        .filter_map(|r| Some((x(r), med(r, m)?)))
+                        .filter_map(|r| Some((x(r), r.median(m)?)))
                         .collect(),
                 })
                 .filter(|s| !s.points.is_empty())
@@ -82,12 +82,12 @@ impl Presenter for InvalidatePresenter {
                     p["sharers"].to_string(),
                     p["newest_node"].to_string(),
                     p["hops"].to_string(),
-                    num(med(r, "rdex_latency"), 1),
-                    num(med(r, "upgrade_latency"), 1),
-                    num(med(r, "uown_rdex_latency"), 1),
-                    num(med(r, "rdex_bandwidth"), 2),
-                    num(med(r, "upgrade_bandwidth"), 2),
-                    num(med(r, "zero_bandwidth"), 2),
+                    num(r.median("rdex_latency"), 1),
+                    num(r.median("upgrade_latency"), 1),
+                    num(r.median("uown_rdex_latency"), 1),
+                    num(r.median("rdex_bandwidth"), 2),
+                    num(r.median("upgrade_bandwidth"), 2),
+                    num(r.median("zero_bandwidth"), 2),
                 ]
             })
             .collect();

@@ -4,7 +4,7 @@
 use crate::sweep::Plateau;
 use numalab_results::plot::{self, Flag, LineChart, Marks, Segment, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{bytes, figure, html_table, med, num};
+use numalab_results::report::{bytes, figure, html_table, num};
 use numalab_results::summary::Card;
 use numalab_results::Record;
 use numalab_topo::CacheInfo;
@@ -229,7 +229,7 @@ impl Presenter for StatesPresenter {
                     r.parameters["state"].as_str()?,
                     r.parameters["kernel"].as_str()?
                 );
-                Some((label, med(r, "latency")?, r))
+                Some((label, r.median("latency")?, r))
             })
             .collect();
         if rows.is_empty() {
@@ -243,7 +243,7 @@ impl Presenter for StatesPresenter {
                 vec![
                     l.clone(),
                     format!("{v:.1}"),
-                    num(med(r, "own_cache_reference"), 1),
+                    num(r.median("own_cache_reference"), 1),
                     bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
                     r.parameters["helper_cpus"].to_string(),
                 ]

@@ -21,7 +21,7 @@ fn f(v: f64) -> String {
 }
 
 fn stat<'a>(r: &'a Record, metric: &str) -> Option<&'a numalab_results::Stat> {
-    r.stats.iter().find(|s| s.metric == metric)
+    r.stat(metric)
 }
 
 /// One summary record per requestor: the curve, its plateaus and the caches they match.

@@ -3,7 +3,7 @@
 use super::Point;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::report::{figure, html_table, num};
 use numalab_results::summary::Card;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
@@ -39,8 +39,8 @@ impl Presenter for LoadedPresenter {
             .iter()
             .filter_map(|r| {
                 Some((
-                    med(r, "injected_bandwidth").unwrap_or(0.0),
-                    med(r, "latency")?,
+                    r.median("injected_bandwidth").unwrap_or(0.0),
+                    r.median("latency")?,
                 ))
             })
             .collect();
@@ -61,8 +61,8 @@ impl Presenter for LoadedPresenter {
             .map(|r| {
                 vec![
                     r.name.clone(),
-                    num(med(r, "injected_bandwidth"), 2),
-                    num(med(r, "latency"), 1),
+                    num(r.median("injected_bandwidth"), 2),
+                    num(r.median("latency"), 1),
                 ]
             })
             .collect();

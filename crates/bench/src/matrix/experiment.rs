@@ -210,12 +210,7 @@ pub fn render(plan: &Plan, records: &[Record], ctx: &Context) -> String {
         (plan.bw, plan.level, plan.size, &plan.cells, &ctx.warnings);
     let what = if bw { "bandwidth" } else { "latency" };
     let metric = what;
-    let value = |r: &Record| {
-        r.stats
-            .iter()
-            .find(|s| s.metric == metric)
-            .map(|s| s.summary.median)
-    };
+    let value = |r: &Record| r.median(metric);
     let mut s = String::new();
     let nodes = &plan.nodes;
     let _ = writeln!(

@@ -2,7 +2,7 @@
 
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, grid_table, med};
+use numalab_results::report::{figure, grid_table};
 use numalab_results::Record;
 use std::collections::BTreeSet;
 
@@ -32,7 +32,7 @@ impl Presenter for MatrixPresenter {
                     Some((
                         r.parameters["domain"].as_u64()?,
                         r.parameters["mem_node"].as_u64()?,
-                        med(r, metric)?,
+                        r.median(metric)?,
                     ))
                 })
                 .collect();

@@ -84,10 +84,7 @@ pub fn collectives(m: &MpiSuiteArgs, c: CollectivesInput) -> Result<(), CliError
 }
 
 fn median_us(r: &Record) -> Option<f64> {
-    r.stats
-        .iter()
-        .find(|s| s.metric == "time")
-        .map(|s| s.summary.median / 1000.0)
+    r.median("time").map(|m| m / 1000.0)
 }
 
 /// Seed algorithm beside MPI's own, per P and block size.
@@ -300,7 +297,7 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
 }
 
 fn earth_text(recs: &[Record]) -> String {
-    use numalab_suites::earth_mpi::{metric_median, SEED_TABLE1};
+    use numalab_suites::earth_mpi::SEED_TABLE1;
     let find = |part: &str, op: &str, place: &str, mode: &str| {
         recs.iter().find(|r| {
             r.kind == "suite-earth-mpi"
@@ -311,7 +308,7 @@ fn earth_text(recs: &[Record]) -> String {
         })
     };
     let cell = |r: Option<&Record>, metric: &str| {
-        r.and_then(|r| metric_median(r, metric))
+        r.and_then(|r| r.median(metric))
             .map_or("-".to_string(), |v| format!("{v:.0}"))
     };
     let rel = recs
@@ -360,7 +357,8 @@ fn earth_text(recs: &[Record]) -> String {
                     r.parameters["bytes"].to_string(),
                     r.parameters["mode"].as_str().unwrap_or("?").to_string(),
                     cell(Some(r), "time"),
-                    metric_median(r, "bandwidth").map_or("-".into(), |v| format!("{v:.2}")),
+                    r.median("bandwidth")
+                        .map_or("-".into(), |v| format!("{v:.2}")),
                 ]
             })
             .collect();

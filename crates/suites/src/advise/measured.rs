@@ -38,7 +38,7 @@ pub struct Measured {
 }
 
 fn stat_of(r: &Record, metric: &str) -> Option<Cell> {
-    let s = r.stats.iter().find(|s| s.metric == metric)?;
+    let s = r.stat(metric)?;
     Some(Cell {
         median: s.summary.median,
         p5: s.summary.p5,

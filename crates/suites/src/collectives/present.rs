@@ -4,7 +4,7 @@
 use numalab_results::linfit::LinearFit;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::report::{figure, html_table, num};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ fn time_chart(recs: &[&Record]) -> Option<String> {
         if let (Some(c), Some(t), Some(v)) = (
             p["collective"].as_str(),
             p["threads"].as_f64(),
-            med(r, "time"),
+            r.median("time"),
         ) {
             lines
                 .entry(c.to_string())
@@ -73,7 +73,7 @@ impl Presenter for CollectivesPresenter {
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let recs: Vec<&Record> = of(records, "suite-collectives")
-            .filter(|r| med(r, "time").is_some() || med(r, "read_time").is_some())
+            .filter(|r| r.median("time").is_some() || r.median("read_time").is_some())
             .collect();
         if recs.is_empty() {
             return None;
@@ -81,7 +81,7 @@ impl Presenter for CollectivesPresenter {
         let rows: Vec<Vec<String>> = recs
             .iter()
             .map(|r| {
-                let v = med(r, "time").or_else(|| med(r, "read_time"));
+                let v = r.median("time").or_else(|| r.median("read_time"));
                 vec![r.name.clone(), num(v.map(|x| x / 1000.0), 3)]
             })
             .collect();

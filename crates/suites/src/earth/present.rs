@@ -62,11 +62,9 @@ impl Presenter for EarthPresenter {
             if p["part"] != "mlp" || r.name.contains("chains in L1") {
                 continue;
             }
-            if let (Some(g), Some(m), Some(v)) = (
-                p["g"].as_f64(),
-                p["mode"].as_str(),
-                numalab_results::report::med(r, "access_time"),
-            ) {
+            if let (Some(g), Some(m), Some(v)) =
+                (p["g"].as_f64(), p["mode"].as_str(), r.median("access_time"))
+            {
                 modes.entry(m.to_string()).or_default().push((g, v));
             }
         }

@@ -2,7 +2,7 @@
 
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, med, num};
+use numalab_results::report::{figure, html_table, num};
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -39,7 +39,7 @@ impl Presenter for PlacementPresenter {
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let recs: Vec<&Record> = of(records, "suite-placement")
-            .filter(|r| med(r, "read_time").is_some())
+            .filter(|r| r.median("read_time").is_some())
             .collect();
         if recs.is_empty() {
             return None;
@@ -52,7 +52,7 @@ impl Presenter for PlacementPresenter {
                 p["part"].as_str().unwrap_or(""),
                 p["curve"].as_str().unwrap_or("")
             );
-            if let (Some(k), Some(v)) = (p["readers"].as_f64(), med(r, "read_time")) {
+            if let (Some(k), Some(v)) = (p["readers"].as_f64(), r.median("read_time")) {
                 curves.entry(name).or_default().push((k, v));
             }
         }
@@ -76,7 +76,7 @@ impl Presenter for PlacementPresenter {
                     p["part"].as_str().unwrap_or("").into(),
                     p["curve"].as_str().unwrap_or("").into(),
                     p["readers"].to_string(),
-                    num(med(r, "read_time"), 2),
+                    num(r.median("read_time"), 2),
                 ]
             })
             .collect();

@@ -31,12 +31,7 @@ pub fn model_record(prov: &Provenance, records: &[Record]) -> Record {
         .filter_map(|r| {
             Some(model::Point {
                 hops: r.parameters["hops"].as_u64()? as u32,
-                latency_ns: r
-                    .stats
-                    .iter()
-                    .find(|s| s.metric == "latency")?
-                    .summary
-                    .median,
+                latency_ns: r.median("latency")?,
             })
         })
         .collect();
