@@ -117,6 +117,13 @@ impl CommonArgs {
     }
 }
 
+impl CommonArgs {
+    /// Emit records shown as their presenters' text (the registry's one text path).
+    pub fn show(&self, records: &[Record]) -> Result<(), CliError> {
+        self.emit(records, || numalab_suites::registry::text(records))
+    }
+}
+
 /// Provenance for a record about `host`, with its warnings.
 pub fn provenance(host: &Host) -> (Provenance, Vec<String>) {
     let p = Provenance::collect(&host.machine.summary(), &host.machine.source);

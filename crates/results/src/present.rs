@@ -97,6 +97,21 @@ pub fn summary_text(registry: &[&dyn Presenter], records: &[Record]) -> String {
     summary::text(&cards(registry, records))
 }
 
+/// Every distinct warning of `records`, in order of first appearance, one
+/// "warning: …" line each: the closing lines of a command's text.
+pub fn warning_lines(records: &[Record]) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut s = String::new();
+    for w in records.iter().flat_map(|r| &r.warnings) {
+        if seen.insert(w) {
+            s.push_str("warning: ");
+            s.push_str(w);
+            s.push('\n');
+        }
+    }
+    s
+}
+
 /// The text of every presenter that has some for `records`, in registry order.
 pub fn text(registry: &[&dyn Presenter], records: &[Record]) -> String {
     registry

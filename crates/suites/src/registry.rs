@@ -40,6 +40,11 @@ pub fn render_partial(records: &[Record], title: &str, missing: &[String]) -> St
     present::render_partial(REGISTRY, records, title, missing)
 }
 
+/// `records` as readable text: each presenter's text, in registry order.
+pub fn text(records: &[Record]) -> String {
+    present::text(REGISTRY, records)
+}
+
 /// The summary of `records` as terminal text: the paragraph and every card's figures.
 pub fn summary(records: &[Record]) -> String {
     present::summary_text(REGISTRY, records)

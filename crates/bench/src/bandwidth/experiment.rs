@@ -5,12 +5,10 @@ use crate::crew::CrewOptions;
 use crate::experiment::{check_iterations, opt_size, Context};
 use numalab_probe::bw::BwKernel;
 use numalab_probe::{LineState, Timer};
-use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
-use numalab_topo::{fmt_bytes, Error, Host, Machine, PageSize, Result};
+use numalab_topo::{Error, Host, Machine, PageSize, Result};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 
 /// What the user asks of `bandwidth`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -142,54 +140,4 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         out.extend(records(&ctx.prov, &ctx.warnings, p, &timer, &r));
     }
     Ok(out)
-}
-
-/// Bandwidth records as text.
-pub fn render(records: &[Record]) -> String {
-    let mut s = String::new();
-    let rows: Vec<Vec<String>> = records
-        .iter()
-        .map(|r| {
-            let p = &r.parameters;
-            let st = r.stats.first();
-            let g = |f: fn(&numalab_results::Stat) -> f64| {
-                st.map(|x| format!("{:.2}", f(x)))
-                    .unwrap_or_else(|| "-".into())
-            };
-            vec![
-                r.name.clone(),
-                p["state"].as_str().unwrap_or("").into(),
-                fmt_bytes(p["size_bytes"].as_u64().unwrap_or(0)),
-                p["vector_isa"].as_str().unwrap_or("").into(),
-                g(|x| x.summary.median),
-                g(|x| x.summary.max),
-                g(|x| x.summary.min),
-                r.median("traffic")
-                    .map(|m| format!("{m:.2}"))
-                    .unwrap_or_else(|| "-".into()),
-            ]
-        })
-        .collect();
-    let _ = writeln!(s, "Bandwidth (GB/s = 10^9 bytes/s; counted bytes as STREAM counts them, traffic adds write-allocate)\n");
-    s.push_str(&table(
-        &[
-            "measurement",
-            "state",
-            "size",
-            "vector",
-            "median",
-            "max",
-            "min",
-            "traffic median",
-        ],
-        &rows,
-    ));
-    s.push('\n');
-    let mut seen = std::collections::BTreeSet::new();
-    for w in records.iter().flat_map(|r| &r.warnings) {
-        if seen.insert(w) {
-            let _ = writeln!(s, "warning: {w}");
-        }
-    }
-    s
 }

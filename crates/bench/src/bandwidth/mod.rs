@@ -4,7 +4,8 @@
 mod experiment;
 pub mod groups;
 mod present;
-pub use experiment::{render, run, Options, Plan};
+mod text;
+pub use experiment::{run, Options, Plan};
 pub use present::{BandwidthData, BandwidthPresenter};
 
 use crate::sizing;

@@ -44,6 +44,9 @@ impl Presenter for BandwidthPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["bandwidth", "bandwidth-plan"]
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        Some(super::text::render(records))
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("bandwidth", "Bandwidth per kernel and thread count"))
     }

@@ -60,5 +60,5 @@ pub fn run(a: BandwidthArgs) -> Result<(), CliError> {
     } else {
         bandwidth::run(&host, &plan, &ctx)?
     };
-    a.common.emit(&records, || bandwidth::render(&records))
+    a.common.show(&records)
 }
