@@ -13,6 +13,7 @@ pub mod earth;
 pub mod earth_mpi;
 pub mod earth_mpi_breakdown;
 mod earth_mpi_present;
+pub mod experiments;
 pub mod memory;
 pub mod placement;
 pub mod registry;

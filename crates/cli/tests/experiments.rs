@@ -1,0 +1,143 @@
+//! The experiment registry (`numalab_suites::experiments::ALL`) against the binary:
+//! every listed experiment's `--dry-run --json` gives plan records (and `-o` writes
+//! the same), and every command the binary offers is either listed there or named
+//! below with why it is not an experiment.
+
+mod common;
+use common::{numalab, tmpdir, validate};
+use numalab_suites::experiments::{Experiment, ALL};
+
+/// Commands that are not experiments (they measure nothing, or run a battery of
+/// listed experiments), with why.
+const NOT_EXPERIMENTS: &[(&str, &str)] = &[
+    ("survey", "a battery of the listed experiments"),
+    ("report", "renders saved records"),
+    ("advise", "reads a survey's records"),
+    ("compare", "reads two record files"),
+    ("topo", "describes the machine"),
+    ("plan", "resolves a placement"),
+    ("model fit", "fits saved records"),
+    ("model predict", "fits saved records"),
+    ("monitor", "samples the system, a trace not records"),
+    ("record", "samples a command, a trace not records"),
+    ("info", "reads a trace"),
+    ("dump", "reads a trace"),
+    ("export", "reads a trace"),
+    ("schema", "prints the record schema"),
+];
+
+/// Groups whose subcommands are the commands.
+const GROUPS: &[&str] = &["suite", "mpi", "dsm", "model"];
+
+fn argv(e: &Experiment, tail: &[&str]) -> Vec<String> {
+    e.command
+        .iter()
+        .chain(e.dry_run)
+        .chain(tail)
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn run(args: &[String]) -> std::process::Output {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    // A dry run launches nothing, but an MPI command that did would hang a test:
+    // the bound turns that into a failure naming the command.
+    common::bounded("120", &a, &[])
+}
+
+fn plan_kinds(v: &serde_json::Value, what: &str) -> Vec<String> {
+    let recs = v.as_array().unwrap_or_else(|| panic!("{what}: not a list"));
+    assert!(!recs.is_empty(), "{what}: no plan records");
+    recs.iter()
+        .map(|r| {
+            let kind = r["kind"].as_str().unwrap_or("").to_string();
+            assert!(kind.ends_with("-plan"), "{what}: kind {kind} is not a plan");
+            assert_eq!(
+                r["stats"],
+                serde_json::json!([]),
+                "{what}: a plan measured something"
+            );
+            kind
+        })
+        .collect()
+}
+
+#[test]
+fn every_experiment_dry_runs_to_plan_records_on_stdout_and_in_a_file() {
+    let dir = tmpdir("experiments");
+    for (i, e) in ALL.iter().enumerate() {
+        let what = argv(e, &[]).join(" ");
+        let out = run(&argv(e, &["--dry-run", "--json"]));
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kinds = plan_kinds(&validate(&out.stdout), &what);
+        let file = dir.join(format!("{i}.json"));
+        let f = file.display().to_string();
+        let out = run(&argv(e, &["--dry-run", "-o", &f]));
+        assert!(
+            out.status.success(),
+            "{what} -o: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let written = validate(&std::fs::read(&file).expect("the plan file is written"));
+        assert_eq!(
+            plan_kinds(&written, &what),
+            kinds,
+            "{what}: -o wrote other records"
+        );
+    }
+}
+
+/// The subcommands a help text lists under "Commands:", less `help`.
+fn commands_in(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect()
+}
+
+fn help_of(args: &[&str]) -> String {
+    let out = numalab(&[args, &["--help"]].concat());
+    assert!(out.status.success(), "{args:?} --help");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn every_command_is_an_experiment_or_says_why_not() {
+    let mut leaves = Vec::new();
+    for c in commands_in(&help_of(&[])) {
+        if GROUPS.contains(&c.as_str()) {
+            for s in commands_in(&help_of(&[&c])) {
+                leaves.push(format!("{c} {s}"));
+            }
+        } else {
+            leaves.push(c);
+        }
+    }
+    let listed: Vec<String> = ALL.iter().map(|e| e.command.join(" ")).collect();
+    for l in &leaves {
+        // `matrix latency|bandwidth` takes its experiment as an argument, not a subcommand.
+        let known = listed
+            .iter()
+            .any(|c| c == l || c.starts_with(&format!("{l} ")))
+            || NOT_EXPERIMENTS.iter().any(|(c, _)| c == l);
+        assert!(
+            known,
+            "`numalab {l}` is neither in experiments::ALL nor in NOT_EXPERIMENTS"
+        );
+    }
+    for c in &listed {
+        let first = c.split(' ').next().unwrap_or("");
+        assert!(
+            leaves.iter().any(|l| l == c) || leaves.iter().any(|l| l == first),
+            "experiments::ALL lists `{c}`, which the binary does not offer"
+        );
+    }
+}
