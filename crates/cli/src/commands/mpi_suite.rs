@@ -7,8 +7,8 @@ use clap::Args;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::Record;
-use numalab_suites::collectives_mpi::{self, Options, Plan};
-use numalab_suites::CollectiveMpiData;
+use numalab_suites::collectives::mpi::CollectiveMpiData;
+use numalab_suites::collectives::mpi::{self as collectives_mpi, Options, Plan};
 use std::fmt::Write;
 
 /// Flags that move a suite onto MPI ranks.
@@ -259,7 +259,7 @@ const EARTH_DEFAULT_PARTS: &str = "ops,split,switch,mask,mlp,threads";
 
 /// Run `suite earth --mpi`.
 pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
-    use numalab_suites::earth_mpi;
+    use numalab_suites::earth::mpi as earth_mpi;
     check_measurable(e.common, e.dry_run)?;
     let parts: Vec<String> = if e.parts == EARTH_DEFAULT_PARTS {
         vec![
@@ -297,7 +297,7 @@ pub fn earth(m: &MpiSuiteArgs, e: EarthInput) -> Result<(), CliError> {
 }
 
 fn earth_text(recs: &[Record]) -> String {
-    use numalab_suites::earth_mpi::SEED_TABLE1;
+    use numalab_suites::earth::mpi::SEED_TABLE1;
     let find = |part: &str, op: &str, place: &str, mode: &str| {
         recs.iter().find(|r| {
             r.kind == "suite-earth-mpi"
@@ -398,7 +398,7 @@ fn earth_text(recs: &[Record]) -> String {
                 format!("×{}", r.parameters["multiplier"]),
                 cell(Some(r), "baseline_comm"),
                 cell(Some(r), "baseline_comp"),
-                numalab_suites::mask_curve(r),
+                numalab_suites::earth::mpi::mask_curve(r),
             ]
         })
         .collect();
@@ -424,7 +424,7 @@ fn earth_text(recs: &[Record]) -> String {
         s.push_str(&table(&["G", "ns per get"], &mlp));
     }
     s.push('\n');
-    let breakdown = numalab_suites::earth_mpi_breakdown::text(recs);
+    let breakdown = numalab_suites::earth::mpi::breakdown::text(recs);
     if !breakdown.is_empty() {
         s.push('\n');
         s.push_str(&breakdown);

@@ -7,6 +7,7 @@
 //! one block for reductions.
 
 mod experiment;
+pub mod mpi;
 mod present;
 pub use present::{CollectiveData, CollectivesPresenter};
 pub mod run;

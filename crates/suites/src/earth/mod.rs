@@ -6,6 +6,7 @@
 //! `earth_hide` measure.
 
 mod experiment;
+pub mod mpi;
 mod present;
 pub use present::{BestG, EarthData, EarthPresenter};
 pub mod hide;

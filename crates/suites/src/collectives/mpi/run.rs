@@ -1,9 +1,9 @@
 //! Measuring `suite collectives --mpi`: the seed's scripts over one RMA window per
 //! P, MPI's own collectives, the data checks, and the fitted models.
 
+use super::plan::{How, Item, Plan, BARRIER_REPS};
 use crate::collectives::run::{fit_models, med};
 use crate::collectives::{self, expect, Expect, Kind};
-use crate::collectives_mpi::{How, Item, Plan, BARRIER_REPS};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use numalab_mpi::buf::PageBuf;
@@ -356,7 +356,7 @@ pub fn measure(
             );
             r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
             r.add_samples("time", "ns", &time);
-            r.set_data(&crate::CollectiveMpiData {
+            r.set_data(&super::present::CollectiveMpiData {
                 rank_mean_ns: rank_mean,
                 checked: item.lines > 0,
             });

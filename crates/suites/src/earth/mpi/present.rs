@@ -73,7 +73,7 @@ impl Presenter for EarthMpiPresenter {
             blocks(records),
             operations(records),
             seed(records),
-            crate::earth_mpi_breakdown::html(records),
+            crate::earth::mpi::breakdown::html(records),
             mask(records),
         ]
         .into_iter()

@@ -6,6 +6,10 @@
 //! by stage (Table 4, in `earth_mpi_breakdown`), and the memory-level parallelism of
 //! G outstanding remote gets.
 
+pub mod breakdown;
+mod present;
+pub use present::{mask_curve, EarthMpiPresenter, MaskBest, MaskData, MaskPoint, SeedRow};
+
 use numalab_mpi::place::Relation;
 use numalab_mpi::remote::{self, Mode, Rma};
 use numalab_mpi::{Error, Result, World};
@@ -322,14 +326,8 @@ pub fn measure(
                 continue;
             }
             ("breakdown", _) => {
-                let loads = crate::earth_mpi_breakdown::loads_for(n, o.iterations);
-                mine.extend(crate::earth_mpi_breakdown::measure(
-                    world,
-                    &timer,
-                    &prov,
-                    (a, b),
-                    loads,
-                )?);
+                let loads = breakdown::loads_for(n, o.iterations);
+                mine.extend(breakdown::measure(world, &timer, &prov, (a, b), loads)?);
                 continue;
             }
             (_, "outstanding gets") => {
@@ -423,12 +421,12 @@ fn mask_records(
             r.add_samples("baseline_comm", "ns", &c.comm_ns);
             r.add_samples("baseline_comp", "ns", &c.comp_ns);
             let pct = mc.masked_pct();
-            r.set_data(&crate::earth_mpi_present::MaskData {
+            r.set_data(&present::MaskData {
                 points: c
                     .points
                     .iter()
                     .zip(&pct)
-                    .map(|((t, v), (_, p))| crate::earth_mpi_present::MaskPoint {
+                    .map(|((t, v), (_, p))| present::MaskPoint {
                         t: *t,
                         median_ns: numalab_results::stats::median(v),
                         masked_pct: Some(*p).filter(|p| p.is_finite()),
@@ -436,7 +434,7 @@ fn mask_records(
                     .collect(),
                 best: mc
                     .best()
-                    .map(|(t, masked_pct)| crate::earth_mpi_present::MaskBest { t, masked_pct }),
+                    .map(|(t, masked_pct)| present::MaskBest { t, masked_pct }),
             });
             r.warnings.extend(prov.warnings());
             r
@@ -452,9 +450,9 @@ fn seed_record(prov: &Provenance) -> Record {
         prov.clone(),
         json!({ "source": "seed 001, Table 1 (EARTH-MANNA, 1997)" }),
     );
-    let rows: Vec<crate::earth_mpi_present::SeedRow> = SEED_TABLE1
+    let rows: Vec<present::SeedRow> = SEED_TABLE1
         .iter()
-        .map(|(op, v)| crate::earth_mpi_present::SeedRow {
+        .map(|(op, v)| present::SeedRow {
             op: op.to_string(),
             sequential_local_ns: v[0],
             sequential_remote_ns: v[1],

@@ -1,18 +1,11 @@
-//! `numalab suite collectives --mpi`: the KSR collectives (seed 002) between MPI
-//! ranks. The seed's algorithms run as the shared-memory suite's own scripts
-//! ([`collectives::scripts`]): each rank's buffers live in its part of one RMA window,
-//! a copy from another rank's buffer is an MPI_Get, a `Sync` is flush + barrier. Beside
-//! each, MPI's own collective. Every moved word is checked against
-//! [`collectives::expect`]; the seed's cost models are fitted with
-//! [`crate::collectives::run::fit_models`].
+//! What `suite collectives --mpi` measures: the options, the plan's items and how each
+//! is carried out (the seed's algorithm over RMA, or MPI's own collective).
 
 use crate::collectives::{self, Kind};
 use numalab_mpi::coll::Native;
 use numalab_mpi::kernels::Data;
 use numalab_mpi::{Error, Result};
 use serde::Serialize;
-
-pub use crate::collectives_mpi_run::measure;
 
 /// Barriers timed per barrier measurement (the cost is divided by this).
 pub const BARRIER_REPS: usize = collectives::BARRIER_REPS;
