@@ -323,6 +323,48 @@ fn bandwidth_and_the_matrix_run_on_four_ranks() {
 }
 
 #[test]
+fn bidirectional_bandwidth_streams_both_ways_between_two_ranks() {
+    let v = ok_json(&[
+        "mpi",
+        "bandwidth",
+        "--bidirectional",
+        "--ranks",
+        "2",
+        "--sizes",
+        "64,64K",
+        "--iterations",
+        "5",
+        "--window",
+        "8",
+        "--json",
+    ]);
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 2, "one record per size");
+    for r in recs {
+        assert_eq!(r["kind"], "mpi-bandwidth");
+        assert_eq!(r["parameters"]["op"], "bistream");
+        assert_eq!(r["parameters"]["bidirectional"], true);
+        let median = common::stat(r, "bandwidth", "median");
+        assert!(median.is_finite() && median > 0.0, "{median}");
+    }
+    let out = mpi_run(
+        &[
+            "mpi",
+            "bandwidth",
+            "--bidirectional",
+            "--ranks",
+            "2",
+            "--sizes",
+            "8",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bistream"));
+}
+
+#[test]
 fn bad_sizes_pairs_and_operations_are_one_line_errors() {
     one_line_usage_error(&mpi_run(&["mpi", "latency", "--sizes", "0"], &[]), "'0'");
     one_line_usage_error(
@@ -339,6 +381,14 @@ fn bad_sizes_pairs_and_operations_are_one_line_errors() {
     // A batch of fresh data would write the new bytes inside the timed batch.
     one_line_usage_error(&mpi_run(&["mpi", "latency", "--batch", "5"], &[]), "'5'");
     one_line_usage_error(&mpi_run(&["mpi", "latency", "--batch", "0"], &[]), "'0'");
+    one_line_usage_error(
+        &mpi_run(&["mpi", "latency", "--bidirectional"], &[]),
+        "--bidirectional",
+    );
+    one_line_usage_error(
+        &mpi_run(&["mpi", "bandwidth", "--ops", "get"], &[]),
+        "--ops get",
+    );
     let out = mpi_run(&["mpi", "latency", "--ranks", "2", "--dry-run"], &[]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("4 MiB"));

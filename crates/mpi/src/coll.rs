@@ -19,7 +19,7 @@ pub fn first_ranks(comm: &SimpleCommunicator, p: usize) -> Option<SimpleCommunic
 }
 
 /// A native collective.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Native {
     /// MPI_Barrier.
     Barrier,

@@ -243,6 +243,70 @@ pub fn stream(
     Ok((me == a).then_some(out))
 }
 
+/// Bidirectional streaming bandwidth between `a` and `b` (OSU's osu_bibw): per sample,
+/// both ranks post `window` receives from and `window` sends to each other, wait for
+/// all of them, and `b` acknowledges; GB/s of both directions together.
+#[allow(clippy::too_many_arguments)]
+pub fn bistream(
+    comm: &SimpleCommunicator,
+    timer: &Timer,
+    (a, b): (usize, usize),
+    size: usize,
+    window: usize,
+    warmup: usize,
+    iterations: usize,
+    data: Data,
+) -> Result<Option<Vec<f64>>> {
+    let me = comm.rank() as usize;
+    if me != a && me != b {
+        comm.barrier();
+        return Ok(None);
+    }
+    let peer_rank = if me == a { b } else { a };
+    let fresh = data == Data::Fresh;
+    // Separate send and receive buffers: both are in flight at once.
+    let mut sbuf = PageBuf::new(size, pattern(0));
+    let mut rbuf = PageBuf::new(size, 0);
+    let mut ack = [0u8; 4];
+    let mut out = Vec::with_capacity(if me == a { iterations } else { 0 });
+    let mut reqs = Requests::with_capacity(2 * window);
+    let peer = comm.process_at_rank(peer_rank as i32);
+    for i in 0..warmup + iterations {
+        if fresh {
+            sbuf.fill(pattern(i));
+        }
+        let t0 = timer.start();
+        for _ in 0..window {
+            // SAFETY: rbuf and sbuf are neither moved nor touched until wait_all below;
+            // every receive lands in rbuf (as OSU's do) with equal bytes.
+            unsafe { reqs.irecv(comm, &mut rbuf, peer_rank, TAG)? };
+        }
+        for _ in 0..window {
+            // SAFETY: as above.
+            unsafe { reqs.isend(comm, &sbuf, peer_rank, TAG)? };
+        }
+        reqs.wait_all()?;
+        if me == a {
+            peer.receive_into_with_tag(&mut ack[..], TAG + 1);
+            let t1 = timer.stop();
+            if i >= warmup {
+                let ns = timer.ns(t1.saturating_sub(t0));
+                out.push((2 * size * window) as f64 / ns);
+            }
+        } else {
+            peer.send_with_tag(&ack[..], TAG + 1);
+        }
+        // Checked after the sample's clock stopped on the origin.
+        mismatch(
+            "bidirectionally streamed message",
+            pattern(if fresh { i } else { 0 }),
+            &rbuf,
+        )?;
+    }
+    comm.barrier();
+    Ok((me == a).then_some(out))
+}
+
 /// One-sided operations timed in a passive-target epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

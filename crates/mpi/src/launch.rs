@@ -259,7 +259,7 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
     let code = exit_code(status);
     let mut err = std::io::stderr();
     for n in &notices {
-        if let Some(line) = n.message(req) {
+        if let Some(line) = n.message(req.ranks, req.hostfile.as_deref()) {
             let _ = writeln!(err, "numalab: error: {line}");
         }
     }

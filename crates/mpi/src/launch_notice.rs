@@ -1,7 +1,7 @@
 //! Open MPI's boxed reports on mpirun's stderr (a dead rank, a failed launch, too few
 //! slots), read into [`Notice`]s so the launcher prints one line each.
 
-use crate::launch::LaunchRequest;
+use std::path::Path;
 
 /// What mpirun reported about the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +48,9 @@ impl Notice {
         )
     }
 
-    /// The one line to print, if any (an aborting rank has printed its own).
-    pub fn message(&self, req: &LaunchRequest) -> Option<String> {
+    /// The one line to print, if any (an aborting rank has printed its own), for a
+    /// job of `ranks` ranks started on this machine or the hosts of `hostfile`.
+    pub fn message(&self, ranks: usize, hostfile: Option<&Path>) -> Option<String> {
         match self {
             Notice::RankSignal {
                 rank,
@@ -65,8 +66,8 @@ impl Notice {
             Notice::Abort { .. } | Notice::Redundant => None,
             Notice::NotEnoughSlots => Some(format!(
                 "invalid --ranks '{}': mpirun has fewer slots than that{}",
-                req.ranks,
-                match &req.hostfile {
+                ranks,
+                match hostfile {
                     Some(h) => format!(" in hostfile '{}' (add slots=N per host)", h.display()),
                     None => " on this machine".into(),
                 }
@@ -226,14 +227,8 @@ mod tests {
                 name: "Killed".into()
             }
         );
-        let req = LaunchRequest {
-            ranks: 2,
-            hostfile: None,
-            cpus: 2,
-            min_ranks: 2,
-        };
         assert_eq!(
-            notes[1].message(&req).unwrap(),
+            notes[1].message(2, None).unwrap(),
             "rank 1 on host vm died on signal 9 (Killed); the job was ended"
         );
     }

@@ -29,7 +29,7 @@ pub fn work(x: u64) -> u64 {
 }
 
 /// Whether the issuer waits for each operation or issues them all first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
     /// Each operation completes before the next starts.
     Sequential,

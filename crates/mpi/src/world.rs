@@ -199,6 +199,19 @@ impl World {
         })
     }
 
+    /// Warn when measured ranks share a CPU (their timings include waiting for it).
+    pub fn warn_shared(&self, ranks: &[usize], r: &mut Record) {
+        for &k in ranks {
+            let p = &self.placements[k];
+            if p.shares_cpu {
+                r.warnings.push(format!(
+                    "rank {k} shares CPU {} with another rank: timings include waiting for the CPU",
+                    p.cpu
+                ));
+            }
+        }
+    }
+
     /// Gather every rank's records onto rank 0 (collective): Some(all, in rank order)
     /// on rank 0, None elsewhere. Records keep their own placement sections.
     pub fn gather_records(&self, mine: &[Record]) -> Result<Option<Vec<Record>>> {

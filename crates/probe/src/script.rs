@@ -59,7 +59,7 @@ impl Lines {
 }
 
 /// How a combining step merges two words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Op {
     /// Wrapping 64-bit sum (exact, so a reduction can be checked).
     Sum,

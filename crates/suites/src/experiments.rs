@@ -25,7 +25,8 @@ pub trait OptionsShape: Sync {
 
 /// An experiment: its command line and its options.
 pub struct Experiment {
-    /// The command words, e.g. `["mpi", "latency"]`.
+    /// The command words, e.g. `["mpi", "latency"]` (an experiment that a flag selects,
+    /// such as `suite earth --mpi`, has the flag in `dry_run`).
     pub command: &'static [&'static str],
     /// Flags a dry run on any machine needs besides `--dry-run` (e.g. `--ranks 2`).
     pub dry_run: &'static [&'static str],
@@ -137,6 +138,42 @@ pub static ALL: &[Experiment] = &[
         dry_run: &[],
         options: shape!(crate::earth::Options, |o| o.parts = "bogus".into()),
     },
+    Experiment {
+        command: &["suite", "earth"],
+        dry_run: &["--mpi", "--ranks", "2"],
+        options: shape!(crate::earth::mpi::Options, |o| o.parts =
+            vec!["bogus".into()]),
+    },
+    Experiment {
+        command: &["suite", "collectives"],
+        dry_run: &["--mpi", "--ranks", "2"],
+        options: shape!(crate::collectives::mpi::Options, |o| o.iterations = 0),
+    },
+    Experiment {
+        command: &["mpi", "ranks"],
+        dry_run: &["--ranks", "2"],
+        options: shape!(numalab_mpi::ranks::Options, |o| o.job.ranks = Some(0)),
+    },
+    Experiment {
+        command: &["mpi", "latency"],
+        dry_run: &["--ranks", "2"],
+        options: shape!(numalab_mpi::p2p::Options, |o| o.window = 0),
+    },
+    Experiment {
+        command: &["mpi", "bandwidth"],
+        dry_run: &["--ranks", "2"],
+        options: shape!(numalab_mpi::p2p::Options, |o| o.iterations = Some(0)),
+    },
+    Experiment {
+        command: &["mpi", "bandwidth"],
+        dry_run: &["--bidirectional", "--ranks", "2"],
+        options: shape!(numalab_mpi::p2p::Options, |o| o.sizes = vec![0]),
+    },
+    Experiment {
+        command: &["mpi", "matrix"],
+        dry_run: &["--ranks", "2"],
+        options: shape!(numalab_mpi::matrix::Options, |o| o.iterations = 0),
+    },
 ];
 
 #[cfg(test)]
@@ -185,7 +222,8 @@ mod tests {
     fn commands_are_listed_once() {
         let mut seen = std::collections::BTreeSet::new();
         for e in ALL {
-            assert!(seen.insert(e.command.join(" ")), "{:?} twice", e.command);
+            let line = [e.command, e.dry_run].concat().join(" ");
+            assert!(seen.insert(line), "{:?} {:?} twice", e.command, e.dry_run);
         }
     }
 }

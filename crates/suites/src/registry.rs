@@ -25,7 +25,9 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &crate::earth::mpi::EarthMpiPresenter,
     &crate::cvm::CvmPresenter,
     &crate::advise::AdvicePresenter,
-    &numalab_mpi::present::MpiPresenter,
+    &numalab_mpi::p2p::P2pPresenter,
+    &numalab_mpi::matrix::MatrixPresenter,
+    &numalab_mpi::ranks::RanksPresenter,
     &numalab_bench::machine_present::PlanPresenter,
     &crate::survey::SurveyPresenter,
 ];

@@ -6,16 +6,11 @@ use crate::experiment::{check_iterations, opt_size, Context};
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::bw::BwKernel;
 use numalab_probe::{LineState, Request, Timer};
-use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::plan::resolve_memory;
-use numalab_topo::{
-    fmt_bytes, Error, Host, Level, Machine, MemPlacement, MemSpec, PageSize, Result,
-};
+use numalab_topo::{Error, Host, Level, Machine, MemPlacement, MemSpec, PageSize, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::collections::BTreeMap;
-use std::fmt::Write;
 
 /// What the user asks of `matrix`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -116,12 +111,17 @@ impl Plan {
         }
     }
 
-    /// The cells as records without samples (what `--dry-run` emits).
+    /// The cells as plan records, without samples (what `--dry-run` emits).
     pub fn records(&self, ctx: &Context) -> Vec<Record> {
+        let kind = if self.bw {
+            super::KIND_BANDWIDTH_PLAN
+        } else {
+            super::KIND_LATENCY_PLAN
+        };
         self.cells
             .iter()
             .map(|c| {
-                let mut rec = cell_record(self.kind(), c, &ctx.prov, self.extra());
+                let mut rec = cell_record(kind, c, &ctx.prov, self.extra());
                 rec.warnings = ctx.warnings.clone();
                 rec
             })
@@ -202,73 +202,4 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         records.push(rec);
     }
     Ok(records)
-}
-
-/// The matrix as text (cells without samples show their hops).
-pub fn render(plan: &Plan, records: &[Record], ctx: &Context) -> String {
-    let (bw, level, size, cells, warnings) =
-        (plan.bw, plan.level, plan.size, &plan.cells, &ctx.warnings);
-    let what = if bw { "bandwidth" } else { "latency" };
-    let metric = what;
-    let value = |r: &Record| r.median(metric);
-    let mut s = String::new();
-    let nodes = &plan.nodes;
-    let _ = writeln!(
-        s,
-        "{} matrix: {} domains × memory nodes, {} per {}, median of {} passes ({})\n",
-        what,
-        level.name(),
-        fmt_bytes(size),
-        if bw { "requestor" } else { "chase" },
-        plan.iterations,
-        if bw {
-            "GB/s, one requestor per core, bwmp"
-        } else {
-            "ns, random chase, stride 128"
-        }
-    );
-    let mut header = vec![format!("{} \\ node", level.name())];
-    header.extend(nodes.iter().map(|n| n.to_string()));
-    let mut rows: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for (c, r) in cells.iter().zip(records) {
-        let row = rows
-            .entry(c.domain)
-            .or_insert_with(|| vec![c.domain.to_string()]);
-        row.push(value(r).map(|v| format!("{v:.1}")).unwrap_or_else(|| {
-            format!(
-                "hops {}",
-                c.hops.map(|h| h.to_string()).unwrap_or("?".into())
-            )
-        }));
-    }
-    let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
-    s.push_str(&table(&h, &rows.into_values().collect::<Vec<_>>()));
-    s.push('\n');
-    // Table 4.13's view: every cell grouped by hops.
-    let mut by_hops: BTreeMap<Option<u32>, Vec<f64>> = BTreeMap::new();
-    for (c, r) in cells.iter().zip(records) {
-        if let Some(v) = value(r) {
-            by_hops.entry(c.hops).or_default().push(v);
-        }
-    }
-    if !by_hops.is_empty() {
-        let rows: Vec<Vec<String>> = by_hops
-            .iter()
-            .map(|(h, v)| {
-                let mean = v.iter().sum::<f64>() / v.len() as f64;
-                vec![
-                    h.map(|h| h.to_string()).unwrap_or("?".into()),
-                    v.len().to_string(),
-                    format!("{mean:.1}"),
-                ]
-            })
-            .collect();
-        s.push('\n');
-        s.push_str(&table(&["hops", "cells", &format!("mean {metric}")], &rows));
-        s.push('\n');
-    }
-    for w in warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
 }

@@ -3,8 +3,11 @@
 
 mod experiment;
 mod present;
-pub use experiment::{render, run, Options, Plan};
-pub use present::{MatrixPresenter, KIND_BANDWIDTH, KIND_LATENCY};
+mod text;
+pub use experiment::{run, Options, Plan};
+pub use present::{
+    MatrixPresenter, KIND_BANDWIDTH, KIND_BANDWIDTH_PLAN, KIND_LATENCY, KIND_LATENCY_PLAN,
+};
 
 use numalab_topo::{Error, Level, Machine, Result, ThreadPlacement};
 use serde::Serialize;

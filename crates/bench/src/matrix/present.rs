@@ -10,13 +10,37 @@ use std::collections::BTreeSet;
 pub const KIND_LATENCY: &str = "matrix-latency";
 /// Record kind of a bandwidth cell.
 pub const KIND_BANDWIDTH: &str = "matrix-bandwidth";
+/// Record kind of a latency cell in a plan (`--dry-run`).
+pub const KIND_LATENCY_PLAN: &str = "matrix-latency-plan";
+/// Record kind of a bandwidth cell in a plan (`--dry-run`).
+pub const KIND_BANDWIDTH_PLAN: &str = "matrix-bandwidth-plan";
 
-/// Latency and bandwidth matrices (cells without samples are dry-run records).
+/// Latency and bandwidth matrices, and their plans.
 pub struct MatrixPresenter;
 
 impl Presenter for MatrixPresenter {
     fn kinds(&self) -> &'static [&'static str] {
-        &[KIND_LATENCY, KIND_BANDWIDTH]
+        &[
+            KIND_LATENCY,
+            KIND_BANDWIDTH,
+            KIND_LATENCY_PLAN,
+            KIND_BANDWIDTH_PLAN,
+        ]
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        // One matrix per kind present, latency first.
+        let out: String = [
+            KIND_LATENCY,
+            KIND_LATENCY_PLAN,
+            KIND_BANDWIDTH,
+            KIND_BANDWIDTH_PLAN,
+        ]
+        .iter()
+        .map(|k| of(records, k).cloned().collect::<Vec<_>>())
+        .filter(|v| !v.is_empty())
+        .map(|v| super::text::render(&v))
+        .collect();
+        (!out.is_empty()).then_some(out)
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("matrix", "Initiator × memory node matrices"))

@@ -1,5 +1,6 @@
 //! `numalab suite collectives`: the KSR collective-communication study (seed 002).
 
+use super::mpi::{progress, run_job, MpiSuiteArgs};
 use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_suites::collectives::{self, run::Plan, Options};
@@ -37,7 +38,7 @@ pub struct CollectivesArgs {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
-    mpi: super::mpi_suite::MpiSuiteArgs,
+    mpi: MpiSuiteArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -66,19 +67,7 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         ));
     }
     if a.mpi.mpi {
-        let (ranks, sizes, only) = o.counts_sizes_only()?;
-        let data = numalab_mpi::kernels::Data::parse(a.data.as_deref().unwrap_or("fresh"))?;
-        let input = super::mpi_suite::CollectivesInput {
-            ranks,
-            sizes,
-            only,
-            iterations: a.iterations,
-            data,
-            osu: a.osu,
-            dry_run: a.dry_run,
-            common: &a.common,
-        };
-        return super::mpi_suite::collectives(&a.mpi, input);
+        return run_mpi(&a, &o);
     }
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
@@ -102,4 +91,31 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         };
         format!("{head}{body}")
     })
+}
+
+/// Run `suite collectives --mpi`: the lists parse as the threads form's do.
+fn run_mpi(a: &CollectivesArgs, threads: &Options) -> Result<(), CliError> {
+    use numalab_suites::collectives::mpi;
+    let (ranks, sizes, only) = threads.counts_sizes_only()?;
+    let o = mpi::Options {
+        job: a.mpi.job.options(),
+        ranks,
+        sizes,
+        iterations: a.iterations,
+        only,
+        data: numalab_mpi::kernels::Data::parse(a.data.as_deref().unwrap_or("fresh"))?,
+    };
+    o.check()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let host = a.common.host()?;
+    let launch = o.job.resolve(&host.machine, 2)?;
+    let plan = mpi::Plan::resolve(&host.machine, &launch, &o)?;
+    run_job(
+        (&a.common, a.dry_run),
+        &host,
+        &launch,
+        |prov| plan.records(prov),
+        |world| mpi::measure(world, &host, &plan, progress("collectives --mpi")),
+        a.osu.then_some(mpi::osu_text as fn(&[_]) -> String),
+    )
 }

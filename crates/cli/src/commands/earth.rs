@@ -1,8 +1,10 @@
 //! `numalab suite earth`: remote operation costs and latency hiding (seed 001, with
 //! seed 002 §6 and seed 003 §4.1).
 
+use super::mpi::{progress, run_job, MpiSuiteArgs};
 use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
 use clap::Args;
+use numalab_suites::earth::mpi as earth_mpi;
 use numalab_suites::earth::{self, Options, Plan};
 
 /// Arguments of `numalab suite earth`.
@@ -47,7 +49,7 @@ pub struct EarthArgs {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
-    mpi: super::mpi_suite::MpiSuiteArgs,
+    mpi: MpiSuiteArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -74,24 +76,7 @@ impl EarthArgs {
 pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
     if a.mpi.mpi {
-        // The MPI form's parts differ (its plan checks them); the other flags parse here.
-        let o = Options {
-            parts: "ops".into(),
-            ..a.options()
-        };
-        o.check()?;
-        let (groups, chunks, multipliers) = o.groups_chunks_multipliers()?;
-        let input = super::mpi_suite::EarthInput {
-            parts: &a.parts,
-            groups,
-            loop_n: a.loop_n,
-            chunks,
-            multipliers,
-            iterations: a.iterations,
-            dry_run: a.dry_run,
-            common: &a.common,
-        };
-        return super::mpi_suite::earth(&a.mpi, input);
+        return run_mpi(&a);
     }
     let o = a.options();
     o.check()?;
@@ -107,4 +92,57 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     let (res, recs) = with_progress(|p| earth::run_suite(&host, &plan, &ctx, p))?;
     a.common
         .emit(&recs, || format!("{head}{}", earth::text(&res)))
+}
+
+/// `suite earth`'s default --parts; with --mpi it means every part the MPI form has.
+const DEFAULT_PARTS: &str = "ops,split,switch,mask,mlp,threads";
+
+impl EarthArgs {
+    /// The MPI form's options: the lists parse as the threads form's do.
+    fn mpi_options(&self) -> Result<earth_mpi::Options, CliError> {
+        // The MPI form's parts differ (its options check them); the other flags parse here.
+        let o = Options {
+            parts: "ops".into(),
+            ..self.options()
+        };
+        o.check()?;
+        let (groups, chunks, multipliers) = o.groups_chunks_multipliers()?;
+        let defaults = earth_mpi::Options::default();
+        let parts = if self.parts == DEFAULT_PARTS {
+            defaults.parts.clone()
+        } else {
+            self.parts
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .collect()
+        };
+        Ok(earth_mpi::Options {
+            job: self.mpi.job.options(),
+            parts,
+            groups,
+            chunks,
+            multipliers,
+            loop_n: self.loop_n,
+            iterations: self.iterations,
+            ..defaults
+        })
+    }
+}
+
+/// Run `suite earth --mpi`.
+fn run_mpi(a: &EarthArgs) -> Result<(), CliError> {
+    let o = a.mpi_options()?;
+    o.check()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let host = a.common.host()?;
+    let launch = o.job.resolve(&host.machine, 2)?;
+    let plan = earth_mpi::Plan::resolve(&launch, &o)?;
+    run_job(
+        (&a.common, a.dry_run),
+        &host,
+        &launch,
+        |prov| plan.records(prov),
+        |world| earth_mpi::measure(world, &host, &plan, progress("earth --mpi")),
+        None,
+    )
 }

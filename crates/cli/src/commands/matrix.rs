@@ -46,6 +46,5 @@ pub fn run(a: MatrixArgs) -> Result<(), CliError> {
     } else {
         matrix::run(&host, &plan, &ctx)?
     };
-    a.common
-        .emit(&records, || matrix::render(&plan, &records, &ctx))
+    a.common.show(&records)
 }

@@ -15,7 +15,6 @@ pub mod matrix;
 pub mod model;
 pub mod monitor;
 pub mod mpi;
-pub mod mpi_suite;
 pub mod plan;
 pub mod record;
 pub mod report;

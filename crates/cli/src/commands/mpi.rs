@@ -2,15 +2,16 @@
 //! job numalab starts `mpirun` on this machine itself; under the user's mpirun it
 //! uses that job. Rank 0 alone emits.
 
-use crate::common::{bad, check_measurable, size_opt, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, context, size_opt, CliError, CommonArgs};
 use clap::{Args, Subcommand};
+use numalab_mpi::kernels::Data;
 use numalab_mpi::launch::{ensure, LaunchRequest, Launched};
 use numalab_mpi::p2p::{self, Op};
+use numalab_mpi::sizes::parse_sizes;
 use numalab_mpi::world::{fail, World, WorldOptions};
-use numalab_mpi::{matrix, ranks, text, Threading};
-use numalab_results::output::table;
-use numalab_results::Record;
-use numalab_topo::{Host, ThreadSpec};
+use numalab_mpi::{matrix, ranks, JobOptions, Launch};
+use numalab_results::{Provenance, Record};
+use numalab_topo::Host;
 use std::path::PathBuf;
 
 impl From<numalab_mpi::Error> for CliError {
@@ -40,44 +41,34 @@ pub struct JobArgs {
 }
 
 impl JobArgs {
+    /// The job's options.
+    pub fn options(&self) -> JobOptions {
+        JobOptions {
+            ranks: self.ranks,
+            hostfile: self.hostfile.clone(),
+            rank_cpus: self.rank_cpus.clone(),
+        }
+    }
+
     /// The launch request, checked against `host` before anything starts.
     pub fn request(
         &self,
         host: &Host,
         min_ranks: usize,
     ) -> Result<(LaunchRequest, WorldOptions), CliError> {
-        let spec = ThreadSpec::parse(&self.rank_cpus)?;
-        let job = numalab_mpi::JobEnv::detect();
-        let ranks = match (self.ranks, &job) {
-            (Some(n), _) => n,
-            (None, Some(j)) if j.size > 0 => j.size,
-            (None, _) => min_ranks.max(2),
-        };
-        if ranks < min_ranks.max(1) {
-            return Err(bad(format!(
-                "invalid --ranks '{ranks}': this command needs at least {} ranks",
-                min_ranks.max(1)
-            )));
-        }
-        let req = LaunchRequest {
-            ranks,
-            hostfile: self.hostfile.clone(),
-            cpus: host.machine.pus.len(),
-            min_ranks,
-        };
-        req.validate()?;
-        // The ranks of this host must find CPUs (others check theirs when they start).
-        if host.machine.this_system {
-            numalab_mpi::place::host_cpus(&host.machine, &spec, ranks.min(req.cpus.max(1)))?;
-        }
-        Ok((
-            req,
-            WorldOptions {
-                threading: Threading::Single,
-                rank_cpus: spec,
-            },
-        ))
+        let l = self.options().resolve(&host.machine, min_ranks)?;
+        Ok((l.req, l.world))
     }
+}
+
+/// Flags that move a suite onto MPI ranks.
+#[derive(Args, Debug, Clone)]
+pub struct MpiSuiteArgs {
+    /// Run between MPI ranks instead of threads (with --ranks N, numalab starts mpirun).
+    #[arg(long)]
+    pub mpi: bool,
+    #[command(flatten)]
+    pub job: JobArgs,
 }
 
 /// Arguments of `numalab mpi`.
@@ -94,7 +85,8 @@ enum MpiCmd {
     /// One-way latency between two ranks over a size sweep: ping-pong, and one-sided
     /// get, put and accumulate (passive target: lock, operation, flush).
     Latency(SweepArgs),
-    /// Streaming bandwidth between two ranks over a size sweep (OSU's window method).
+    /// Streaming bandwidth between two ranks over a size sweep (OSU's window method;
+    /// --bidirectional: both ranks send at once, as OSU's osu_bibw).
     Bandwidth(SweepArgs),
     /// Ping-pong latency between every pair of ranks, grouped by relation.
     Matrix(MatrixArgs),
@@ -106,9 +98,13 @@ pub struct SweepArgs {
     /// Message sizes: a list (8,4K,1M) or ranges of powers of two (1:4M).
     #[arg(long, default_value = "1:4M")]
     sizes: String,
-    /// Latency operations: pingpong, get, put, acc (bandwidth streams sends).
-    #[arg(long, default_value = "pingpong,get,put,acc")]
-    ops: String,
+    /// Latency operations: pingpong, get, put, acc (default all four; bandwidth streams).
+    #[arg(long)]
+    ops: Option<String>,
+    /// Bandwidth: both ranks stream to each other at once (OSU's osu_bibw); the
+    /// figure is both directions' bytes over the time.
+    #[arg(long)]
+    bidirectional: bool,
     /// The timing rank and its peer.
     #[arg(long, default_value = "0,1", value_name = "A,B")]
     pair: String,
@@ -159,6 +155,18 @@ pub struct MatrixArgs {
     common: CommonArgs,
 }
 
+/// Arguments of `numalab mpi ranks`.
+#[derive(Args, Debug)]
+pub struct RanksArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// Print the launch plan without starting ranks.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
 fn parse_pair(s: &str) -> Result<(usize, usize), CliError> {
     let bad_pair = || {
         bad(format!(
@@ -172,6 +180,7 @@ fn parse_pair(s: &str) -> Result<(usize, usize), CliError> {
     ))
 }
 
+/// A progress sink for an MPI experiment: "WHAT: i/n" rewritten on a terminal.
 pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     move |i, n| {
@@ -184,100 +193,108 @@ pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
     }
 }
 
+impl SweepArgs {
+    /// The operations: latency's list, or one stream (both ways with --bidirectional).
+    fn ops(&self, bandwidth: bool) -> Result<Vec<Op>, CliError> {
+        match (bandwidth, &self.ops) {
+            (true, Some(o)) => Err(bad(format!(
+                "invalid option '--ops {o}' for mpi bandwidth: it streams sends (--bidirectional streams both ways)"
+            ))),
+            (true, None) if self.bidirectional => Ok(vec![Op::BiStream]),
+            (true, None) => Ok(vec![Op::Stream]),
+            (false, _) if self.bidirectional => Err(bad(
+                "invalid option '--bidirectional' for mpi latency: only mpi bandwidth streams both ways",
+            )),
+            (false, o) => Ok(o
+                .as_deref()
+                .unwrap_or("pingpong,get,put,acc")
+                .split(',')
+                .map(Op::parse_latency)
+                .collect::<Result<Vec<_>, _>>()?),
+        }
+    }
+
+    fn options(&self, bandwidth: bool) -> Result<p2p::Options, CliError> {
+        Ok(p2p::Options {
+            job: self.job.options(),
+            ops: self.ops(bandwidth)?,
+            sizes: parse_sizes(&self.sizes)?,
+            pair: parse_pair(&self.pair)?,
+            iterations: self.iterations,
+            warmup: self.warmup,
+            window: self.window,
+            data: Data::parse(&self.data)?,
+            batch: self.batch,
+        })
+    }
+}
+
 fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
     a.common.validate()?;
+    let o = a.options(bandwidth)?;
+    o.check()?;
     check_measurable(&a.common, a.dry_run)?;
-    let ops = if bandwidth {
-        vec![Op::Stream]
-    } else {
-        a.ops
-            .split(',')
-            .map(Op::parse_latency)
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let opts = p2p::Options {
-        ops,
-        sizes: p2p::parse_sizes(&a.sizes)?,
-        pair: parse_pair(&a.pair)?,
-        iterations: a.iterations,
-        warmup: a.warmup,
-        window: a.window,
-        data: numalab_mpi::kernels::Data::parse(&a.data)?,
-        batch: a.batch,
-    };
     let host = a.common.host()?;
-    let (req, wopts) = a.job.request(&host, 2)?;
-    let plan = p2p::Plan::resolve(req.ranks, &opts)?;
-    let (metric, unit) = if bandwidth {
-        ("bandwidth", "GB/s")
-    } else {
-        ("latency", "ns")
-    };
+    let launch = o.job.resolve(&host.machine, 2)?;
+    let plan = p2p::Plan::resolve(&launch, &o)?;
     run_job(
-        &a.common,
+        (&a.common, a.dry_run),
         &host,
-        (&req, &wopts),
-        a.dry_run.then(|| plan.text()),
+        &launch,
+        |prov| plan.records(prov),
         |world| p2p::measure(world, &host, &plan, progress("mpi")),
-        |recs| text::sweep(recs, metric, unit),
+        None,
     )
 }
 
-/// The tail every `mpi` command and MPI suite shares once its plan is resolved: print
-/// the plan (`dry`, for --dry-run), or start the job's ranks, measure on every one (a
-/// failure ends the job with the rank named) and emit rank 0's records.
+/// Another layout than the presenters' text, chosen by a flag (`--osu`).
+pub type Layout = Option<fn(&[Record]) -> String>;
+
+/// The tail every `mpi` command and MPI suite shares once its plan is resolved: emit
+/// the plan's records (for --dry-run), or start the job's ranks, measure on every one
+/// (a failure ends the job with the rank named) and emit rank 0's records, as the
+/// presenters show them or in `layout`.
 pub fn run_job(
-    common: &CommonArgs,
+    (common, dry_run): (&CommonArgs, bool),
     host: &Host,
-    (req, opts): (&LaunchRequest, &WorldOptions),
-    dry: Option<String>,
+    launch: &Launch,
+    plan: impl FnOnce(&Provenance) -> Vec<Record>,
     measure: impl FnOnce(&World) -> numalab_mpi::Result<Option<Vec<Record>>>,
-    render: impl Fn(&[Record]) -> String,
+    layout: Layout,
 ) -> Result<(), CliError> {
-    if let Some(plan) = dry {
-        print!("{plan}");
-        return Ok(());
+    if dry_run {
+        return common.show(&plan(&context(host).prov));
     }
-    let world = start(host, req, opts)?;
+    let world = start(host, &launch.req, &launch.world)?;
     let recs = measure(&world).unwrap_or_else(|e| fail(Some(&world), &e));
-    if let Some(recs) = recs {
-        common.emit(&recs, || render(&recs))?;
+    match (recs, layout) {
+        (Some(recs), Some(text)) => common.emit(&recs, || text(&recs)),
+        (Some(recs), None) => common.show(&recs),
+        (None, _) => Ok(()),
     }
-    Ok(())
 }
 
 fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
     a.common.validate()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let size = size_opt("--size", &a.size)?;
-    let opts = matrix::Options {
-        size,
+    let o = matrix::Options {
+        job: a.job.options(),
+        size: size_opt("--size", &a.size)?,
         iterations: a.iterations,
         warmup: a.warmup,
     };
+    o.check()?;
+    check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let (req, wopts) = a.job.request(&host, 2)?;
-    let plan = matrix::Plan::resolve(req.ranks, &opts)?;
+    let launch = o.job.resolve(&host.machine, 2)?;
+    let plan = matrix::Plan::resolve(&launch, &o)?;
     run_job(
-        &a.common,
+        (&a.common, a.dry_run),
         &host,
-        (&req, &wopts),
-        a.dry_run.then(|| plan.text()),
+        &launch,
+        |prov| plan.records(prov),
         |world| matrix::measure(world, &host, &plan, progress("mpi matrix")),
-        text::matrix,
+        None,
     )
-}
-
-/// Arguments of `numalab mpi ranks`.
-#[derive(Args, Debug)]
-pub struct RanksArgs {
-    #[command(flatten)]
-    job: JobArgs,
-    /// Print the launch plan without starting ranks.
-    #[arg(long)]
-    dry_run: bool,
-    #[command(flatten)]
-    common: CommonArgs,
 }
 
 /// Launch (or join) the job and start this rank; exits in the launching process.
@@ -307,65 +324,22 @@ pub fn run(a: MpiArgs) -> Result<(), CliError> {
 
 fn run_ranks(a: RanksArgs) -> Result<(), CliError> {
     a.common.validate()?;
+    let o = ranks::Options {
+        job: a.job.options(),
+    };
+    o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let (req, opts) = a.job.request(&host, 1)?;
-    if a.dry_run {
-        let cpus = numalab_mpi::place::host_cpus(&host.machine, &opts.rank_cpus, req.ranks)?;
-        let rows: Vec<Vec<String>> = cpus
-            .iter()
-            .enumerate()
-            .map(|(r, c)| vec![r.to_string(), c.to_string()])
-            .collect();
-        println!(
-            "mpi plan: {} ranks, rank-cpus {} ({}), mpirun {}\n{}",
-            req.ranks,
-            opts.rank_cpus,
-            if req.hostfile.is_some() {
-                "per host"
-            } else {
-                "this machine"
-            },
-            req.mpirun_args(false)
-                .iter()
-                .map(|s| s.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(" "),
-            table(&["rank", "cpu"], &rows)
-        );
-        return Ok(());
-    }
-    let world = start(&host, &req, &opts)?;
-    let recs = ranks::measure(&world, &host).unwrap_or_else(|e| fail(Some(&world), &e));
-    if let Some(recs) = recs {
-        a.common.emit(&recs, || ranks_text(&recs))?;
-    }
-    Ok(())
-}
-
-fn ranks_text(recs: &[Record]) -> String {
-    let rows = numalab_mpi::present::rank_rows(recs);
-    let mut s = table(&numalab_mpi::present::RANK_HEADER, &rows);
-    s.push('\n');
-    if let Some(r) = recs.first() {
-        let p = r.placement.as_ref();
-        s.push_str(&format!(
-            "MPI: {}; thread level {}\n",
-            p.and_then(|p| p["mpi_library"].as_str())
-                .and_then(|l| l.split(',').next())
-                .unwrap_or("?"),
-            p.and_then(|p| p["threading_provided"].as_str())
-                .unwrap_or("?"),
-        ));
-    }
-    let mut seen: Vec<&String> = Vec::new();
-    for w in recs.iter().flat_map(|r| &r.warnings) {
-        if !seen.contains(&w) {
-            seen.push(w);
-            s.push_str(&format!("warning: {w}\n"));
-        }
-    }
-    s
+    let launch = o.job.resolve(&host.machine, 1)?;
+    let plan = ranks::Plan::resolve(&host.machine, &launch, &o)?;
+    run_job(
+        (&a.common, a.dry_run),
+        &host,
+        &launch,
+        |prov| plan.records(prov),
+        |world| ranks::measure(world, &host),
+        None,
+    )
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use numalab_probe::sync::SyncKind;
 use serde::Serialize;
 
 /// A collective operation (and its algorithm).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Kind {
     /// Barrier cost alone.
     Barrier(SyncKind),

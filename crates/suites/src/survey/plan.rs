@@ -227,6 +227,7 @@ fn mpi_matrix(quick: bool, cores: usize) -> Step {
                 size: 8,
                 iterations: if quick { 500 } else { 5000 },
                 warmup: 50,
+                ..Default::default()
             };
             // Launch (~1 s) plus each pair's round trips (a few µs each, more when
             // ranks outnumber cores).

@@ -6,10 +6,14 @@
 //! [`collectives::expect`]; the seed's cost models are fitted with
 //! [`crate::collectives::run::fit_models`].
 
+mod data;
 mod plan;
 mod present;
 mod run;
+mod text;
 
+pub use data::CollectiveMpiData;
 pub use plan::*;
-pub use present::{CollectiveMpiData, CollectivesMpiPresenter};
+pub use present::CollectivesMpiPresenter;
 pub use run::measure;
+pub use text::osu_text;

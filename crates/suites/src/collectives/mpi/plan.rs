@@ -4,15 +4,23 @@
 use crate::collectives::{self, Kind};
 use numalab_mpi::coll::Native;
 use numalab_mpi::kernels::Data;
-use numalab_mpi::{Error, Result};
-use serde::Serialize;
+use numalab_mpi::{Error, JobOptions, Launch, Result};
+use numalab_results::{Provenance, Record};
+use numalab_topo::Machine;
+use serde::{Deserialize, Serialize};
+
+/// Record kind of the plan (`--dry-run`).
+pub const KIND_PLAN: &str = "suite-collectives-mpi-plan";
 
 /// Barriers timed per barrier measurement (the cost is divided by this).
 pub const BARRIER_REPS: usize = collectives::BARRIER_REPS;
 
 /// What the user chose.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Options {
+    /// The job: ranks, hosts and where they run.
+    #[serde(default)]
+    pub job: JobOptions,
     /// Rank counts P (None: 2, 4, 8, … up to the job's size, and the size).
     pub ranks: Option<Vec<usize>>,
     /// Bytes per rank's block.
@@ -21,14 +29,44 @@ pub struct Options {
     pub iterations: usize,
     /// Only collectives whose name starts with one of these.
     pub only: Vec<String>,
-    /// Bytes per line (the unit blocks are counted in).
-    pub line: usize,
     /// MPI's own collectives: fresh values every pass, or the same every pass (OSU's).
     pub data: Data,
 }
 
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            job: JobOptions::default(),
+            ranks: None,
+            sizes: vec![1 << 10, 4 << 10, 16 << 10, 64 << 10],
+            iterations: 9,
+            only: Vec::new(),
+            data: Data::Fresh,
+        }
+    }
+}
+
+impl Options {
+    /// Check what needs no machine: the job, sizes, passes and rank counts.
+    pub fn check(&self) -> Result<()> {
+        self.job.check()?;
+        numalab_mpi::sizes::check_nonzero("--sizes", &self.sizes)?;
+        if self.iterations == 0 {
+            return Err(Error::Usage(
+                "invalid --iterations '0': at least 1 timed pass".into(),
+            ));
+        }
+        if let Some(p) = self.ranks.iter().flatten().find(|&&p| p < 2) {
+            return Err(Error::Usage(format!(
+                "invalid --threads item '{p}': with --mpi, a rank count of at least 2"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// How an item is carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum How {
     /// The seed's algorithm (RMA gets and barriers; the barrier as point-to-point).
     Seed(Kind),
@@ -37,7 +75,7 @@ pub enum How {
 }
 
 /// One measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Item {
     /// What runs.
     pub how: How,
@@ -96,7 +134,7 @@ pub fn native_for(k: Kind) -> Native {
 }
 
 /// The plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     /// Ranks in the job.
     pub ranks: usize,
@@ -119,10 +157,22 @@ fn wanted(only: &[String], name: &str) -> bool {
 }
 
 impl Plan {
-    /// Resolve for a job of `ranks` ranks.
-    pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
+    /// Resolve the options for the job `launch` starts, blocks counted in `m`'s lines.
+    pub fn resolve(m: &Machine, launch: &Launch, o: &Options) -> Result<Plan> {
+        let line = m.caches.first().and_then(|x| x.line_bytes).unwrap_or(64) as usize;
+        let plan = Plan::for_ranks(launch.ranks(), line, o)?;
+        if plan.items.is_empty() {
+            return Err(Error::Usage(
+                "invalid --only: no collective of the MPI suite matches".into(),
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// Resolve for a job of `ranks` ranks and lines of `line` bytes.
+    fn for_ranks(ranks: usize, line: usize, o: &Options) -> Result<Plan> {
         // Each rank's window holds 2P + 1 blocks, and MPI's own gathers receive P more.
-        numalab_mpi::p2p::check_sizes("--sizes", &o.sizes, ranks, 3 * ranks as u64 + 1)?;
+        numalab_mpi::sizes::check_sizes("--sizes", &o.sizes, ranks, 3 * ranks as u64 + 1)?;
         let ps = match &o.ranks {
             Some(v) => {
                 if let Some(bad) = v.iter().find(|&&p| p < 2 || p > ranks) {
@@ -145,7 +195,7 @@ impl Plan {
                 v
             }
         };
-        let line = o.line.max(8);
+        let line = line.max(8);
         let block_lines: Vec<usize> = o
             .sizes
             .iter()
@@ -199,6 +249,18 @@ impl Plan {
         })
     }
 
+    /// The plan as one record (its `data` is the plan), what `--dry-run` emits.
+    pub fn records(&self, prov: &Provenance) -> Vec<Record> {
+        let mut r = Record::new(
+            KIND_PLAN,
+            "collectives --mpi plan",
+            prov.clone(),
+            serde_json::json!({ "ranks": self.ranks, "measurements": self.items.len() }),
+        );
+        r.set_data(self);
+        vec![r]
+    }
+
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         format!(
@@ -214,18 +276,18 @@ mod tests {
 
     fn opts() -> Options {
         Options {
+            job: JobOptions::default(),
             ranks: None,
             sizes: vec![64, 4096],
             iterations: 3,
             only: vec![],
-            line: 64,
             data: Data::Fresh,
         }
     }
 
     #[test]
     fn the_plan_pairs_every_seed_algorithm_with_one_mpi_collective() {
-        let p = Plan::resolve(4, &opts()).unwrap();
+        let p = Plan::for_ranks(4, 64, &opts()).unwrap();
         assert_eq!(p.ps, [2, 4]);
         assert_eq!(p.block_lines, [1, 64]);
         for &pp in &p.ps {
@@ -262,8 +324,8 @@ mod tests {
         }
         let mut o = opts();
         o.ranks = Some(vec![1]);
-        assert!(Plan::resolve(4, &o).unwrap_err().is_user_error());
+        assert!(Plan::for_ranks(4, 64, &o).unwrap_err().is_user_error());
         o.ranks = Some(vec![8]);
-        assert!(Plan::resolve(4, &o).is_err());
+        assert!(Plan::for_ranks(4, 64, &o).is_err());
     }
 }

@@ -2,29 +2,30 @@
 //! section: the seed's algorithms and MPI's own collectives side by side, and the
 //! seed's cost models fitted to them.
 
+use super::plan::{Plan, KIND_PLAN};
 use numalab_results::linfit::LinearFit;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
 use numalab_results::Record;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// `data` of a `collective-mpi` record (`collective-mpi-model` data is a [`LinearFit`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CollectiveMpiData {
-    /// Each rank's mean time over the passes, ns.
-    pub rank_mean_ns: Vec<f64>,
-    /// Whether the moved words were checked (blocks of zero lines move none).
-    pub checked: bool,
-}
 
 /// The collectives suite over MPI.
 pub struct CollectivesMpiPresenter;
 
 impl Presenter for CollectivesMpiPresenter {
     fn kinds(&self) -> &'static [&'static str] {
-        &["collective-mpi", "collective-mpi-model"]
+        &["collective-mpi", "collective-mpi-model", KIND_PLAN]
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        let mut out = String::new();
+        for r in of(records, KIND_PLAN) {
+            out.push_str(&r.data_as::<Plan>().ok()?.text());
+        }
+        if of(records, "collective-mpi").next().is_some() {
+            out.push_str(&super::text::collectives_text(records));
+        }
+        (!out.is_empty()).then_some(out)
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some((

@@ -356,7 +356,7 @@ pub fn measure(
             );
             r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
             r.add_samples("time", "ns", &time);
-            r.set_data(&super::present::CollectiveMpiData {
+            r.set_data(&super::data::CollectiveMpiData {
                 rank_mean_ns: rank_mean,
                 checked: item.lines > 0,
             });

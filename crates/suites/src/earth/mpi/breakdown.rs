@@ -257,7 +257,7 @@ pub fn measure(
         seed_source: "seed 001, Table 4 (EARTH-MANNA, 1997)".into(),
     });
     rec.warnings.extend(prov.warnings());
-    numalab_mpi::p2p::warn_shared(world, &[a, b], &mut rec);
+    world.warn_shared(&[a, b], &mut rec);
 
     let mut r2 = Record::new(
         "suite-earth-mpi-breakdown",
@@ -273,7 +273,7 @@ pub fn measure(
     r2.add_samples("flush", "ns", &rma.flush);
     r2.add_samples("total", "ns", &sum);
     r2.warnings.extend(prov.warnings());
-    numalab_mpi::p2p::warn_shared(world, &[a, b], &mut r2);
+    world.warn_shared(&[a, b], &mut r2);
     Ok(vec![rec, r2])
 }
 

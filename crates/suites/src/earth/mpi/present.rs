@@ -3,55 +3,13 @@
 //! know by name) with each metric's median, the seed's Table 1, and the masking of
 //! loop 7's communication.
 
+use super::data::SeedRow;
+use super::plan::{Plan, KIND_PLAN};
+use super::text::{earth_text, mask_curve};
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{html_table, num};
 use numalab_results::Record;
-use serde::{Deserialize, Serialize};
-
-/// One T of the masking curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MaskPoint {
-    /// Iterations per coroutine.
-    pub t: usize,
-    /// Median time of the masked loop, ns.
-    pub median_ns: Option<f64>,
-    /// Share of the baseline's communication hidden, % (null when not finite).
-    pub masked_pct: Option<f64>,
-}
-
-/// The best T of the masking curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MaskBest {
-    /// Iterations per coroutine.
-    pub t: usize,
-    /// Share hidden, %.
-    pub masked_pct: f64,
-}
-
-/// `data` of a `suite-earth-mpi-mask` record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MaskData {
-    /// Every T measured.
-    pub points: Vec<MaskPoint>,
-    /// The T that hid the most.
-    pub best: Option<MaskBest>,
-}
-
-/// One row of the seed's Table 1 (`suite-earth-seed` data is a list of them).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeedRow {
-    /// The operation.
-    pub op: String,
-    /// Sequential, local, ns.
-    pub sequential_local_ns: f64,
-    /// Sequential, remote, ns.
-    pub sequential_remote_ns: f64,
-    /// Pipelined, local, ns.
-    pub pipelined_local_ns: f64,
-    /// Pipelined, remote, ns.
-    pub pipelined_remote_ns: f64,
-}
 
 /// The earth suite over MPI.
 pub struct EarthMpiPresenter;
@@ -63,7 +21,18 @@ impl Presenter for EarthMpiPresenter {
             "suite-earth-mpi-mask",
             "suite-earth-mpi-breakdown",
             "suite-earth-seed",
+            KIND_PLAN,
         ]
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        let mut out = String::new();
+        for r in of(records, KIND_PLAN) {
+            out.push_str(&r.data_as::<Plan>().ok()?.text());
+        }
+        if records.iter().any(|r| r.kind != KIND_PLAN) {
+            out.push_str(&earth_text(records));
+        }
+        (!out.is_empty()).then_some(out)
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("earth-mpi", "Remote operations between MPI ranks (EARTH)"))
@@ -73,7 +42,7 @@ impl Presenter for EarthMpiPresenter {
             blocks(records),
             operations(records),
             seed(records),
-            crate::earth::mpi::breakdown::html(records),
+            super::breakdown::html(records),
             mask(records),
         ]
         .into_iter()
@@ -187,25 +156,6 @@ fn seed(records: &[Record]) -> Option<String> {
     )
 }
 
-/// One mask record's curve in words, for the text and the HTML table alike
-/// ([`crate::earth::hide::masking_text`] at each T).
-pub fn mask_curve(r: &Record) -> String {
-    let base = r
-        .median("baseline_comm")
-        .zip(r.median("baseline_comp"))
-        .map(|(a, b)| a + b);
-    r.data_as::<MaskData>()
-        .map(|d| d.points)
-        .unwrap_or_default()
-        .iter()
-        .map(|p| {
-            let text = crate::earth::hide::masking_text(p.masked_pct, p.median_ns, base);
-            format!("T={}: {text}", p.t)
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Loop 7 with u on the remote rank: the communication hidden per T.
 fn mask(records: &[Record]) -> Option<String> {
     let rows: Vec<Vec<String>> = of(records, "suite-earth-mpi-mask")
@@ -236,6 +186,7 @@ fn mask(records: &[Record]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::earth::mpi::{MaskData, MaskPoint};
     use numalab_results::Provenance;
     use serde_json::json;
 

@@ -1,86 +1,17 @@
-//! `numalab mpi matrix`: one-way ping-pong latency between every pair of ranks, like
-//! `c2c` for ranks, each pair's relation named and the cells grouped by relation.
+//! The timed matrix: a ping-pong between every pair of ranks in turn, then the
+//! rank × rank medians grouped by relation.
 
+use super::data::{Group, MatrixData};
+use super::plan::Plan;
 use crate::error::Result;
 use crate::kernels;
-use crate::p2p::{check_sizes, warn_shared};
 use crate::place::Relation;
 use crate::world::World;
 use numalab_probe::Timer;
 use numalab_results::stats::median;
 use numalab_results::{Provenance, Record};
 use numalab_topo::Host;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-/// The user's request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Options {
-    /// Message size in bytes.
-    pub size: u64,
-    /// Timed round trips per pair.
-    pub iterations: usize,
-    /// Untimed round trips first.
-    pub warmup: usize,
-}
-
-/// The resolved plan: every unordered pair, one at a time (the others wait).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plan {
-    /// Ranks in the job.
-    pub ranks: usize,
-    /// Pairs (lower rank times).
-    pub pairs: Vec<(usize, usize)>,
-    /// The options.
-    pub options: Options,
-}
-
-impl Plan {
-    /// Resolve for a job of `ranks` ranks.
-    pub fn resolve(ranks: usize, o: &Options) -> Result<Plan> {
-        check_sizes("--size", &[o.size], ranks, 2)?;
-        if o.iterations == 0 {
-            return Err(crate::Error::Usage(
-                "invalid --iterations '0': at least 1".into(),
-            ));
-        }
-        let pairs = (0..ranks)
-            .flat_map(|a| (a + 1..ranks).map(move |b| (a, b)))
-            .collect();
-        Ok(Plan {
-            ranks,
-            pairs,
-            options: o.clone(),
-        })
-    }
-
-    /// The plan as text, for --dry-run.
-    pub fn text(&self) -> String {
-        format!(
-            "mpi matrix plan: {} ranks, {} pairs one at a time, ping-pong of {} B, {} round trips after {} warm-up each\n",
-            self.ranks,
-            self.pairs.len(),
-            self.options.size,
-            self.options.iterations,
-            self.options.warmup
-        )
-    }
-}
-
-/// Cells of one relation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Group {
-    /// The relation's name.
-    pub relation: String,
-    /// Pairs in it.
-    pub pairs: usize,
-    /// Smallest, median and largest cell (ns).
-    pub min_ns: f64,
-    /// Median cell.
-    pub median_ns: f64,
-    /// Largest cell.
-    pub max_ns: f64,
-}
 
 /// Group pair medians by relation, nearest relation first.
 pub fn group(cells: &[(Relation, f64)]) -> Vec<Group> {
@@ -139,7 +70,7 @@ pub fn measure(
             r.placement = Some(world.placement_value(&[a, b]));
             r.add_samples("latency", "ns", &samples);
             r.warnings = prov.warnings();
-            warn_shared(world, &[a, b], &mut r);
+            world.warn_shared(&[a, b], &mut r);
             mine.push(r);
         }
     }
@@ -177,7 +108,7 @@ pub fn measure(
         json!({ "ranks": n, "size": o.size, "iterations": o.iterations, "warmup": o.warmup }),
     );
     rec.placement = Some(world.placement_value(&(0..n).collect::<Vec<_>>()));
-    rec.set_data(&crate::present::MatrixData {
+    rec.set_data(&MatrixData {
         latency_ns: m,
         relations: relations
             .iter()
@@ -196,15 +127,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pairs_cover_every_rank_once_and_groups_are_ordered_nearest_first() {
-        let o = Options {
-            size: 8,
-            iterations: 10,
-            warmup: 1,
-        };
-        let p = Plan::resolve(4, &o).unwrap();
-        assert_eq!(p.pairs.len(), 6);
-        assert!(p.pairs.iter().all(|(a, b)| a < b));
+    fn groups_are_ordered_nearest_first() {
         let g = group(&[
             (Relation::OtherPackage, 300.0),
             (Relation::SameL3, 100.0),
@@ -214,8 +137,5 @@ mod tests {
         assert_eq!(g[0].relation, "same L3");
         assert_eq!((g[0].pairs, g[0].median_ns, g[0].max_ns), (3, 120.0, 500.0));
         assert_eq!(g[1].relation, "other package");
-        let mut z = o.clone();
-        z.size = 0;
-        assert!(Plan::resolve(2, &z).is_err());
     }
 }

@@ -1,5 +1,4 @@
-//! `numalab mpi ranks`: where every rank runs, each rank describing itself in one
-//! record and rank 0 gathering them — the launcher, pinning and gathering end to end.
+//! Every rank describes where it runs in one record; rank 0 gathers them.
 
 use crate::error::Result;
 use crate::world::World;

@@ -1,61 +1,35 @@
-//! How the MPI records are shown: point-to-point latency and bandwidth against size
-//! (log axes), the rank × rank matrix and its cells grouped by relation, and where
-//! each rank ran.
+//! How the rank matrix is shown: the rank × rank heatmap in machine order, its cells
+//! grouped by relation (HTML and text), one summary card per relation, and the plan.
 
-use crate::matrix::Group;
+use super::data::MatrixData;
+use super::plan::{Plan, KIND_PLAN};
 use crate::place::RankPlacement;
-use numalab_results::plot::{self, LineChart, Series};
-use numalab_results::present::{of, Presenter};
+use numalab_results::output::table;
+use numalab_results::plot;
+use numalab_results::present::{of, warning_lines, Presenter};
 use numalab_results::report::{figure, grid_table, html_table, num};
 use numalab_results::summary::{self, stat_figure, Card, Figure, Spread};
 use numalab_results::Record;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
-/// Record kind of a point-to-point latency measurement.
-pub const KIND_LATENCY: &str = "mpi-latency";
-/// Record kind of a point-to-point bandwidth measurement.
-pub const KIND_BANDWIDTH: &str = "mpi-bandwidth";
+/// `mpi matrix` records and its plan.
+pub struct MatrixPresenter;
 
-/// `data` of an `mpi-matrix` record: rank × rank medians and their groups.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MatrixData {
-    /// Median one-way latency of each pair, ns (null on the diagonal).
-    pub latency_ns: Vec<Vec<Option<f64>>>,
-    /// How each pair of ranks relates ("smt-sibling", "same-l3", …).
-    pub relations: Vec<Vec<String>>,
-    /// The cells grouped by relation, nearest first.
-    pub groups: Vec<Group>,
-    /// Which statistic the cells hold.
-    pub statistic: String,
-}
-
-/// The MPI layer's records (`mpi-rank` data is the rank's [`RankPlacement`]).
-pub struct MpiPresenter;
-
-impl Presenter for MpiPresenter {
+impl Presenter for MatrixPresenter {
     fn kinds(&self) -> &'static [&'static str] {
-        &[
-            KIND_LATENCY,
-            KIND_BANDWIDTH,
-            "mpi-matrix",
-            "mpi-matrix-pair",
-            "mpi-rank",
-        ]
+        &["mpi-matrix", "mpi-matrix-pair", KIND_PLAN]
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
-        Some(("mpi", "MPI point to point"))
+        Some(("mpi-matrix", "MPI rank matrix"))
     }
     fn html(&self, records: &[Record]) -> Option<String> {
+        matrix(records)
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
         let mut out = String::new();
-        for (kind, metric, unit) in [
-            (KIND_LATENCY, "latency", "ns"),
-            (KIND_BANDWIDTH, "bandwidth", "GB/s"),
-        ] {
-            out.push_str(&sweep(records, kind, metric, unit).unwrap_or_default());
+        for r in of(records, KIND_PLAN) {
+            out.push_str(&r.data_as::<Plan>().ok()?.text());
         }
-        out.push_str(&matrix(records).unwrap_or_default());
-        out.push_str(&ranks(records).unwrap_or_default());
+        out.push_str(&matrix_text(records));
         (!out.is_empty()).then_some(out)
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {
@@ -78,7 +52,7 @@ pub fn matrix_cards(records: &[Record]) -> Vec<Card> {
         .iter()
         .filter_map(|g| {
             let fig = if g.pairs > 1 {
-                Figure::new(&label, g.median_ns, "ns", 1, "mpi").with(Some(Spread {
+                Figure::new(&label, g.median_ns, "ns", 1, "mpi-matrix").with(Some(Spread {
                     lo: g.min_ns,
                     hi: g.max_ns,
                     what: format!("range over {} pairs", g.pairs),
@@ -86,7 +60,7 @@ pub fn matrix_cards(records: &[Record]) -> Vec<Card> {
             } else {
                 let pair = of(records, "mpi-matrix-pair")
                     .find(|p| p.parameters["relation"] == g.relation.as_str())?;
-                stat_figure(pair, "latency", &label, "ns", 1, "mpi", "passes")?
+                stat_figure(pair, "latency", &label, "ns", 1, "mpi-matrix", "passes")?
             };
             let mut c = Card::one(
                 summary::Group::Cores,
@@ -101,64 +75,6 @@ pub fn matrix_cards(records: &[Record]) -> Vec<Card> {
             Some(c)
         })
         .collect()
-}
-
-fn median(r: &Record, metric: &str) -> Option<f64> {
-    r.median(metric)
-}
-
-/// One chart per kind: a line per operation and rank pair, size against the median.
-fn sweep(records: &[Record], kind: &str, metric: &str, unit: &str) -> Option<String> {
-    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut rows = Vec::new();
-    for r in of(records, kind) {
-        let p = &r.parameters;
-        let (Some(size), Some(v)) = (p["size"].as_f64(), median(r, metric)) else {
-            continue;
-        };
-        let line = format!(
-            "{} rank {}→{} ({})",
-            p["op"].as_str().unwrap_or("?"),
-            p["from_rank"],
-            p["to_rank"],
-            p["relation"].as_str().unwrap_or("?")
-        );
-        lines.entry(line.clone()).or_default().push((size, v));
-        let p95 = r.stat(metric).map(|s| s.summary.p95);
-        rows.push(vec![
-            line,
-            numalab_results::report::bytes(size as u64),
-            num(Some(v), 3),
-            num(p95, 3),
-        ]);
-    }
-    if rows.is_empty() {
-        return None;
-    }
-    let series: Vec<Series> = lines
-        .into_iter()
-        .map(|(name, mut points)| {
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { name, points }
-        })
-        .collect();
-    let chart = plot::loglog_chart(&LineChart {
-        title: format!("MPI {metric} against message size (median)"),
-        x_label: "message size".into(),
-        y_label: unit.into(),
-        log_x: true,
-        x_bytes: true,
-        series,
-        markers: Vec::new(),
-    });
-    let head = [
-        "operation and ranks".to_string(),
-        "size".into(),
-        format!("median {unit}"),
-        format!("p95 {unit}"),
-    ];
-    let head: Vec<&str> = head.iter().map(String::as_str).collect();
-    Some(format!("<h3>{metric}</h3>") + &figure(chart, html_table(&head, &rows)))
 }
 
 /// The order to show `n` ranks in (rank numbers) and the boundaries between hosts,
@@ -237,36 +153,54 @@ fn matrix(records: &[Record]) -> Option<String> {
     )
 }
 
-/// Where every rank ran, as each rank saw it: rows of [`RANK_HEADER`].
-pub fn rank_rows(records: &[Record]) -> Vec<Vec<String>> {
-    of(records, "mpi-rank")
-        .filter_map(|r| r.data_as::<RankPlacement>().ok())
-        .map(|p| {
-            let o = |v: Option<u32>| v.map_or("-".into(), |x| x.to_string());
+/// The rank × rank matrix and its groups by relation.
+fn matrix_text(recs: &[Record]) -> String {
+    let Some(m) = recs.iter().find(|r| r.kind == "mpi-matrix") else {
+        return String::new();
+    };
+    let d: Option<MatrixData> = m.data_as().ok();
+    let n = m.parameters["ranks"].as_u64().unwrap_or(0) as usize;
+    let cell = |a: usize, b: usize| d.as_ref().and_then(|d| *d.latency_ns.get(a)?.get(b)?);
+    let mut header = vec!["rank".to_string()];
+    header.extend((0..n).map(|r| r.to_string()));
+    let rows: Vec<Vec<String>> = (0..n)
+        .map(|a| {
+            let mut row = vec![a.to_string()];
+            row.extend((0..n).map(|b| match cell(a, b) {
+                Some(v) => format!("{v:.1}"),
+                None => "-".into(),
+            }));
+            row
+        })
+        .collect();
+    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut s = format!(
+        "one-way latency (ns) of {} B ping-pong, median per pair\n",
+        m.parameters["size"]
+    );
+    s.push_str(&table(&h, &rows));
+    s.push_str("\n\nby relation\n");
+    let g: Vec<Vec<String>> = d
+        .iter()
+        .flat_map(|d| &d.groups)
+        .map(|g| {
             vec![
-                p.rank.to_string(),
-                p.host,
-                p.cpu.to_string(),
-                p.core.to_string(),
-                o(p.l3),
-                o(p.node),
-                o(p.package),
-                if p.verified { "yes" } else { "no" }.into(),
+                g.relation.clone(),
+                g.pairs.to_string(),
+                format!("{:.1}", g.min_ns),
+                format!("{:.1}", g.median_ns),
+                format!("{:.1}", g.max_ns),
             ]
         })
-        .collect()
+        .collect();
+    s.push_str(&table(
+        &["relation", "pairs", "min ns", "median ns", "max ns"],
+        &g,
+    ));
+    s.push('\n');
+    s.push_str(&warning_lines(recs));
+    s
 }
-
-/// The columns of [`rank_rows`].
-pub const RANK_HEADER: [&str; 8] = [
-    "rank", "host", "cpu", "core", "l3", "node", "package", "verified",
-];
-
-fn ranks(records: &[Record]) -> Option<String> {
-    let rows = rank_rows(records);
-    (!rows.is_empty()).then(|| "<h3>ranks</h3>".to_string() + &html_table(&RANK_HEADER, &rows))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,7 +257,7 @@ mod tests {
             prov(),
             serde_json::json!({"size": 8}),
         );
-        let g = |relation: &str, pairs, min_ns, median_ns, max_ns| Group {
+        let g = |relation: &str, pairs, min_ns, median_ns, max_ns| super::super::data::Group {
             relation: relation.into(),
             pairs,
             min_ns,

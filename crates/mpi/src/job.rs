@@ -1,0 +1,113 @@
+//! The job a command asks for: how many ranks, on which hosts, where each host's
+//! ranks run. [`JobOptions`] is what the user said (plain serde); [`Launch`] is it
+//! checked against the machine, ready for [`crate::launch::ensure`] and
+//! [`crate::World::start`].
+
+use crate::error::{Error, Result};
+use crate::launch::LaunchRequest;
+use crate::world::{Threading, WorldOptions};
+use numalab_topo::{Machine, ThreadSpec};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What the user asked of the job (`--ranks`, `--hostfile`, `--rank-cpus`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOptions {
+    /// Ranks to start (None: the enclosing job's size, else the command's minimum).
+    pub ranks: Option<usize>,
+    /// Hosts for mpirun, one per line (`host slots=N`); None: this machine.
+    pub hostfile: Option<PathBuf>,
+    /// Where each host's ranks run, in the placement language.
+    pub rank_cpus: String,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            ranks: None,
+            hostfile: None,
+            rank_cpus: "compact".into(),
+        }
+    }
+}
+
+/// The job resolved: the launcher's request and what every rank does when it starts.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// What mpirun is asked for.
+    pub req: LaunchRequest,
+    /// Thread level and rank placement.
+    pub world: WorldOptions,
+}
+
+impl Launch {
+    /// Ranks in the job.
+    pub fn ranks(&self) -> usize {
+        self.req.ranks
+    }
+}
+
+impl JobOptions {
+    /// Check what needs no machine: the placement parses, a given rank count is at least 1.
+    pub fn check(&self) -> Result<()> {
+        ThreadSpec::parse(&self.rank_cpus)?;
+        if self.ranks == Some(0) {
+            return Err(Error::Usage("invalid --ranks '0': at least 1 rank".into()));
+        }
+        Ok(())
+    }
+
+    /// The job for a command that needs at least `min_ranks` ranks, checked against
+    /// `m` before anything starts.
+    pub fn resolve(&self, m: &Machine, min_ranks: usize) -> Result<Launch> {
+        let spec = ThreadSpec::parse(&self.rank_cpus)?;
+        let job = crate::env::JobEnv::detect();
+        let ranks = match (self.ranks, &job) {
+            (Some(n), _) => n,
+            (None, Some(j)) if j.size > 0 => j.size,
+            (None, _) => min_ranks.max(2),
+        };
+        if ranks < min_ranks.max(1) {
+            return Err(Error::Usage(format!(
+                "invalid --ranks '{ranks}': this command needs at least {} ranks",
+                min_ranks.max(1)
+            )));
+        }
+        let req = LaunchRequest {
+            ranks,
+            hostfile: self.hostfile.clone(),
+            cpus: m.pus.len(),
+            min_ranks,
+        };
+        req.validate()?;
+        // The ranks of this host must find CPUs (others check theirs when they start).
+        if m.this_system {
+            crate::place::host_cpus(m, &spec, ranks.min(req.cpus.max(1)))?;
+        }
+        Ok(Launch {
+            req,
+            world: WorldOptions {
+                threading: Threading::Single,
+                rank_cpus: spec,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_pass_and_a_zero_or_unparsable_request_is_named() {
+        assert_eq!(JobOptions::default().check(), Ok(()));
+        let mut o = JobOptions {
+            ranks: Some(0),
+            ..JobOptions::default()
+        };
+        assert!(o.check().unwrap_err().to_string().contains("'0'"));
+        o.ranks = None;
+        o.rank_cpus = "bogus".into();
+        assert!(o.check().unwrap_err().is_user_error());
+    }
+}

@@ -1,0 +1,12 @@
+//! `numalab mpi matrix`: one-way ping-pong latency between every pair of ranks, like
+//! `c2c` for ranks, each pair's relation named and the cells grouped by relation.
+
+mod data;
+mod measure;
+mod plan;
+mod present;
+
+pub use data::{Group, MatrixData};
+pub use measure::{group, measure};
+pub use plan::*;
+pub use present::{matrix_cards, rank_order, MatrixPresenter};

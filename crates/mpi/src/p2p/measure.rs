@@ -1,0 +1,204 @@
+//! The timed sweep of `numalab mpi latency|bandwidth`: every step of the plan between
+//! the pair, each rank's records gathered on rank 0.
+
+use super::plan::{Op, Plan, KIND_BANDWIDTH, KIND_LATENCY, LARGE, PRIME_WINDOWS};
+use crate::error::Result;
+use crate::kernels::{self, Data, Method, RmaOp};
+use crate::place::Relation;
+use crate::world::World;
+use mpi::topology::SimpleCommunicator;
+use numalab_probe::Timer;
+use numalab_results::{Provenance, Record};
+use numalab_topo::Host;
+use serde_json::json;
+
+/// Run the plan (collective: every rank calls it). Rank 0 gets every record.
+pub fn measure(
+    world: &World,
+    host: &Host,
+    plan: &Plan,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Option<Vec<Record>>> {
+    let comm = world.comm();
+    let timer = Timer::best();
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let (a, b) = plan.pair;
+    let relation = Relation::between(&world.placements[a], &world.placements[b]);
+    let mut mine = Vec::new();
+    // Whether the eager and the rendezvous protocols have been primed for streaming.
+    let mut primed = [false; 2];
+    for (i, st) in plan.steps.iter().enumerate() {
+        if world.is_root() {
+            progress(i, plan.steps.len());
+        }
+        let size = st.size as usize;
+        if st.op.streams() && !primed[usize::from(st.size > LARGE)] {
+            primed[usize::from(st.size > LARGE)] = true;
+            prime(comm, &timer, plan, st.op, size)?;
+        }
+        let samples = match st.op {
+            Op::PingPong => kernels::ping_pong(
+                comm,
+                &timer,
+                plan.pair,
+                size,
+                st.warmup,
+                st.iterations,
+                plan.method,
+            )?,
+            Op::Stream => kernels::stream(
+                comm,
+                &timer,
+                plan.pair,
+                size,
+                plan.window,
+                st.warmup,
+                st.iterations,
+                plan.method.data,
+            )?,
+            Op::BiStream => kernels::bistream(
+                comm,
+                &timer,
+                plan.pair,
+                size,
+                plan.window,
+                st.warmup,
+                st.iterations,
+                plan.method.data,
+            )?,
+            Op::Get => kernels::rma(
+                comm,
+                &timer,
+                plan.pair,
+                RmaOp::Get,
+                size,
+                st.warmup,
+                st.iterations,
+                plan.method,
+            )?,
+            Op::Put => kernels::rma(
+                comm,
+                &timer,
+                plan.pair,
+                RmaOp::Put,
+                size,
+                st.warmup,
+                st.iterations,
+                plan.method,
+            )?,
+            Op::Acc => kernels::rma(
+                comm,
+                &timer,
+                plan.pair,
+                RmaOp::Acc,
+                size,
+                st.warmup,
+                st.iterations,
+                plan.method,
+            )?,
+        };
+        let Some(samples) = samples else { continue };
+        let (kind, metric, unit) = if st.op.streams() {
+            (KIND_BANDWIDTH, "bandwidth", "GB/s")
+        } else {
+            (KIND_LATENCY, "latency", "ns")
+        };
+        let mut r = Record::new(
+            kind,
+            &format!("{} {} B rank {a}→{b}", st.op.name(), st.size),
+            prov.clone(),
+            json!({
+                "op": st.op.name(), "size": st.size, "from_rank": a, "to_rank": b,
+                "relation": relation.name(), "iterations": st.iterations, "warmup": st.warmup,
+                "window": st.op.streams().then_some(plan.window),
+                "bidirectional": st.op == Op::BiStream,
+                "method": method(st.op, plan.method),
+                "data": plan.method.data.name(),
+                "batch": (!st.op.streams()).then_some(plan.method.batch),
+                // Every window moves the same bytes, so bytes over the summed window
+                // times (OSU's and IMB's figure) is the samples' harmonic mean; their
+                // plain mean weighs a fast window as much as a preempted one.
+                "aggregate_gb_s": st.op.streams().then(|| harmonic_mean(&samples)),
+                "timer": timer,
+            }),
+        );
+        r.placement = Some(world.placement_value(&[a, b]));
+        r.add_samples(metric, unit, &samples);
+        r.warnings = prov.warnings();
+        world.warn_shared(&[a, b], &mut r);
+        r.unavailable.extend(world.threading_unavailable());
+        mine.push(r);
+    }
+    world.gather_records(&mine)
+}
+
+/// Untimed windows of `op` that prime the pair's protocol for `size` (see
+/// [`PRIME_WINDOWS`]).
+fn prime(comm: &SimpleCommunicator, timer: &Timer, plan: &Plan, op: Op, size: usize) -> Result<()> {
+    let data = plan.method.data;
+    let (pair, w) = (plan.pair, plan.window);
+    if op == Op::BiStream {
+        kernels::bistream(comm, timer, pair, size, w, PRIME_WINDOWS, 0, data)?;
+    } else {
+        kernels::stream(comm, timer, pair, size, w, PRIME_WINDOWS, 0, data)?;
+    }
+    Ok(())
+}
+
+/// n / Σ 1/x over the positive samples (None when there is none).
+pub fn harmonic_mean(xs: &[f64]) -> Option<f64> {
+    let pos: Vec<f64> = xs.iter().copied().filter(|&x| x > 0.0).collect();
+    (!pos.is_empty()).then(|| pos.len() as f64 / pos.iter().map(|x| 1.0 / x).sum::<f64>())
+}
+
+fn method(op: Op, how: Method) -> String {
+    let each = if how.batch == 1 {
+        "timed each".to_string()
+    } else {
+        format!("timed in batches of {}", how.batch)
+    };
+    let data = match how.data {
+        Data::Fresh => "new bytes written before each iteration, outside the timer",
+        Data::Same => "the same bytes every iteration",
+    };
+    let what = match op {
+        Op::PingPong => format!("MPI_Send + MPI_Recv round trip, halved; {each}"),
+        Op::Stream => {
+            format!("window of MPI_Isend, MPI_Waitall, 4-byte acknowledgement; each window timed; the pair primed first with {PRIME_WINDOWS} untimed windows per protocol")
+        }
+        Op::BiStream => {
+            format!("both ranks post a window of MPI_Irecv and MPI_Isend to each other, MPI_Waitall, 4-byte acknowledgement; each window timed, bytes of both directions counted; the pair primed first with {PRIME_WINDOWS} untimed windows per protocol")
+        }
+        Op::Get => format!("MPI_Win_lock(shared) once; MPI_Get + MPI_Win_flush {each}"),
+        Op::Put => format!("MPI_Win_lock(shared) once; MPI_Put + MPI_Win_flush {each}"),
+        Op::Acc => format!(
+            "MPI_Win_lock(shared) once; MPI_Accumulate(MPI_SUM, uint8) + MPI_Win_flush {each}"
+        ),
+    };
+    format!("{what}; {data}; bytes checked outside the timer")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_aggregate_bandwidth_is_bytes_over_the_summed_times() {
+        // Two windows of 1000 B: 1 µs (1 GB/s) and 3 µs (1/3 GB/s): 2000 B in 4 µs.
+        let h = harmonic_mean(&[1.0, 1.0 / 3.0]).unwrap();
+        assert!((h - 0.5).abs() < 1e-12, "{h}");
+        assert_eq!(harmonic_mean(&[]), None);
+        assert_eq!(harmonic_mean(&[0.0]), None);
+    }
+
+    #[test]
+    fn the_method_says_how_each_operation_was_timed() {
+        let batched = Method {
+            data: Data::Same,
+            batch: 300,
+        };
+        assert!(method(Op::Get, batched).contains("batches of 300"));
+        assert!(method(Op::PingPong, Method::default()).contains("timed each"));
+        assert!(method(Op::BiStream, Method::default()).contains("both directions"));
+    }
+}

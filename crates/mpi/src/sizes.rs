@@ -1,0 +1,109 @@
+//! Message sizes and rank pairs: parsing `--sizes` and checking what a job can hold,
+//! shared by every experiment that sends messages between ranks.
+
+use crate::error::{Error, Result};
+
+/// Check sizes: none 0, none beyond what memory holds for every rank's buffers;
+/// errors name `flag` (`--sizes`, or `--size` for a command that takes one).
+pub fn check_sizes(flag: &str, sizes: &[u64], ranks: usize, buffers_per_rank: u64) -> Result<()> {
+    check_nonzero(flag, sizes)?;
+    if let Some((_, avail)) = numalab_topo::sysfs::system_memory() {
+        let max = sizes.iter().max().copied().unwrap_or(0);
+        let need = max
+            .saturating_mul(buffers_per_rank)
+            .saturating_mul(ranks as u64);
+        if need > avail / 2 {
+            return Err(Error::Usage(format!(
+                "invalid {flag} item '{}': {ranks} ranks would need {} of buffers, more than half of the {} available",
+                numalab_topo::fmt_bytes(max),
+                numalab_topo::fmt_bytes(need),
+                numalab_topo::fmt_bytes(avail)
+            )));
+        }
+    }
+    if let Some(s) = sizes.iter().find(|&&s| s > i32::MAX as u64) {
+        return Err(Error::Usage(format!(
+            "invalid {flag} item '{}': one MPI message holds at most 2147483647 bytes (2 GiB - 1)",
+            numalab_topo::fmt_bytes(*s)
+        )));
+    }
+    Ok(())
+}
+
+/// Check sizes without a job: at least one, none 0; what memory holds is checked
+/// with the job ([`check_sizes`]).
+pub fn check_nonzero(flag: &str, sizes: &[u64]) -> Result<()> {
+    if sizes.is_empty() {
+        return Err(Error::Usage(format!(
+            "invalid {flag} '': give at least one size"
+        )));
+    }
+    if sizes.contains(&0) {
+        return Err(Error::Usage(format!(
+            "invalid {flag} item '0': sizes are at least 1 byte"
+        )));
+    }
+    Ok(())
+}
+
+/// Check a pair of ranks against the job's size.
+pub fn check_pair(pair: (usize, usize), ranks: usize) -> Result<()> {
+    let (a, b) = pair;
+    if a >= ranks || b >= ranks || a == b {
+        return Err(Error::Usage(format!(
+            "invalid --pair '{a},{b}': two different ranks below {ranks}"
+        )));
+    }
+    Ok(())
+}
+
+/// Parse `--sizes`: comma-separated sizes (64, 4K, 1M) and ranges `A:B` of the powers
+/// of two from A to B.
+pub fn parse_sizes(s: &str) -> Result<Vec<u64>> {
+    let bad = |item: &str| {
+        Error::Usage(format!(
+            "invalid --sizes item '{item}': sizes of at least 1 byte (8, 4K, 1M) or ranges A:B of powers of two (1:4M)"
+        ))
+    };
+    let size = |t: &str| match numalab_topo::spec::parse_size(t.trim()) {
+        Ok(v) if v > 0 => Ok(v),
+        _ => Err(bad(t.trim())),
+    };
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        if let Some((lo, hi)) = item.split_once(':') {
+            let (lo, hi) = (size(lo)?, size(hi)?);
+            if lo > hi {
+                return Err(bad(item.trim()));
+            }
+            let mut v = lo.next_power_of_two();
+            if v != lo {
+                out.push(lo);
+            }
+            while v <= hi {
+                out.push(v);
+                v *= 2;
+            }
+        } else {
+            out.push(size(item)?);
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::parse_sizes;
+
+    #[test]
+    fn size_lists_and_power_of_two_ranges_parse_and_zero_does_not() {
+        assert_eq!(parse_sizes("1:8").unwrap(), [1, 2, 4, 8]);
+        assert_eq!(parse_sizes("8,4K").unwrap(), [8, 4096]);
+        assert_eq!(parse_sizes("3:8").unwrap(), [3, 4, 8]);
+        for bad in ["0", "1:0", "8:1", "x", ""] {
+            let e = parse_sizes(bad).unwrap_err().to_string();
+            assert!(e.contains("--sizes"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! `suite collectives --mpi` as terminal text: the seed's algorithm beside MPI's own
+//! per P and block size with the fitted cost models, or OSU's layout (`--osu`).
+
+use numalab_results::linfit::LinearFit;
+use numalab_results::output::table;
+use numalab_results::present::warning_lines;
+use numalab_results::Record;
+use std::fmt::Write;
+
+fn median_us(r: &Record) -> Option<f64> {
+    r.median("time").map(|m| m / 1000.0)
+}
+
+/// Seed algorithm beside MPI's own, per P and block size.
+pub(super) fn collectives_text(recs: &[Record]) -> String {
+    let runs: Vec<&Record> = recs.iter().filter(|r| r.kind == "collective-mpi").collect();
+    let native = |p: &serde_json::Value, fam: &str, lines: &serde_json::Value| {
+        runs.iter()
+            .find(|r| {
+                r.parameters["ranks"] == *p
+                    && r.parameters["lines"] == *lines
+                    && r.parameters["implementation"]
+                        .as_str()
+                        .is_some_and(|i| i.starts_with("MPI_"))
+                    && fam.starts_with(r.parameters["collective"].as_str().unwrap_or("?"))
+            })
+            .copied()
+    };
+    let mut rows = Vec::new();
+    for r in runs.iter().filter(|r| {
+        !r.parameters["implementation"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("MPI_")
+    }) {
+        let fam = r.parameters["collective"].as_str().unwrap_or("?");
+        let n = native(&r.parameters["ranks"], fam, &r.parameters["lines"]);
+        let (s, m) = (median_us(r), n.and_then(median_us));
+        rows.push(vec![
+            r.parameters["ranks"].to_string(),
+            fam.to_string(),
+            r.parameters["block_bytes"].to_string(),
+            s.map_or("-".into(), |v| format!("{v:.2}")),
+            n.map_or("-".into(), |n| {
+                n.parameters["implementation"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string()
+            }),
+            m.map_or("-".into(), |v| format!("{v:.2}")),
+            match (s, m) {
+                (Some(s), Some(m)) if m > 0.0 => format!("{:.2}", s / m),
+                _ => "-".into(),
+            },
+        ]);
+    }
+    let mut s = String::from("collectives between MPI ranks: median completion time (µs, slowest rank per pass); every moved word checked\n");
+    s.push_str(&table(
+        &[
+            "P",
+            "collective",
+            "block B",
+            "seed µs",
+            "MPI's own",
+            "MPI µs",
+            "seed/MPI",
+        ],
+        &rows,
+    ));
+    s.push_str("\n\nseed cost models (µs)\n");
+    for r in recs.iter().filter(|r| r.kind == "collective-mpi-model") {
+        match r.data_as::<LinearFit>() {
+            Ok(d) => {
+                let coef: Vec<String> = d
+                    .coefficients
+                    .iter()
+                    .map(|c| match c.value {
+                        Some(x) => format!("{}={x:.4}", c.name),
+                        None => format!("{}=n/a", c.name),
+                    })
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  {:<20} {:<38} {}  (R² {:.3})",
+                    r.name,
+                    d.formula,
+                    coef.join(" "),
+                    d.r2.unwrap_or(f64::NAN)
+                );
+            }
+            Err(_) => {
+                let _ = writeln!(
+                    s,
+                    "  {:<22} not fitted: {}",
+                    r.name,
+                    r.unavailable.first().map_or("", |u| u.reason.as_str())
+                );
+            }
+        }
+    }
+    s.push_str(&warning_lines(recs));
+    s
+}
+
+/// OSU's layout: one block per collective and implementation, size and the average,
+/// smallest and largest of the ranks' mean latencies.
+pub fn osu_text(recs: &[Record]) -> String {
+    let mut s = String::new();
+    let mut heads: Vec<(String, String)> = Vec::new();
+    for r in recs.iter().filter(|r| r.kind == "collective-mpi") {
+        let h = (
+            r.parameters["collective"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+            r.parameters["implementation"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+        );
+        if !heads.contains(&h) {
+            heads.push(h);
+        }
+    }
+    for (c, i) in heads {
+        let _ = writeln!(
+            s,
+            "# numalab {c} ({i})\n# {:<10}{:>6}{:>18}{:>18}{:>18}{:>12}",
+            "Size", "P", "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations"
+        );
+        for r in recs
+            .iter()
+            .filter(|r| r.parameters["collective"] == *c && r.parameters["implementation"] == *i)
+        {
+            let means: Vec<f64> = r
+                .data_as::<super::data::CollectiveMpiData>()
+                .map(|d| d.rank_mean_ns)
+                .unwrap_or_default();
+            if means.is_empty() {
+                continue;
+            }
+            let avg = means.iter().sum::<f64>() / means.len() as f64 / 1000.0;
+            let min = means.iter().copied().fold(f64::INFINITY, f64::min) / 1000.0;
+            let max = means.iter().copied().fold(f64::NEG_INFINITY, f64::max) / 1000.0;
+            let _ = writeln!(
+                s,
+                "  {:<10}{:>6}{:>18.2}{:>18.2}{:>18.2}{:>12}",
+                r.parameters["block_bytes"],
+                r.parameters["ranks"],
+                avg,
+                min,
+                max,
+                r.parameters["iterations"]
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
