@@ -9,7 +9,7 @@ use crate::region::{DEFAULT_BASE, PAGE};
 use crate::run::run_rank;
 use crate::stats::Stats;
 use mpi::topology::Communicator;
-use numalab_mpi::World;
+use numalab_mpi::{Error, JobOptions, Launch, World};
 use numalab_results::{Provenance, Record};
 use numalab_topo::{Host, Machine};
 use serde::{Deserialize, Serialize};
@@ -22,9 +22,15 @@ pub const MAX_THREADS: usize = 64;
 /// Longest net delay accepted.
 pub const MAX_DELAY: Duration = Duration::from_secs(1);
 
+/// Record kind of a run's plan (`--dry-run`).
+pub const KIND_PLAN: &str = "dsm-plan";
+
 /// What the user asked for (plain data; the CLI fills it).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Options {
+    /// The job: ranks, hosts and where they run.
+    #[serde(default)]
+    pub job: JobOptions,
     /// App name.
     pub app: String,
     /// lmw, lsw or seq.
@@ -35,8 +41,64 @@ pub struct Options {
     pub net_delay: String,
     /// small or paper.
     pub input: String,
-    /// Ranks in the job (for the memory check).
-    pub ranks: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            job: JobOptions::default(),
+            app: "sor".into(),
+            protocol: "lmw".into(),
+            threads: 1,
+            net_delay: "0".into(),
+            input: "small".into(),
+        }
+    }
+}
+
+/// The checked choices of a run: input, protocol, net delay, and the app at that input.
+struct Checked {
+    input: Input,
+    app: Box<dyn crate::apps::App>,
+    protocol: ProtocolKind,
+    delay: Duration,
+}
+
+impl Options {
+    /// Check what needs no machine; the error is one line naming the bad value.
+    pub fn check(&self) -> Result<(), Error> {
+        self.job.check()?;
+        self.checked().map(|_| ())
+    }
+
+    fn checked(&self) -> Result<Checked, Error> {
+        let usage = |m: String| Error::Usage(m);
+        let input = Input::parse(&self.input)
+            .ok_or_else(|| usage(format!("invalid --input '{}': small or paper", self.input)))?;
+        let app = by_name(&self.app, input)
+            .ok_or_else(|| usage(format!("invalid app '{}': {}", self.app, NAMES.join(", "))))?;
+        let protocol = ProtocolKind::parse(&self.protocol).ok_or_else(|| {
+            usage(format!(
+                "invalid --protocol '{}': lmw, lsw or seq",
+                self.protocol
+            ))
+        })?;
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(usage(format!(
+                "invalid --threads '{}': 1 to {MAX_THREADS} per rank",
+                self.threads
+            )));
+        }
+        let delay = parse_duration(&self.net_delay).filter(|d| *d <= MAX_DELAY).ok_or_else(|| {
+            usage(format!("invalid --net-delay '{}': a duration up to 1s such as 0, 500ns, 2us, 30us or 1ms", self.net_delay))
+        })?;
+        Ok(Checked {
+            input,
+            app,
+            protocol,
+            delay,
+        })
+    }
 }
 
 /// A checked run.
@@ -87,37 +149,30 @@ fn available_bytes(m: &Machine) -> Option<u64> {
 }
 
 impl Plan {
-    /// Check the options against the machine; the error is one line naming the bad value.
-    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan, String> {
-        let input = Input::parse(&o.input)
-            .ok_or_else(|| format!("invalid --input '{}': small or paper", o.input))?;
-        let app = by_name(&o.app, input)
-            .ok_or_else(|| format!("invalid app '{}': {}", o.app, NAMES.join(", ")))?;
-        let protocol = ProtocolKind::parse(&o.protocol)
-            .ok_or_else(|| format!("invalid --protocol '{}': lmw, lsw or seq", o.protocol))?;
-        if o.threads == 0 || o.threads > MAX_THREADS {
-            return Err(format!(
-                "invalid --threads '{}': 1 to {MAX_THREADS} per rank",
-                o.threads
-            ));
-        }
-        let delay = parse_duration(&o.net_delay).filter(|d| *d <= MAX_DELAY).ok_or_else(|| {
-            format!("invalid --net-delay '{}': a duration up to 1s such as 0, 500ns, 2us, 30us or 1ms", o.net_delay)
-        })?;
+    /// Check the options against the machine and the job `launch` starts; the error
+    /// is one line naming the bad value.
+    pub fn resolve(m: &Machine, launch: &Launch, o: &Options) -> Result<Plan, Error> {
+        let Checked {
+            input,
+            app,
+            protocol,
+            delay,
+        } = o.checked()?;
+        let ranks = launch.ranks();
         let shared_bytes = app.pages() * PAGE;
         // Each rank holds the region, twins or page copies up to its size, and rank 0 the
         // sequential reference: about 3 × the region per rank.
-        let need = 3 * shared_bytes as u64 * o.ranks.max(1) as u64;
+        let need = 3 * shared_bytes as u64 * ranks.max(1) as u64;
         if let Some(avail) = available_bytes(m) {
             if m.this_system && need > avail {
-                return Err(format!(
+                return Err(Error::Usage(format!(
                     "invalid --input '{}' for {}: {} ranks need about {} MiB, this machine has {} MiB free",
                     o.input,
                     o.app,
-                    o.ranks,
+                    ranks,
                     need >> 20,
                     avail >> 20
-                ));
+                )));
             }
         }
         Ok(Plan {
@@ -129,8 +184,15 @@ impl Plan {
             input,
             shared_bytes,
             locks: app.locks(),
-            ranks: o.ranks,
+            ranks,
         })
+    }
+
+    /// The plan as one record (its `data` is the plan), what `--dry-run` emits.
+    pub fn record(&self, prov: &Provenance) -> Record {
+        let mut r = Record::new(KIND_PLAN, &self.describe(), prov.clone(), self.params());
+        r.set_data(self);
+        r
     }
 
     /// One line for --dry-run and progress.

@@ -8,45 +8,19 @@
 //! (LMW's lazy diffs, the single-writer protocols' page hand-over), closes the
 //! application's write access first and reads through the system view second.
 
-use crate::fault::{self, FaultFrame};
+use crate::fault;
+use crate::lockbar;
 use crate::lrc::Lrc;
 use crate::msg::Msg;
-use crate::proto::{self, Fault, Protocol, ProtocolKind};
+use crate::proto::{self, Protocol, ProtocolKind};
 use crate::region::Region;
-use crate::sched;
+use crate::state::{BarState, Core, LockState, TState, Wait};
 use crate::stats::Stats;
-use crate::sync::{self, BarState, LockState};
 use crate::transport::Transport;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// What a blocked user-level thread waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    /// A remote page (or diffs for it).
-    Page(u32),
-    /// A lock.
-    Lock(u32),
-    /// The global barrier's release.
-    Barrier,
-    /// The other local threads, at a local barrier.
-    Local,
-}
-
-/// A user-level thread's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TState {
-    /// Can run.
-    Ready,
-    /// Running now.
-    Running,
-    /// Waiting.
-    Blocked(Wait),
-    /// Finished.
-    Done,
-}
 
 /// A rank's run parameters.
 #[derive(Debug, Clone)]
@@ -70,94 +44,6 @@ pub struct Config {
     /// LSW/SEQ: how long a newly arrived page is kept before a request may take it away
     /// (zero: never frozen; see proto::single).
     pub freeze: Duration,
-}
-
-/// Protocol-independent state of a rank, handed to protocol code.
-pub struct Core {
-    /// This rank.
-    pub me: usize,
-    /// Ranks.
-    pub n: usize,
-    /// Threads per rank.
-    pub t: usize,
-    /// The shared region.
-    pub region: Arc<Region>,
-    /// Local threads.
-    pub threads: Vec<TState>,
-    /// Encoded messages to send once the lock is dropped.
-    pub outbox: Vec<(usize, Vec<u8>)>,
-    /// Counters.
-    pub stats: Stats,
-    /// LRC knowledge (unused by SEQ).
-    pub lrc: Lrc,
-    /// Remote requests in flight.
-    pub outstanding: u64,
-    /// Locks.
-    pub locks: Vec<LockState>,
-    /// The barrier.
-    pub bar: BarState,
-    /// Set when a thread became ready.
-    pub woke: bool,
-    /// GC trigger (LMW).
-    pub gc_bytes: usize,
-    /// What the last thread to block waited for (idle time goes to it).
-    pub last_wait: Wait,
-    /// Consecutive idle time (the watchdog's).
-    pub idle_ns: u64,
-    /// LSW/SEQ freeze time.
-    pub freeze: Duration,
-    /// Messages a protocol held back, to handle again at the given time.
-    pub deferred: Vec<(Instant, usize, Vec<u8>)>,
-}
-
-impl Core {
-    /// Queue a message (counted here; self-messages are handled, not sent, and not counted).
-    pub fn send(&mut self, to: usize, m: &Msg) {
-        let b = m.encode();
-        if to != self.me {
-            self.stats.msgs += 1;
-            self.stats.bytes += b.len() as u64;
-        }
-        self.outbox.push((to, b));
-    }
-
-    /// Make every thread whose wait matches ready.
-    pub fn wake_if(&mut self, f: impl Fn(Wait) -> bool) {
-        for s in self.threads.iter_mut() {
-            if let TState::Blocked(w) = *s {
-                if f(w) {
-                    *s = TState::Ready;
-                    self.woke = true;
-                }
-            }
-        }
-    }
-
-    /// Make thread `tid` ready.
-    pub fn wake(&mut self, tid: usize) {
-        self.threads[tid] = TState::Ready;
-        self.woke = true;
-    }
-
-    /// Handle message `m` from `from` again at `at` (the service thread redelivers it).
-    pub fn defer(&mut self, at: Instant, from: usize, m: &Msg) {
-        self.deferred.push((at, from, m.encode()));
-    }
-
-    /// A remote request starts: count how many were already in flight.
-    pub fn start_remote(&mut self, lock: bool) {
-        if lock {
-            self.stats.overlap_locks += self.outstanding;
-        } else {
-            self.stats.overlap_faults += self.outstanding;
-        }
-        self.outstanding += 1;
-    }
-
-    /// A remote request finished.
-    pub fn end_remote(&mut self) {
-        self.outstanding = self.outstanding.saturating_sub(1);
-    }
 }
 
 /// A rank's whole state.
@@ -189,9 +75,9 @@ pub struct Rank {
 }
 
 impl Rank {
-    /// Map the region, register it for faults and build the state.
+    /// Map the region, register it for faults and build the state (the fault handler
+    /// must be installed: [`crate::sched::install_fault_sink`]).
     pub fn new(cfg: Config, transport: Box<dyn Transport>) -> Result<Arc<Rank>, String> {
-        fault::install(on_fault)?;
         let region = Arc::new(Region::map(cfg.pages, cfg.base).map_err(|e| e.to_string())?);
         let (me, n) = (transport.rank(), transport.ranks());
         let core = Core {
@@ -265,9 +151,11 @@ impl Rank {
         let Node { core, proto } = &mut *g;
         match m {
             Msg::LockReq { .. } | Msg::LockGrant { .. } => {
-                sync::on_lock_msg(core, proto.as_mut(), from, m)
+                lockbar::on_lock_msg(core, proto.as_mut(), from, m)
             }
-            Msg::BarArrive { .. } | Msg::BarRelease { .. } => sync::on_barrier_msg(core, from, m),
+            Msg::BarArrive { .. } | Msg::BarRelease { .. } => {
+                lockbar::on_barrier_msg(core, from, m)
+            }
             m => proto.message(core, from, m),
         }
         g.core.stats.io_ns += t0.elapsed().as_nanos() as u64;
@@ -362,43 +250,4 @@ impl Ord for Held {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
     }
-}
-
-/// CLOCK_MONOTONIC in ns (the clock the signal handler stamps).
-pub fn mono_ns() -> u64 {
-    // SAFETY: plain clock read into a local.
-    unsafe {
-        let mut ts: libc::timespec = std::mem::zeroed();
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-}
-
-/// The fault sink: runs on the faulting user-level thread's own stack (see fault.rs).
-fn on_fault(ctx: usize, f: &FaultFrame) {
-    // SAFETY: ctx is the Arc<Rank> pointer registered in Rank::new; the rank outlives
-    // its threads, which are the only code touching its region.
-    let rank = unsafe { &*(ctx as *const Rank) };
-    let t = mono_ns();
-    let page = rank
-        .region
-        .page_of(f.addr)
-        .expect("fault outside the region") as u32;
-    let write = f.is_write != 0;
-    let mut g = rank.lock();
-    g.core.stats.segv += 1;
-    g.core.stats.segv_ns += t.saturating_sub(f.t_signal_ns);
-    loop {
-        let Node { core, proto } = &mut *g;
-        match proto.fault(core, page as usize, write) {
-            Fault::Ok => break,
-            Fault::Wait { joined } => {
-                if joined {
-                    g.core.stats.contention_page += 1;
-                }
-                g = sched::block(rank, g, Wait::Page(page), true);
-            }
-        }
-    }
-    rank.finish(g);
 }

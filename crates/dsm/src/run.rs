@@ -2,7 +2,9 @@
 //! in-process jobs (ranks as OS threads) for tests.
 
 use crate::apps::App;
-use crate::node::{mono_ns, Config, Rank};
+use crate::node::{Config, Rank};
+use crate::sched::install_fault_sink;
+use crate::state::mono_ns;
 use crate::stats::Stats;
 use crate::transport::{Local, Transport};
 use crate::Ctx;
@@ -23,6 +25,7 @@ pub fn run_rank(
     transport: Box<dyn Transport>,
     app: &dyn App,
 ) -> Result<RankOutcome, String> {
+    install_fault_sink()?;
     let rank = Rank::new(cfg, transport)?;
     let svc = {
         let r = rank.clone();

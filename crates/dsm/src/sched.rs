@@ -5,7 +5,10 @@
 //! ready the compute thread sleeps on the rank's condition variable, and that idle time is
 //! charged to what the last thread blocked on (fault, lock or barrier wait).
 
-use crate::node::{mono_ns, Node, Rank, TState, Wait};
+use crate::fault::{self, FaultFrame};
+use crate::node::{Node, Rank};
+use crate::proto::Fault;
+use crate::state::{mono_ns, TState, Wait};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::Cell;
@@ -159,4 +162,39 @@ pub fn run(rank: &Rank, body: &(dyn Fn(usize) + Sync)) -> Result<(), String> {
     }
     rank.lock().core.stats.total_ns = mono_ns() - t0;
     Ok(())
+}
+
+/// Install the process's fault handler, which sends a rank's page faults to its
+/// protocol (once per process; every rank's region registers with it).
+pub fn install_fault_sink() -> Result<(), String> {
+    fault::install(on_fault)
+}
+
+/// The fault sink: runs on the faulting user-level thread's own stack (see fault.rs).
+fn on_fault(ctx: usize, f: &FaultFrame) {
+    // SAFETY: ctx is the Arc<Rank> pointer registered in Rank::new; the rank outlives
+    // its threads, which are the only code touching its region.
+    let rank = unsafe { &*(ctx as *const Rank) };
+    let t = mono_ns();
+    let page = rank
+        .region
+        .page_of(f.addr)
+        .expect("fault outside the region") as u32;
+    let write = f.is_write != 0;
+    let mut g = rank.lock();
+    g.core.stats.segv += 1;
+    g.core.stats.segv_ns += t.saturating_sub(f.t_signal_ns);
+    loop {
+        let Node { core, proto } = &mut *g;
+        match proto.fault(core, page as usize, write) {
+            Fault::Ok => break,
+            Fault::Wait { joined } => {
+                if joined {
+                    g.core.stats.contention_page += 1;
+                }
+                g = block(rank, g, Wait::Page(page), true);
+            }
+        }
+    }
+    rank.finish(g);
 }

@@ -4,86 +4,11 @@
 //! A local queue per lock makes local acquires cost one remote request; a release hands
 //! the lock to a local waiter before any remote one (the seed's policy: fast, not fair).
 
-use crate::msg::{Interval, Msg};
-use crate::node::{Core, Rank, Wait};
-use crate::proto::Protocol;
+use crate::lockbar::grant;
+use crate::msg::Msg;
+use crate::node::{Node, Rank};
 use crate::sched::{self, current_tid};
-use std::collections::VecDeque;
-
-/// One lock as seen by one rank.
-#[derive(Debug)]
-pub struct LockState {
-    manager: usize,
-    /// Manager only: the last rank that asked.
-    last: usize,
-    /// The lock is on this rank.
-    token: bool,
-    /// A local thread holds it.
-    held: bool,
-    /// This rank asked for it and waits for the grant.
-    requested: bool,
-    /// Local threads waiting, in order.
-    queue: VecDeque<usize>,
-    /// The rank the manager forwarded to us, with its vector timestamp.
-    next: Option<(usize, Vec<u32>)>,
-    /// Intervals that came with the grant, for the thread that gets it to apply.
-    grant: Option<Vec<Interval>>,
-    holder: usize,
-}
-
-impl LockState {
-    /// Lock `l` on rank `me` of `n`: it starts on its manager.
-    pub fn new(l: usize, me: usize, n: usize) -> LockState {
-        let manager = l % n;
-        LockState {
-            manager,
-            last: manager,
-            token: manager == me,
-            held: false,
-            requested: false,
-            queue: VecDeque::new(),
-            next: None,
-            grant: None,
-            holder: usize::MAX,
-        }
-    }
-}
-
-/// Barrier state of one rank (and of the manager, rank 0).
-#[derive(Debug)]
-pub struct BarState {
-    epoch: u32,
-    arrived: usize,
-    payload: Option<(Vec<Interval>, bool, Vec<u32>)>,
-    gc_now: bool,
-    local_arrived: usize,
-    local_gen: u64,
-    // Manager side.
-    m_count: usize,
-    m_vts: Vec<Vec<u32>>,
-    m_ivs: Vec<Interval>,
-    m_gc: bool,
-    m_cut: Option<Vec<u32>>,
-}
-
-impl BarState {
-    /// Nothing arrived, for `n` ranks.
-    pub fn new(n: usize) -> BarState {
-        BarState {
-            epoch: 0,
-            arrived: 0,
-            payload: None,
-            gc_now: false,
-            local_arrived: 0,
-            local_gen: 0,
-            m_count: 0,
-            m_vts: vec![Vec::new(); n],
-            m_ivs: Vec::new(),
-            m_gc: false,
-            m_cut: None,
-        }
-    }
-}
+use crate::state::Wait;
 
 /// Acquire global lock `l` for the running thread.
 pub fn acquire(rank: &Rank, l: usize) {
@@ -124,7 +49,7 @@ pub fn acquire(rank: &Rank, l: usize) {
             break;
         }
     }
-    let crate::node::Node { core, proto } = &mut *g;
+    let Node { core, proto } = &mut *g;
     if let Some(ivs) = core.locks[l].grant.take() {
         proto.acquire(core, &ivs);
     }
@@ -134,7 +59,7 @@ pub fn acquire(rank: &Rank, l: usize) {
 /// Release global lock `l`.
 pub fn release(rank: &Rank, l: usize) {
     let mut g = rank.lock();
-    let crate::node::Node { core, proto } = &mut *g;
+    let Node { core, proto } = &mut *g;
     proto.release(core);
     let ls = &mut core.locks[l];
     assert!(ls.held, "unlock of lock {l}, which this rank does not hold");
@@ -151,76 +76,6 @@ pub fn release(rank: &Rank, l: usize) {
     rank.finish(g);
 }
 
-fn grant(c: &mut Core, l: usize, to: usize, vt: &[u32]) {
-    let intervals = c.lrc.newer_than(vt);
-    c.stats.lock_msgs += 1;
-    c.send(
-        to,
-        &Msg::LockGrant {
-            lock: l as u32,
-            intervals,
-        },
-    );
-}
-
-/// Lock requests, forwards and grants (service thread, or inline for this rank's own).
-pub fn on_lock_msg(c: &mut Core, _p: &mut dyn Protocol, _from: usize, m: Msg) {
-    match m {
-        Msg::LockReq {
-            lock,
-            from,
-            vt,
-            forwarded,
-        } => {
-            let l = lock as usize;
-            let (from, me) = (from as usize, c.me);
-            if !forwarded {
-                let last = std::mem::replace(&mut c.locks[l].last, from);
-                if last != me {
-                    c.stats.lock_msgs += 1;
-                    c.send(
-                        last,
-                        &Msg::LockReq {
-                            lock,
-                            from: from as u32,
-                            vt,
-                            forwarded: true,
-                        },
-                    );
-                    return;
-                }
-            }
-            let ls = &mut c.locks[l];
-            if ls.token && !ls.held && ls.queue.is_empty() {
-                ls.token = false;
-                grant(c, l, from, &vt);
-            } else {
-                assert!(
-                    ls.next.is_none(),
-                    "lock {l}: two ranks forwarded to rank {me}"
-                );
-                ls.next = Some((from, vt));
-            }
-        }
-        Msg::LockGrant { lock, intervals } => {
-            let l = lock as usize;
-            c.end_remote();
-            let ls = &mut c.locks[l];
-            ls.token = true;
-            ls.requested = false;
-            ls.grant = Some(intervals);
-            let t = ls
-                .queue
-                .pop_front()
-                .expect("lock grant with no local waiter");
-            ls.held = true;
-            ls.holder = t;
-            c.wake(t);
-        }
-        _ => unreachable!(),
-    }
-}
-
 /// The global barrier for the running thread.
 pub fn barrier(rank: &Rank) {
     let gc = barrier_once(rank);
@@ -231,7 +86,7 @@ pub fn barrier(rank: &Rank) {
 
 fn barrier_once(rank: &Rank) -> bool {
     let mut g = rank.lock();
-    let crate::node::Node { core: c, proto } = &mut *g;
+    let Node { core: c, proto } = &mut *g;
     let epoch = c.bar.epoch;
     c.bar.arrived += 1;
     let last = c.bar.arrived == c.t;
@@ -257,7 +112,7 @@ fn barrier_once(rank: &Rank) -> bool {
             break;
         }
     }
-    let crate::node::Node { core: c, proto } = &mut *g;
+    let Node { core: c, proto } = &mut *g;
     if let Some((ivs, gc, cut)) = c.bar.payload.take() {
         proto.acquire(c, &ivs);
         if !cut.is_empty() {
@@ -283,7 +138,7 @@ fn collect(rank: &Rank) {
         for p in pages {
             let mut g = rank.lock();
             loop {
-                let crate::node::Node { core, proto } = &mut *g;
+                let Node { core, proto } = &mut *g;
                 match proto.fault(core, p, false) {
                     crate::proto::Fault::Ok => break,
                     crate::proto::Fault::Wait { .. } => {
@@ -296,71 +151,6 @@ fn collect(rank: &Rank) {
     }
     let gc_again = barrier_once(rank);
     debug_assert!(!gc_again);
-}
-
-/// Barrier messages: arrivals at the manager, releases at every rank.
-pub fn on_barrier_msg(c: &mut Core, from: usize, m: Msg) {
-    match m {
-        Msg::BarArrive {
-            epoch,
-            vt,
-            intervals,
-            gc,
-        } => {
-            let b = &mut c.bar;
-            b.m_count += 1;
-            b.m_vts[from] = vt;
-            b.m_ivs.extend(intervals);
-            b.m_gc |= gc;
-            if b.m_count < c.n {
-                return;
-            }
-            b.m_count = 0;
-            let ivs = std::mem::take(&mut b.m_ivs);
-            let vts = std::mem::take(&mut b.m_vts);
-            let merged: Vec<u32> = (0..c.n)
-                .map(|r| vts.iter().map(|v| v[r]).max().unwrap_or(0))
-                .collect();
-            let (gc, cut) = match b.m_cut.take() {
-                Some(cut) => (false, cut),
-                None if std::mem::take(&mut b.m_gc) => {
-                    b.m_cut = Some(merged.clone());
-                    (true, Vec::new())
-                }
-                None => (false, Vec::new()),
-            };
-            b.m_gc = false;
-            b.m_vts = vec![Vec::new(); c.n];
-            for (r, vt) in vts.iter().enumerate() {
-                let mine: Vec<Interval> = ivs
-                    .iter()
-                    .filter(|iv| iv.idx > vt[iv.rank as usize])
-                    .cloned()
-                    .collect();
-                c.send(
-                    r,
-                    &Msg::BarRelease {
-                        epoch,
-                        intervals: mine,
-                        gc,
-                        cut: cut.clone(),
-                    },
-                );
-            }
-        }
-        Msg::BarRelease {
-            epoch,
-            intervals,
-            gc,
-            cut,
-        } => {
-            assert_eq!(epoch, c.bar.epoch, "barrier release for another epoch");
-            c.bar.payload = Some((intervals, gc, cut));
-            c.bar.epoch += 1;
-            c.wake_if(|w| w == Wait::Barrier);
-        }
-        _ => unreachable!(),
-    }
 }
 
 /// Wait for the other local threads; true for exactly one of them (the last to arrive).

@@ -174,6 +174,16 @@ pub static ALL: &[Experiment] = &[
         dry_run: &["--ranks", "2"],
         options: shape!(numalab_mpi::matrix::Options, |o| o.iterations = 0),
     },
+    Experiment {
+        command: &["suite", "cvm"],
+        dry_run: &["--ranks", "2"],
+        options: shape!(crate::cvm::CvmOptions, |o| o.threads = vec![0]),
+    },
+    Experiment {
+        command: &["dsm", "run"],
+        dry_run: &["sor", "--ranks", "2"],
+        options: shape!(numalab_dsm::experiment::Options, |o| o.threads = 0),
+    },
 ];
 
 #[cfg(test)]

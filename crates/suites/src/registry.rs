@@ -23,7 +23,7 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &crate::collectives::mpi::CollectivesMpiPresenter,
     &crate::earth::EarthPresenter,
     &crate::earth::mpi::EarthMpiPresenter,
-    &crate::cvm::CvmPresenter,
+    &numalab_dsm::present::DsmPresenter,
     &crate::advise::AdvicePresenter,
     &numalab_mpi::p2p::P2pPresenter,
     &numalab_mpi::matrix::MatrixPresenter,

@@ -98,7 +98,7 @@ fn the_cvm_section_draws_the_seed_figures_from_the_dsm_records() {
         assert!(b.contains(part), "{part} missing");
     }
     // The text view is built from the same tables.
-    let text = numalab_suites::cvm::text(&recs);
+    let text = numalab_dsm::present::text(&recs);
     assert!(
         text.contains("Figure 7") && text.contains("sor  lmw"),
         "{text}"
@@ -108,7 +108,9 @@ fn the_cvm_section_draws_the_seed_figures_from_the_dsm_records() {
 #[test]
 fn the_mpi_sections_show_sizes_the_matrix_and_the_suites_over_mpi() {
     let recs = dsm_mpi_fixture();
-    let mpi = body(&recs, "mpi");
+    // Point to point and the rank matrix are two sections since each experiment has
+    // its own presenter.
+    let mpi = body(&recs, "mpi") + &body(&recs, "mpi-matrix");
     assert!(mpi.contains("MPI latency against message size") && mpi.contains("pingpong rank 0→1"));
     assert!(mpi.contains("MPI bandwidth against message size"));
     assert!(mpi.contains("rank × rank matrix") && mpi.contains("same L3"));

@@ -2,7 +2,7 @@
 //! `dsm run`s; rank 0 prints the seed's tables.
 
 use super::mpi::{start, JobArgs};
-use crate::common::{bad, check_measurable, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, context, CliError, CommonArgs};
 use clap::Args;
 use numalab_mpi::world::fail;
 use numalab_mpi::Threading;
@@ -56,36 +56,35 @@ fn counts(s: &str) -> Result<Vec<usize>, CliError> {
 /// Run `numalab suite cvm`.
 pub fn run(a: CvmArgs) -> Result<(), CliError> {
     a.common.validate()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let (req, mut opts) = a.job.request(&host, 2)?;
-    opts.threading = Threading::Multiple;
-    let threads = counts(&a.threads)?;
     let o = CvmOptions {
+        job: a.job.options(),
         apps: list(&a.apps),
         protocols: list(&a.protocols),
-        threads,
+        threads: counts(&a.threads)?,
         net_delays: list(&a.net_delay),
         input: a.input.clone(),
-        ranks: req.ranks,
     };
-    let plans = cvm::resolve(&host.machine, &o).map_err(bad)?;
+    o.check()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let host = a.common.host()?;
+    let mut launch = o.job.resolve(&host.machine, 2)?;
+    launch.world.threading = Threading::Multiple;
+    let plans = cvm::resolve(&host.machine, &launch, &o)?;
     if a.dry_run {
-        for p in &plans {
-            println!("{}", p.describe());
-        }
-        return Ok(());
+        return a
+            .common
+            .show(&cvm::plan_records(&plans, &context(&host).prov));
     }
-    let world = start(&host, &req, &opts)?;
+    let world = start(&host, &launch.req, &launch.world)?;
     let n = plans.len();
     let recs = cvm::run(&world, &host, &plans, &|i, p| {
         eprintln!("[{}/{n}] {}", i + 1, p.describe())
     })
     .unwrap_or_else(|e| fail(Some(&world), &numalab_mpi::Error::System(e)));
-    if let Some(recs) = recs {
-        a.common.emit(&recs, || cvm::text(&recs))?;
+    match recs {
+        Some(recs) => a.common.show(&recs),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

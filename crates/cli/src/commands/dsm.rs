@@ -2,7 +2,7 @@
 //! (numalab starts mpirun itself with --ranks N outside a job), rank 0 emitting.
 
 use super::mpi::{start, JobArgs};
-use crate::common::{bad, check_measurable, CliError, CommonArgs};
+use crate::common::{check_measurable, context, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_dsm::experiment::{measure, Options, Plan};
 use numalab_mpi::world::fail;
@@ -52,24 +52,24 @@ pub struct RunArgs {
 pub fn run(a: DsmArgs) -> Result<(), CliError> {
     let DsmCmd::Run(a) = a.cmd;
     a.common.validate()?;
-    check_measurable(&a.common, a.dry_run)?;
-    let host = a.common.host()?;
-    let (req, mut opts) = a.job.request(&host, 1)?;
-    opts.threading = Threading::Multiple;
     let o = Options {
+        job: a.job.options(),
         app: a.app.clone(),
         protocol: a.protocol.clone(),
         threads: a.threads,
         net_delay: a.net_delay.clone(),
         input: a.input.clone(),
-        ranks: req.ranks,
     };
-    let plan = Plan::resolve(&host.machine, &o).map_err(bad)?;
+    o.check()?;
+    check_measurable(&a.common, a.dry_run)?;
+    let host = a.common.host()?;
+    let mut launch = o.job.resolve(&host.machine, 1)?;
+    launch.world.threading = Threading::Multiple;
+    let plan = Plan::resolve(&host.machine, &launch, &o)?;
     if a.dry_run {
-        println!("{}", plan.describe());
-        return Ok(());
+        return a.common.show(&[plan.record(&context(&host).prov)]);
     }
-    let world = start(&host, &req, &opts)?;
+    let world = start(&host, &launch.req, &launch.world)?;
     if let Err(e) = world.require_multiple("the DSM's service thread") {
         // Every rank finds the same; rank 0 alone says so and aborts the job (exit 2),
         // while the others wait for that abort (two aborting ranks make Open MPI add
@@ -82,9 +82,8 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
     }
     let recs = measure(&world, &host, &plan)
         .unwrap_or_else(|e| fail(Some(&world), &numalab_mpi::Error::System(e)));
-    if let Some(recs) = recs {
-        a.common
-            .emit(&recs, || numalab_suites::cvm::run_text(&recs))?;
+    match recs {
+        Some(recs) => a.common.show(&recs),
+        None => Ok(()),
     }
-    Ok(())
 }

@@ -49,16 +49,6 @@ impl JobArgs {
             rank_cpus: self.rank_cpus.clone(),
         }
     }
-
-    /// The launch request, checked against `host` before anything starts.
-    pub fn request(
-        &self,
-        host: &Host,
-        min_ranks: usize,
-    ) -> Result<(LaunchRequest, WorldOptions), CliError> {
-        let l = self.options().resolve(&host.machine, min_ranks)?;
-        Ok((l.req, l.world))
-    }
 }
 
 /// Flags that move a suite onto MPI ranks.

@@ -21,8 +21,8 @@ use super::{Fault, Protocol};
 use crate::diff;
 use crate::lrc::vt_sum;
 use crate::msg::{Diff, Interval, Msg};
-use crate::node::{Core, Wait};
 use crate::region::Prot;
+use crate::state::{Core, Wait};
 use std::collections::{BTreeMap, HashMap};
 
 /// A diff received for a fetch: (writer rank, intervals it covers, diff).

@@ -8,7 +8,7 @@ pub mod seq;
 pub mod single;
 
 use crate::msg::{Interval, Msg};
-use crate::node::Core;
+use crate::state::Core;
 use serde::{Deserialize, Serialize};
 
 /// The protocols.

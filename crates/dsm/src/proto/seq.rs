@@ -12,8 +12,8 @@
 use super::single::{self, Freeze, Managers};
 use super::{Fault, Protocol};
 use crate::msg::{Interval, Msg};
-use crate::node::Core;
 use crate::region::{Prot, PAGE};
+use crate::state::Core;
 
 #[derive(Default, Clone)]
 struct Page {

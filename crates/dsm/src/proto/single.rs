@@ -10,7 +10,7 @@
 
 use super::Fault;
 use crate::msg::Msg;
-use crate::node::{Core, Wait};
+use crate::state::{Core, Wait};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 

@@ -4,19 +4,19 @@
 //! sequential program (Figure 2), the DSM actions (Tables 2 and 3) and the thread-switch
 //! classes (Figure 7). Each run's result is checked against its sequential twin.
 
-mod present;
-mod tables;
-pub use present::{run_text, text, CvmPresenter};
-
 use numalab_dsm::experiment::{measure, Options, Plan};
-use numalab_mpi::World;
-use numalab_results::Record;
+use numalab_dsm::present::SUITE_PARAM;
+use numalab_mpi::{Error, JobOptions, Launch, World};
+use numalab_results::{Provenance, Record};
 use numalab_topo::{Host, Machine};
 use serde::{Deserialize, Serialize};
 
 /// What the user asked for.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CvmOptions {
+    /// The job: ranks, hosts and where they run.
+    #[serde(default)]
+    pub job: JobOptions,
     /// Apps (default: all).
     pub apps: Vec<String>,
     /// Protocols (default: lmw, lsw, seq).
@@ -27,33 +27,75 @@ pub struct CvmOptions {
     pub net_delays: Vec<String>,
     /// small or paper.
     pub input: String,
-    /// Ranks.
-    pub ranks: usize,
 }
 
-/// Every run of the suite, in order.
-pub fn resolve(m: &Machine, o: &CvmOptions) -> Result<Vec<Plan>, String> {
-    let mut plans = Vec::new();
-    for d in &o.net_delays {
-        for app in &o.apps {
-            for p in &o.protocols {
-                for &t in &o.threads {
-                    plans.push(Plan::resolve(
-                        m,
-                        &Options {
+impl Default for CvmOptions {
+    fn default() -> Self {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
+        CvmOptions {
+            job: JobOptions::default(),
+            apps: s(&["sor", "swm", "fft", "water-nsq", "ocean", "barnes"]),
+            protocols: s(&["lmw", "lsw", "seq"]),
+            threads: vec![1, 2, 4, 8],
+            net_delays: s(&["0"]),
+            input: "small".into(),
+        }
+    }
+}
+
+impl CvmOptions {
+    /// Check what needs no machine: no empty list, and every run's options.
+    pub fn check(&self) -> Result<(), Error> {
+        self.job.check()?;
+        for (flag, empty) in [
+            ("--apps", self.apps.is_empty()),
+            ("--protocols", self.protocols.is_empty()),
+            ("--threads", self.threads.is_empty()),
+            ("--net-delay", self.net_delays.is_empty()),
+        ] {
+            if empty {
+                return Err(Error::Usage(format!(
+                    "invalid {flag} '': give at least one"
+                )));
+            }
+        }
+        self.runs().iter().try_for_each(|o| o.check())
+    }
+
+    /// The options of every run, in order.
+    fn runs(&self) -> Vec<Options> {
+        let mut runs = Vec::new();
+        for d in &self.net_delays {
+            for app in &self.apps {
+                for p in &self.protocols {
+                    for &t in &self.threads {
+                        runs.push(Options {
+                            job: self.job.clone(),
                             app: app.clone(),
                             protocol: p.clone(),
                             threads: t,
                             net_delay: d.clone(),
-                            input: o.input.clone(),
-                            ranks: o.ranks,
-                        },
-                    )?);
+                            input: self.input.clone(),
+                        });
+                    }
                 }
             }
         }
+        runs
     }
-    Ok(plans)
+}
+
+/// Every run of the suite, in order, for the job `launch` starts.
+pub fn resolve(m: &Machine, launch: &Launch, o: &CvmOptions) -> Result<Vec<Plan>, Error> {
+    o.runs()
+        .iter()
+        .map(|r| Plan::resolve(m, launch, r))
+        .collect()
+}
+
+/// Every run's plan as a record, what `--dry-run` emits.
+pub fn plan_records(plans: &[Plan], prov: &Provenance) -> Vec<Record> {
+    plans.iter().map(|p| p.record(prov)).collect()
 }
 
 /// Run every plan in this job (collective); rank 0 gets all records. `progress` is
@@ -69,7 +111,11 @@ pub fn run(
         if world.rank == 0 {
             progress(i, p);
         }
-        if let Some(r) = measure(world, host, p)? {
+        if let Some(mut r) = measure(world, host, p)? {
+            // Marked as the suite's, so they are shown as its tables.
+            for rec in &mut r {
+                rec.parameters[SUITE_PARAM] = "cvm".into();
+            }
             all.extend(r);
         }
     }

@@ -1,8 +1,8 @@
 //! The suite's tables in the seed's layout, built once from the `dsm` records and
 //! shown as text (`suite cvm`) or HTML (the report's section).
 
-use numalab_dsm::experiment::RunData;
-use numalab_dsm::Stats;
+use crate::experiment::RunData;
+use crate::Stats;
 use numalab_results::output::table;
 use numalab_results::Record;
 

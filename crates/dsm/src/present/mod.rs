@@ -2,22 +2,28 @@
 //! (time per protocol × T broken into its parts, speedup, thread-switch classes)
 //! beside the tables they are drawn from, and `dsm run`'s per-rank table.
 
-use super::tables::{self, Row, Table, PARTS, SWITCHES};
-use numalab_dsm::experiment::{rank_stats, RunData};
+mod tables;
+
+use crate::experiment::{rank_stats, Plan, RunData, KIND_PLAN};
 use numalab_results::output::table;
 use numalab_results::plot;
 use numalab_results::present::Presenter;
 use numalab_results::report::{figure, html_table};
 use numalab_results::Record;
+use tables::{Row, Table, PARTS, SWITCHES};
 
 pub use tables::text;
 
-/// The software DSM's records: one summary per run and one per rank.
-pub struct CvmPresenter;
+/// The software DSM's records: one summary per run and one per rank, and the plans.
+pub struct DsmPresenter;
 
-impl Presenter for CvmPresenter {
+/// The parameter `suite cvm` marks its runs with, so their text is the suite's tables
+/// (as it is for records of several runs).
+pub const SUITE_PARAM: &str = "suite";
+
+impl Presenter for DsmPresenter {
     fn kinds(&self) -> &'static [&'static str] {
-        &["dsm", "dsm-rank"]
+        &["dsm", "dsm-rank", KIND_PLAN]
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("cvm", "Multithreaded software DSM (CVM)"))
@@ -26,7 +32,22 @@ impl Presenter for CvmPresenter {
         html(records)
     }
     fn text(&self, records: &[Record]) -> Option<String> {
-        let s = text(records);
+        let mut s = String::new();
+        for r in records.iter().filter(|r| r.kind == KIND_PLAN) {
+            s.push_str(&r.data_as::<Plan>().ok()?.describe());
+            s.push('\n');
+        }
+        let runs: Vec<Record> = records
+            .iter()
+            .filter(|r| r.kind != KIND_PLAN)
+            .cloned()
+            .collect();
+        let summaries = runs.iter().filter(|r| r.kind == "dsm").count();
+        if summaries > 1 || runs.iter().any(|r| r.parameters[SUITE_PARAM] == "cvm") {
+            s.push_str(&text(&runs));
+        } else if !runs.is_empty() {
+            s.push_str(&run_text(&runs));
+        }
         (!s.is_empty()).then_some(s)
     }
 }
