@@ -5,6 +5,8 @@ use numalab_results::{output, OutputError, Provenance, Record};
 use numalab_topo::{Host, TopologySource};
 use std::path::PathBuf;
 
+pub use crate::progress::{with_progress, Bar};
+
 /// An error with its exit status: 2 for the user's input, 1 for everything else.
 #[derive(Debug)]
 pub struct CliError {
@@ -133,23 +135,6 @@ pub fn provenance(host: &Host) -> (Provenance, Vec<String>) {
         Vec::new()
     };
     (p, w)
-}
-
-/// Run `f` with a progress sink that rewrites one stderr line on a terminal (and
-/// prints nothing otherwise); the line is ended when `f` returns.
-pub fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut shown = false;
-    let r = f(&mut |m: &str| {
-        if tty {
-            eprint!("\r{m}   ");
-            shown = true;
-        }
-    });
-    if shown {
-        eprintln!();
-    }
-    r
 }
 
 /// The steps every measuring command takes before it measures, in this order: the

@@ -4,6 +4,7 @@ mod commands;
 mod common;
 mod crew_args;
 mod prof_args;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use common::CliError;

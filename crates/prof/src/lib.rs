@@ -3,8 +3,10 @@
 //! metrics derived from them, each labelled with the source it came from.
 
 pub mod counters;
+pub mod dump;
 pub mod export;
 pub mod follow;
+pub mod info;
 pub mod metrics;
 pub mod monitor;
 pub mod pmu;

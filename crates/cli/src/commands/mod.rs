@@ -20,6 +20,5 @@ pub mod record;
 pub mod report;
 pub mod suite;
 pub mod survey;
-mod survey_journal;
 pub mod topo;
 pub mod trace;

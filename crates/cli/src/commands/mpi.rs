@@ -170,17 +170,9 @@ fn parse_pair(s: &str) -> Result<(usize, usize), CliError> {
     ))
 }
 
-/// A progress sink for an MPI experiment: "WHAT: i/n" rewritten on a terminal.
+/// A progress sink for an MPI experiment: "WHAT i/n" on a terminal.
 pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    move |i, n| {
-        if tty {
-            eprint!("\r{what}: {}/{n}   ", i + 1);
-            if i + 1 == n {
-                eprintln!();
-            }
-        }
-    }
+    crate::progress::steps(what)
 }
 
 impl SweepArgs {

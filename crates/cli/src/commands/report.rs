@@ -64,7 +64,10 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
 fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), CliError> {
     let from_journal = |j: &Path| -> Result<(Vec<Record>, Vec<String>), CliError> {
         let journal = numalab_results::journal::read(j).map_err(bad)?;
-        Ok((journal.records(), super::survey_journal::missing(&journal)))
+        Ok((
+            journal.records(),
+            numalab_suites::survey::journal::missing(&journal),
+        ))
     };
     if path.is_dir() {
         let j = path.join(numalab_results::journal::FILE_NAME);

@@ -3,10 +3,17 @@
 
 mod cap;
 mod experiment;
+mod files;
+pub mod journal;
+mod options;
 pub mod plan;
 mod present;
 mod records;
+pub mod runner;
 pub use present::SurveyPresenter;
+
+pub use files::write_all;
+pub use options::{Options, Plan};
 
 pub use cap::cap_sizes;
 pub use experiment::{argv, Experiment};

@@ -1,11 +1,16 @@
 //! The survey's output folder and its journal: a fresh folder (an earlier survey's
 //! results are never replaced without `--force`), or a journal continued with `--resume`.
 
-use crate::common::{bad, CliError};
+use super::plan::Step;
 use numalab_results::journal::{self, Entry, Fingerprint, Header, Journal, PlannedStep, Writer};
 use numalab_results::Provenance;
-use numalab_suites::survey::Step;
+use numalab_topo::Error;
 use std::path::{Path, PathBuf};
+
+/// A usage error (exit 2): the folder or journal the user named cannot be used.
+fn bad(msg: String) -> Error {
+    Error::input(msg)
+}
 
 /// The files a survey writes into its folder.
 pub const OUTPUTS: [&str; 4] = [
@@ -93,7 +98,7 @@ pub fn start(
     force: bool,
     prov: &Provenance,
     plan: Vec<PlannedStep>,
-) -> Result<Log, CliError> {
+) -> Result<Log, Error> {
     let held: Vec<&str> = OUTPUTS
         .iter()
         .copied()
@@ -140,7 +145,7 @@ pub fn start(
 }
 
 /// Continue the survey whose journal is in `dir`: the machine and the plan must be the same.
-pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log, CliError> {
+pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log, Error> {
     let path = dir.join(journal::FILE_NAME);
     let cannot = |why: String| bad(format!("cannot resume '{}': {why}", dir.display()));
     if !path.is_file() {

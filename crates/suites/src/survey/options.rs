@@ -1,0 +1,142 @@
+//! What the user asks of the survey, and the plan resolved from it on a machine.
+
+use super::cap::cap_sizes;
+use super::plan::{plan, Step};
+use numalab_results::output::table;
+use numalab_topo::{fmt_bytes, Error, Machine, Result};
+use serde::{Deserialize, Serialize};
+
+/// The survey's options (plain serde; the CLI fills them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// A shorter battery: fewer sizes and passes.
+    pub quick: bool,
+    /// Largest buffer of any step, e.g. "4M" (None: each step's own).
+    pub max_size: Option<String>,
+}
+
+impl Options {
+    /// Check what needs no machine: a `max_size` of at least 64 KiB.
+    pub fn check(&self) -> Result<()> {
+        self.max_bytes().map(|_| ())
+    }
+
+    /// `max_size` in bytes.
+    pub fn max_bytes(&self) -> Result<Option<u64>> {
+        let Some(s) = &self.max_size else {
+            return Ok(None);
+        };
+        match numalab_bench::experiment::size_opt("--max-size", s)? {
+            b if b < 64 << 10 => Err(Error::input(format!(
+                "invalid --max-size '{}': at least 64K (smaller buffers measure only the L1)",
+                s.trim()
+            ))),
+            b => Ok(Some(b)),
+        }
+    }
+}
+
+/// The survey resolved on a machine: its steps and their estimated duration.
+pub struct Plan {
+    /// Every step, in order.
+    pub steps: Vec<Step>,
+    /// Whether it is the quick battery.
+    pub quick: bool,
+    /// The buffer cap, if any.
+    pub max_bytes: Option<u64>,
+}
+
+impl Plan {
+    /// The battery for `m`, with buffers capped as the options ask.
+    pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
+        let max_bytes = o.max_bytes()?;
+        let mut steps = plan(m, o.quick);
+        if let Some(max) = max_bytes {
+            steps = cap_sizes(m, steps, max);
+        }
+        Ok(Plan {
+            steps,
+            quick: o.quick,
+            max_bytes,
+        })
+    }
+
+    /// Seconds the steps are planned to take.
+    pub fn estimate_s(&self) -> f64 {
+        self.steps.iter().map(|s| s.estimate_s).sum()
+    }
+
+    /// Steps that run here (not skipped).
+    pub fn runnable(&self) -> usize {
+        self.steps.iter().filter(|s| s.skip.is_none()).count()
+    }
+
+    /// The plan as a table (`--dry-run`).
+    pub fn text(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .steps
+            .iter()
+            .map(|s| {
+                vec![
+                    s.section.into(),
+                    s.title.clone(),
+                    match &s.skip {
+                        Some(w) => format!("skipped: {w}"),
+                        None => format!("numalab {}", s.args.join(" ")),
+                    },
+                    format!("{:.1}", s.estimate_s),
+                ]
+            })
+            .collect();
+        format!(
+            "survey plan ({}): {} steps, about {:.0} s\n\n{}\n",
+            if self.quick { "quick" } else { "full" },
+            self.runnable(),
+            self.estimate_s(),
+            table(&["section", "step", "command", "est. s"], &rows)
+        )
+    }
+
+    /// The note on buffers capped by `--max-size`, for the start line.
+    pub fn cap_note(&self) -> String {
+        self.max_bytes
+            .map(|b| format!("; buffers capped at {} (--max-size)", fmt_bytes(b)))
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn max(s: &str) -> Result<Option<u64>> {
+        Options {
+            max_size: Some(s.into()),
+            ..Options::default()
+        }
+        .max_bytes()
+    }
+
+    proptest! {
+        #[test]
+        fn max_size_never_panics_and_names_what_it_refuses(s in "\\PC{0,16}") {
+            if let Err(e) = max(&s) {
+                prop_assert!(e.is_user_error());
+                let msg = e.to_string();
+                prop_assert!(msg.contains(s.trim()), "{}", msg);
+                prop_assert_eq!(msg.lines().count(), 1);
+            }
+        }
+
+        #[test]
+        fn printed_sizes_parse_back(n in 1u64..1024, shift in prop::sample::select(vec![0u32, 10, 20, 30, 40])) {
+            let b = n << shift;
+            let printed = numalab_topo::fmt_bytes(b);
+            match max(&printed) {
+                Ok(back) => prop_assert_eq!(back, Some(b)),
+                Err(e) => prop_assert!(b < 64 << 10, "{}: {}", printed, e),
+            }
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Running the survey's steps: each step is numalab itself in a child process (so a
+//! step that crashes or is killed costs that step alone), its records read from its
+//! JSON, each finished step journalled as it ends; Ctrl-C stops the running step and
+//! the survey keeps what it measured.
+
+use super::journal::Log;
+use super::plan::Step;
+use super::records::{model_record, step_record};
+use super::Experiment;
+use numalab_results::journal::{Entry, PlannedStep};
+use numalab_results::{Provenance, Record};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on Ctrl-C stops the running step and the survey (see [`interrupted`]).
+pub fn catch_sigint() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+}
+
+/// Whether Ctrl-C has stopped the survey.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// How one step went.
+pub struct Outcome {
+    /// The step's records (none when it failed).
+    pub records: Vec<Record>,
+    /// Its wall time.
+    pub seconds: f64,
+    /// "N records", "failed: why" or "interrupted".
+    pub status: String,
+}
+
+impl Outcome {
+    fn failed(seconds: f64, status: String) -> Outcome {
+        Outcome {
+            records: Vec::new(),
+            seconds,
+            status,
+        }
+    }
+}
+
+/// What the runner tells the one watching: a step starts, a step ended (with the
+/// seconds it was planned to take), a warning to show.
+pub trait Watch {
+    /// Step `title` starts.
+    fn start(&mut self, title: &str);
+    /// A step planned for `estimate_s` seconds ended.
+    fn done(&mut self, estimate_s: f64);
+    /// A warning to show now.
+    fn warn(&mut self, why: &str);
+}
+
+/// Spawn `exe` with the step's arguments; the step dies with the survey.
+fn spawn(exe: &Path, s: &Step) -> std::io::Result<Child> {
+    let mut cmd = Command::new(exe);
+    cmd.args(&s.args)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe. A step dies with the survey (a SIGKILL of the
+    // survey leaves no orphan measuring beside the resumed run).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Read a pipe to its end on a thread, so a large output never blocks the child.
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    })
+}
+
+/// Wait for the child, passing Ctrl-C on to it once.
+fn wait(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let mut signalled = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => return Some(st),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        if interrupted() && !signalled {
+            // SAFETY: sending a signal to our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            signalled = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run one step as `exe STEP-ARGS --json` and read its records.
+pub fn run_step(exe: &Path, s: &Step) -> Outcome {
+    let t0 = Instant::now();
+    let mut child = match spawn(exe, s) {
+        Ok(c) => c,
+        Err(e) => return Outcome::failed(0.0, format!("could not start: {e}")),
+    };
+    let (ro, re) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let status = wait(&mut child);
+    let stdout = ro.join().unwrap_or_default();
+    let stderr = re.join().unwrap_or_default();
+    let seconds = t0.elapsed().as_secs_f64();
+    if !status.is_some_and(|s| s.success()) {
+        let why = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("failed without a message")
+            .trim_start_matches("numalab: error: ")
+            .to_string();
+        let status = if interrupted() {
+            "interrupted".into()
+        } else {
+            format!("failed: {why}")
+        };
+        return Outcome::failed(seconds, status);
+    }
+    match serde_json::from_str::<Vec<Record>>(&stdout) {
+        Ok(r) => Outcome {
+            status: format!("{} records", r.len()),
+            records: r,
+            seconds,
+        },
+        Err(e) => Outcome::failed(seconds, format!("failed: unreadable records ({e})")),
+    }
+}
+
+/// What a run of the steps leaves: the records of steps it did not finish (Ctrl-C),
+/// which go into the files but not the journal, and a summary row per step.
+#[derive(Default)]
+pub struct Measured {
+    /// Records of steps not finished.
+    pub unfinished: Vec<Record>,
+    /// Step, result, seconds.
+    pub summary: Vec<Vec<String>>,
+}
+
+/// Whether the model is fitted to this step's records: the node × node latency matrix.
+fn feeds_model(s: &Step) -> bool {
+    matches!(&s.experiment, Some(Experiment::Matrix(o)) if o.what == "latency")
+}
+
+/// Run every step the journal does not hold yet, journalling each as it ends.
+pub fn measure(
+    steps: &[Step],
+    plan: &[PlannedStep],
+    log: &mut Log,
+    prov: &Provenance,
+    exe: &Path,
+    watch: &mut dyn Watch,
+) -> Measured {
+    let mut m = Measured::default();
+    for (s, p) in steps.iter().zip(plan) {
+        let row = |status: String, secs: String| vec![s.title.clone(), status, secs];
+        if let Some(e) = log.journal.entry(&p.id) {
+            let status = format!("{} (before)", e.status);
+            m.summary.push(row(status, format!("{:.1}", e.seconds)));
+            continue;
+        }
+        if interrupted() {
+            let why = "not run: the survey was interrupted (Ctrl-C)".to_string();
+            m.unfinished
+                .push(step_record(prov, s, Some(why.clone()), 0.0));
+            m.summary.push(row(why, "-".into()));
+            continue;
+        }
+        let entry = match &s.skip {
+            Some(why) => {
+                m.summary.push(row(format!("skipped: {why}"), "-".into()));
+                Entry {
+                    step: p.id.clone(),
+                    status: format!("skipped: {why}"),
+                    seconds: 0.0,
+                    records: vec![step_record(prov, s, Some(why.clone()), 0.0)],
+                }
+            }
+            None => match run_one(s, p, prov, exe, watch, &mut m) {
+                Some(e) => e,
+                None => continue,
+            },
+        };
+        if let Some(why) = log.finish(entry) {
+            watch.warn(&why);
+        }
+    }
+    m
+}
+
+/// Run step `s` and make its journal entry; None when Ctrl-C stopped it (its records
+/// go to `m.unfinished`, and `--resume` measures it again).
+fn run_one(
+    s: &Step,
+    p: &PlannedStep,
+    prov: &Provenance,
+    exe: &Path,
+    watch: &mut dyn Watch,
+    m: &mut Measured,
+) -> Option<Entry> {
+    watch.start(&s.title);
+    let o = run_step(exe, s);
+    watch.done(s.estimate_s);
+    let failed = o.records.is_empty();
+    let mut records = vec![step_record(
+        prov,
+        s,
+        failed.then(|| o.status.clone()),
+        o.seconds,
+    )];
+    records.extend(o.records);
+    if feeds_model(s) {
+        records.push(model_record(prov, &records));
+    }
+    m.summary.push(vec![
+        s.title.clone(),
+        o.status.clone(),
+        format!("{:.1}", o.seconds),
+    ]);
+    if o.status == "interrupted" {
+        m.unfinished.extend(records);
+        return None;
+    }
+    Some(Entry {
+        step: p.id.clone(),
+        status: o.status,
+        seconds: o.seconds,
+        records,
+    })
+}
