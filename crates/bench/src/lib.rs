@@ -12,6 +12,7 @@ pub mod latency;
 pub mod loaded;
 pub mod machine;
 pub mod machine_present;
+pub mod machine_text;
 pub mod matrix;
 pub mod restart;
 pub mod sizing;

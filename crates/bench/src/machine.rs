@@ -6,7 +6,7 @@ use numalab_results::{Record, Unavailable};
 use numalab_topo::bind::{verify_threads, PinProof};
 use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::{fmt_bytes, Host, PageSize, Plan, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The topology as one record; a single node is noted as unavailable.
 pub fn topo_record(host: &Host, ctx: &Context) -> Record {
@@ -29,7 +29,7 @@ pub fn topo_record(host: &Host, ctx: &Context) -> Record {
 }
 
 /// What `--verify` proved: each thread's CPU and every page's node.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verified {
     /// Where each thread ran.
     pub threads: Vec<PinProof>,

@@ -1,11 +1,13 @@
 //! How the machine's own records are shown: the topology (`topo`, its data is the
 //! [`numalab_topo::Machine`] itself) and resolved placements (`plan`, no section).
 
+use crate::machine::Verified;
+use crate::machine_text::{plan_text, topo_text};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{bytes, html_table};
 use numalab_results::summary::{Card, Group};
 use numalab_results::Record;
-use numalab_topo::Machine;
+use numalab_topo::{Machine, Plan};
 
 /// The machine summary from the topo record (or any record's provenance).
 pub struct MachinePresenter;
@@ -16,6 +18,12 @@ impl Presenter for MachinePresenter {
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("machine", "Machine"))
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        let s: String = of(records, "topo")
+            .filter_map(|r| Some(topo_text(&r.data_as::<Machine>().ok()?, r)))
+            .collect();
+        (!s.is_empty()).then_some(s)
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let prov = records.first().map(|r| &r.provenance)?;
@@ -101,5 +109,15 @@ pub struct PlanPresenter;
 impl Presenter for PlanPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["plan"]
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        let mut s = String::new();
+        for r in of(records, "plan") {
+            let p = r.placement.as_ref()?;
+            let plan: Plan = serde_json::from_value(p["resolved"].clone()).ok()?;
+            let verified: Option<Verified> = serde_json::from_value(p["verified"].clone()).ok()?;
+            s.push_str(&plan_text(&plan, verified.as_ref(), r));
+        }
+        (!s.is_empty()).then_some(s)
     }
 }

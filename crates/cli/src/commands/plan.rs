@@ -2,13 +2,10 @@
 
 use crate::common::{context, CliError, CommonArgs};
 use clap::{Args, ValueEnum};
-use numalab_bench::machine::{self, Verified};
-use numalab_results::output::table;
-use numalab_results::Record;
+use numalab_bench::machine;
 use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads, spread_note};
 use numalab_topo::spec::parse_size;
-use numalab_topo::{fmt_bytes, CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
-use std::fmt::Write;
+use numalab_topo::{CoreKind, MemSpec, PageSize, Plan, Smt, ThreadRequest, ThreadSpec};
 
 /// SMT sibling use, for clap.
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -129,118 +126,12 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
             "page_size": page_size.name(),
             "size_bytes": size,
             "verify": a.verify,
+            "default_level": m.default_level().to_string(),
         }),
         serde_json::json!({ "threads": a.spec, "mem": a.mem }),
         verified.as_ref(),
         mem_note,
     );
     rec.warnings.extend(spread_note(m, &req));
-    let text = || render(&plan, verified.as_ref(), &rec, m.default_level());
-    a.common.emit(std::slice::from_ref(&rec), text)
-}
-
-fn opt(v: Option<u32>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
-}
-
-fn render(
-    plan: &Plan,
-    verified: Option<&Verified>,
-    rec: &Record,
-    default_level: numalab_topo::Level,
-) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "Plan '{}': {} thread(s) on {} (default spreading level: {default_level})\n",
-        plan.thread_spec,
-        plan.threads.len(),
-        rec.provenance.topology_source
-    );
-    let mem_hops = plan.memory.as_ref().map(|m| &m.hops_from_threads);
-    let rows: Vec<Vec<String>> = plan
-        .threads
-        .iter()
-        .map(|t| {
-            let p = &t.pu;
-            let mut r = vec![
-                t.thread.to_string(),
-                p.os.to_string(),
-                p.core.to_string(),
-                p.smt_rank.to_string(),
-                opt(p.l2),
-                opt(p.l3),
-                opt(p.die),
-                opt(p.package),
-                opt(p.node),
-                opt(p.kind),
-                mem_hops
-                    .and_then(|h| h.get(t.thread).copied().flatten())
-                    .map(|h| h.to_string())
-                    .unwrap_or_else(|| "-".into()),
-            ];
-            if let Some(v) = verified {
-                r.push(format!("ran on CPU {}", v.threads[t.thread].observed_cpu));
-            }
-            r
-        })
-        .collect();
-    let mut header = vec![
-        "thread",
-        "cpu",
-        "core",
-        "smt",
-        "l2",
-        "l3",
-        "die",
-        "pkg",
-        "node",
-        "kind",
-        "hops to mem",
-    ];
-    if verified.is_some() {
-        header.push("verified");
-    }
-    s.push_str(&table(&header, &rows));
-    s.push('\n');
-    if let Some(mem) = &plan.memory {
-        let _ = writeln!(
-            s,
-            "\nMemory '{}': {} node(s) {}, {} pages{}",
-            mem.spec,
-            mem.policy,
-            numalab_topo::cpulist::format(&mem.nodes),
-            mem.page_size.name(),
-            mem.relative_to_node
-                .map(|n| format!(", relative to node {n}"))
-                .unwrap_or_default()
-        );
-    }
-    if let Some(p) = verified.map(|v| &v.memory) {
-        let per: Vec<String> = p
-            .pages_per_node
-            .iter()
-            .map(|(n, c)| format!("{c} on node {n}"))
-            .collect();
-        let _ = writeln!(
-            s,
-            "Verified with move_pages: {} pages of {} checked: {}",
-            p.pages_checked,
-            fmt_bytes(p.bytes),
-            per.join(", ")
-        );
-        // hugetlb pages are not THP; smaps' AnonHugePages says nothing about them.
-        let hugetlb = matches!(p.page_size, PageSize::Huge2M | PageSize::Huge1G);
-        if let (Some(thp), false) = (p.thp_bytes, hugetlb) {
-            let _ = writeln!(
-                s,
-                "Backed by transparent huge pages (smaps): {}",
-                fmt_bytes(thp)
-            );
-        }
-    }
-    for w in &rec.warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
+    a.common.show(std::slice::from_ref(&rec))
 }
