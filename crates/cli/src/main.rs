@@ -54,75 +54,6 @@ fn registers(cli: &Cli, argv: &[String]) -> bool {
     cli.command.measures() && !planning_only
 }
 
-/// A measuring run's registration and the other runs it found measuring when it began.
-struct Announced {
-    _registration: Option<numalab_results::runlock::Registration>,
-    others: Vec<numalab_results::runlock::OtherRun>,
-}
-
-/// Registers a measuring run so others can see it, after waiting for the runs
-/// already measuring when `--wait` is given. Dry runs and plans against another
-/// machine's topology measure nothing and register nothing. The warning about other
-/// runs comes after the run (see [`warn_concurrent`]), so a bad-input error stays one line.
-fn announce(cli: &Cli) -> Option<Announced> {
-    use numalab_results::runlock;
-    if !registers(cli, &std::env::args().collect::<Vec<_>>()) {
-        return None;
-    }
-    let mut others = runlock::others();
-    if cli.wait && !others.is_empty() {
-        for o in &others {
-            eprintln!(
-                "numalab: waiting for pid {} ({}) to finish measuring",
-                o.pid, o.command
-            );
-        }
-        runlock::wait_for_others();
-        others.clear();
-    }
-    let started = numalab_results::provenance::now_utc();
-    let registration = match runlock::register(&started) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "numalab: warning: cannot register this run in {} ({e}); other runs will not see it",
-                runlock::dir().display()
-            );
-            None
-        }
-    };
-    Some(Announced {
-        _registration: registration,
-        others,
-    })
-}
-
-/// After a measuring run: names every other measurement seen while it ran (their
-/// records carry the same in `provenance.concurrent_runs`).
-fn warn_concurrent(a: &Announced) {
-    // One warning per job: its launcher's (ranks it started have a parent run), or
-    // rank 0's under the user's own mpirun.
-    if let Some(job) = numalab_mpi::JobEnv::detect() {
-        let launched_here = std::env::var_os(numalab_results::runlock::PARENT_ENV).is_some()
-            && a._registration.is_none();
-        if launched_here || job.rank != 0 {
-            return;
-        }
-    }
-    let mut seen = a.others.clone();
-    for o in numalab_results::runlock::others() {
-        if !seen.iter().any(|s| s.pid == o.pid) {
-            seen.push(o);
-        }
-    }
-    for o in &seen {
-        eprintln!(
-            "numalab: warning: another numalab measurement is running on this machine (pid {}: {}); the figures of both may be disturbed, and --wait waits for it",
-            o.pid, o.command
-        );
-    }
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// The main job: a curated battery chosen from the topology, written to DIR as
@@ -192,10 +123,13 @@ enum Command {
 
 fn run() -> Result<(), CliError> {
     let cli = Cli::parse();
-    let announced = announce(&cli);
+    // Dry runs and plans against another machine's topology measure nothing and
+    // register nothing.
+    let announced = registers(&cli, &std::env::args().collect::<Vec<_>>())
+        .then(|| numalab_results::announce::announce(cli.wait));
     let result = dispatch(cli);
     if let (Ok(()), Some(a)) = (&result, &announced) {
-        warn_concurrent(a);
+        a.warn_concurrent(numalab_mpi::JobEnv::detect().map(|j| j.rank));
     }
     result
 }

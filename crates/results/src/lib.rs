@@ -1,10 +1,12 @@
 //! numalab-results: the result record, provenance, statistics and export
 //! (readable tables, JSON, CSV) shared by every numalab command.
 
+pub mod announce;
 pub mod compare;
 pub mod journal;
 pub mod linfit;
 pub mod model;
+pub mod model_text;
 pub mod output;
 pub mod plot;
 pub mod present;

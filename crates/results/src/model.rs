@@ -1,6 +1,7 @@
 //! The thesis' remote-latency model (§4.3.2): latency = local + remote penalty
 //! (for any remote access) + hops × per-hop delay, fitted by least squares.
 
+use crate::record::Record;
 use serde::{Deserialize, Serialize};
 
 /// One observation.
@@ -153,6 +154,26 @@ pub fn fit(points: &[Point]) -> Result<Fit, String> {
     })
 }
 
+/// Points from records: every latency figure (`stat`: min or median) whose record
+/// says how many hops it crossed, in its parameters or, per requestor, in its resolved
+/// memory placement.
+pub fn points(records: &[Record], stat: &str) -> Vec<Point> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let hops = r.parameters["hops"].as_u64().or_else(|| {
+                let i = r.parameters["requestor"].as_u64()? as usize;
+                r.placement.as_ref()?["resolved"]["memory"]["hops_from_threads"][i].as_u64()
+            })?;
+            let s = &r.stat("latency")?.summary;
+            Some(Point {
+                hops: hops as u32,
+                latency_ns: if stat == "min" { s.min } else { s.median },
+            })
+        })
+        .collect()
+}
+
 /// Read `hops,latency_ns` CSV (a header line is allowed); errors name the bad line.
 pub fn parse_csv(text: &str) -> Result<Vec<Point>, String> {
     let mut out = Vec::new();
@@ -234,6 +255,17 @@ impl crate::Presenter for ModelPresenter {
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("model", "Latency model"))
+    }
+    fn text(&self, records: &[crate::Record]) -> Option<String> {
+        let s: String = records
+            .iter()
+            .filter_map(|r| {
+                let d: ModelData = r.data_as().ok()?;
+                let hops = r.parameters["predict_hops"].as_u64().map(|h| h as u32);
+                Some(crate::model_text::text(&d, hops))
+            })
+            .collect();
+        (!s.is_empty()).then_some(s)
     }
     fn html(&self, records: &[crate::Record]) -> Option<String> {
         use crate::report::{html_table, num};

@@ -305,6 +305,30 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     t.to_string()
 }
 
+/// Read numalab records from a JSON file (an array of records, or one record); the
+/// error is one line naming the file and what it should hold.
+pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "invalid file '{}': not JSON ({e}); give numalab records (-o FILE.json)",
+            path.display()
+        )
+    })?;
+    let v = if v.is_array() {
+        v
+    } else {
+        serde_json::Value::Array(vec![v])
+    };
+    serde_json::from_value(v).map_err(|e| {
+        format!(
+            "invalid file '{}': not numalab records ({e})",
+            path.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

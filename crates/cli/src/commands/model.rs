@@ -2,9 +2,7 @@
 
 use crate::common::{bad, CliError, CommonArgs};
 use clap::{Args, Subcommand};
-use numalab_results::model::{self, Fit, Point};
-use numalab_results::output::table;
-use std::fmt::Write;
+use numalab_results::model::{self, Point};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `numalab model`.
@@ -42,45 +40,20 @@ struct PredictArgs {
     hops: u32,
 }
 
-/// Points from records: every latency figure whose record says how many hops it crossed.
-fn from_records(v: &serde_json::Value, stat: &str) -> Vec<Point> {
-    let recs = v.as_array().cloned().unwrap_or_default();
-    recs.iter()
-        .filter_map(|r| {
-            let hops = r["parameters"]["hops"].as_u64().or_else(|| {
-                let i = r["parameters"]["requestor"].as_u64()? as usize;
-                r["placement"]["resolved"]["memory"]["hops_from_threads"][i].as_u64()
-            })?;
-            let s = r["stats"]
-                .as_array()?
-                .iter()
-                .find(|s| s["metric"] == "latency")?;
-            Some(Point {
-                hops: hops as u32,
-                latency_ns: s[stat].as_f64()?,
-            })
-        })
-        .collect()
-}
-
 fn load(path: &Path, stat: &str) -> Result<Vec<Point>, CliError> {
     if stat != "min" && stat != "median" {
         return Err(bad(format!(
             "invalid --stat '{stat}': expected min or median"
         )));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad(format!("cannot read '{}': {e}", path.display())))?;
     let points = if path.extension().is_some_and(|e| e == "csv") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad(format!("cannot read '{}': {e}", path.display())))?;
         model::parse_csv(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?
     } else {
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            bad(format!(
-                "invalid file '{}': not JSON records ({e}); give numalab records or a .csv with hops,latency_ns",
-                path.display()
-            ))
-        })?;
-        from_records(&v, stat)
+        let recs = numalab_results::output::read_records(path)
+            .map_err(|e| bad(format!("{e}, or a .csv with hops,latency_ns")))?;
+        model::points(&recs, stat)
     };
     if points.is_empty() {
         return Err(bad(format!(
@@ -89,51 +62,6 @@ fn load(path: &Path, stat: &str) -> Result<Vec<Point>, CliError> {
         )));
     }
     Ok(points)
-}
-
-fn opt(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.2}"))
-        .unwrap_or_else(|| "not separable".into())
-}
-
-fn render(f: &Fit, points: &[Point], predict: Option<(u32, f64)>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "Model: latency = local + remote penalty + hops × per-hop delay ({} observations, hops {:?})\n", f.n, f.hops_seen);
-    s.push_str(&table(
-        &["coefficient", "ns"],
-        &[
-            vec!["local".into(), format!("{:.2}", f.local_ns)],
-            vec!["remote penalty".into(), opt(f.remote_penalty_ns)],
-            vec!["per hop".into(), opt(f.per_hop_ns)],
-            vec![
-                "R²".into(),
-                f.r2.map(|r| format!("{r:.4}"))
-                    .unwrap_or_else(|| "-".into()),
-            ],
-        ],
-    ));
-    let _ = writeln!(s, "\n{}\n", f.note);
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .zip(&f.residuals_ns)
-        .map(|(p, r)| {
-            vec![
-                p.hops.to_string(),
-                format!("{:.2}", p.latency_ns),
-                format!("{:.2}", p.latency_ns - r),
-                format!("{r:+.2}"),
-            ]
-        })
-        .collect();
-    s.push_str(&table(
-        &["hops", "observed ns", "fitted ns", "residual"],
-        &rows,
-    ));
-    s.push('\n');
-    if let Some((h, v)) = predict {
-        let _ = writeln!(s, "\nPredicted latency at {h} hop(s): {v:.2} ns");
-    }
-    s
 }
 
 /// Run `numalab model`.
@@ -147,6 +75,5 @@ pub fn run(a: ModelArgs) -> Result<(), CliError> {
     let f = model::fit(&points).map_err(bad)?;
     let predict = hops.map(|h| (h, f.predict(h)));
     let rec = model::file_record(&fa.file, &fa.stat, &f, &points, predict);
-    fa.common
-        .emit(std::slice::from_ref(&rec), || render(&f, &points, predict))
+    fa.common.show(std::slice::from_ref(&rec))
 }

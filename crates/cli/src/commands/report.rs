@@ -37,25 +37,7 @@ pub struct CompareArgs {
 
 /// Read numalab records from a JSON file (an array of records, or one record).
 pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad(format!("cannot read '{}': {e}", path.display())))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        bad(format!(
-            "invalid file '{}': not JSON ({e}); give numalab records (-o FILE.json)",
-            path.display()
-        ))
-    })?;
-    let v = if v.is_array() {
-        v
-    } else {
-        serde_json::Value::Array(vec![v])
-    };
-    serde_json::from_value(v).map_err(|e| {
-        bad(format!(
-            "invalid file '{}': not numalab records ({e})",
-            path.display()
-        ))
-    })
+    numalab_results::output::read_records(path).map_err(bad)
 }
 
 /// The records of one input (a record file, a survey folder or its journal) and the

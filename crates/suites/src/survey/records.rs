@@ -25,16 +25,12 @@ pub fn step_record(prov: &Provenance, s: &Step, reason: Option<String>, seconds:
 
 /// Fit the latency model to the matrix cells (hops, median latency).
 pub fn model_record(prov: &Provenance, records: &[Record]) -> Record {
-    let points: Vec<model::Point> = records
+    let cells: Vec<Record> = records
         .iter()
         .filter(|r| r.kind == "matrix-latency")
-        .filter_map(|r| {
-            Some(model::Point {
-                hops: r.parameters["hops"].as_u64()? as u32,
-                latency_ns: r.median("latency")?,
-            })
-        })
+        .cloned()
         .collect();
+    let points = model::points(&cells, "median");
     let mut r = Record::new(
         "model",
         "fit",
