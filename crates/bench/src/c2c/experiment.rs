@@ -3,13 +3,11 @@
 use super::{measure, pairs, schedule, C2cSettings, Home, Pair, PairResult};
 use crate::experiment::{Context, Progress};
 use numalab_probe::Timer;
-use numalab_results::output::table;
 use numalab_results::Record;
 use numalab_topo::spec::parse_size;
 use numalab_topo::{cpulist, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::fmt::Write;
 
 /// What the user asks of `c2c`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,25 +153,6 @@ impl Plan {
         r.warnings = ctx.warnings.clone();
         r
     }
-
-    /// The plan as text.
-    pub fn render(&self) -> String {
-        let (cpus, pairs, rounds) = (&self.cpus, &self.pairs, &self.rounds);
-        let mut s = format!(
-                "c2c plan: {} CPUs, {} pairs in {} rounds (pairs in a round share no core, L3 or package and run at once)\n",
-                cpus.len(),
-                pairs.len(),
-                rounds.len()
-            );
-        for (i, r) in rounds.iter().enumerate().take(20) {
-            let ps: Vec<String> = r.iter().map(|p| format!("{}-{}", p.a, p.b)).collect();
-            let _ = writeln!(s, "  round {}: {}", i + 1, ps.join(" "));
-        }
-        if rounds.len() > 20 {
-            let _ = writeln!(s, "  … {} more rounds", rounds.len() - 20);
-        }
-        s
-    }
 }
 
 /// What `run` measured: per pair, the matrices, and the records.
@@ -263,50 +242,4 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
         read: read_m,
         records,
     })
-}
-
-/// The measured matrices as text.
-pub fn render(m: &Machine, plan: &Plan, r: &Measured) -> String {
-    let (cas_m, read_m, cpus, records) = (&r.cas, &r.read, &plan.cpus, &r.records);
-    let (cas, read, a) = (plan.settings.cas, plan.settings.read, &plan.options);
-    let mut s = String::new();
-    let core = |c: &u32| m.pu(*c).map(|p| p.core);
-    for (title, m, on) in [
-        ("CAS round trip / 2 (ns)", &cas_m, cas),
-        (
-            "read of a line Modified in the other CPU (ns)",
-            &read_m,
-            read,
-        ),
-    ] {
-        if !on {
-            continue;
-        }
-        let _ = writeln!(
-            s,
-            "{title}, median of {} passes; '*' marks SMT siblings",
-            a.iterations
-        );
-        let mut header = vec!["cpu".to_string()];
-        header.extend(cpus.iter().map(|c| c.to_string()));
-        let rows: Vec<Vec<String>> = cpus
-            .iter()
-            .zip(m.iter())
-            .map(|(c, row)| {
-                let mut r = vec![c.to_string()];
-                r.extend(row.iter().zip(cpus.iter()).map(|(v, d)| match v {
-                    Some(v) => format!("{v:.1}{}", if core(c) == core(d) { "*" } else { "" }),
-                    None => "-".into(),
-                }));
-                r
-            })
-            .collect();
-        let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
-        s.push_str(&table(&h, &rows));
-        s.push_str("\n\n");
-    }
-    for w in &records.last().unwrap().warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
 }

@@ -4,7 +4,8 @@
 mod experiment;
 pub mod order;
 mod present;
-pub use experiment::{render, run, Measured, Options, Plan};
+mod text;
+pub use experiment::{run, Measured, Options, Plan};
 pub use present::{C2cMatrixData, C2cPlanData, C2cPresenter};
 
 use crate::latency::{self, LatencyPlan};

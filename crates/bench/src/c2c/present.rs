@@ -36,6 +36,12 @@ impl Presenter for C2cPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["c2c-matrix", "c2c", "c2c-plan"]
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        match of(records, "c2c-plan").last() {
+            Some(p) => super::text::plan_text(p),
+            None => super::text::matrix_text(records),
+        }
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("c2c", "Core to core"))
     }

@@ -50,11 +50,8 @@ pub fn run(a: C2cArgs) -> Result<(), CliError> {
     let o = a.options();
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
-        let r = plan.record(&ctx);
-        return a.common.emit(std::slice::from_ref(&r), || plan.render());
+        return a.common.show(&[plan.record(&ctx)]);
     }
     let measured = with_progress(|p| c2c::run(&host, &plan, &ctx, p))?;
-    a.common.emit(&measured.records, || {
-        c2c::render(&host.machine, &plan, &measured)
-    })
+    a.common.show(&measured.records)
 }
