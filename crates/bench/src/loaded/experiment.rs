@@ -5,18 +5,14 @@ use crate::experiment::{Context, Progress};
 use numalab_probe::inject::Traffic;
 use numalab_probe::kernel::UNROLL;
 use numalab_probe::Timer;
-use numalab_results::output::table;
-use numalab_results::stats::{median, percentile};
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{
-    cpulist, fmt_bytes, Error, Host, Machine, MemSpec, PageSize, Result, ThreadPlacement,
-    ThreadSpec,
+    cpulist, Error, Host, Machine, MemSpec, PageSize, Result, ThreadPlacement, ThreadSpec,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::fmt::Write;
 
 /// Loads per timed pass at most (~40 ms at memory latency).
 const MAX_LOADS: usize = 1 << 18;
@@ -223,26 +219,6 @@ impl LoadedPlan {
         rec.warnings = self.warnings(ctx);
         rec
     }
-
-    /// The plan as text.
-    pub fn render(&self, rec: &Record) -> String {
-        let (plan, traffic, r) = (self, self.traffic, &self.requestor);
-        let mut s = format!(
-                "loaded latency: chase on CPU {} over {}, {} {} injector(s) on CPUs {} with {} each, memory {}; an unloaded point, then delays {:?}\n",
-                r.pu.os,
-                fmt_bytes(plan.chase_bytes),
-                plan.injectors.len(),
-                traffic.name(),
-                rec.parameters["injector_cpus"].as_str().unwrap_or(""),
-                fmt_bytes(plan.inject_bytes),
-                cpulist::format(&plan.mem.nodes),
-                plan.delays
-            );
-        for w in &rec.warnings {
-            let _ = writeln!(s, "warning: {w}");
-        }
-        s
-    }
 }
 
 /// Measure the unloaded point, then every delay: the points and their records.
@@ -278,47 +254,4 @@ pub fn run(
         })
         .collect();
     Ok((points, records))
-}
-
-/// The curve as text.
-pub fn render(plan: &LoadedPlan, points: &[Point], warnings: &[String]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "Loaded latency: chase on CPU {} over {}; {} {} injector(s); median of {} passes\n",
-        plan.requestor.pu.os,
-        fmt_bytes(plan.chase_bytes),
-        plan.injectors.len(),
-        plan.traffic.name(),
-        plan.iterations
-    );
-    let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .map(|p| {
-            let mut l = p.latency_ns.clone();
-            l.sort_by(f64::total_cmp);
-            vec![
-                p.delay.map(|d| d.to_string()).unwrap_or("unloaded".into()),
-                if p.delay.is_some() {
-                    f(median(&p.injected_gbps), 2)
-                } else {
-                    "-".into()
-                },
-                f(median(&p.latency_ns), 1),
-                f(l.first().copied(), 1),
-                f(Some(percentile(&l, 0.9)), 1),
-            ]
-        })
-        .collect();
-    s.push_str(&table(
-        &["delay", "injected GB/s", "latency ns", "min", "p90"],
-        &rows,
-    ));
-    s.push('\n');
-    let _ = writeln!(s, "\ninjected GB/s counts memory traffic: 64 bytes per line read, 128 per line written (read-for-ownership plus writeback)");
-    for w in warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
 }

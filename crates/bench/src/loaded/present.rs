@@ -29,6 +29,12 @@ impl Presenter for LoadedPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["loaded-latency", "loaded-latency-plan"]
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        match of(records, "loaded-latency-plan").last() {
+            Some(p) => super::text::plan_text(p),
+            None => super::text::curve_text(records),
+        }
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("loaded", "Loaded latency"))
     }

@@ -59,13 +59,8 @@ pub fn run(a: LoadedArgs) -> Result<(), CliError> {
     let o = a.options();
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
-        let rec = plan.record(&ctx);
-        return a
-            .common
-            .emit(std::slice::from_ref(&rec), || plan.render(&rec));
+        return a.common.show(&[plan.record(&ctx)]);
     }
-    let (points, records) = with_progress(|p| loaded::run(&host, &plan, &ctx, p))?;
-    a.common.emit(&records, || {
-        loaded::render(&plan, &points, &plan.warnings(&ctx))
-    })
+    let (_, records) = with_progress(|p| loaded::run(&host, &plan, &ctx, p))?;
+    a.common.show(&records)
 }
