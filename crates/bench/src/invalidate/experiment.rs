@@ -3,14 +3,11 @@
 use super::{measure, InvalidatePlan, Step};
 use crate::experiment::{check_iterations, opt_size, Context, Progress};
 use numalab_probe::Timer;
-use numalab_results::output::table;
-use numalab_results::stats::median;
 use numalab_results::{Record, Unavailable};
 use numalab_topo::plan::resolve_memory;
-use numalab_topo::{fmt_bytes, Error, Host, Machine, MemSpec, PageSize, Result, ThreadSpec};
+use numalab_topo::{Error, Host, Machine, MemSpec, PageSize, Result, ThreadSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::fmt::Write;
 
 /// What the user asks of `invalidate`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -166,69 +163,4 @@ pub fn run(
         })
         .collect();
     Ok((steps, records))
-}
-
-/// The sweep as text: the sharer order, and the figures of each count when measured.
-pub fn render(plan: &InvalidatePlan, steps: Option<&[Step]>, ctx: &Context) -> String {
-    let warnings = warnings(plan, ctx);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "Invalidation sweep: requestor CPU {} (node {}), lines homed on node {}, {} of shared lines{}\n",
-        plan.requestor.pu.os,
-        plan.requestor.pu.node.map(|n| n.to_string()).unwrap_or("?".into()),
-        plan.home(),
-        fmt_bytes(plan.size),
-        if steps.is_some() {
-            format!(", median of {} passes", plan.iterations)
-        } else {
-            " (plan only)".into()
-        }
-    );
-    let f = |v: &[f64]| median(v).map(|x| format!("{x:.1}")).unwrap_or("-".into());
-    let g = |v: &[f64]| median(v).map(|x| format!("{x:.2}")).unwrap_or("-".into());
-    let rows: Vec<Vec<String>> = plan
-        .sharers
-        .iter()
-        .enumerate()
-        .map(|(i, sh)| {
-            let mut row = vec![
-                (i + 1).to_string(),
-                sh.thread.pu.os.to_string(),
-                sh.node.map(|n| n.to_string()).unwrap_or("?".into()),
-                sh.hops.map(|h| h.to_string()).unwrap_or("?".into()),
-            ];
-            if let Some(st) = steps.and_then(|v| v.get(i)) {
-                row.extend([
-                    f(&st.rdex_ns),
-                    f(&st.upgrade_ns),
-                    st.uown_ns.as_deref().map(f).unwrap_or("-".into()),
-                    g(&st.rdex_gbps),
-                    g(&st.upgrade_gbps),
-                    g(&st.zero_gbps),
-                ]);
-            }
-            row
-        })
-        .collect();
-    let mut header = vec!["#sh", "+cpu", "node", "hops"];
-    if steps.is_some() {
-        header.extend([
-            "RDEX ns",
-            "UPGRD ns",
-            "UOWN ns",
-            "RDEX GB/s",
-            "UPGRD GB/s",
-            "zero GB/s",
-        ]);
-    }
-    s.push_str(&table(&header, &rows));
-    s.push('\n');
-    if steps.is_some() {
-        let _ = writeln!(s, "\nUOWN: unowned RDEX latency from the requestor to the newest sharer's node (snbench Figure 4.12's reference). UPGRD latency overlaps stores, as snbench notes; it is not an isolated invalidation.");
-    }
-    for w in &warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
 }

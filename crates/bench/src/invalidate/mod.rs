@@ -5,7 +5,8 @@
 
 mod experiment;
 mod present;
-pub use experiment::{render, run, Options};
+mod text;
+pub use experiment::{run, Options};
 pub use present::{InvalidateData, InvalidatePresenter};
 
 /// The experiment's plan.

@@ -34,6 +34,9 @@ impl Presenter for InvalidatePresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["invalidate", "invalidate-plan"]
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::text::render(records)
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("invalidate", "Invalidation sweep"))
     }

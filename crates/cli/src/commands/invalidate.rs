@@ -55,12 +55,8 @@ pub fn run(a: InvalidateArgs) -> Result<(), CliError> {
         |m| InvalidatePlan::resolve(m, &o),
     )?;
     if a.dry_run {
-        let r = plan.record(&ctx);
-        return a.common.emit(std::slice::from_ref(&r), || {
-            invalidate::render(&plan, None, &ctx)
-        });
+        return a.common.show(&[plan.record(&ctx)]);
     }
-    let (steps, records) = with_progress(|p| invalidate::run(&host, &plan, &ctx, p))?;
-    a.common
-        .emit(&records, || invalidate::render(&plan, Some(&steps), &ctx))
+    let (_, records) = with_progress(|p| invalidate::run(&host, &plan, &ctx, p))?;
+    a.common.show(&records)
 }
