@@ -137,9 +137,39 @@ impl R<'_> {
 }
 
 impl Msg {
-    /// Bytes on the wire.
+    /// Bytes on the wire: the message's tag, then its fields in declaration order.
     pub fn encode(&self) -> Vec<u8> {
         let mut w = W(Vec::with_capacity(64));
+        w.u8(self.tag());
+        match self {
+            Msg::LockReq { .. } | Msg::LockGrant { .. } => self.encode_lock(&mut w),
+            Msg::BarArrive { .. } | Msg::BarRelease { .. } => self.encode_barrier(&mut w),
+            Msg::DiffReq { .. } | Msg::DiffRep { .. } => self.encode_diff(&mut w),
+            _ => self.encode_page(&mut w),
+        }
+        w.0
+    }
+
+    /// The wire tag: the variant's place in the enum.
+    fn tag(&self) -> u8 {
+        match self {
+            Msg::LockReq { .. } => 0,
+            Msg::LockGrant { .. } => 1,
+            Msg::BarArrive { .. } => 2,
+            Msg::BarRelease { .. } => 3,
+            Msg::DiffReq { .. } => 4,
+            Msg::DiffRep { .. } => 5,
+            Msg::PageReq { .. } => 6,
+            Msg::PageFwd { .. } => 7,
+            Msg::PageRep { .. } => 8,
+            Msg::Inval { .. } => 9,
+            Msg::InvalAck { .. } => 10,
+            Msg::PageDone { .. } => 11,
+        }
+    }
+
+    /// Lock request and grant fields.
+    fn encode_lock(&self, w: &mut W) {
         match self {
             Msg::LockReq {
                 lock,
@@ -147,24 +177,28 @@ impl Msg {
                 vt,
                 forwarded,
             } => {
-                w.u8(0);
                 w.u32(*lock);
                 w.u32(*from);
                 w.u32s(vt);
                 w.u8(*forwarded as u8);
             }
             Msg::LockGrant { lock, intervals } => {
-                w.u8(1);
                 w.u32(*lock);
                 w.intervals(intervals);
             }
+            _ => unreachable!("encode_lock of another message"),
+        }
+    }
+
+    /// Barrier arrival and release fields.
+    fn encode_barrier(&self, w: &mut W) {
+        match self {
             Msg::BarArrive {
                 epoch,
                 vt,
                 intervals,
                 gc,
             } => {
-                w.u8(2);
                 w.u32(*epoch);
                 w.u32s(vt);
                 w.intervals(intervals);
@@ -176,19 +210,23 @@ impl Msg {
                 gc,
                 cut,
             } => {
-                w.u8(3);
                 w.u32(*epoch);
                 w.intervals(intervals);
                 w.u8(*gc as u8);
                 w.u32s(cut);
             }
+            _ => unreachable!("encode_barrier of another message"),
+        }
+    }
+
+    /// LMW diff request and reply fields.
+    fn encode_diff(&self, w: &mut W) {
+        match self {
             Msg::DiffReq { page, idxs } => {
-                w.u8(4);
                 w.u32(*page);
                 w.u32s(idxs);
             }
             Msg::DiffRep { page, diffs } => {
-                w.u8(5);
                 w.u32(*page);
                 w.u32(diffs.len() as u32);
                 for (idxs, d) in diffs {
@@ -200,8 +238,14 @@ impl Msg {
                     }
                 }
             }
+            _ => unreachable!("encode_diff of another message"),
+        }
+    }
+
+    /// Single-writer page and SEQ invalidation fields.
+    fn encode_page(&self, w: &mut W) {
+        match self {
             Msg::PageReq { page, from, write } => {
-                w.u8(6);
                 w.u32(*page);
                 w.u32(*from);
                 w.u8(*write as u8);
@@ -212,14 +256,12 @@ impl Msg {
                 write,
                 data,
             } => {
-                w.u8(7);
                 w.u32(*page);
                 w.u32(*from);
                 w.u8(*write as u8);
                 w.u8(*data as u8);
             }
             Msg::PageRep { page, write, data } => {
-                w.u8(8);
                 w.u32(*page);
                 w.u8(*write as u8);
                 match data {
@@ -231,21 +273,18 @@ impl Msg {
                 }
             }
             Msg::Inval { page } => {
-                w.u8(9);
                 w.u32(*page);
             }
             Msg::InvalAck { page } => {
-                w.u8(10);
                 w.u32(*page);
             }
             Msg::PageDone { page, from, write } => {
-                w.u8(11);
                 w.u32(*page);
                 w.u32(*from);
                 w.u8(*write as u8);
             }
+            _ => unreachable!("encode_page of another message"),
         }
-        w.0
     }
 
     /// Decode bytes made by [`Msg::encode`] (panics on garbage: peers are ourselves).
