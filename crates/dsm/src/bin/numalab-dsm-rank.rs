@@ -4,65 +4,54 @@
 //! Every rank prints one line `stats RANK {json}`; rank 0 also prints `check APP DIFF TOL`
 //! and exits 1 when the result differs from the sequential run.
 
-use numalab_dsm::apps::{by_name, max_rel_diff, Input};
+use numalab_dsm::apps::{by_name, max_rel_diff, App, Input};
 use numalab_dsm::mpi_transport::Mpi;
 use numalab_dsm::{run_rank, Config, ProtocolKind};
+use std::sync::Arc;
 use std::time::Duration;
 
-fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    if a.len() < 4 {
-        eprintln!("usage: numalab-dsm-rank APP lmw|lsw|seq THREADS [NET_DELAY_NS] [small|paper]");
-        std::process::exit(2);
-    }
+/// Die with exit 2 (a usage error) after saying why.
+fn usage(msg: String) -> ! {
+    eprintln!("{msg}");
+    std::process::exit(2)
+}
+
+/// Die with exit 1 (a run failure) after saying why.
+fn fail(msg: String) -> ! {
+    eprintln!("{msg}");
+    std::process::exit(1)
+}
+
+/// The application named in argv (`costs` is the cost micro-benchmark, not a CVM app).
+fn app_arg(a: &[String]) -> Box<dyn App> {
     let input = a
         .get(5)
         .map_or(Some(Input::Small), |s| Input::parse(s))
-        .unwrap_or_else(|| {
-            eprintln!("invalid input '{}': small or paper", a[5]);
-            std::process::exit(2)
-        });
-    let costs = a[1] == "costs";
-    let app: Box<dyn numalab_dsm::apps::App> = if costs {
-        Box::new(numalab_dsm::apps::costs::Costs { reps: 50 })
-    } else {
-        by_name(&a[1], input).unwrap_or_else(|| {
-            eprintln!("unknown app '{}'", a[1]);
-            std::process::exit(2)
-        })
-    };
-    let protocol = ProtocolKind::parse(&a[2]).unwrap_or_else(|| {
-        eprintln!("unknown protocol '{}': lmw, lsw or seq", a[2]);
-        std::process::exit(2)
-    });
+        .unwrap_or_else(|| usage(format!("invalid input '{}': small or paper", a[5])));
+    if a[1] == "costs" {
+        return Box::new(numalab_dsm::apps::costs::Costs { reps: 50 });
+    }
+    by_name(&a[1], input).unwrap_or_else(|| usage(format!("unknown app '{}'", a[1])))
+}
+
+/// The rank's run parameters from argv, sized for `app`.
+fn config_arg(a: &[String], app: &dyn App) -> Config {
+    let protocol = ProtocolKind::parse(&a[2])
+        .unwrap_or_else(|| usage(format!("unknown protocol '{}': lmw, lsw or seq", a[2])));
     let threads: usize = a[3]
         .parse()
         .ok()
         .filter(|&t| (1..=64).contains(&t))
-        .unwrap_or_else(|| {
-            eprintln!("invalid threads '{}': 1 to 64", a[3]);
-            std::process::exit(2)
-        });
+        .unwrap_or_else(|| usage(format!("invalid threads '{}': 1 to 64", a[3])));
     let delay: u64 = a.get(4).map_or(0, |s| s.parse().unwrap_or(0));
     let freeze = match a.get(6) {
         None => numalab_dsm::proto::single::DEFAULT_FREEZE,
-        Some(s) => Duration::from_nanos(s.parse().unwrap_or_else(|_| {
-            eprintln!("invalid freeze '{s}': nanoseconds");
-            std::process::exit(2)
-        })),
+        Some(s) => Duration::from_nanos(
+            s.parse()
+                .unwrap_or_else(|_| usage(format!("invalid freeze '{s}': nanoseconds"))),
+        ),
     };
-    let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Multiple)
-        .unwrap_or_else(|| {
-            eprintln!("MPI could not be initialised");
-            std::process::exit(1)
-        });
-    let mpi = std::sync::Arc::new(
-        Mpi::new(universe.world(), level == mpi::Threading::Multiple).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(1)
-        }),
-    );
-    let cfg = Config {
+    Config {
         threads,
         protocol,
         net_delay: Duration::from_nanos(delay),
@@ -72,25 +61,49 @@ fn main() {
         watchdog: Duration::from_secs(60),
         gc_bytes: 64 << 20,
         freeze,
-    };
-    let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref()).unwrap_or_else(|e| {
-        eprintln!("rank failed: {e}");
-        std::process::exit(1)
-    });
-    mpi.shutdown();
-    let me = numalab_dsm::transport::Transport::rank(&*mpi);
-    println!("stats {me} {}", serde_json::to_string(&out.stats).unwrap());
-    if let (true, Some(r)) = (costs, &out.result) {
-        for (n, v) in numalab_dsm::apps::costs::COST_NAMES.iter().zip(r) {
+    }
+}
+
+/// Initialise MPI (multi-threaded when the library allows) and wrap the world; MPI is
+/// finalised when the returned universe drops, so main keeps it to the end.
+fn start_mpi() -> (mpi::environment::Universe, Arc<Mpi>) {
+    let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+        .unwrap_or_else(|| fail("MPI could not be initialised".to_string()));
+    let world = universe.world();
+    let mpi = Mpi::new(world, level == mpi::Threading::Multiple).unwrap_or_else(|e| fail(e));
+    (universe, Arc::new(mpi))
+}
+
+/// Rank 0's result lines: the costs, or the check against the sequential run (exit 1 if off).
+fn report_result(app: &dyn App, costs: bool, result: Option<Vec<f64>>) {
+    let Some(r) = result else { return };
+    if costs {
+        for (n, v) in numalab_dsm::apps::costs::COST_NAMES.iter().zip(&r) {
             println!("cost {n}: {:.1} us", v / 1000.0);
         }
         return;
     }
-    if let Some(r) = out.result {
-        let d = max_rel_diff(&r, &app.sequential());
-        println!("check {} {d:e} {:e}", app.name(), app.tolerance());
-        if d > app.tolerance() {
-            std::process::exit(1);
-        }
+    let d = max_rel_diff(&r, &app.sequential());
+    println!("check {} {d:e} {:e}", app.name(), app.tolerance());
+    if d > app.tolerance() {
+        std::process::exit(1);
     }
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    if a.len() < 4 {
+        usage(
+            "usage: numalab-dsm-rank APP lmw|lsw|seq THREADS [NET_DELAY_NS] [small|paper]".into(),
+        );
+    }
+    let app = app_arg(&a);
+    let cfg = config_arg(&a, app.as_ref());
+    let (_universe, mpi) = start_mpi();
+    let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref())
+        .unwrap_or_else(|e| fail(format!("rank failed: {e}")));
+    mpi.shutdown();
+    let me = numalab_dsm::transport::Transport::rank(&*mpi);
+    println!("stats {me} {}", serde_json::to_string(&out.stats).unwrap());
+    report_result(app.as_ref(), a[1] == "costs", out.result);
 }
