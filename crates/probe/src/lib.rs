@@ -17,6 +17,7 @@ pub mod layout;
 pub mod loop7;
 pub mod mlp;
 pub mod overlap;
+pub mod per_call;
 pub mod pingpong;
 pub mod runner;
 pub mod script;

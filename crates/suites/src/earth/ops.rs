@@ -5,6 +5,7 @@ use super::Cpus;
 use numalab_bench::bandwidth::{self, BwPlan};
 use numalab_bench::latency::{self, LatencyPlan};
 use numalab_probe::bw::BwKernel;
+use numalab_probe::per_call::per_call;
 use numalab_probe::server::{served, with_server, Request};
 use numalab_probe::switch;
 use numalab_probe::{LineState, Request as Req, Timer};
@@ -107,31 +108,15 @@ fn stream(
     Ok(res.ns[0].iter().map(|ns| ns / per).collect())
 }
 
-/// Time `n` calls of `f` per pass on this thread, ns per call.
-fn per_call(timer: &Timer, it: usize, n: usize, mut f: impl FnMut(usize)) -> Vec<f64> {
-    f(0);
-    (0..it)
-        .map(|_| {
-            let t0 = timer.start();
-            for i in 0..n {
-                f(i);
-            }
-            timer.ns(timer.stop() - t0) / n as f64
-        })
-        .collect()
-}
-
 fn pin_worker(host: &Host, c: &Cpus) -> Result<()> {
     numalab_topo::bind::pin_current_thread(host, c.worker.pu.os).map(|_| ())
 }
 
-/// Seed Table 1: each operation local and remote, sequential and pipelined.
-/// Returns the cells and the cells that cannot be measured here, with why.
-pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>, Vec<Missing>)> {
-    let home = crate::memory::node_near(&host.machine, c.worker.pu.os)?;
+/// Loads and stores on the worker's node: lines flushed, or Modified in the helper's
+/// cache.
+fn near_cells(host: &Host, timer: &Timer, c: &Cpus, home: u32, it: usize) -> Result<Vec<Cell>> {
     let mut out = Vec::new();
-    let mut missing = Vec::new();
-    let uown = "a dependent chase over lines flushed from every cache";
+    let uown = UOWN;
     out.push(cell(
         "load word",
         "local",
@@ -188,37 +173,56 @@ pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>
         stream(host, timer, c, home, LineState::Dext, BwKernel::Rdex, it)?,
         "one store per line over lines Modified in the helper's cache",
     ));
+    Ok(out)
+}
+
+/// Loads and stores on lines flushed from every cache, homed on node `n`.
+fn remote_node_cells(host: &Host, timer: &Timer, c: &Cpus, n: u32, it: usize) -> Result<Vec<Cell>> {
+    let mut out = Vec::new();
+    let uown = UOWN;
+    out.push(cell(
+        "load word",
+        "remote node",
+        "sequential",
+        chase(host, timer, c, n, LineState::Uown, Req::Read, it)?,
+        uown,
+    ));
+    out.push(cell(
+        "load word",
+        "remote node",
+        "pipelined",
+        stream(host, timer, c, n, LineState::Uown, BwKernel::Read, it)?,
+        "the read kernel over flushed lines",
+    ));
+    out.push(cell(
+        "store word",
+        "remote node",
+        "sequential",
+        chase(host, timer, c, n, LineState::Uown, Req::Rdex, it)?,
+        "store then chase over flushed lines",
+    ));
+    out.push(cell(
+        "store word",
+        "remote node",
+        "pipelined",
+        stream(host, timer, c, n, LineState::Uown, BwKernel::Rdex, it)?,
+        "one store per line over flushed lines",
+    ));
+    Ok(out)
+}
+
+/// How a load over flushed lines is measured.
+const UOWN: &str = "a dependent chase over lines flushed from every cache";
+
+/// Seed Table 1: each operation local and remote, sequential and pipelined.
+/// Returns the cells and the cells that cannot be measured here, with why.
+pub fn ops(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<(Vec<Cell>, Vec<Missing>)> {
+    let home = crate::memory::node_near(&host.machine, c.worker.pu.os)?;
+    let mut out = Vec::new();
+    let mut missing = Vec::new();
+    out.extend(near_cells(host, timer, c, home, it)?);
     match c.remote_node {
-        Some(n) => {
-            out.push(cell(
-                "load word",
-                "remote node",
-                "sequential",
-                chase(host, timer, c, n, LineState::Uown, Req::Read, it)?,
-                uown,
-            ));
-            out.push(cell(
-                "load word",
-                "remote node",
-                "pipelined",
-                stream(host, timer, c, n, LineState::Uown, BwKernel::Read, it)?,
-                "the read kernel over flushed lines",
-            ));
-            out.push(cell(
-                "store word",
-                "remote node",
-                "sequential",
-                chase(host, timer, c, n, LineState::Uown, Req::Rdex, it)?,
-                "store then chase over flushed lines",
-            ));
-            out.push(cell(
-                "store word",
-                "remote node",
-                "pipelined",
-                stream(host, timer, c, n, LineState::Uown, BwKernel::Rdex, it)?,
-                "one store per line over flushed lines",
-            ));
-        }
+        Some(n) => out.extend(remote_node_cells(host, timer, c, n, it)?),
         None => missing.push((
             "load/store word, remote node".into(),
             "this machine has one NUMA node with memory".into(),
