@@ -9,6 +9,7 @@
 pub mod barrier;
 pub mod bw;
 pub mod chase;
+pub mod compute_rate;
 pub mod crew;
 pub mod flush;
 pub mod inject;
@@ -22,6 +23,7 @@ pub mod pingpong;
 pub mod runner;
 pub mod script;
 pub mod server;
+pub mod split_phase;
 pub mod state;
 pub mod switch;
 pub mod sync;

@@ -3,6 +3,7 @@
 
 use super::Cpus;
 use crate::memory::buffer_near;
+use numalab_probe::compute_rate;
 use numalab_probe::loop7::{self, Arrays};
 use numalab_probe::mlp::{self, Linked, Mode};
 use numalab_probe::overlap::{self, Work};
@@ -414,9 +415,7 @@ pub fn threads(
         })
         .collect::<Result<_>>()?;
     pin_current_thread(host, w)?;
-    let t0 = timer.start();
-    overlap::compute(1 << 20);
-    let per_iter = timer.ns(timer.stop() - t0) / (1 << 20) as f64;
+    let per_iter = compute_rate::ns_per_iteration(timer);
     let iters = (median(&comm).unwrap_or(0.0).max(0.0) / per_iter / ratio.max(1) as f64) as u64;
     let mut rows = Vec::new();
     for k in 1..=5 {

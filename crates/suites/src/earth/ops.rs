@@ -7,6 +7,7 @@ use numalab_bench::latency::{self, LatencyPlan};
 use numalab_probe::bw::BwKernel;
 use numalab_probe::per_call::per_call;
 use numalab_probe::server::{served, with_server, Request};
+use numalab_probe::split_phase;
 use numalab_probe::switch;
 use numalab_probe::{LineState, Request as Req, Timer};
 use numalab_topo::plan::resolve_memory;
@@ -332,16 +333,7 @@ fn through_helper(host: &Host, timer: &Timer, h: u32, it: usize) -> Result<Vec<C
                 let t = cl.post(req);
                 cl.wait(t);
             });
-            let pip = (0..it)
-                .map(|_| {
-                    let t0 = timer.start();
-                    let ts: Vec<_> = (0..REQUESTS).map(|_| cl.post(req)).collect();
-                    for t in ts {
-                        cl.wait(t);
-                    }
-                    timer.ns(timer.stop() - t0) / REQUESTS as f64
-                })
-                .collect();
+            let pip = split_phase::pipelined(timer, cl, req, it, REQUESTS);
             v.push(cell(
                 name,
                 "helper",
@@ -377,23 +369,7 @@ pub fn split(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<Vec<Cell
             ("call function", Request::Call(3)),
             ("spawn coroutine", Request::Spawn(3)),
         ] {
-            let (mut issuer, mut srv) = (Vec::new(), Vec::new());
-            for _ in 0..it {
-                let (b0, n0) = cl.server_work();
-                let mut posting = 0u64;
-                let mut ts = Vec::with_capacity(REQUESTS);
-                for _ in 0..REQUESTS {
-                    let t0 = timer.start();
-                    ts.push(cl.post(req));
-                    posting += timer.stop() - t0;
-                }
-                for t in ts {
-                    cl.wait(t);
-                }
-                let (b1, n1) = cl.server_work();
-                issuer.push(timer.ns(posting) / REQUESTS as f64);
-                srv.push(timer.ns(b1 - b0) / (n1 - n0).max(1) as f64);
-            }
+            let (issuer, srv) = split_phase::posting_and_serving(timer, cl, req, it, REQUESTS);
             out.push(cell(
                 name,
                 "issuer",
@@ -413,20 +389,7 @@ pub fn split(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<Vec<Cell
         let steps = ["issue", "request transfer", "helper load", "reply transfer"];
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 4];
         for _ in 0..it {
-            let mut per: Vec<Vec<f64>> = vec![Vec::new(); 4];
-            for _ in 0..REQUESTS {
-                let t0 = timer.start();
-                let t = cl.post(Request::Load(wp));
-                let t1 = timer.stop();
-                cl.wait(t);
-                let t2 = timer.stop();
-                let s = cl.stamps(t);
-                let d = |a: u64, b: u64| timer.ns(b.saturating_sub(a));
-                per[0].push(d(t0, t1));
-                per[1].push(d(t1, s.seen));
-                per[2].push(d(s.seen, s.finished));
-                per[3].push(d(s.finished, t2));
-            }
+            let per = split_phase::load_steps(timer, cl, Request::Load(wp), REQUESTS);
             for (i, p) in per.iter().enumerate() {
                 samples[i].push(numalab_results::stats::median(p).unwrap_or(f64::NAN));
             }
