@@ -1,11 +1,12 @@
 //! The collectives suite as an experiment: options, plan, records and text.
 
-use super::run::{fit_models, measure_item, measure_pair, med, Config, Measured, PairResult, Plan};
+use super::run::{fit_models, measure_item, measure_pair, Config, Measured, PairResult, Plan};
 use super::view::Results;
 use super::Kind;
 use numalab_bench::experiment::{level, size_opt, Context, Progress};
 use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
+use numalab_results::stats::median;
 use numalab_results::{Provenance, Record, Unavailable};
 use numalab_topo::{Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
@@ -206,7 +207,13 @@ pub fn run(host: &Host, plan: &Plan, a: &Options, progress: Progress) -> Result<
         let pts: Vec<(usize, usize, f64)> = items
             .iter()
             .filter(|x| x.item.kind == k)
-            .map(|x| (x.item.p, x.item.lines, med(&x.time_ns) / 1000.0))
+            .map(|x| {
+                (
+                    x.item.p,
+                    x.item.lines,
+                    median(&x.time_ns).unwrap_or(f64::NAN) / 1000.0,
+                )
+            })
             .collect();
         fits.push((k, fit_models(k, &pts)));
     }

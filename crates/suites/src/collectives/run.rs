@@ -10,7 +10,6 @@ use numalab_probe::script::{value, Lines, Program, Script, Step};
 use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
 use numalab_results::linfit::{self, LinearFit};
-use numalab_results::stats::median;
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Error, Host, Level, Machine, PageSize, Result};
@@ -415,9 +414,4 @@ pub fn fit_models(
         ));
     }
     out
-}
-
-/// Median of a sample set (NaN when empty).
-pub fn med(v: &[f64]) -> f64 {
-    median(v).unwrap_or(f64::NAN)
 }

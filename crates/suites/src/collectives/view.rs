@@ -1,10 +1,10 @@
 //! Text views of the collectives suite: seed-style tables, OSU-style blocks, models.
 
-use super::run::{med, Measured, PairResult, Plan};
+use super::run::{Measured, PairResult, Plan};
 use super::Kind;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
-use numalab_results::stats::percentile;
+use numalab_results::stats::{median, percentile};
 use numalab_topo::{fmt_bytes, Machine};
 use std::fmt::Write;
 
@@ -97,7 +97,7 @@ fn spread(v: &[f64]) -> String {
     }
     format!(
         "{} [{}..{}]",
-        us(med(&s)),
+        us(median(&s).unwrap_or(f64::NAN)),
         us(s[0]),
         us(percentile(&s, 0.95))
     )
@@ -118,7 +118,12 @@ pub fn text(plan: &Plan, r: &Results) -> String {
                     p.pair.reader.to_string(),
                     p.pair.shares.clone(),
                     p.pair.hops.map(|h| h.to_string()).unwrap_or("-".into()),
-                    format!("{:.1} [{:.1}..{:.1}]", med(&v), v[0], percentile(&v, 0.95)),
+                    format!(
+                        "{:.1} [{:.1}..{:.1}]",
+                        median(&v).unwrap_or(f64::NAN),
+                        v[0],
+                        percentile(&v, 0.95)
+                    ),
                 ]
             })
             .collect();
@@ -191,7 +196,7 @@ pub fn text(plan: &Plan, r: &Results) -> String {
                     row.push(format!(
                         "k={}: {}",
                         m.item.kind.name().trim_start_matches("shift-"),
-                        us(med(&m.time_ns))
+                        us(median(&m.time_ns).unwrap_or(f64::NAN))
                     ));
                 }
                 row

@@ -43,10 +43,6 @@ pub fn head(m: &Machine, c: &Cpus, parts: &[Part], it: usize) -> String {
     )
 }
 
-fn med(v: &[f64]) -> f64 {
-    median(v).unwrap_or(f64::NAN)
-}
-
 fn ns(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
@@ -65,7 +61,7 @@ fn cells_table(title: &str, cells: &[Cell]) -> String {
                 c.op.clone(),
                 c.place.clone(),
                 c.mode.clone(),
-                ns(med(&c.ns)),
+                ns(median(&c.ns).unwrap_or(f64::NAN)),
             ]
         })
         .collect();
@@ -149,7 +145,10 @@ pub(super) fn mlp_records(
         q["pages"] = json!(pages);
         q
     };
-    let one = pts.iter().find(|p| p.g == 1).map(|p| med(&p.interleaved));
+    let one = pts
+        .iter()
+        .find(|p| p.g == 1)
+        .map(|p| median(&p.interleaved).unwrap_or(f64::NAN));
     let mut out = Vec::new();
     for p in pts {
         for (mode, v) in [
@@ -159,7 +158,7 @@ pub(super) fn mlp_records(
             let mut q = params(bytes, pages);
             q["g"] = json!(p.g);
             q["mode"] = json!(mode);
-            q["hidden_fraction"] = json!(one.map(|o| 1.0 - med(v) / o));
+            q["hidden_fraction"] = json!(one.map(|o| 1.0 - median(v).unwrap_or(f64::NAN) / o));
             let mut r = Record::new(
                 "suite-earth",
                 &format!("mlp: G={} {mode}", p.g),
@@ -272,8 +271,8 @@ pub fn text(r: &EarthResults) -> String {
                 let mut row = vec![
                     c.via.clone(),
                     c.multiplier.to_string(),
-                    ns(med(&c.comm_ns)),
-                    ns(med(&c.comp_ns)),
+                    ns(median(&c.comm_ns).unwrap_or(f64::NAN)),
+                    ns(median(&c.comp_ns).unwrap_or(f64::NAN)),
                 ];
                 row.extend(c.masked_text());
                 row.push(
@@ -297,12 +296,18 @@ fn hiding_text(r: &EarthResults) -> String {
     let mut s = String::new();
     if let Some(curve) = &r.mlp {
         let (pts, pages) = (&curve.points, &curve.pages);
-        let one = pts.iter().find(|p| p.g == 1).map(|p| med(&p.interleaved));
+        let one = pts
+            .iter()
+            .find(|p| p.g == 1)
+            .map(|p| median(&p.interleaved).unwrap_or(f64::NAN));
         let _ = writeln!(s, "\nmemory-level parallelism: G random chains on one core ({pages}); ns per access, median; hidden = 1 − ns/ns(G=1)");
         let rows: Vec<Vec<String>> = pts
             .iter()
             .map(|p| {
-                let (i, c) = (med(&p.interleaved), med(&p.coroutines));
+                let (i, c) = (
+                    median(&p.interleaved).unwrap_or(f64::NAN),
+                    median(&p.coroutines).unwrap_or(f64::NAN),
+                );
                 let hid = |v: f64| {
                     one.map(|o| format!("{:.0}%", 100.0 * (1.0 - v / o)))
                         .unwrap_or("-".into())
@@ -355,7 +360,7 @@ fn hiding_text(r: &EarthResults) -> String {
                 m.best_coroutines.0,
                 fmt_ns(m.best_coroutines.1),
                 m.ratio,
-                fmt_ns(med(&curve.floor.1)),
+                fmt_ns(median(&curve.floor.1).unwrap_or(f64::NAN)),
                 curve.floor.0
             );
         }
@@ -365,12 +370,12 @@ fn hiding_text(r: &EarthResults) -> String {
         let body: Vec<Vec<String>> = rows
             .iter()
             .map(|row| {
-                let e = med(&row.empty);
+                let e = median(&row.empty).unwrap_or(f64::NAN);
                 let get = |w: Work| {
                     row.times
                         .iter()
                         .find(|t| t.0 == w)
-                        .map(|t| med(&t.1) - e)
+                        .map(|t| median(&t.1).unwrap_or(f64::NAN) - e)
                         .unwrap_or(f64::NAN)
                 };
                 let (c, m, b) = (get(Work::Compute), get(Work::Communicate), get(Work::Both));

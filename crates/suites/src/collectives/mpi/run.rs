@@ -2,7 +2,7 @@
 //! P, MPI's own collectives, the data checks, and the fitted models.
 
 use super::plan::{How, Item, Plan, BARRIER_REPS};
-use crate::collectives::run::{fit_models, med};
+use crate::collectives::run::fit_models;
 use crate::collectives::{self, expect, Expect, Kind};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
@@ -13,6 +13,7 @@ use numalab_mpi::raw::Window;
 use numalab_mpi::{Error, Result, World};
 use numalab_probe::script::{value, Lines, Step};
 use numalab_probe::Timer;
+use numalab_results::stats::median;
 use numalab_results::{Provenance, Record};
 use numalab_topo::Host;
 use serde_json::json;
@@ -367,7 +368,7 @@ pub fn measure(
                 }
             }
             r.warnings.dedup();
-            points.push((*item, med(&time)));
+            points.push((*item, median(&time).unwrap_or(f64::NAN)));
             out.push(r);
         }
     }
