@@ -295,113 +295,135 @@ pub fn text(r: &EarthResults) -> String {
 fn hiding_text(r: &EarthResults) -> String {
     let mut s = String::new();
     if let Some(curve) = &r.mlp {
-        let (pts, pages) = (&curve.points, &curve.pages);
-        let one = pts
-            .iter()
-            .find(|p| p.g == 1)
-            .map(|p| median(&p.interleaved).unwrap_or(f64::NAN));
-        let _ = writeln!(s, "\nmemory-level parallelism: G random chains on one core ({pages}); ns per access, median; hidden = 1 − ns/ns(G=1)");
-        let rows: Vec<Vec<String>> = pts
-            .iter()
-            .map(|p| {
-                let (i, c) = (
-                    median(&p.interleaved).unwrap_or(f64::NAN),
-                    median(&p.coroutines).unwrap_or(f64::NAN),
-                );
-                let hid = |v: f64| {
-                    one.map(|o| format!("{:.0}%", 100.0 * (1.0 - v / o)))
-                        .unwrap_or("-".into())
-                };
-                vec![
-                    p.g.to_string(),
-                    ns(i),
-                    hid(i),
-                    ns(c),
-                    hid(c),
-                    format!("{:.2}", i / c),
-                ]
-            })
-            .collect();
-        s.push_str(&table(
-            &[
-                "G",
-                "interleaved",
-                "hidden",
-                "coroutines",
-                "hidden",
-                "coroutine/interleaved throughput",
-            ],
-            &rows,
-        ));
-        s.push('\n');
-        if let Some(m) = earth_hide::mlp_summary(pts) {
-            let flight = m
-                .in_flight
-                .map(|f| format!(", about {f:.0} accesses in flight"))
-                .unwrap_or_default();
-            let top = pts.iter().map(|p| p.g).max().unwrap_or(0);
-            let knee = if m.saturates_at < top {
-                format!(
-                    "within 10% of that from G={} (the core's miss handling is full)",
-                    m.saturates_at
-                )
-            } else {
-                format!("no plateau up to G={top}: the miss-handling limit lies beyond")
-            };
-            let _ = writeln!(
-                s,
-                "fastest interleaved at G={}: {} per access{flight}; {knee}",
-                m.best_interleaved.0,
-                fmt_ns(m.best_interleaved.1),
-            );
-            let _ = writeln!(
-                s,
-                "fastest coroutines at G={}: {} per access, {:.2} × the best interleaved throughput; switching alone costs {} per access (G={}, chains in L1)",
-                m.best_coroutines.0,
-                fmt_ns(m.best_coroutines.1),
-                m.ratio,
-                fmt_ns(median(&curve.floor.1).unwrap_or(f64::NAN)),
-                curve.floor.0
-            );
-        }
+        s.push_str(&mlp_text(curve));
     }
     if let Some(rows) = &r.threads {
-        let _ = writeln!(s, "\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller");
-        let body: Vec<Vec<String>> = rows
-            .iter()
-            .map(|row| {
-                let e = median(&row.empty).unwrap_or(f64::NAN);
-                let get = |w: Work| {
-                    row.times
-                        .iter()
-                        .find(|t| t.0 == w)
-                        .map(|t| median(&t.1).unwrap_or(f64::NAN) - e)
-                        .unwrap_or(f64::NAN)
-                };
-                let (c, m, b) = (get(Work::Compute), get(Work::Communicate), get(Work::Both));
-                vec![
-                    row.k.to_string(),
-                    format!("{:.1}", e / 1000.0),
-                    format!("{:.1}", c / 1000.0),
-                    format!("{:.1}", m / 1000.0),
-                    format!("{:.1}", b / 1000.0),
-                    format!("{:.0}%", 100.0 * (c + m - b) / c.min(m)),
-                ]
-            })
-            .collect();
-        s.push_str(&table(
-            &[
-                "threads",
-                "create+join",
-                "computation",
-                "communication",
-                "both",
-                "overlap",
-            ],
-            &body,
-        ));
-        s.push('\n');
+        s.push_str(&threads_text(rows));
     }
+    s
+}
+
+/// The MLP curve: per G, interleaved chains beside coroutines, then its summary.
+fn mlp_text(curve: &MlpCurve) -> String {
+    let mut s = String::new();
+    let (pts, pages) = (&curve.points, &curve.pages);
+    let one = pts
+        .iter()
+        .find(|p| p.g == 1)
+        .map(|p| median(&p.interleaved).unwrap_or(f64::NAN));
+    let _ = writeln!(s, "\nmemory-level parallelism: G random chains on one core ({pages}); ns per access, median; hidden = 1 − ns/ns(G=1)");
+    let rows: Vec<Vec<String>> = pts
+        .iter()
+        .map(|p| {
+            let (i, c) = (
+                median(&p.interleaved).unwrap_or(f64::NAN),
+                median(&p.coroutines).unwrap_or(f64::NAN),
+            );
+            let hid = |v: f64| {
+                one.map(|o| format!("{:.0}%", 100.0 * (1.0 - v / o)))
+                    .unwrap_or("-".into())
+            };
+            vec![
+                p.g.to_string(),
+                ns(i),
+                hid(i),
+                ns(c),
+                hid(c),
+                format!("{:.2}", i / c),
+            ]
+        })
+        .collect();
+    s.push_str(&table(
+        &[
+            "G",
+            "interleaved",
+            "hidden",
+            "coroutines",
+            "hidden",
+            "coroutine/interleaved throughput",
+        ],
+        &rows,
+    ));
+    s.push('\n');
+    s.push_str(&mlp_summary_text(curve));
+    s
+}
+
+/// Where the MLP curve is fastest and where it flattens.
+fn mlp_summary_text(curve: &MlpCurve) -> String {
+    let mut s = String::new();
+    let pts = &curve.points;
+    if let Some(m) = earth_hide::mlp_summary(pts) {
+        let flight = m
+            .in_flight
+            .map(|f| format!(", about {f:.0} accesses in flight"))
+            .unwrap_or_default();
+        let top = pts.iter().map(|p| p.g).max().unwrap_or(0);
+        let knee = if m.saturates_at < top {
+            format!(
+                "within 10% of that from G={} (the core's miss handling is full)",
+                m.saturates_at
+            )
+        } else {
+            format!("no plateau up to G={top}: the miss-handling limit lies beyond")
+        };
+        let _ = writeln!(
+            s,
+            "fastest interleaved at G={}: {} per access{flight}; {knee}",
+            m.best_interleaved.0,
+            fmt_ns(m.best_interleaved.1),
+        );
+        let _ = writeln!(
+            s,
+            "fastest coroutines at G={}: {} per access, {:.2} × the best interleaved throughput; switching alone costs {} per access (G={}, chains in L1)",
+            m.best_coroutines.0,
+            fmt_ns(m.best_coroutines.1),
+            m.ratio,
+            fmt_ns(median(&curve.floor.1).unwrap_or(f64::NAN)),
+            curve.floor.0
+        );
+    }
+    s
+}
+
+/// KSR Table 5: threads on one CPU sharing work.
+fn threads_text(rows: &[ThreadsRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller");
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let e = median(&row.empty).unwrap_or(f64::NAN);
+            let get = |w: Work| {
+                row.times
+                    .iter()
+                    .find(|t| t.0 == w)
+                    .map(|t| median(&t.1).unwrap_or(f64::NAN) - e)
+                    .unwrap_or(f64::NAN)
+            };
+            let (c, m, b) = (get(Work::Compute), get(Work::Communicate), get(Work::Both));
+            vec![
+                row.k.to_string(),
+                format!("{:.1}", e / 1000.0),
+                format!("{:.1}", c / 1000.0),
+                format!("{:.1}", m / 1000.0),
+                format!("{:.1}", b / 1000.0),
+                format!("{:.0}%", 100.0 * (c + m - b) / c.min(m)),
+            ]
+        })
+        .collect();
+    s.push_str(&table(
+        &[
+            "threads",
+            "create+join",
+            "computation",
+            "communication",
+            "both",
+            "overlap",
+        ],
+        &body,
+    ));
+    s.push('\n');
     s
 }
 
