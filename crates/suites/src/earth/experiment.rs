@@ -263,6 +263,55 @@ impl Plan {
     }
 }
 
+/// Loop 7 with u behind the helper, then with u homed on another node.
+fn mask_curves(host: &Host, timer: &Timer, plan: &Plan) -> Result<Vec<earth_hide::MaskCurve>> {
+    let (a, cpus, chunks, multipliers) =
+        (&plan.options, &plan.cpus, &plan.chunks, &plan.multipliers);
+    let mut curves = earth_hide::mask(
+        host,
+        timer,
+        cpus,
+        a.loop_n,
+        chunks,
+        multipliers,
+        a.iterations,
+    )?;
+    curves.extend(earth_hide::mask_memory(
+        host,
+        timer,
+        cpus,
+        a.loop_n,
+        chunks,
+        multipliers,
+        a.iterations,
+    )?);
+    Ok(curves)
+}
+
+/// One record per operation the machine could not measure, saying why.
+fn missing_records(
+    missing: &[(String, String)],
+    base: &serde_json::Value,
+    prov: &Provenance,
+) -> Vec<Record> {
+    missing
+        .iter()
+        .map(|(what, why)| {
+            let mut r = Record::new(
+                "suite-earth",
+                &format!("ops: {what}"),
+                prov.clone(),
+                base.clone(),
+            );
+            r.unavailable.push(Unavailable {
+                feature: what.clone(),
+                reason: why.clone(),
+            });
+            r
+        })
+        .collect()
+}
+
 /// Run every part on this machine: the results and their records.
 pub fn run(
     host: &Host,
@@ -271,14 +320,8 @@ pub fn run(
     progress: Progress,
 ) -> Result<(EarthResults, Vec<Record>)> {
     let (a, cpus, base, prov) = (&plan.options, &plan.cpus, plan.base(), &ctx.prov);
-    let (parts, groups, chunks, multipliers, mlp_size, accesses) = (
-        &plan.parts,
-        &plan.groups,
-        &plan.chunks,
-        &plan.multipliers,
-        plan.mlp_size,
-        plan.accesses,
-    );
+    let (parts, groups, mlp_size, accesses) =
+        (&plan.parts, &plan.groups, plan.mlp_size, plan.accesses);
     let timer = Timer::best();
     let mut note = |p: Part| progress(&format!("earth: {}     ", p.name()));
     let mut res = EarthResults::default();
@@ -289,19 +332,7 @@ pub fn run(
             Part::Ops => {
                 let (cells, missing) = earth_ops::ops(host, &timer, cpus, a.iterations)?;
                 recs.extend(cell_records(p, &cells, &base, prov));
-                for (what, why) in &missing {
-                    let mut r = Record::new(
-                        "suite-earth",
-                        &format!("ops: {what}"),
-                        prov.clone(),
-                        base.clone(),
-                    );
-                    r.unavailable.push(Unavailable {
-                        feature: what.clone(),
-                        reason: why.clone(),
-                    });
-                    recs.push(r);
-                }
+                recs.extend(missing_records(&missing, &base, prov));
                 res.ops = Some((cells, missing));
             }
             Part::Split => {
@@ -315,24 +346,7 @@ pub fn run(
                 res.switch = Some(cells);
             }
             Part::Mask => {
-                let mut curves = earth_hide::mask(
-                    host,
-                    &timer,
-                    cpus,
-                    a.loop_n,
-                    chunks,
-                    multipliers,
-                    a.iterations,
-                )?;
-                curves.extend(earth_hide::mask_memory(
-                    host,
-                    &timer,
-                    cpus,
-                    a.loop_n,
-                    chunks,
-                    multipliers,
-                    a.iterations,
-                )?);
+                let curves = mask_curves(host, &timer, plan)?;
                 recs.extend(mask_records(&curves, a.loop_n, &base, prov));
                 res.mask = Some(curves);
             }
