@@ -167,12 +167,27 @@ pub fn measure(
     n: usize,
 ) -> Result<Vec<Record>> {
     let comm = world.comm();
-    let (a, b) = pair;
+    let (a, _) = pair;
     let stamps = breakdown::remote_load_stages(comm, timer, pair, n, 64 << 20)?;
     let rma = breakdown::rma_load_stages(comm, timer, pair, n, 64 << 20)?;
     if world.rank != a {
         return Ok(Vec::new());
     }
+    Ok(vec![
+        am_record(world, timer, prov, pair, &stamps),
+        rma_record(world, prov, pair, &rma),
+    ])
+}
+
+/// The active-message form's record: each stage from the issuer's and the server's
+/// stamps, the transfers derived when the stamps are not one clock.
+fn am_record(
+    world: &World,
+    timer: &Timer,
+    prov: &Provenance,
+    (a, b): (usize, usize),
+    stamps: &breakdown::Stamps,
+) -> Record {
     let rel = numalab_mpi::place::Relation::between(&world.placements[a], &world.placements[b]);
     let one_host = world.placements[a].host == world.placements[b].host;
     // Signed: a transfer stage is negative when the receiver sees the message before
@@ -201,32 +216,7 @@ pub fn measure(
                 "method": "one thread (coroutine) per issuer sends an 8 B request and yields; the server loop on the remote rank probes, receives, loads 8 B at a scrambled line of 64 MiB and replies; the issuer's scheduler probes, receives, stores the word in the thread's slot and resumes it. Each stage is the difference of two timer stamps taken on the rank doing it; one load at a time" }),
     );
     rec.placement = Some(world.placement_value(&[a, b]));
-    let mut rows = Vec::new();
-    for st in &STAGES {
-        let how = if !st.cross {
-            "stamped"
-        } else if stamped {
-            "stamped on both ranks (one host, one counter): sender's MPI_Send returned → receiver's MPI_Probe returned; below 0 when the receiver saw the message first"
-        } else {
-            rec.unavailable.push(Unavailable {
-                feature: format!("{} on its own", st.metric),
-                reason: if one_host {
-                    "a rank saw a message before its sender began to send it: the ranks' counters are not one clock".into()
-                } else {
-                    "the ranks run on different hosts, whose clocks are not one clock".into()
-                },
-            });
-            continue;
-        };
-        let v: Vec<f64> = pairs.iter().map(|(i, s)| ns((st.span)(i, s))).collect();
-        rec.add_samples(st.metric, "ns", &v);
-        rows.push(StageRow {
-            metric: st.metric.into(),
-            step: st.step.into(),
-            how: how.into(),
-            seed: seed_ops(st.seed),
-        });
-    }
+    let mut rows = stage_rows(&mut rec, &pairs, &ns, stamped, one_host);
     if !stamped {
         // Only the sum of the two transfers is knowable: the total less every stage
         // stamped on one rank.
@@ -258,7 +248,55 @@ pub fn measure(
     });
     rec.warnings.extend(prov.warnings());
     world.warn_shared(&[a, b], &mut rec);
+    rec
+}
 
+/// One row per stage (and its samples in `rec`); a stage between ranks is left out,
+/// and said unavailable, when the stamps are not one clock.
+fn stage_rows(
+    rec: &mut Record,
+    pairs: &[(&IssuerStamps, &ServerStamps)],
+    ns: &dyn Fn((u64, u64)) -> f64,
+    stamped: bool,
+    one_host: bool,
+) -> Vec<StageRow> {
+    let mut rows = Vec::new();
+    for st in &STAGES {
+        let how = if !st.cross {
+            "stamped"
+        } else if stamped {
+            "stamped on both ranks (one host, one counter): sender's MPI_Send returned → receiver's MPI_Probe returned; below 0 when the receiver saw the message first"
+        } else {
+            rec.unavailable.push(Unavailable {
+                feature: format!("{} on its own", st.metric),
+                reason: if one_host {
+                    "a rank saw a message before its sender began to send it: the ranks' counters are not one clock".into()
+                } else {
+                    "the ranks run on different hosts, whose clocks are not one clock".into()
+                },
+            });
+            continue;
+        };
+        let v: Vec<f64> = pairs.iter().map(|(i, s)| ns((st.span)(i, s))).collect();
+        rec.add_samples(st.metric, "ns", &v);
+        rows.push(StageRow {
+            metric: st.metric.into(),
+            step: st.step.into(),
+            how: how.into(),
+            seed: seed_ops(st.seed),
+        });
+    }
+    rows
+}
+
+/// The MPI_Get form's record: the call and the flush, timed on the issuer.
+fn rma_record(
+    world: &World,
+    prov: &Provenance,
+    (a, b): (usize, usize),
+    rma: &breakdown::RmaStages,
+) -> Record {
+    let rel = numalab_mpi::place::Relation::between(&world.placements[a], &world.placements[b]);
     let mut r2 = Record::new(
         "suite-earth-mpi-breakdown",
         "breakdown: one remote load by MPI_Get",
@@ -274,7 +312,7 @@ pub fn measure(
     r2.add_samples("total", "ns", &sum);
     r2.warnings.extend(prov.warnings());
     world.warn_shared(&[a, b], &mut r2);
-    Ok(vec![rec, r2])
+    r2
 }
 
 /// Table 4's columns.
