@@ -8,6 +8,7 @@
 pub mod breakdown;
 pub mod buf;
 pub mod coll;
+pub mod coll_timed;
 pub mod env;
 pub mod error;
 pub mod gather;

@@ -7,7 +7,8 @@ use crate::collectives::{self, expect, Expect, Kind};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use numalab_mpi::buf::PageBuf;
-use numalab_mpi::coll::{dissemination_barrier, first_ranks, Native};
+use numalab_mpi::coll::{first_ranks, Native};
+use numalab_mpi::coll_timed::{self, offset, word};
 use numalab_mpi::kernels::Data;
 use numalab_mpi::raw::Window;
 use numalab_mpi::{Error, Result, World};
@@ -18,16 +19,6 @@ use numalab_results::{Provenance, Record};
 use numalab_topo::Host;
 use serde_json::json;
 
-/// Byte offset of buffer `b`'s line `l` in its owner's window (src, dst, res regions).
-fn offset(b: usize, l: usize, p: usize, n: usize, line: usize) -> usize {
-    let region = match b % 3 {
-        0 => 0,
-        1 => p * n,
-        _ => 2 * p * n,
-    };
-    (region + l) * line
-}
-
 fn write_lines(win: &mut Window, pass: usize, l: &Lines, p: usize, n: usize, line: usize) {
     let mem = win.local();
     for x in l.visit() {
@@ -37,67 +28,6 @@ fn write_lines(win: &mut Window, pass: usize, l: &Lines, p: usize, n: usize, lin
             w.copy_from_slice(&v);
         }
     }
-}
-
-fn word(mem: &[u8], at: usize) -> u64 {
-    u64::from_ne_bytes(mem[at..at + 8].try_into().expect("8 bytes"))
-}
-
-/// One rank's script over the window; returns its time for the timed steps, ns.
-fn run_script(
-    comm: &SimpleCommunicator,
-    win: &mut Window,
-    timer: &Timer,
-    steps: &[Step],
-    p: usize,
-    n: usize,
-    line: usize,
-) -> Result<f64> {
-    let me = comm.rank() as usize;
-    let mut scratch = vec![0u8; p * n * line];
-    let t0 = timer.start();
-    for st in steps {
-        match st {
-            Step::Copy { src, dst } => {
-                let (from, to) = (
-                    offset(src.buf, src.first, p, n, line),
-                    offset(dst.buf, dst.first, p, n, line),
-                );
-                let len = src.count * line;
-                if src.buf / 3 == me {
-                    win.local().copy_within(from..from + len, to);
-                } else {
-                    win.get_local(src.buf / 3, from, to, len)?;
-                }
-            }
-            Step::Combine { src, dst, op } => {
-                let from = offset(src.buf, src.first, p, n, line);
-                let to = offset(dst.buf, dst.first, p, n, line);
-                let len = src.count * line;
-                if src.buf / 3 == me {
-                    scratch[..len].copy_from_slice(&win.local()[from..from + len]);
-                } else {
-                    win.get(src.buf / 3, from, &mut scratch[..len])?;
-                    win.flush(src.buf / 3)?;
-                }
-                let mem = win.local();
-                for i in (0..len).step_by(8) {
-                    let v = op.apply(word(mem, to + i), word(&scratch, i));
-                    mem[to + i..to + i + 8].copy_from_slice(&v.to_ne_bytes());
-                }
-            }
-            Step::Sync => {
-                win.flush_all()?;
-                win.sync()?;
-                comm.barrier();
-                win.sync()?;
-            }
-            Step::Read(_) | Step::Write(_) => {}
-        }
-    }
-    win.flush_all()?;
-    let t1 = timer.stop();
-    Ok(timer.ns(t1.saturating_sub(t0)))
 }
 
 /// Check this rank's buffers after the last pass.
@@ -156,18 +86,12 @@ fn seed_item(
     let me = comm.rank() as usize;
     let mut times = Vec::with_capacity(iterations);
     if let Kind::Barrier(_) = kind {
-        for pass in 0..=iterations {
-            comm.barrier();
-            let t0 = timer.start();
-            for _ in 0..BARRIER_REPS {
-                dissemination_barrier(comm);
-            }
-            let t1 = timer.stop();
-            if pass > 0 {
-                times.push(timer.ns(t1.saturating_sub(t0)) / BARRIER_REPS as f64);
-            }
-        }
-        return Ok(times);
+        return Ok(coll_timed::barrier_passes(
+            comm,
+            timer,
+            iterations,
+            BARRIER_REPS,
+        ));
     }
     let scripts = collectives::scripts(kind, &vec![0u32; p], n);
     let script = &scripts[me];
@@ -182,7 +106,7 @@ fn seed_item(
         win.sync()?;
         comm.barrier();
         win.sync()?;
-        let t = run_script(comm, &mut win, timer, &script.timed, p, n, line)?;
+        let t = coll_timed::script_time(comm, &mut win, timer, &script.timed, p, n, line)?;
         win.sync()?;
         comm.barrier();
         if pass > 0 {
@@ -232,13 +156,12 @@ fn native_item(
     } else {
         1
     };
-    let mut times = Vec::with_capacity(iterations);
     let sbuf = collectives::src(me);
     let op = nat.bind(comm);
     // Fresh data: pass k sends values of pass k + 1, written before the releasing
     // barrier; the same data (OSU's way): pass 1's values every time.
     let fill_pass = |pass: usize| if data == Data::Fresh { pass + 1 } else { 1 };
-    for pass in 0..=iterations {
+    let prepare = |pass: usize, src: &mut [u64], dst: &mut [u64]| {
         if pass == 0 || data == Data::Fresh {
             for l in 0..src_lines {
                 src[l * w..(l + 1) * w].fill(value(fill_pass(pass), sbuf, l));
@@ -249,16 +172,9 @@ fn native_item(
                 dst[..n * w].copy_from_slice(&src[..n * w]);
             }
         }
-        comm.barrier();
-        let t0 = timer.start();
-        for _ in 0..reps {
-            op.run(src, dst, res);
-        }
-        let t1 = timer.stop();
-        if pass > 0 {
-            times.push(timer.ns(t1.saturating_sub(t0)) / reps as f64);
-        }
-    }
+    };
+    let times =
+        coll_timed::native_passes(comm, timer, &op, (src, dst, res), iterations, reps, prepare);
     let last = fill_pass(iterations);
     let line_ok =
         |buf: &[u64], l: usize, want: u64| buf[l * w..(l + 1) * w].iter().all(|&x| x == want);
