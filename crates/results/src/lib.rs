@@ -6,7 +6,7 @@ pub mod compare;
 pub mod journal;
 pub mod linfit;
 pub mod model;
-pub mod model_text;
+pub mod model_present;
 pub mod output;
 pub mod plot;
 pub mod present;

@@ -17,7 +17,7 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &numalab_bench::invalidate::InvalidatePresenter,
     &numalab_bench::intervene::IntervenePresenter,
     &numalab_bench::loaded::LoadedPresenter,
-    &numalab_results::model::ModelPresenter,
+    &numalab_results::model_present::ModelPresenter,
     &crate::placement::PlacementPresenter,
     &crate::collectives::CollectivesPresenter,
     &crate::collectives::mpi::CollectivesMpiPresenter,

@@ -1,12 +1,14 @@
 //! Core-to-core: CAS ping-pong (RTT/2) and the latency of reading lines Modified in
 //! the other core, for every pair of CPUs; pairs that share no resource run at once.
 
+mod data;
 mod experiment;
 pub mod order;
 mod present;
 mod text;
+pub use data::{C2cMatrixData, C2cPlanData};
 pub use experiment::{run, Measured, Options, Plan};
-pub use present::{C2cMatrixData, C2cPlanData, C2cPresenter};
+pub use present::C2cPresenter;
 
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{pingpong, LineState, Request, Timer};

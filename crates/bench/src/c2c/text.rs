@@ -1,7 +1,7 @@
 //! c2c records as terminal text: the plan's rounds, or the CPU × CPU matrices with
 //! SMT siblings marked.
 
-use super::present::{C2cMatrixData, C2cPlanData};
+use super::data::{C2cMatrixData, C2cPlanData};
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
 use numalab_results::Record;

@@ -3,11 +3,13 @@
 //! home; each sharer count gets RDEX and UPGRD latency and bandwidth and `zero`
 //! bandwidth, beside the unowned RDEX latency to the farthest sharer's node.
 
+mod data;
 mod experiment;
 mod present;
 mod text;
+pub use data::InvalidateData;
 pub use experiment::{run, Options};
-pub use present::{InvalidateData, InvalidatePresenter};
+pub use present::InvalidatePresenter;
 
 /// The experiment's plan.
 pub type Plan = InvalidatePlan;

@@ -1,19 +1,10 @@
 //! How invalidation records are shown: latency and bandwidth against sharers.
 
-use super::Step;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
 use numalab_results::summary::Card;
 use numalab_results::Record;
-use serde::{Deserialize, Serialize};
-
-/// `data` of an `invalidate` record: the step's samples and pinning proof.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct InvalidateData {
-    /// Every pass of this sharer count.
-    pub samples: Step,
-}
 
 /// The invalidation sweep (and its dry-run plan).
 pub struct InvalidatePresenter;

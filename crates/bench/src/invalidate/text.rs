@@ -1,7 +1,7 @@
 //! The invalidation sweep as terminal text: the sharers nearest-first, and, when
 //! measured, each sharer count's figures.
 
-use super::present::InvalidateData;
+use super::data::InvalidateData;
 use super::Step;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};

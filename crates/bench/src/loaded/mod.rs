@@ -3,11 +3,13 @@
 //! at decreasing delays. The chase and every injector start on one barrier; the
 //! chase finishing stops the injectors, so each pass's traffic overlaps the chase.
 
+mod data;
 mod experiment;
 mod present;
 mod text;
+pub use data::{LoadedData, LoadedPlanData};
 pub use experiment::{run, Options};
-pub use present::{LoadedData, LoadedPlanData, LoadedPresenter};
+pub use present::LoadedPresenter;
 
 /// The experiment's plan.
 pub type Plan = LoadedPlan;

@@ -1,26 +1,10 @@
 //! How loaded-latency records are shown: chase latency against injected traffic.
 
-use super::Point;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
 use numalab_results::summary::Card;
 use numalab_results::Record;
-use serde::{Deserialize, Serialize};
-
-/// `data` of a `loaded-latency` record: the point's samples and pinning proof.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoadedData {
-    /// Every pass at this injector delay.
-    pub samples: Point,
-}
-
-/// `data` of a `loaded-latency-plan` record: the injector delays to be run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadedPlanData {
-    /// Injector delays, in the order they run.
-    pub delays: Vec<u64>,
-}
 
 /// Loaded latency (and its dry-run plan).
 pub struct LoadedPresenter;

@@ -1,7 +1,7 @@
 //! Loaded-latency records as terminal text: the plan, or the latency-versus-injected
 //! bandwidth curve from the unloaded point to the smallest delay.
 
-use super::present::{LoadedData, LoadedPlanData};
+use super::data::{LoadedData, LoadedPlanData};
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
 use numalab_results::stats::{median, percentile};

@@ -1,0 +1,25 @@
+//! The typed `data` of the c2c records.
+
+use serde::{Deserialize, Serialize};
+
+/// `data` of a `c2c-matrix` record: CPU × CPU medians (null: not measured).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cMatrixData {
+    /// The CPUs, in row and column order.
+    pub cpus: Vec<u32>,
+    /// Median CAS round trip / 2, ns.
+    pub cas_rtt_half_ns: Vec<Vec<Option<f64>>>,
+    /// Median read of lines Modified in the other CPU, ns.
+    pub modified_read_ns: Vec<Vec<Option<f64>>>,
+    /// Pairs that are SMT siblings of one core.
+    pub smt_sibling_pairs: Vec<[u32; 2]>,
+    /// Which statistic the cells hold.
+    pub statistic: String,
+}
+
+/// `data` of a `c2c-plan` record: pairs in rounds that run at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cPlanData {
+    /// Each round's pairs share no core, L3 or package.
+    pub rounds: Vec<Vec<super::Pair>>,
+}

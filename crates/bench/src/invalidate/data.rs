@@ -1,0 +1,11 @@
+//! The typed `data` of the invalidate records.
+
+use super::Step;
+use serde::{Deserialize, Serialize};
+
+/// `data` of an `invalidate` record: the step's samples and pinning proof.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InvalidateData {
+    /// Every pass of this sharer count.
+    pub samples: Step,
+}
