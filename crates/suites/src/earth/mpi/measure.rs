@@ -2,7 +2,7 @@
 //! issuer and server, Loop 7's masking, outstanding gets; rank 0 gathers the records.
 
 use super::data::{MaskBest, MaskData, MaskPoint, SeedRow};
-use super::plan::{Options, Plan, SEED_TABLE1};
+use super::plan::{Options, Plan, Row, SEED_TABLE1};
 use numalab_mpi::place::Relation;
 use numalab_mpi::remote::{self, Mode, Rma};
 use numalab_mpi::{Result, World};
@@ -24,6 +24,208 @@ fn mode_name(m: Mode) -> &'static str {
     }
 }
 
+/// What every row's measurement shares.
+struct Run<'a> {
+    world: &'a World,
+    timer: Timer,
+    prov: Provenance,
+    o: &'a Options,
+    /// Issuer and server ranks.
+    a: usize,
+    b: usize,
+    rel: Relation,
+    /// Operations per pass.
+    n: usize,
+}
+
+/// One row measured: time per operation, how, and the issuer's and server's shares.
+#[derive(Default)]
+struct Measured {
+    samples: Vec<f64>,
+    method: String,
+    server: Vec<f64>,
+    issue: Vec<f64>,
+}
+
+fn flush_note(m: Mode) -> &'static str {
+    if m == Mode::Sequential {
+        ", MPI_Win_flush after each"
+    } else {
+        ", one MPI_Win_flush after all"
+    }
+}
+
+/// A load, block move or store as RMA to the row's target rank.
+fn rma_row(run: &Run, r: &Row, rma: Rma) -> Result<Measured> {
+    let (comm, o, n) = (run.world.comm(), run.o, run.n);
+    let target = if r.place == "local rank" {
+        run.a
+    } else {
+        run.b
+    };
+    let (bytes, ops, name) = match rma {
+        Rma::Get => (
+            r.bytes.unwrap_or(8) as usize,
+            ops_for(n, r.bytes),
+            "MPI_Get",
+        ),
+        Rma::Put => (8, n, "MPI_Put"),
+    };
+    let samples = remote::rma_ops(
+        comm,
+        &run.timer,
+        run.a,
+        target,
+        rma,
+        bytes,
+        r.mode,
+        ops,
+        o.iterations,
+    )?;
+    let method = format!(
+        "{name} of {bytes} B at distinct lines{}",
+        flush_note(r.mode)
+    );
+    Ok(Measured {
+        samples,
+        method,
+        ..Measured::default()
+    })
+}
+
+/// A remote call or spawn as an active message to the server rank.
+fn am_row(run: &Run, r: &Row) -> Result<Measured> {
+    let (a, b) = (run.a, run.b);
+    let spawn = r.op == "spawn thread";
+    let am = remote::active_messages(
+        run.world.comm(),
+        &run.timer,
+        (a, b),
+        spawn,
+        r.mode,
+        run.n,
+        run.o.iterations,
+    )?;
+    let method = format!(
+        "active message to a server loop on rank {b} (MPI_Send of the argument; the server {} and sends the result back){}",
+        if spawn { "runs work() in a new coroutine on a pooled stack" } else { "calls work()" },
+        if r.mode == Mode::Sequential { "; each call takes the last result" } else { "; all requests sent, then all replies received" }
+    );
+    Ok(Measured {
+        samples: am.per_op,
+        method,
+        server: am.server,
+        issue: am.issue,
+    })
+}
+
+/// G outstanding remote gets.
+fn mlp_row(run: &Run, r: &Row) -> Result<Measured> {
+    let (g, n) = (r.g.unwrap_or(1), run.n);
+    let samples = remote::mlp_gets(
+        run.world.comm(),
+        &run.timer,
+        (run.a, run.b),
+        g,
+        n.max(g) * 4,
+        64 << 20,
+        run.o.iterations,
+    )?;
+    let method = format!("{g} MPI_Rget of 8 B at random lines of a 64 MiB window outstanding, then MPI_Waitall; ns per get");
+    Ok(Measured {
+        samples,
+        method,
+        ..Measured::default()
+    })
+}
+
+/// Measure one row on every rank; the issuer keeps its records in `mine`.
+fn measure_row(run: &Run, r: &Row, mine: &mut Vec<Record>) -> Result<()> {
+    let (world, o, (a, b)) = (run.world, run.o, (run.a, run.b));
+    let m = match (r.part.as_str(), r.op.as_str()) {
+        (_, "load word") | (_, "block move (get)") => rma_row(run, r, Rma::Get)?,
+        (_, "store word") => rma_row(run, r, Rma::Put)?,
+        (_, "call function") | (_, "spawn thread") => am_row(run, r)?,
+        (_, "loop 7") => {
+            let curves = numalab_mpi::loop7::mask(
+                world.comm(),
+                &run.timer,
+                (a, b),
+                o.loop_n,
+                &o.multipliers,
+                &o.chunks,
+                o.iterations,
+            )?;
+            if world.rank == a {
+                mine.extend(mask_records(&run.prov, world, o, &curves, run.rel));
+            }
+            return Ok(());
+        }
+        ("breakdown", _) => {
+            let loads = super::breakdown::loads_for(run.n, o.iterations);
+            mine.extend(super::breakdown::measure(
+                world,
+                &run.timer,
+                &run.prov,
+                (a, b),
+                loads,
+            )?);
+            return Ok(());
+        }
+        (_, "outstanding gets") => mlp_row(run, r)?,
+        _ => return Ok(()),
+    };
+    // The server's own cost travels to the issuer's record through the gather.
+    let server_all = numalab_mpi::gather::gather_to_root(world.comm(), &m.server)?;
+    if world.rank != a {
+        return Ok(());
+    }
+    let server = server_all.map(|v| v[b].clone()).unwrap_or_default();
+    mine.push(row_record(run, r, m, server));
+    Ok(())
+}
+
+/// The issuer's `suite-earth-mpi` record of one row.
+fn row_record(run: &Run, r: &Row, m: Measured, server: Vec<f64>) -> Record {
+    let (world, prov, o, n, (a, b)) = (run.world, &run.prov, run.o, run.n, (run.a, run.b));
+    let (samples, method, issue) = (m.samples, m.method, m.issue);
+    let mut rec = Record::new(
+        "suite-earth-mpi",
+        &format!(
+            "{}: {}, {}, {}{}",
+            r.part,
+            r.op,
+            r.place,
+            mode_name(r.mode),
+            r.g.map(|g| format!(" G={g}")).unwrap_or_default()
+        ),
+        prov.clone(),
+        json!({
+            "part": r.part, "op": r.op, "place": r.place, "mode": mode_name(r.mode), "bytes": r.bytes,
+            "groups": r.g, "issuer_rank": a, "server_rank": b, "relation": run.rel.name(),
+            "ops_per_pass": if r.op.starts_with("block") { ops_for(n, r.bytes) } else { n }, "iterations": o.iterations, "method": method,
+        }),
+    );
+    rec.placement = Some(world.placement_value(&[a, b]));
+    rec.add_samples("time", "ns", &samples);
+    if !issue.is_empty() {
+        rec.add_samples("issuer_overhead", "ns", &issue);
+    }
+    if !server.is_empty() {
+        rec.add_samples("server_cost", "ns", &server);
+    }
+    if let (Some(bytes), true) = (r.bytes, r.op.starts_with("block")) {
+        let gbs: Vec<f64> = samples.iter().map(|t| bytes as f64 / t).collect();
+        rec.add_samples("bandwidth", "GB/s", &gbs);
+    }
+    if r.op == "load word" || r.op == "store word" {
+        rec.warnings.push("RMA needs no server: with Open MPI's shared-memory window the issuer copies the bytes itself, so 'remote' is another process's memory on this machine".into());
+    }
+    rec.warnings.extend(prov.warnings());
+    world.warn_shared(&[a, b], &mut rec);
+    rec
+}
+
 /// Run the plan (collective). Rank 0 gets every record.
 pub fn measure(
     world: &World,
@@ -31,156 +233,29 @@ pub fn measure(
     plan: &Plan,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Option<Vec<Record>>> {
-    let comm = world.comm();
-    let timer = Timer::best();
-    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
     let o = &plan.options;
     let (a, b) = o.pair;
-    let rel = Relation::between(&world.placements[a], &world.placements[b]);
-    let n = o.ops_per_pass;
+    let run = Run {
+        world,
+        timer: Timer::best(),
+        prov: Provenance::collect(&host.machine.summary(), &host.machine.source),
+        o,
+        a,
+        b,
+        rel: Relation::between(&world.placements[a], &world.placements[b]),
+        n: o.ops_per_pass,
+    };
     let mut mine: Vec<Record> = Vec::new();
     for (i, r) in plan.rows.iter().enumerate() {
         if world.is_root() {
             progress(i, plan.rows.len());
         }
-        let target = if r.place == "local rank" { a } else { b };
-        let mut server: Vec<f64> = Vec::new();
-        let mut issue: Vec<f64> = Vec::new();
-        let (samples, method): (Vec<f64>, String) = match (r.part.as_str(), r.op.as_str()) {
-            (_, "load word") | (_, "block move (get)") => (
-                remote::rma_ops(
-                    comm,
-                    &timer,
-                    a,
-                    target,
-                    Rma::Get,
-                    r.bytes.unwrap_or(8) as usize,
-                    r.mode,
-                    ops_for(n, r.bytes),
-                    o.iterations,
-                )?,
-                format!(
-                    "MPI_Get of {} B at distinct lines{}",
-                    r.bytes.unwrap_or(8),
-                    if r.mode == Mode::Sequential {
-                        ", MPI_Win_flush after each"
-                    } else {
-                        ", one MPI_Win_flush after all"
-                    }
-                ),
-            ),
-            (_, "store word") => (
-                remote::rma_ops(
-                    comm,
-                    &timer,
-                    a,
-                    target,
-                    Rma::Put,
-                    8,
-                    r.mode,
-                    n,
-                    o.iterations,
-                )?,
-                format!(
-                    "MPI_Put of 8 B at distinct lines{}",
-                    if r.mode == Mode::Sequential {
-                        ", MPI_Win_flush after each"
-                    } else {
-                        ", one MPI_Win_flush after all"
-                    }
-                ),
-            ),
-            (_, "call function") | (_, "spawn thread") => {
-                let spawn = r.op == "spawn thread";
-                let am =
-                    remote::active_messages(comm, &timer, (a, b), spawn, r.mode, n, o.iterations)?;
-                server = am.server;
-                issue = am.issue;
-                (am.per_op, format!(
-                    "active message to a server loop on rank {b} (MPI_Send of the argument; the server {} and sends the result back){}",
-                    if spawn { "runs work() in a new coroutine on a pooled stack" } else { "calls work()" },
-                    if r.mode == Mode::Sequential { "; each call takes the last result" } else { "; all requests sent, then all replies received" }
-                ))
-            }
-            (_, "loop 7") => {
-                let curves = numalab_mpi::loop7::mask(
-                    comm,
-                    &timer,
-                    (a, b),
-                    o.loop_n,
-                    &o.multipliers,
-                    &o.chunks,
-                    o.iterations,
-                )?;
-                if world.rank == a {
-                    mine.extend(mask_records(&prov, world, o, &curves, rel));
-                }
-                continue;
-            }
-            ("breakdown", _) => {
-                let loads = super::breakdown::loads_for(n, o.iterations);
-                mine.extend(super::breakdown::measure(
-                    world,
-                    &timer,
-                    &prov,
-                    (a, b),
-                    loads,
-                )?);
-                continue;
-            }
-            (_, "outstanding gets") => {
-                let g = r.g.unwrap_or(1);
-                (remote::mlp_gets(comm, &timer, (a, b), g, n.max(g) * 4, 64 << 20, o.iterations)?,
-                 format!("{g} MPI_Rget of 8 B at random lines of a 64 MiB window outstanding, then MPI_Waitall; ns per get"))
-            }
-            _ => continue,
-        };
-        // The server's own cost travels to the issuer's record through the gather.
-        let server_all = numalab_mpi::gather::gather_to_root(comm, &server)?;
-        if world.rank != a {
-            continue;
-        }
-        let server = server_all.map(|v| v[b].clone()).unwrap_or_default();
-        let mut rec = Record::new(
-            "suite-earth-mpi",
-            &format!(
-                "{}: {}, {}, {}{}",
-                r.part,
-                r.op,
-                r.place,
-                mode_name(r.mode),
-                r.g.map(|g| format!(" G={g}")).unwrap_or_default()
-            ),
-            prov.clone(),
-            json!({
-                "part": r.part, "op": r.op, "place": r.place, "mode": mode_name(r.mode), "bytes": r.bytes,
-                "groups": r.g, "issuer_rank": a, "server_rank": b, "relation": rel.name(),
-                "ops_per_pass": if r.op.starts_with("block") { ops_for(n, r.bytes) } else { n }, "iterations": o.iterations, "method": method,
-            }),
-        );
-        rec.placement = Some(world.placement_value(&[a, b]));
-        rec.add_samples("time", "ns", &samples);
-        if !issue.is_empty() {
-            rec.add_samples("issuer_overhead", "ns", &issue);
-        }
-        if !server.is_empty() {
-            rec.add_samples("server_cost", "ns", &server);
-        }
-        if let (Some(bytes), true) = (r.bytes, r.op.starts_with("block")) {
-            let gbs: Vec<f64> = samples.iter().map(|t| bytes as f64 / t).collect();
-            rec.add_samples("bandwidth", "GB/s", &gbs);
-        }
-        if r.op == "load word" || r.op == "store word" {
-            rec.warnings.push("RMA needs no server: with Open MPI's shared-memory window the issuer copies the bytes itself, so 'remote' is another process's memory on this machine".into());
-        }
-        rec.warnings.extend(prov.warnings());
-        world.warn_shared(&[a, b], &mut rec);
-        mine.push(rec);
+        measure_row(&run, r, &mut mine)?;
     }
     // Records are built on the issuer; rank 0 gathers them.
     let all = world.gather_records(&mine)?;
     Ok(all.map(|mut v| {
-        v.push(seed_record(&prov));
+        v.push(seed_record(&run.prov));
         v
     }))
 }

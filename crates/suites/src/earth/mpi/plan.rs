@@ -114,92 +114,7 @@ impl Plan {
             )));
         }
         check_options(o)?;
-        let mut rows = Vec::new();
-        let row = |part: &str,
-                   op: &str,
-                   place: &str,
-                   mode: Mode,
-                   bytes: Option<u64>,
-                   g: Option<usize>| Row {
-            part: part.into(),
-            op: op.into(),
-            place: place.into(),
-            mode,
-            bytes,
-            g,
-        };
-        let has = |p: &str| o.parts.iter().any(|x| x == p);
-        let modes = [Mode::Sequential, Mode::Pipelined];
-        if has("ops") {
-            for mode in modes {
-                for place in ["local rank", "remote rank"] {
-                    rows.push(row("ops", "load word", place, mode, Some(8), None));
-                    rows.push(row("ops", "store word", place, mode, Some(8), None));
-                }
-                rows.push(row("ops", "call function", "remote rank", mode, None, None));
-                rows.push(row("ops", "spawn thread", "remote rank", mode, None, None));
-                for &bb in &o.blocks {
-                    rows.push(row(
-                        "ops",
-                        "block move (get)",
-                        "remote rank",
-                        mode,
-                        Some(bb),
-                        None,
-                    ));
-                }
-            }
-        }
-        if has("split") {
-            rows.push(row(
-                "split",
-                "call function",
-                "remote rank",
-                Mode::Sequential,
-                None,
-                None,
-            ));
-            rows.push(row(
-                "split",
-                "call function",
-                "remote rank",
-                Mode::Pipelined,
-                None,
-                None,
-            ));
-        }
-        if has("breakdown") {
-            rows.push(row(
-                "breakdown",
-                "remote load",
-                "remote rank",
-                Mode::Sequential,
-                Some(8),
-                None,
-            ));
-        }
-        if has("mask") {
-            rows.push(row(
-                "mask",
-                "loop 7",
-                "remote rank",
-                Mode::Pipelined,
-                None,
-                None,
-            ));
-        }
-        if has("mlp") {
-            for &g in &o.groups {
-                rows.push(row(
-                    "mlp",
-                    "outstanding gets",
-                    "remote rank",
-                    Mode::Pipelined,
-                    Some(8),
-                    Some(g),
-                ));
-            }
-        }
+        let rows = rows(o);
         Ok(Plan {
             options: o.clone(),
             rows,
@@ -243,6 +158,69 @@ impl Plan {
 }
 
 /// Block sizes: at least 1 byte, at most 64 MiB (one MPI message, a window per row).
+/// One row of the plan.
+fn row(part: &str, op: &str, place: &str, mode: Mode, bytes: Option<u64>, g: Option<usize>) -> Row {
+    Row {
+        part: part.into(),
+        op: op.into(),
+        place: place.into(),
+        mode,
+        bytes,
+        g,
+    }
+}
+
+/// Table 1's rows: each operation sequential and pipelined, local and remote.
+fn ops_rows(blocks: &[u64]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for mode in [Mode::Sequential, Mode::Pipelined] {
+        for place in ["local rank", "remote rank"] {
+            rows.push(row("ops", "load word", place, mode, Some(8), None));
+            rows.push(row("ops", "store word", place, mode, Some(8), None));
+        }
+        rows.push(row("ops", "call function", "remote rank", mode, None, None));
+        rows.push(row("ops", "spawn thread", "remote rank", mode, None, None));
+        for &bb in blocks {
+            let op = "block move (get)";
+            rows.push(row("ops", op, "remote rank", mode, Some(bb), None));
+        }
+    }
+    rows
+}
+
+/// The rows `o` asks for, in order.
+fn rows(o: &Options) -> Vec<Row> {
+    let has = |p: &str| o.parts.iter().any(|x| x == p);
+    let (remote, seq, pipe) = ("remote rank", Mode::Sequential, Mode::Pipelined);
+    let mut rows = Vec::new();
+    if has("ops") {
+        rows.extend(ops_rows(&o.blocks));
+    }
+    if has("split") {
+        rows.push(row("split", "call function", remote, seq, None, None));
+        rows.push(row("split", "call function", remote, pipe, None, None));
+    }
+    if has("breakdown") {
+        rows.push(row("breakdown", "remote load", remote, seq, Some(8), None));
+    }
+    if has("mask") {
+        rows.push(row("mask", "loop 7", remote, pipe, None, None));
+    }
+    if has("mlp") {
+        for &g in &o.groups {
+            rows.push(row(
+                "mlp",
+                "outstanding gets",
+                remote,
+                pipe,
+                Some(8),
+                Some(g),
+            ));
+        }
+    }
+    rows
+}
+
 /// The checks that need no job: known parts, at least one pass, groups, blocks.
 fn check_options(o: &Options) -> Result<()> {
     if let Some(p) = o.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
