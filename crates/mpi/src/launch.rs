@@ -173,47 +173,67 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::System(format!("cannot start {}: {e}", mpirun.display())))?;
-    // Ctrl-C reaches mpirun through the terminal's process group; we wait for it to
-    // end the ranks and report, instead of dying first and leaving them behind.
-    // SAFETY: setting a signal disposition to SIG_IGN is async-signal-safe and sound.
-    // SIGTERM and SIGHUP (a timeout, a closed terminal) reach only us: pass them on.
+    pass_signals_on();
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let (tx, rx) = mpsc::channel::<Notice>();
+    let reader = std::thread::spawn(move || filter_stderr(stderr, tx));
+    let (status, mut notices, killed_for) = wait(&mut child, &rx)?;
+    let _ = reader.join();
+    notices.extend(rx.try_iter());
+    Ok(report(exit_code(status), &notices, killed_for, req))
+}
+
+/// Ctrl-C reaches mpirun through the terminal's process group; we wait for it to end
+/// the ranks and report, instead of dying first and leaving them behind. SIGTERM and
+/// SIGHUP (a timeout, a closed terminal) reach only us: [`wait`] passes them on.
+fn pass_signals_on() {
+    // SAFETY: setting a signal disposition to SIG_IGN or to a handler that only stores
+    // to an atomic is async-signal-safe and sound.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         let h = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
         libc::signal(libc::SIGTERM, h);
         libc::signal(libc::SIGHUP, h);
     }
-    let stderr = child.stderr.take().expect("stderr was piped");
-    let (tx, rx) = mpsc::channel::<Notice>();
-    let reader = std::thread::spawn(move || {
-        let mut filter = BoxFilter::default();
-        let mut err = std::io::stderr();
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            match filter.feed(&line) {
-                // mpirun's own failure to forward a help text while a job aborts says
-                // nothing about the job; the abort's reason is already on stderr.
-                Some(Ok(pass))
-                    if pass.contains("ORTE_ERROR_LOG") && pass.contains("show_help.c") => {}
-                Some(Ok(pass)) => {
-                    let _ = writeln!(err, "{pass}");
-                }
-                Some(Err(notice)) => {
-                    let _ = tx.send(notice);
-                }
-                None => {}
+}
+
+/// Pass mpirun's stderr through, less its boxed reports, which become notices.
+fn filter_stderr(stderr: std::process::ChildStderr, tx: mpsc::Sender<Notice>) {
+    let mut filter = BoxFilter::default();
+    let mut err = std::io::stderr();
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        match filter.feed(&line) {
+            // mpirun's own failure to forward a help text while a job aborts says
+            // nothing about the job; the abort's reason is already on stderr.
+            Some(Ok(pass)) if pass.contains("ORTE_ERROR_LOG") && pass.contains("show_help.c") => {}
+            Some(Ok(pass)) => {
+                let _ = writeln!(err, "{pass}");
             }
+            Some(Err(notice)) => {
+                let _ = tx.send(notice);
+            }
+            None => {}
         }
-        if let Some(n) = filter.finish() {
-            let _ = tx.send(n);
-        }
-    });
+    }
+    if let Some(n) = filter.finish() {
+        let _ = tx.send(n);
+    }
+}
+
+/// Wait for mpirun, passing a termination signal on and killing it when a rank died
+/// and it lingers, or when the job runs past its limit: its status, the notices so
+/// far, and why it was killed.
+fn wait(
+    child: &mut std::process::Child,
+    rx: &mpsc::Receiver<Notice>,
+) -> Result<(std::process::ExitStatus, Vec<Notice>, Option<String>)> {
     let limit = overall_limit();
     let start = Instant::now();
     let mut notices: Vec<Notice> = Vec::new();
     let mut death_at: Option<Instant> = None;
     let mut killed_for: Option<String> = None;
-    let status = loop {
+    loop {
         while let Ok(n) = rx.try_recv() {
             if n.is_death() && death_at.is_none() {
                 death_at = Some(Instant::now());
@@ -224,7 +244,7 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
             .try_wait()
             .map_err(|e| Error::System(format!("waiting for mpirun failed: {e}")))?
         {
-            break st;
+            return Ok((st, notices, killed_for));
         }
         let sig = TERMINATED_BY.swap(0, Ordering::SeqCst);
         if sig != 0 {
@@ -232,46 +252,50 @@ fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
             unsafe {
                 libc::kill(child.id() as libc::pid_t, sig);
             }
-            if death_at.is_none() {
-                death_at = Some(Instant::now());
-            }
+            death_at.get_or_insert_with(Instant::now);
         }
         let overdue = death_at.is_some_and(|t| t.elapsed() > GRACE_AFTER_DEATH);
         let timed_out = limit.is_some_and(|l| start.elapsed() > l);
         if (overdue || timed_out) && killed_for.is_none() {
-            killed_for = Some(if timed_out {
-                format!(
-                    "the MPI job ran past NUMALAB_MPI_TIMEOUT ({:.0} s) and was ended",
-                    limit.unwrap_or_default().as_secs_f64()
-                )
-            } else {
-                format!(
-                    "mpirun did not end the job {} s after a rank died; it was killed",
-                    GRACE_AFTER_DEATH.as_secs()
-                )
-            });
+            killed_for = Some(kill_reason(timed_out, limit));
             let _ = child.kill();
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = reader.join();
-    notices.extend(rx.try_iter());
-    let code = exit_code(status);
+    }
+}
+
+/// Why the launcher killed mpirun.
+fn kill_reason(timed_out: bool, limit: Option<Duration>) -> String {
+    if timed_out {
+        format!(
+            "the MPI job ran past NUMALAB_MPI_TIMEOUT ({:.0} s) and was ended",
+            limit.unwrap_or_default().as_secs_f64()
+        )
+    } else {
+        format!(
+            "mpirun did not end the job {} s after a rank died; it was killed",
+            GRACE_AFTER_DEATH.as_secs()
+        )
+    }
+}
+
+/// Say what the notices and the kill mean, and the exit status the launcher gives.
+fn report(code: i32, notices: &[Notice], killed_for: Option<String>, req: &LaunchRequest) -> i32 {
     let mut err = std::io::stderr();
-    for n in &notices {
+    for n in notices {
         if let Some(line) = n.message(req.ranks, req.hostfile.as_deref()) {
             let _ = writeln!(err, "numalab: error: {line}");
         }
     }
     if let Some(why) = killed_for {
         let _ = writeln!(err, "numalab: error: {why}");
-        return Ok(if code == 0 { 1 } else { code });
+        return if code == 0 { 1 } else { code };
     }
     // Open MPI could not place the ranks: the user's input, as the project reports it.
     if notices.iter().any(|n| matches!(n, Notice::NotEnoughSlots)) {
-        return Ok(2);
+        return 2;
     }
-    Ok(code)
+    code
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -77,10 +77,18 @@ pub fn measure(
     let Some(mut all) = world.gather_records(&mine)? else {
         return Ok(None);
     };
+    let m = matrix_record(world, &prov, plan, &all);
+    all.push(m);
+    Ok(Some(all))
+}
+
+/// The rank × rank matrix of the pairs' medians, grouped by relation, as one record.
+fn matrix_record(world: &World, prov: &Provenance, plan: &Plan, pairs: &[Record]) -> Record {
+    let o = &plan.options;
     let n = plan.ranks;
     let mut m: Vec<Vec<Option<f64>>> = vec![vec![None; n]; n];
     let mut cells = Vec::new();
-    for r in &all {
+    for r in pairs {
         let (a, b) = (
             r.parameters["from_rank"].as_u64().unwrap_or(0) as usize,
             r.parameters["to_rank"].as_u64().unwrap_or(0) as usize,
@@ -118,8 +126,7 @@ pub fn measure(
         statistic: "median one-way latency of each pair".into(),
     });
     rec.warnings = prov.warnings();
-    all.push(rec);
-    Ok(Some(all))
+    rec
 }
 
 #[cfg(test)]

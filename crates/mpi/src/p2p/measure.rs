@@ -1,7 +1,7 @@
 //! The timed sweep of `numalab mpi latency|bandwidth`: every step of the plan between
 //! the pair, each rank's records gathered on rank 0.
 
-use super::plan::{Op, Plan, KIND_BANDWIDTH, KIND_LATENCY, LARGE, PRIME_WINDOWS};
+use super::plan::{Op, Plan, Step, KIND_BANDWIDTH, KIND_LATENCY, LARGE, PRIME_WINDOWS};
 use crate::error::Result;
 use crate::kernels::{self, Data, Method, RmaOp};
 use crate::place::Relation;
@@ -19,11 +19,8 @@ pub fn measure(
     plan: &Plan,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Option<Vec<Record>>> {
-    let comm = world.comm();
     let timer = Timer::best();
     let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
-    let (a, b) = plan.pair;
-    let relation = Relation::between(&world.placements[a], &world.placements[b]);
     let mut mine = Vec::new();
     // Whether the eager and the rendezvous protocols have been primed for streaming.
     let mut primed = [false; 2];
@@ -31,105 +28,78 @@ pub fn measure(
         if world.is_root() {
             progress(i, plan.steps.len());
         }
-        let size = st.size as usize;
         if st.op.streams() && !primed[usize::from(st.size > LARGE)] {
             primed[usize::from(st.size > LARGE)] = true;
-            prime(comm, &timer, plan, st.op, size)?;
+            prime(world.comm(), &timer, plan, st.op, st.size as usize)?;
         }
-        let samples = match st.op {
-            Op::PingPong => kernels::ping_pong(
-                comm,
-                &timer,
-                plan.pair,
-                size,
-                st.warmup,
-                st.iterations,
-                plan.method,
-            )?,
-            Op::Stream => kernels::stream(
-                comm,
-                &timer,
-                plan.pair,
-                size,
-                plan.window,
-                st.warmup,
-                st.iterations,
-                plan.method.data,
-            )?,
-            Op::BiStream => kernels::bistream(
-                comm,
-                &timer,
-                plan.pair,
-                size,
-                plan.window,
-                st.warmup,
-                st.iterations,
-                plan.method.data,
-            )?,
-            Op::Get => kernels::rma(
-                comm,
-                &timer,
-                plan.pair,
-                RmaOp::Get,
-                size,
-                st.warmup,
-                st.iterations,
-                plan.method,
-            )?,
-            Op::Put => kernels::rma(
-                comm,
-                &timer,
-                plan.pair,
-                RmaOp::Put,
-                size,
-                st.warmup,
-                st.iterations,
-                plan.method,
-            )?,
-            Op::Acc => kernels::rma(
-                comm,
-                &timer,
-                plan.pair,
-                RmaOp::Acc,
-                size,
-                st.warmup,
-                st.iterations,
-                plan.method,
-            )?,
-        };
-        let Some(samples) = samples else { continue };
-        let (kind, metric, unit) = if st.op.streams() {
-            (KIND_BANDWIDTH, "bandwidth", "GB/s")
-        } else {
-            (KIND_LATENCY, "latency", "ns")
-        };
-        let mut r = Record::new(
-            kind,
-            &format!("{} {} B rank {a}→{b}", st.op.name(), st.size),
-            prov.clone(),
-            json!({
-                "op": st.op.name(), "size": st.size, "from_rank": a, "to_rank": b,
-                "relation": relation.name(), "iterations": st.iterations, "warmup": st.warmup,
-                "window": st.op.streams().then_some(plan.window),
-                "bidirectional": st.op == Op::BiStream,
-                "method": method(st.op, plan.method),
-                "data": plan.method.data.name(),
-                "batch": (!st.op.streams()).then_some(plan.method.batch),
-                // Every window moves the same bytes, so bytes over the summed window
-                // times (OSU's and IMB's figure) is the samples' harmonic mean; their
-                // plain mean weighs a fast window as much as a preempted one.
-                "aggregate_gb_s": st.op.streams().then(|| harmonic_mean(&samples)),
-                "timer": timer,
-            }),
-        );
-        r.placement = Some(world.placement_value(&[a, b]));
-        r.add_samples(metric, unit, &samples);
-        r.warnings = prov.warnings();
-        world.warn_shared(&[a, b], &mut r);
-        r.unavailable.extend(world.threading_unavailable());
-        mine.push(r);
+        if let Some(samples) = time_step(world.comm(), &timer, plan, st)? {
+            mine.push(step_record(world, &timer, &prov, plan, st, &samples));
+        }
     }
     world.gather_records(&mine)
+}
+
+/// Time one step between the pair (collective); the origin gets the samples.
+fn time_step(
+    comm: &SimpleCommunicator,
+    timer: &Timer,
+    plan: &Plan,
+    st: &Step,
+) -> Result<Option<Vec<f64>>> {
+    let (pair, size, m) = (plan.pair, st.size as usize, plan.method);
+    let (w, warm, it) = (plan.window, st.warmup, st.iterations);
+    let rma = |op| kernels::rma(comm, timer, pair, op, size, warm, it, m);
+    match st.op {
+        Op::PingPong => kernels::ping_pong(comm, timer, pair, size, warm, it, m),
+        Op::Stream => kernels::stream(comm, timer, pair, size, w, warm, it, m.data),
+        Op::BiStream => kernels::bistream(comm, timer, pair, size, w, warm, it, m.data),
+        Op::Get => rma(RmaOp::Get),
+        Op::Put => rma(RmaOp::Put),
+        Op::Acc => rma(RmaOp::Acc),
+    }
+}
+
+/// The origin's record of one step: its samples, method and placement.
+fn step_record(
+    world: &World,
+    timer: &Timer,
+    prov: &Provenance,
+    plan: &Plan,
+    st: &Step,
+    samples: &[f64],
+) -> Record {
+    let (a, b) = plan.pair;
+    let relation = Relation::between(&world.placements[a], &world.placements[b]);
+    let (kind, metric, unit) = if st.op.streams() {
+        (KIND_BANDWIDTH, "bandwidth", "GB/s")
+    } else {
+        (KIND_LATENCY, "latency", "ns")
+    };
+    let mut r = Record::new(
+        kind,
+        &format!("{} {} B rank {a}→{b}", st.op.name(), st.size),
+        prov.clone(),
+        json!({
+            "op": st.op.name(), "size": st.size, "from_rank": a, "to_rank": b,
+            "relation": relation.name(), "iterations": st.iterations, "warmup": st.warmup,
+            "window": st.op.streams().then_some(plan.window),
+            "bidirectional": st.op == Op::BiStream,
+            "method": method(st.op, plan.method),
+            "data": plan.method.data.name(),
+            "batch": (!st.op.streams()).then_some(plan.method.batch),
+            // Every window moves the same bytes, so bytes over the summed window
+            // times (OSU's and IMB's figure) is the samples' harmonic mean; their
+            // plain mean weighs a fast window as much as a preempted one.
+            "aggregate_gb_s": st.op.streams().then(|| harmonic_mean(samples)),
+            "timer": timer,
+        }),
+    );
+    r.placement = Some(world.placement_value(&[a, b]));
+    r.add_samples(metric, unit, samples);
+    r.warnings = prov.warnings();
+    world.warn_shared(&[a, b], &mut r);
+    r.unavailable.extend(world.threading_unavailable());
+    r
 }
 
 /// Untimed windows of `op` that prime the pair's protocol for `size` (see
