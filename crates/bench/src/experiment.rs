@@ -83,3 +83,39 @@ pub fn list<T>(what: &str, s: &str, f: impl Fn(&str) -> Option<T>, valid: &str) 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Sizes and near misses: digits, suffixes, spaces and signs.
+    fn sizeish() -> impl Strategy<Value = String> {
+        "[0-9]{0,22}[ ]?(K|M|G|T|KiB|MB|b|x|-1|\\.5)?"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn size_options_never_panic_and_name_what_they_refuse(s in prop_oneof![sizeish(), "\\PC{0,20}"]) {
+            match size_opt("--size", &s) {
+                Ok(b) => prop_assert!(b > 0),
+                Err(e) => {
+                    let msg = e.to_string();
+                    prop_assert!(e.is_user_error());
+                    prop_assert!(msg.contains(s.trim()) && msg.contains("--size"), "{}", msg);
+                    prop_assert_eq!(msg.lines().count(), 1);
+                }
+            }
+        }
+
+        #[test]
+        fn printed_sizes_parse_back(n in 1u64..1024, shift in prop::sample::select(vec![0u32, 10, 20, 30, 40])) {
+            let b = n << shift;
+            prop_assert_eq!(size_opt("--size", &numalab_topo::fmt_bytes(b)).unwrap(), b);
+            let suffix = ["", "K", "M", "G", "T"][shift as usize / 10];
+            prop_assert_eq!(size_opt("--size", &format!("{n}{suffix}")).unwrap(), b);
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! What every command shares: topology choice, output options, errors and exit codes.
 
 use clap::Args;
-use numalab_results::{output, OutputError, Provenance, Record};
+use numalab_results::{output, OutputError, Record};
 use numalab_topo::{Host, TopologySource};
 use std::path::PathBuf;
 
@@ -26,12 +26,7 @@ pub fn bad(msg: impl Into<String>) -> CliError {
 
 /// A size option as bytes, or the one-line error naming the option and value.
 pub fn size_opt(opt: &str, s: &str) -> Result<u64, CliError> {
-    numalab_topo::spec::parse_size(s.trim()).map_err(|_| {
-        bad(format!(
-            "invalid {opt} '{}': a size larger than 0 such as 64, 4K, 16M or 1G (1K = 1024)",
-            s.trim()
-        ))
-    })
+    Ok(numalab_bench::experiment::size_opt(opt, s)?)
 }
 
 /// Measuring commands plan against a topology file only with --dry-run.
@@ -126,17 +121,6 @@ impl CommonArgs {
     }
 }
 
-/// Provenance for a record about `host`, with its warnings.
-pub fn provenance(host: &Host) -> (Provenance, Vec<String>) {
-    let p = Provenance::collect(&host.machine.summary(), &host.machine.source);
-    let w = if host.machine.this_system {
-        p.warnings()
-    } else {
-        Vec::new()
-    };
-    (p, w)
-}
-
 /// The steps every measuring command takes before it measures, in this order: the
 /// common flags, the experiment's options (`check`), whether this machine can be
 /// measured (only a dry run plans another), the host, the plan (`resolve`) and the
@@ -162,39 +146,4 @@ where
 /// The records' context (provenance and machine warnings) for `host`.
 pub fn context(host: &Host) -> numalab_bench::experiment::Context {
     numalab_bench::experiment::Context::of(host)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// Sizes and near misses: digits, suffixes, spaces and signs.
-    fn sizeish() -> impl Strategy<Value = String> {
-        "[0-9]{0,22}[ ]?(K|M|G|T|KiB|MB|b|x|-1|\\.5)?"
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-
-        #[test]
-        fn size_options_never_panic_and_name_what_they_refuse(s in prop_oneof![sizeish(), "\\PC{0,20}"]) {
-            match size_opt("--size", &s) {
-                Ok(b) => prop_assert!(b > 0),
-                Err(e) => {
-                    prop_assert_eq!(e.code, 2);
-                    prop_assert!(e.msg.contains(s.trim()) && e.msg.contains("--size"), "{}", e.msg);
-                    prop_assert_eq!(e.msg.lines().count(), 1);
-                }
-            }
-        }
-
-        #[test]
-        fn printed_sizes_parse_back(n in 1u64..1024, shift in prop::sample::select(vec![0u32, 10, 20, 30, 40])) {
-            let b = n << shift;
-            prop_assert_eq!(size_opt("--size", &numalab_topo::fmt_bytes(b)).unwrap(), b);
-            let suffix = ["", "K", "M", "G", "T"][shift as usize / 10];
-            prop_assert_eq!(size_opt("--size", &format!("{n}{suffix}")).unwrap(), b);
-        }
-    }
 }

@@ -49,6 +49,25 @@ pub struct Line {
     pub migrated: Option<f64>,
 }
 
+impl Line {
+    /// The line as `monitor` prints it, "-" where a source is missing.
+    pub fn text(&self) -> String {
+        let opt = |v: Option<f64>, d: usize| v.map_or("-".into(), |x| format!("{x:.d$}"));
+        format!(
+            "{:>8.2} {:>5} {:>6} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10}",
+            self.t_s,
+            self.node,
+            opt(self.cpu_busy, 1),
+            opt(self.free_mib, 0),
+            opt(self.alloc, 0),
+            opt(self.miss, 0),
+            opt(self.read_bw, 0),
+            opt(self.write_bw, 0),
+            opt(self.migrated, 0),
+        )
+    }
+}
+
 /// The lines for the last interval of a (growing) trace.
 pub fn last_lines(t: &Trace, nodes: &[u32]) -> Vec<Line> {
     let ix = Index::new(t);

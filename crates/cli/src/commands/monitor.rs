@@ -1,9 +1,9 @@
 //! `numalab monitor`: periodic per-node lines (snsar), optionally streamed to a trace.
 
-use crate::common::{bad, provenance, CliError};
+use crate::common::{bad, context, CliError};
 use crate::prof_args;
 use clap::Args;
-use numalab_prof::monitor::{self, Line, Options};
+use numalab_prof::monitor::{self, Options};
 use numalab_topo::{Host, TopologySource};
 use std::io::Write;
 use std::path::PathBuf;
@@ -46,25 +46,6 @@ extern "C" fn on_sigint(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("-".into(), |x| format!("{x:.digits$}"))
-}
-
-fn line(l: &Line) -> String {
-    format!(
-        "{:>8.2} {:>5} {:>6} {:>10} {:>11} {:>10} {:>10} {:>10} {:>10}",
-        l.t_s,
-        l.node,
-        opt(l.cpu_busy, 1),
-        opt(l.free_mib, 0),
-        opt(l.alloc, 0),
-        opt(l.miss, 0),
-        opt(l.read_bw, 0),
-        opt(l.write_bw, 0),
-        opt(l.migrated, 0),
-    )
-}
-
 /// `--node`: a node list of nodes in `all` (`listed` is how the error names them).
 fn nodes(s: &str, all: &[u32], listed: &str) -> Result<Vec<u32>, CliError> {
     let v = numalab_topo::cpulist::parse("--node", s).map_err(|_| {
@@ -101,7 +82,7 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
     }
-    let (prov, _) = provenance(&host);
+    let prov = context(&host).prov;
     let opts = Options {
         interval: iv,
         count: a.count,
@@ -127,7 +108,7 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
             );
         }
         for l in lines {
-            let _ = writeln!(out, "{}", line(l));
+            let _ = writeln!(out, "{}", l.text());
         }
         let _ = out.flush();
     })

@@ -63,6 +63,25 @@ pub struct PlanArgs {
     common: CommonArgs,
 }
 
+impl PlanArgs {
+    /// The thread request the flags make of `spec`.
+    fn request(&self, spec: ThreadSpec) -> ThreadRequest {
+        ThreadRequest {
+            spec,
+            count: self.threads,
+            smt: match self.smt {
+                SmtArg::Last => Smt::Last,
+                SmtArg::Together => Smt::Together,
+            },
+            kind: match self.core_kind {
+                KindArg::Any => CoreKind::Any,
+                KindArg::Big => CoreKind::Big,
+                KindArg::Little => CoreKind::Little,
+            },
+        }
+    }
+}
+
 /// Run `numalab plan`.
 pub fn run(a: PlanArgs) -> Result<(), CliError> {
     a.common.validate()?;
@@ -78,19 +97,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
     }
     let host = a.common.host()?;
     let m = &host.machine;
-    let req = ThreadRequest {
-        spec: spec.clone(),
-        count: a.threads,
-        smt: match a.smt {
-            SmtArg::Last => Smt::Last,
-            SmtArg::Together => Smt::Together,
-        },
-        kind: match a.core_kind {
-            KindArg::Any => CoreKind::Any,
-            KindArg::Big => CoreKind::Big,
-            KindArg::Little => CoreKind::Little,
-        },
-    };
+    let req = a.request(spec);
     let threads = resolve_threads(m, &req)?;
     let memory = match (&mem_spec, a.verify) {
         (Some(ms), _) => Some(resolve_memory(m, ms, page_size, &threads)?),
@@ -102,7 +109,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         check_capacity(m, mem, size)?;
     }
     let plan = Plan {
-        thread_spec: spec.to_string(),
+        thread_spec: req.spec.to_string(),
         threads,
         memory,
     };

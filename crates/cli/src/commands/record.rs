@@ -1,6 +1,6 @@
 //! `numalab record`: run a command and record its threads, processes and the system into a trace.
 
-use crate::common::{bad, provenance, CliError};
+use crate::common::{bad, context, CliError};
 use crate::prof_args;
 use clap::Args;
 use numalab_prof::record::{self, Exit, Options};
@@ -55,6 +55,30 @@ pub struct RecordArgs {
 /// Run `numalab record`; returns the target's exit status to propagate.
 pub fn run(a: RecordArgs) -> Result<i32, CliError> {
     let iv = prof_args::interval("--interval", a.interval)?;
+    check(&a)?;
+    let host = Host::load(&TopologySource::ThisSystem)?;
+    let runon = prof_args::runon(&host, a.runon)?;
+    prof_args::trace_path(&a.output, a.force)?;
+    let prov = context(&host).prov;
+    let opts = Options {
+        interval: iv,
+        pages_every: a.pages_every,
+        pages_budget: a.pages_budget / 100.0,
+        output: a.output.clone(),
+        runon,
+        counters: !a.no_counters,
+        target: a.command.clone(),
+    };
+    let out = record::record(&host, &opts, prov).map_err(|e| CliError {
+        code: if e.user { 2 } else { 1 },
+        msg: e.msg,
+    })?;
+    eprintln!("{}", summary(&a, &out));
+    Ok(out.exit.status())
+}
+
+/// The flags checked before anything starts: page sampling and the command itself.
+fn check(a: &RecordArgs) -> Result<(), CliError> {
     if a.pages_every == 0 {
         return Err(bad(
             "invalid --pages-every '0': a number of intervals, 1 or more",
@@ -77,26 +101,17 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
             }
         )));
     }
-    let host = Host::load(&TopologySource::ThisSystem)?;
-    let runon = prof_args::runon(&host, a.runon)?;
-    prof_args::trace_path(&a.output, a.force)?;
-    let (prov, _) = provenance(&host);
-    let opts = Options {
-        interval: iv,
-        pages_every: a.pages_every,
-        pages_budget: a.pages_budget / 100.0,
-        output: a.output.clone(),
-        runon,
-        counters: !a.no_counters,
-        target: a.command.clone(),
-    };
-    let out = record::record(&host, &opts, prov).map_err(|e| CliError {
-        code: if e.user { 2 } else { 1 },
-        msg: e.msg,
-    })?;
+    Ok(())
+}
+
+/// The closing line: how the command ended, the sampling, its cost, the trace.
+fn summary(a: &RecordArgs, out: &record::Outcome) -> String {
     let how = match out.exit {
         Exit::Code(c) => format!("exited with status {c}"),
-        Exit::Signal(s) => format!("was killed by signal {s} ({})", signal_name(s)),
+        Exit::Signal(s) => format!(
+            "was killed by signal {s} ({})",
+            numalab_prof::record::signal_name(s)
+        ),
     };
     let cost = out.sampler_cpu_ns.map_or(String::new(), |c| {
         format!(
@@ -106,28 +121,12 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
             out.elapsed_ns as f64 / 1e9
         )
     });
-    eprintln!(
+    format!(
         "numalab record: '{}' {how}; {} sampling rounds every {} ms in {}{cost} (numalab info {})",
         a.command.join(" "),
         out.rounds,
         a.interval,
         out.trace.display(),
         out.trace.display()
-    );
-    Ok(out.exit.status())
-}
-
-fn signal_name(s: i32) -> &'static str {
-    match s {
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        libc::SIGPIPE => "SIGPIPE",
-        _ => "signal",
-    }
+    )
 }

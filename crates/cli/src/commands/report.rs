@@ -40,36 +40,9 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
     numalab_results::output::read_records(path).map_err(bad)
 }
 
-/// The records of one input (a record file, a survey folder or its journal) and the
-/// plan's steps it lacks. A folder's journal is read when results.json is missing or
-/// older than it (a survey killed, or killed again while resumed).
+/// The records of one input and the plan's steps it lacks.
 fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), CliError> {
-    let from_journal = |j: &Path| -> Result<(Vec<Record>, Vec<String>), CliError> {
-        let journal = numalab_results::journal::read(j).map_err(bad)?;
-        Ok((
-            journal.records(),
-            numalab_suites::survey::journal::missing(&journal),
-        ))
-    };
-    if path.is_dir() {
-        let j = path.join(numalab_results::journal::FILE_NAME);
-        let r = path.join("results.json");
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        return match (modified(&j), modified(&r)) {
-            (Some(tj), Some(tr)) if tr >= tj => Ok((read_records(&r)?, Vec::new())),
-            (Some(_), _) => from_journal(&j),
-            (None, Some(_)) => Ok((read_records(&r)?, Vec::new())),
-            (None, None) => Err(bad(format!(
-                "invalid folder '{}': it holds no results.json or {} (give a survey's folder or record files)",
-                path.display(),
-                numalab_results::journal::FILE_NAME
-            ))),
-        };
-    }
-    if path.extension().is_some_and(|e| e == "jsonl") {
-        return from_journal(path);
-    }
-    Ok((read_records(path)?, Vec::new()))
+    numalab_suites::survey::files::read_input(path).map_err(bad)
 }
 
 fn html_path(p: &Path) -> Result<(), CliError> {

@@ -3,7 +3,7 @@
 
 mod cap;
 mod experiment;
-mod files;
+pub mod files;
 pub mod journal;
 mod options;
 pub mod plan;
