@@ -99,6 +99,11 @@ impl CommonArgs {
         Ok(Host::load(&self.source())?)
     }
 
+    /// Emit records shown as their presenters' text (the registry's one text path).
+    pub fn show(&self, records: &[Record]) -> Result<(), CliError> {
+        self.emit(records, || numalab_suites::registry::text(records))
+    }
+
     /// Emit records: the file (if asked), then JSON or the readable text on stdout. A
     /// file that cannot be written leaves the records in a fallback file the error names.
     pub fn emit(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
@@ -111,13 +116,6 @@ impl CommonArgs {
             print!("{}", text());
         }
         Ok(())
-    }
-}
-
-impl CommonArgs {
-    /// Emit records shown as their presenters' text (the registry's one text path).
-    pub fn show(&self, records: &[Record]) -> Result<(), CliError> {
-        self.emit(records, || numalab_suites::registry::text(records))
     }
 }
 
