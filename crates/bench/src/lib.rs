@@ -1,4 +1,9 @@
-//! snbench experiments built from the probe layer: latency, restart search, sweeps.
+//! snbench's experiments built from the probe layer — latency (back-to-back, restart
+//! search, states, size sweeps), bandwidth kernels and bwmp, c2c, invalidate,
+//! intervene, the node × node matrices and loaded latency — each as a module of one
+//! shape (`Options` → `Plan::resolve` → `run` → records, a presenter rendering their
+//! text and HTML from the records), plus the machine's own records (`topo`, `plan`),
+//! the summary cards and the context every record is stamped with.
 
 pub mod bandwidth;
 pub mod c2c;

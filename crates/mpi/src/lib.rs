@@ -1,7 +1,9 @@
-//! numalab-mpi: ranks for numalab. Launching a job under `mpirun` (or joining the
-//! user's), pinning each rank with the placement language and proving where it runs,
-//! gathering every rank's records onto rank 0, and the point-to-point and one-sided
-//! (RMA) primitives the MPI experiments and suites measure with.
+//! numalab-mpi: ranks for numalab. The transport — launching a job under `mpirun`
+//! (or joining the user's) from the job's options, pinning each rank with the
+//! placement language and proving where it runs, gathering every rank's records onto
+//! rank 0, and the timed point-to-point, one-sided (RMA) and collective loops the MPI
+//! experiments and suites measure with — and one folder per experiment: `p2p`
+//! (`mpi latency`, `mpi bandwidth`), `matrix` and `ranks`.
 //!
 //! It sits between cli/suites and bench/probe/topo and never imports upward.
 

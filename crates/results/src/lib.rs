@@ -1,5 +1,9 @@
-//! numalab-results: the result record, provenance, statistics and export
-//! (readable tables, JSON, CSV) shared by every numalab command.
+//! numalab-results: what every numalab command shares about results — the record
+//! (typed statistics through `Record::stat` and `Record::median`, typed `data`),
+//! provenance, statistics, model fitting, reading and writing records (tables, JSON,
+//! CSV, the survey's journal), the run lock and its announcements, SVG plots, and the
+//! `Presenter` trait with the HTML report and summary it renders. It sits below the
+//! experiments and never names one's types.
 
 pub mod announce;
 pub mod compare;

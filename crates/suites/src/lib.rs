@@ -1,6 +1,9 @@
-//! The seed studies as plans of measurements: the KSR1 thread-placement suites and
-//! the KSR collective-communication suite. Suites build lists of probe scripts and
-//! check the data they moved; they never time anything themselves.
+//! The seed studies as plans of measurements — KSR1 thread placement, KSR collectives
+//! and EARTH (on threads, and between MPI ranks in `collectives::mpi`, `earth::mpi`),
+//! the multithreaded CVM study — the survey (its battery, runner, journal and files),
+//! advice from a survey, and the top library's two lists: the registry of presenters
+//! and `experiments::ALL`. Suites build what to measure and check the data it moved;
+//! the timed loops they call live in probe and mpi.
 
 pub mod advise;
 pub mod collectives;
