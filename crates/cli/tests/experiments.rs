@@ -26,6 +26,16 @@ const NOT_EXPERIMENTS: &[(&str, &str)] = &[
     ("schema", "prints the record schema"),
 ];
 
+/// Experiments whose text is still drawn from their in-memory results rather than
+/// from their records by their presenter (their presenters show HTML only).
+const TEXT_NOT_FROM_RECORDS: &[&str] = &[
+    "latency",
+    "intervene",
+    "suite placement",
+    "suite collectives",
+    "suite earth",
+];
+
 /// Groups whose subcommands are the commands.
 const GROUPS: &[&str] = &["suite", "mpi", "dsm", "model"];
 
@@ -99,6 +109,32 @@ fn every_experiment_dry_runs_to_plan_records_on_stdout_and_in_a_file() {
             kinds,
             "{what}: -o wrote other records"
         );
+    }
+}
+
+#[test]
+fn a_dry_runs_text_is_its_records_rendered_by_the_registry() {
+    for e in ALL {
+        let what = argv(e, &[]).join(" ");
+        let text = run(&argv(e, &["--dry-run"]));
+        let json = run(&argv(e, &["--dry-run", "--json"]));
+        assert!(text.status.success() && json.status.success(), "{what}");
+        let records: Vec<numalab_results::Record> =
+            serde_json::from_slice(&json.stdout).expect("records");
+        let from_records = numalab_suites::registry::text(&records);
+        let printed = String::from_utf8_lossy(&text.stdout);
+        if TEXT_NOT_FROM_RECORDS.contains(&e.command.join(" ").as_str()) && e.dry_run.is_empty() {
+            assert_ne!(
+                printed, from_records,
+                "{what} now renders from records: list it no more"
+            );
+        } else {
+            assert!(!printed.trim().is_empty(), "{what}: no text");
+            assert_eq!(
+                printed, from_records,
+                "{what}: printed text is not its records' text"
+            );
+        }
     }
 }
 

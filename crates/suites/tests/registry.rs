@@ -132,3 +132,36 @@ fn the_mpi_sections_show_sizes_the_matrix_and_the_suites_over_mpi() {
     let html = registry::render(&recs, "dsm and mpi");
     assert!(html.contains("Absent: no latency-sweep records in the input"));
 }
+
+#[test]
+fn every_presenter_of_the_fixtures_kinds_renders_text_from_the_records_alone() {
+    let recs = dsm_mpi_fixture();
+    let mut kinds: Vec<&str> = recs.iter().map(|r| r.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    for kind in kinds {
+        let p = registry::presenter(kind).unwrap_or_else(|| panic!("no presenter of {kind}"));
+        let mine: Vec<Record> = recs
+            .iter()
+            .filter(|r| p.kinds().contains(&r.kind.as_str()))
+            .cloned()
+            .collect();
+        let text = p
+            .text(&mine)
+            .unwrap_or_else(|| panic!("{kind}: its presenter has no text"));
+        assert!(text.lines().count() >= 2, "{kind}: {text}");
+    }
+    // The registry's text is every presenter's, in registry order.
+    let all = registry::text(&recs);
+    for head in [
+        "latency (ns) from rank",
+        "median per pair",
+        "collectives between MPI ranks",
+        "EARTH Table 1",
+    ] {
+        assert!(
+            all.contains(head),
+            "{head} missing from the registry's text"
+        );
+    }
+}
