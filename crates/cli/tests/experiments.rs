@@ -30,7 +30,6 @@ const NOT_EXPERIMENTS: &[(&str, &str)] = &[
 /// from their records by their presenter (their presenters show HTML only).
 const TEXT_NOT_FROM_RECORDS: &[&str] = &[
     "latency",
-    "intervene",
     "suite placement",
     "suite collectives",
     "suite earth",

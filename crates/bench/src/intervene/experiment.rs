@@ -3,14 +3,12 @@
 use super::{measure_party, measure_uown, plan as plan_rows, Cell, Placement, Row};
 use crate::experiment::{check_iterations, opt_size, Context, Progress};
 use numalab_probe::{LineState, Timer};
-use numalab_results::output::table;
 use numalab_results::stats::median;
 use numalab_results::{Record, Unavailable};
-use numalab_topo::{fmt_bytes, Error, Host, Machine, Result, ThreadPlacement, ThreadSpec};
+use numalab_topo::{Error, Host, Machine, Result, ThreadPlacement, ThreadSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 /// What the user asks of `intervene`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -153,22 +151,6 @@ impl Plan {
         }
         recs
     }
-
-    /// The plan as text.
-    pub fn render(&self, ctx: &Context) -> String {
-        render_plan(&self.rows, &self.warnings(ctx))
-    }
-
-    /// The measured records as text.
-    pub fn render_records(&self, records: &[Record], ctx: &Context) -> String {
-        render(
-            records,
-            &self.states,
-            &self.rows,
-            &self.warnings(ctx),
-            self.iterations,
-        )
-    }
 }
 
 fn unavailable(c: &Cell) -> Vec<Unavailable> {
@@ -199,7 +181,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
             "intervene-uown",
             &format!("uown hops {}", row.hops),
             prov.clone(),
-            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read" }),
+            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read", "iterations": plan.iterations }),
         );
         match row.uown_home {
             Some(h) => {
@@ -284,121 +266,4 @@ fn cell_params(row: &Row, c: &Cell, state: Option<LineState>, size: u64) -> serd
         p["zhops"] = json!(x.zhops);
     }
     p
-}
-
-fn render_plan(rows: &[Row], warnings: &[String]) -> String {
-    let mut out = Vec::new();
-    for row in rows {
-        for c in &row.cells {
-            let cpu = |t: &numalab_topo::ThreadPlacement| {
-                format!(
-                    "{} (node {})",
-                    t.pu.os,
-                    t.pu.node.map(|n| n.to_string()).unwrap_or("?".into())
-                )
-            };
-            let h = |x: Option<u32>| x.map(|v| v.to_string()).unwrap_or("?".into());
-            out.push(match &c.party {
-                Ok(p) => vec![
-                    row.hops.to_string(),
-                    c.placement.name().into(),
-                    cpu(&p.requestor),
-                    cpu(&p.owner),
-                    p.home.to_string(),
-                    format!("{}/{}/{}", h(p.xhops), h(p.yhops), h(p.zhops)),
-                ],
-                Err(e) => vec![
-                    row.hops.to_string(),
-                    c.placement.name().into(),
-                    format!("unavailable: {e}"),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ],
-            });
-        }
-    }
-    let mut s = String::from("Intervention placements (plan only)\n\n");
-    s.push_str(&table(
-        &[
-            "hops",
-            "placement",
-            "requestor",
-            "owner",
-            "home",
-            "x/y/z hops",
-        ],
-        &out,
-    ));
-    s.push('\n');
-    for w in warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
-}
-
-fn render(
-    records: &[Record],
-    states: &[LineState],
-    rows: &[Row],
-    warnings: &[String],
-    iterations: usize,
-) -> String {
-    let med = |kind: &str, name: &str| {
-        records
-            .iter()
-            .find(|r| r.kind == kind && r.name == name)
-            .and_then(|r| r.stats.first())
-            .map(|s| s.summary.median)
-    };
-    let mut s = String::new();
-    for st in states {
-        let _ = writeln!(
-            s,
-            "{} latency (ns, median of {iterations} passes; ΔU = minus unowned at the same distance)",
-            st.name()
-        );
-        let mut header = vec!["hops", "UOWN"];
-        for p in ["xhops=0", "yhops=0", "zhops=0"] {
-            header.extend([p, "ΔU"]);
-        }
-        let body: Vec<Vec<String>> = rows
-            .iter()
-            .map(|row| {
-                let u = med("intervene-uown", &format!("uown hops {}", row.hops));
-                let fmt = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
-                let mut line = vec![row.hops.to_string(), fmt(u)];
-                for p in [Placement::X, Placement::Y, Placement::Z] {
-                    // The zero-hop row is one local measurement, shown under each placement.
-                    let which = if row.hops == 0 { Placement::Local } else { p };
-                    let v = med(
-                        "intervene",
-                        &format!("{} hops {} {}", st.name(), row.hops, which.name()),
-                    );
-                    line.push(fmt(v));
-                    line.push(
-                        v.zip(u)
-                            .map(|(v, u)| format!("{:+.1}", v - u))
-                            .unwrap_or("-".into()),
-                    );
-                }
-                line
-            })
-            .collect();
-        s.push_str(&table(&header, &body));
-        s.push_str("\n\n");
-    }
-    let _ = writeln!(
-        s,
-        "{} of lines per measurement; requests: cexh/cexm/dexd read, dext rdex",
-        records
-            .first()
-            .and_then(|r| r.parameters["size_bytes"].as_u64())
-            .map(fmt_bytes)
-            .unwrap_or_default()
-    );
-    for w in warnings {
-        let _ = writeln!(s, "warning: {w}");
-    }
-    s
 }

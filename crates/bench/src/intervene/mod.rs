@@ -6,6 +6,7 @@
 
 mod experiment;
 mod present;
+mod text;
 pub use experiment::{run, Options, Plan};
 pub use present::{InterveneData, IntervenePresenter};
 

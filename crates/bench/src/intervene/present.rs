@@ -24,6 +24,9 @@ impl Presenter for IntervenePresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["intervene", "intervene-uown", "intervene-plan"]
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::text::render(records)
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("intervene", "Intervention placements"))
     }

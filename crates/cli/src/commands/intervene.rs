@@ -50,10 +50,8 @@ pub fn run(a: InterveneArgs) -> Result<(), CliError> {
     let o = a.options();
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
-        let recs = plan.records(&ctx);
-        return a.common.emit(&recs, || plan.render(&ctx));
+        return a.common.show(&plan.records(&ctx));
     }
     let records = with_progress(|p| intervene::run(&host, &plan, &ctx, p))?;
-    a.common
-        .emit(&records, || plan.render_records(&records, &ctx))
+    a.common.show(&records)
 }
