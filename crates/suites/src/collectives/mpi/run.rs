@@ -206,6 +206,78 @@ fn native_item(
     Ok(times)
 }
 
+/// This rank's times of `item` (none when it is not among the item's P ranks).
+fn item_times(
+    sub: Option<&SimpleCommunicator>,
+    timer: &Timer,
+    plan: &Plan,
+    item: &Item,
+) -> Result<Vec<f64>> {
+    let (p, n) = (item.p, item.lines);
+    Ok(match sub {
+        Some(c) => match item.how {
+            How::Seed(k) => seed_item(c, timer, k, p, n, plan.line, plan.iterations)?,
+            How::Mpi(nat) => {
+                native_item(c, timer, nat, p, n, plan.line, plan.iterations, plan.data)?
+            }
+        },
+        None => Vec::new(),
+    })
+}
+
+/// The `collective-mpi` record of `item` from every rank's times (`per_rank`, the
+/// item's P ranks first), and its median completion time for the models.
+fn item_record(
+    world: &World,
+    prov: &Provenance,
+    plan: &Plan,
+    item: &Item,
+    per_rank: &[Vec<f64>],
+) -> (Record, f64) {
+    let p = item.p;
+    let time: Vec<f64> = (0..plan.iterations)
+        .map(|k| per_rank.iter().map(|v| v[k]).fold(0.0, f64::max))
+        .collect();
+    let rank_mean: Vec<f64> = per_rank
+        .iter()
+        .map(|v| v.iter().sum::<f64>() / v.len().max(1) as f64)
+        .collect();
+    let mut r = Record::new(
+        "collective-mpi",
+        &format!(
+            "{} {} P={p} {} lines",
+            item.collective(),
+            item.implementation(),
+            item.lines
+        ),
+        prov.clone(),
+        json!({
+            "collective": item.collective(), "implementation": item.implementation(),
+            "seed": match item.how { How::Seed(k) => k.seed_name(), How::Mpi(_) => "" },
+            "ranks": p, "lines": item.lines, "block_bytes": item.lines * plan.line,
+            "line_bytes": plan.line, "iterations": plan.iterations,
+            "data": if matches!(item.how, How::Mpi(_)) { plan.data.name() } else { "fresh" },
+            "statistic": "per pass, the slowest rank's time from the releasing barrier to its completion",
+        }),
+    );
+    r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
+    r.add_samples("time", "ns", &time);
+    r.set_data(&super::data::CollectiveMpiData {
+        rank_mean_ns: rank_mean,
+        checked: item.lines > 0,
+    });
+    r.warnings = prov.warnings();
+    for k in 0..p {
+        if world.placements[k].shares_cpu {
+            r.warnings.push(format!(
+                "rank {k} shares its CPU with another rank: times include waiting for the CPU"
+            ));
+        }
+    }
+    r.warnings.dedup();
+    (r, median(&time).unwrap_or(f64::NAN))
+}
+
 /// Run the plan (collective over the world). Rank 0 gets every record: one per
 /// measurement (completion time per pass: the slowest rank's) and one per fitted model.
 pub fn measure(
@@ -224,67 +296,12 @@ pub fn measure(
             if world.is_root() {
                 progress(i, plan.items.len());
             }
-            let mine = match &sub {
-                Some(c) => match item.how {
-                    How::Seed(k) => {
-                        seed_item(c, &timer, k, p, item.lines, plan.line, plan.iterations)?
-                    }
-                    How::Mpi(nat) => native_item(
-                        c,
-                        &timer,
-                        nat,
-                        p,
-                        item.lines,
-                        plan.line,
-                        plan.iterations,
-                        plan.data,
-                    )?,
-                },
-                None => Vec::new(),
-            };
+            let mine = item_times(sub.as_ref(), &timer, plan, item)?;
             let all = numalab_mpi::gather::gather_to_root(world.comm(), &mine)?;
             world.barrier();
             let Some(all) = all else { continue };
-            let per_rank: Vec<&Vec<f64>> = all[..p].iter().collect();
-            let time: Vec<f64> = (0..plan.iterations)
-                .map(|k| per_rank.iter().map(|v| v[k]).fold(0.0, f64::max))
-                .collect();
-            let rank_mean: Vec<f64> = per_rank
-                .iter()
-                .map(|v| v.iter().sum::<f64>() / v.len().max(1) as f64)
-                .collect();
-            let mut r = Record::new(
-                "collective-mpi",
-                &format!(
-                    "{} {} P={p} {} lines",
-                    item.collective(),
-                    item.implementation(),
-                    item.lines
-                ),
-                prov.clone(),
-                json!({
-                    "collective": item.collective(), "implementation": item.implementation(),
-                    "seed": match item.how { How::Seed(k) => k.seed_name(), How::Mpi(_) => "" },
-                    "ranks": p, "lines": item.lines, "block_bytes": item.lines * plan.line,
-                    "line_bytes": plan.line, "iterations": plan.iterations,
-                    "data": if matches!(item.how, How::Mpi(_)) { plan.data.name() } else { "fresh" },
-                    "statistic": "per pass, the slowest rank's time from the releasing barrier to its completion",
-                }),
-            );
-            r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
-            r.add_samples("time", "ns", &time);
-            r.set_data(&super::data::CollectiveMpiData {
-                rank_mean_ns: rank_mean,
-                checked: item.lines > 0,
-            });
-            r.warnings = prov.warnings();
-            for k in 0..p {
-                if world.placements[k].shares_cpu {
-                    r.warnings.push(format!("rank {k} shares its CPU with another rank: times include waiting for the CPU"));
-                }
-            }
-            r.warnings.dedup();
-            points.push((*item, median(&time).unwrap_or(f64::NAN)));
+            let (r, med) = item_record(world, &prov, plan, item, &all[..p]);
+            points.push((*item, med));
             out.push(r);
         }
     }
