@@ -93,6 +93,53 @@ fn shares(m: &Machine, a: u32, b: u32) -> (String, Option<u32>) {
     (name.into(), hops)
 }
 
+/// Thread counts P: the user's (each a usable CPU count), or 2, 4, 8, … and every CPU.
+fn thread_counts(threads: Option<&[usize]>, n: usize) -> Result<Vec<usize>> {
+    Ok(match threads {
+        Some(t) => {
+            if let Some(&bad) = t.iter().find(|&&p| p == 0 || p > n) {
+                return Err(Error::bad(
+                    "--threads",
+                    bad.to_string(),
+                    format!("1..={n} (the usable CPUs)"),
+                ));
+            }
+            let mut t = t.to_vec();
+            t.sort_unstable();
+            t.dedup();
+            t
+        }
+        None => {
+            let mut t: Vec<usize> = (1..).map(|i| 1usize << i).take_while(|&p| p <= n).collect();
+            t.push(n.max(1));
+            t.sort_unstable();
+            t.dedup();
+            t
+        }
+    })
+}
+
+/// Lines per block for each size (at least one line each), sorted, once each.
+fn lines_of(sizes: &[u64], line: usize) -> Result<Vec<usize>> {
+    let mut block_lines = Vec::new();
+    for &s in sizes {
+        if (s as usize) < line {
+            return Err(Error::bad(
+                "--sizes",
+                s.to_string(),
+                format!("block sizes of at least one {line}-byte line"),
+            ));
+        }
+        block_lines.push(s as usize / line);
+    }
+    block_lines.sort_unstable();
+    block_lines.dedup();
+    if block_lines.is_empty() {
+        return Err(Error::bad("--sizes", "", "at least one block size"));
+    }
+    Ok(block_lines)
+}
+
 impl Plan {
     /// Build the plan; bad choices are user errors naming the value.
     pub fn new(m: &Machine, c: &Config) -> Result<Plan> {
@@ -104,46 +151,9 @@ impl Plan {
             .flat_map(|d| d.cpus.iter().copied())
             .collect();
         let n = cpus.len();
-        let threads = match &c.threads {
-            Some(t) => {
-                if let Some(&bad) = t.iter().find(|&&p| p == 0 || p > n) {
-                    return Err(Error::bad(
-                        "--threads",
-                        bad.to_string(),
-                        format!("1..={n} (the usable CPUs)"),
-                    ));
-                }
-                let mut t = t.clone();
-                t.sort_unstable();
-                t.dedup();
-                t
-            }
-            None => {
-                let mut t: Vec<usize> =
-                    (1..).map(|i| 1usize << i).take_while(|&p| p <= n).collect();
-                t.push(n.max(1));
-                t.sort_unstable();
-                t.dedup();
-                t
-            }
-        };
+        let threads = thread_counts(c.threads.as_deref(), n)?;
         let line = c.line.max(8);
-        let mut block_lines = Vec::new();
-        for &s in &c.sizes {
-            if (s as usize) < line {
-                return Err(Error::bad(
-                    "--sizes",
-                    s.to_string(),
-                    format!("block sizes of at least one {line}-byte line"),
-                ));
-            }
-            block_lines.push(s as usize / line);
-        }
-        block_lines.sort_unstable();
-        block_lines.dedup();
-        if block_lines.is_empty() {
-            return Err(Error::bad("--sizes", "", "at least one block size"));
-        }
+        let block_lines = lines_of(&c.sizes, line)?;
         let pair_lines = *block_lines.last().expect("not empty");
         let pairs = cpus[1..]
             .iter()

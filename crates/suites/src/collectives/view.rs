@@ -106,6 +106,17 @@ fn spread(v: &[f64]) -> String {
 /// The seed-style tables and the fitted models.
 pub fn text(plan: &Plan, r: &Results) -> String {
     let mut s = String::new();
+    s.push_str(&pairs_text(plan, r));
+    s.push_str(&barriers_text(plan, r));
+    s.push_str(&kinds_text(plan, r));
+    s.push_str(&shifts_text(plan, r));
+    s.push_str(&models(&r.fits));
+    s
+}
+
+/// Node-to-node remote reads (seed Fig. 2).
+fn pairs_text(plan: &Plan, r: &Results) -> String {
+    let mut s = String::new();
     if !r.pairs.is_empty() {
         let _ = writeln!(s, "\nnode-to-node remote read (seed Fig. 2): root CPU {} wrote {} lines; ns per line, median [min..p95]", plan.cpus[0], plan.pair_lines);
         let rows: Vec<Vec<String>> = r
@@ -130,6 +141,12 @@ pub fn text(plan: &Plan, r: &Results) -> String {
         s.push_str(&table(&["reader", "shares", "hops", "ns/line"], &rows));
         s.push('\n');
     }
+    s
+}
+
+/// Barriers (seed §5.1), per P.
+fn barriers_text(plan: &Plan, r: &Results) -> String {
+    let mut s = String::new();
     let barriers: Vec<&Measured> = r
         .items
         .iter()
@@ -158,6 +175,12 @@ pub fn text(plan: &Plan, r: &Results) -> String {
         s.push_str(&table(&["P", "", "", ""], &rows));
         s.push('\n');
     }
+    s
+}
+
+/// One grid per collective other than barriers and shifts.
+fn kinds_text(plan: &Plan, r: &Results) -> String {
+    let mut s = String::new();
     let mut seen: Vec<Kind> = Vec::new();
     for m in &r.items {
         let k = m.item.kind;
@@ -173,6 +196,12 @@ pub fn text(plan: &Plan, r: &Results) -> String {
         );
         s.push_str(&grid(plan, r, |m| m.item.kind == k));
     }
+    s
+}
+
+/// Cyclic shifts by distance (seed Table 3) and shift-1 by size.
+fn shifts_text(plan: &Plan, r: &Results) -> String {
+    let mut s = String::new();
     let shifts: Vec<&Measured> = r
         .items
         .iter()
@@ -207,7 +236,6 @@ pub fn text(plan: &Plan, r: &Results) -> String {
         let _ = writeln!(s, "\nshift-1 by size: µs, median [min..p95]");
         s.push_str(&grid(plan, r, |m| m.item.kind == Kind::Shift(1)));
     }
-    s.push_str(&models(&r.fits));
     s
 }
 
