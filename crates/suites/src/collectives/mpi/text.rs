@@ -11,49 +11,61 @@ fn median_us(r: &Record) -> Option<f64> {
     r.median("time").map(|m| m / 1000.0)
 }
 
-/// Seed algorithm beside MPI's own, per P and block size.
+/// A string parameter, or "?".
+fn word<'a>(r: &'a Record, k: &str) -> &'a str {
+    r.parameters[k].as_str().unwrap_or("?")
+}
+
+fn is_native(r: &Record) -> bool {
+    r.parameters["implementation"]
+        .as_str()
+        .is_some_and(|i| i.starts_with("MPI_"))
+}
+
+/// MPI's own collective measured beside the seed algorithm `r`.
+fn native_of<'a>(runs: &[&'a Record], r: &Record) -> Option<&'a Record> {
+    let fam = word(r, "collective");
+    runs.iter()
+        .find(|n| {
+            n.parameters["ranks"] == r.parameters["ranks"]
+                && n.parameters["lines"] == r.parameters["lines"]
+                && is_native(n)
+                && fam.starts_with(word(n, "collective"))
+        })
+        .copied()
+}
+
+/// One row: a seed algorithm, MPI's own and their ratio.
+fn row(runs: &[&Record], r: &Record) -> Vec<String> {
+    let n = native_of(runs, r);
+    let (s, m) = (median_us(r), n.and_then(median_us));
+    vec![
+        r.parameters["ranks"].to_string(),
+        word(r, "collective").to_string(),
+        r.parameters["block_bytes"].to_string(),
+        s.map_or("-".into(), |v| format!("{v:.2}")),
+        n.map_or("-".into(), |n| word(n, "implementation").to_string()),
+        m.map_or("-".into(), |v| format!("{v:.2}")),
+        match (s, m) {
+            (Some(s), Some(m)) if m > 0.0 => format!("{:.2}", s / m),
+            _ => "-".into(),
+        },
+    ]
+}
+
+/// Seed algorithm beside MPI's own, per P and block size, and the fitted models.
 pub(super) fn collectives_text(recs: &[Record]) -> String {
     let runs: Vec<&Record> = recs.iter().filter(|r| r.kind == "collective-mpi").collect();
-    let native = |p: &serde_json::Value, fam: &str, lines: &serde_json::Value| {
-        runs.iter()
-            .find(|r| {
-                r.parameters["ranks"] == *p
-                    && r.parameters["lines"] == *lines
-                    && r.parameters["implementation"]
-                        .as_str()
-                        .is_some_and(|i| i.starts_with("MPI_"))
-                    && fam.starts_with(r.parameters["collective"].as_str().unwrap_or("?"))
-            })
-            .copied()
-    };
-    let mut rows = Vec::new();
-    for r in runs.iter().filter(|r| {
-        !r.parameters["implementation"]
-            .as_str()
-            .unwrap_or("")
-            .starts_with("MPI_")
-    }) {
-        let fam = r.parameters["collective"].as_str().unwrap_or("?");
-        let n = native(&r.parameters["ranks"], fam, &r.parameters["lines"]);
-        let (s, m) = (median_us(r), n.and_then(median_us));
-        rows.push(vec![
-            r.parameters["ranks"].to_string(),
-            fam.to_string(),
-            r.parameters["block_bytes"].to_string(),
-            s.map_or("-".into(), |v| format!("{v:.2}")),
-            n.map_or("-".into(), |n| {
-                n.parameters["implementation"]
-                    .as_str()
-                    .unwrap_or("?")
-                    .to_string()
-            }),
-            m.map_or("-".into(), |v| format!("{v:.2}")),
-            match (s, m) {
-                (Some(s), Some(m)) if m > 0.0 => format!("{:.2}", s / m),
-                _ => "-".into(),
-            },
-        ]);
-    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter(|r| {
+            !r.parameters["implementation"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("MPI_")
+        })
+        .map(|r| row(&runs, r))
+        .collect();
     let mut s = String::from("collectives between MPI ranks: median completion time (µs, slowest rank per pass); every moved word checked\n");
     s.push_str(&table(
         &[
@@ -69,37 +81,38 @@ pub(super) fn collectives_text(recs: &[Record]) -> String {
     ));
     s.push_str("\n\nseed cost models (µs)\n");
     for r in recs.iter().filter(|r| r.kind == "collective-mpi-model") {
-        match r.data_as::<LinearFit>() {
-            Ok(d) => {
-                let coef: Vec<String> = d
-                    .coefficients
-                    .iter()
-                    .map(|c| match c.value {
-                        Some(x) => format!("{}={x:.4}", c.name),
-                        None => format!("{}=n/a", c.name),
-                    })
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "  {:<20} {:<38} {}  (R² {:.3})",
-                    r.name,
-                    d.formula,
-                    coef.join(" "),
-                    d.r2.unwrap_or(f64::NAN)
-                );
-            }
-            Err(_) => {
-                let _ = writeln!(
-                    s,
-                    "  {:<22} not fitted: {}",
-                    r.name,
-                    r.unavailable.first().map_or("", |u| u.reason.as_str())
-                );
-            }
-        }
+        s.push_str(&model_line(r));
     }
     s.push_str(&warning_lines(recs));
     s
+}
+
+/// One fitted model, or why it was not fitted.
+fn model_line(r: &Record) -> String {
+    match r.data_as::<LinearFit>() {
+        Ok(d) => {
+            let coef: Vec<String> = d
+                .coefficients
+                .iter()
+                .map(|c| match c.value {
+                    Some(x) => format!("{}={x:.4}", c.name),
+                    None => format!("{}=n/a", c.name),
+                })
+                .collect();
+            format!(
+                "  {:<20} {:<38} {}  (R² {:.3})\n",
+                r.name,
+                d.formula,
+                coef.join(" "),
+                d.r2.unwrap_or(f64::NAN)
+            )
+        }
+        Err(_) => format!(
+            "  {:<22} not fitted: {}\n",
+            r.name,
+            r.unavailable.first().map_or("", |u| u.reason.as_str())
+        ),
+    }
 }
 
 /// OSU's layout: one block per collective and implementation, size and the average,
