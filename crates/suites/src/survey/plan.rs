@@ -86,120 +86,156 @@ pub fn c2c_cpus(m: &Machine, cap: usize) -> Vec<u32> {
     out
 }
 
-/// The battery for this machine; `quick` keeps it within a minute or two on a small machine.
-pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
-    let cores = {
+/// What the battery is chosen from: the machine's shape and the pass count.
+struct Shape {
+    cores: usize,
+    pus: usize,
+    nodes: usize,
+    l3s: usize,
+    iters: usize,
+}
+
+impl Shape {
+    fn of(m: &Machine, quick: bool) -> Shape {
         let mut c: Vec<u32> = m.pus.iter().map(|p| p.core).collect();
         c.sort_unstable();
         c.dedup();
-        c.len()
-    };
-    let pus = m.pus.len();
-    let nodes = m.nodes.iter().filter(|n| !n.local_cpus.is_empty()).count();
-    let l3s = m.domains(Level::L3).map_or(0, |d| d.len());
-    let iters: usize = if quick { 3 } else { 7 };
+        Shape {
+            cores: c.len(),
+            pus: m.pus.len(),
+            nodes: m.nodes.iter().filter(|n| !n.local_cpus.is_empty()).count(),
+            l3s: m.domains(Level::L3).map_or(0, |d| d.len()),
+            iters: if quick { 3 } else { 7 },
+        }
+    }
+}
+
+/// The battery for this machine; `quick` keeps it within a minute or two on a small machine.
+pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
+    let sh = Shape::of(m, quick);
     let mut v = vec![step("machine", "topology", Experiment::Topo, 0.5)];
+    hierarchy(&sh, quick, &mut v);
+    bandwidths(&sh, quick, &mut v);
+    sharing(m, quick, sh.iters, sh.cores, sh.nodes, &mut v);
+    matrices(m, &sh, &mut v);
+    intervention(&sh, &mut v);
+    if sh.nodes <= 1 {
+        v.push(skipped("model", "latency model fit", "one NUMA node: every latency is local, so no remote penalty or per-hop delay can be fitted".into()));
+    }
+    suites(m, quick, sh.cores, sh.pus, &mut v);
+    v.push(mpi_matrix(quick, sh.cores));
+    v
+}
+
+/// The memory-hierarchy sweep and the latency of lines in each state.
+fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
     v.push(step(
         "hierarchy",
         "memory-hierarchy sweep",
         Experiment::Latency(latency::Options {
             sweep: Some(if quick { "4K-64M" } else { "4K-1G" }.into()),
-            iterations: iters,
+            iterations: sh.iters,
             ..Default::default()
         }),
         if quick { 4.0 } else { 15.0 },
     ));
-    let one_core = || format!("one core ({pus} CPU(s)): helper threads need a second core");
-    let states: &[&str] = if cores >= 3 {
+    let one_core = || {
+        format!(
+            "one core ({} CPU(s)): helper threads need a second core",
+            sh.pus
+        )
+    };
+    let states: &[&str] = if sh.cores >= 3 {
         &["uown", "shrd:2", "cexh", "cexm", "dexd", "dext"]
     } else {
         &["uown", "cexh", "cexm", "dexd", "dext"]
     };
     for s in states {
         let title = format!("latency, lines {s}");
-        if cores < 2 && *s != "uown" {
+        if sh.cores < 2 && *s != "uown" {
             v.push(skipped("states", &title, one_core()));
         } else {
-            v.push(step(
-                "states",
-                &title,
-                Experiment::Latency(latency::Options {
-                    state: s.to_string(),
-                    iterations: iters,
-                    ..Default::default()
-                }),
-                0.5,
-            ));
+            let o = latency::Options {
+                state: s.to_string(),
+                iterations: sh.iters,
+                ..Default::default()
+            };
+            v.push(step("states", &title, Experiment::Latency(o), 0.5));
         }
     }
+}
+
+/// The bandwidth kernels on one thread and, with several CPUs, on all of them.
+fn bandwidths(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
+    let secs = if quick { 2.0 } else { 4.0 };
+    let one = bandwidth::Options {
+        kernel: "all".into(),
+        iterations: sh.iters,
+        ..Default::default()
+    };
     v.push(step(
         "bandwidth",
         "bandwidth kernels, 1 thread",
-        Experiment::Bandwidth(bandwidth::Options {
-            kernel: "all".into(),
-            iterations: iters,
-            ..Default::default()
-        }),
-        if quick { 2.0 } else { 4.0 },
+        Experiment::Bandwidth(one),
+        secs,
     ));
-    if pus > 1 {
+    if sh.pus > 1 {
+        let all = bandwidth::Options {
+            kernel: "readv,rdsh,zero,nt,copy".into(),
+            crew: numalab_bench::crew::CrewOptions {
+                count: Some(sh.pus),
+                ..Default::default()
+            },
+            mp: true,
+            iterations: sh.iters,
+            ..Default::default()
+        };
         v.push(step(
             "bandwidth",
             "bandwidth kernels, all threads",
-            Experiment::Bandwidth(bandwidth::Options {
-                kernel: "readv,rdsh,zero,nt,copy".into(),
-                crew: numalab_bench::crew::CrewOptions {
-                    count: Some(pus),
-                    ..Default::default()
-                },
-                mp: true,
-                iterations: iters,
-                ..Default::default()
-            }),
-            if quick { 2.0 } else { 4.0 },
+            Experiment::Bandwidth(all),
+            secs,
         ));
     }
-    sharing(m, quick, iters, cores, nodes, &mut v);
-    let level = if nodes > 1 {
-        Some("node")
-    } else if l3s > 1 {
-        Some("l3")
+}
+
+/// The initiator × memory matrices per node (or L3), or why there is none.
+fn matrices(m: &Machine, sh: &Shape, v: &mut Vec<Step>) {
+    let level = if sh.nodes > 1 {
+        "node"
+    } else if sh.l3s > 1 {
+        "l3"
     } else {
-        None
+        let why = "one NUMA node and one L3 domain: there is no initiator × memory matrix to draw"
+            .to_string();
+        v.push(skipped("matrix", "latency and bandwidth matrices", why));
+        return;
     };
-    match level {
-        Some(l) => {
-            let cells = (nodes.max(l3s) * m.memory_nodes().len()) as f64;
-            for what in ["latency", "bandwidth"] {
-                v.push(step(
-                    "matrix",
-                    &format!("{what} matrix per {l}"),
-                    Experiment::Matrix(matrix::Options {
-                        what: what.into(),
-                        level: l.into(),
-                        iterations: iters,
-                        ..Default::default()
-                    }),
-                    cells * 0.6,
-                ));
-            }
-        }
-        None => {
-            let why =
-                "one NUMA node and one L3 domain: there is no initiator × memory matrix to draw"
-                    .to_string();
-            v.push(skipped("matrix", "latency and bandwidth matrices", why));
-        }
+    let cells = (sh.nodes.max(sh.l3s) * m.memory_nodes().len()) as f64;
+    for what in ["latency", "bandwidth"] {
+        let o = matrix::Options {
+            what: what.into(),
+            level: level.into(),
+            iterations: sh.iters,
+            ..Default::default()
+        };
+        let title = format!("{what} matrix per {level}");
+        v.push(step("matrix", &title, Experiment::Matrix(o), cells * 0.6));
     }
-    if nodes > 1 && cores >= 2 {
+}
+
+/// The intervention placements, which need two nodes and two cores.
+fn intervention(sh: &Shape, v: &mut Vec<Step>) {
+    if sh.nodes > 1 && sh.cores >= 2 {
+        let o = intervene::Options {
+            iterations: sh.iters,
+            ..Default::default()
+        };
         v.push(step(
             "intervene",
             "intervention placements",
-            Experiment::Intervene(intervene::Options {
-                iterations: iters,
-                ..Default::default()
-            }),
-            2.0 * nodes as f64,
+            Experiment::Intervene(o),
+            2.0 * sh.nodes as f64,
         ));
     } else {
         v.push(skipped(
@@ -208,12 +244,6 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
             "one NUMA node: the placements need owner, requestor and home on two nodes".into(),
         ));
     }
-    if nodes <= 1 {
-        v.push(skipped("model", "latency model fit", "one NUMA node: every latency is local, so no remote penalty or per-hop delay can be fitted".into()));
-    }
-    suites(m, quick, cores, pus, &mut v);
-    v.push(mpi_matrix(quick, cores));
-    v
 }
 
 /// The rank × rank matrix with one rank per core (at least two), small messages; a
