@@ -183,29 +183,239 @@ fn dedup(v: Vec<u32>) -> Vec<u32> {
     out
 }
 
+/// What every part's curves are built from: the domains, the owner, the readers.
+struct Builder<'a> {
+    level: Level,
+    domains: &'a [Ordered],
+    /// Domain A's CPUs, each core's first hardware thread (the seed's cells).
+    a_first: Vec<u32>,
+    owner: u32,
+    /// Every reader but the owner, in domain order.
+    all: Vec<u32>,
+    /// At most this many readers per curve.
+    cap: usize,
+}
+
+/// Reader counts `fixed + 1 ..= fixed + n`.
+fn counts(n: usize, fixed: usize) -> Vec<usize> {
+    (fixed + 1..=fixed + n).collect()
+}
+
+impl Builder<'_> {
+    /// A curve of `readers` (at most `cap`) added one at a time.
+    fn curve(&self, part: Part, label: String, owners: Vec<u32>, readers: Vec<u32>) -> Curve {
+        let n = readers.len().min(self.cap);
+        Curve {
+            part,
+            label,
+            owners,
+            counts: counts(n, 0),
+            readers: readers[..n].to_vec(),
+            fixed: 0,
+            stagger: false,
+            partitioned: false,
+        }
+    }
+
+    /// Why a part that needs two domains is not run.
+    fn need_two(&self, what: &str) -> String {
+        format!(
+            "{what} needs at least two {} domains; this topology has {} (try another --level)",
+            self.level,
+            self.domains.len()
+        )
+    }
+
+    /// The curves of one part, or why it is not run here.
+    fn part(
+        &self,
+        part: Part,
+        batches: Option<&[usize]>,
+    ) -> std::result::Result<Vec<Curve>, String> {
+        match part {
+            Part::Exp0 => {
+                let (o, all) = (self.owner, self.all.clone());
+                let mut k = self.curve(part, format!("owner {o}"), vec![o], all);
+                k.partitioned = true;
+                Ok(vec![k])
+            }
+            Part::Suite1 => Ok(self.suite1()),
+            Part::Suite2 if self.domains.len() < 2 => {
+                Err(self.need_two("Suite II (remote readers)"))
+            }
+            Part::Suite2 => Ok(self.suite2()),
+            Part::Suite3 if self.domains.len() < 2 => {
+                Err(self.need_two("Suite III (batches alternating domains)"))
+            }
+            Part::Suite3 => Ok(self.suite3(batches)),
+            Part::Suite4 => Ok(self.suite4_one_owner()),
+        }
+    }
+
+    /// Suite I: the owner first, midway and last in domain A.
+    fn suite1(&self) -> Vec<Curve> {
+        let a = &self.a_first;
+        dedup(vec![a[0], a[a.len() / 2], *a.last().unwrap()])
+            .into_iter()
+            .filter_map(|o| {
+                let r = readers_excluding(self.domains, &[o]);
+                (!r.is_empty()).then(|| self.curve(Part::Suite1, format!("owner {o}"), vec![o], r))
+            })
+            .collect()
+    }
+
+    /// Suite II: remote readers beside 0, ⅓, ⅔ and all of A's local readers.
+    fn suite2(&self) -> Vec<Curve> {
+        let mut out = Vec::new();
+        let a = &self.domains[0];
+        for o in dedup(vec![self.a_first[0], *self.a_first.last().unwrap()]) {
+            let local: Vec<u32> = a.cpus.iter().copied().filter(|&x| x != o).collect();
+            let remote: Vec<u32> = self.domains[1..]
+                .iter()
+                .flat_map(|d| d.cpus.iter().copied())
+                .collect();
+            let l = local.len();
+            let mut fixed_counts = vec![0, l / 3, 2 * l / 3, l];
+            fixed_counts.dedup();
+            for f in fixed_counts {
+                let n = remote.len().min(self.cap.saturating_sub(f));
+                if n == 0 {
+                    continue;
+                }
+                let mut readers = local[..f].to_vec();
+                readers.extend(&remote[..n]);
+                out.push(Curve {
+                    part: Part::Suite2,
+                    label: format!("owner {o}, {f} local"),
+                    owners: vec![o],
+                    readers,
+                    counts: counts(n, f),
+                    fixed: f,
+                    stagger: false,
+                    partitioned: false,
+                });
+            }
+        }
+        out
+    }
+
+    /// Suite III: batches of readers alternating domains, each batch size a curve.
+    fn suite3(&self, batches: Option<&[usize]>) -> Vec<Curve> {
+        let largest = self.domains.iter().map(|d| d.cpus.len()).max().unwrap_or(1);
+        let sizes = batches.map(<[usize]>::to_vec).unwrap_or_else(|| {
+            (0..)
+                .map(|i| 1usize << i)
+                .take_while(|&b| b <= largest)
+                .collect()
+        });
+        let o = self.owner;
+        sizes
+            .into_iter()
+            .map(|n| {
+                let r = batched(self.domains, &[o], n);
+                self.curve(Part::Suite3, format!("batch {n}"), vec![o], r)
+            })
+            .collect()
+    }
+
+    /// Suite IV with one owner: all readers at once, and staggered.
+    fn suite4_one_owner(&self) -> Vec<Curve> {
+        let o = self.owner;
+        let one = |label: String| self.curve(Part::Suite4, label, vec![o], self.all.clone());
+        let mut s = one(format!("owner {o}, staggered"));
+        s.stagger = true;
+        vec![one(format!("owner {o}")), s]
+    }
+
+    /// Suite IV with four owners, first and last of A, plain and staggered; or why not.
+    fn suite4_four_owners(&self) -> std::result::Result<Vec<Curve>, String> {
+        let a = &self.domains[0];
+        if a.cpus.len() < 5 {
+            return Err(format!(
+                "four owners need four CPUs of domain A plus a reader there; A has {}",
+                a.cpus.len()
+            ));
+        }
+        let pool: &[u32] = if self.a_first.len() >= 4 {
+            &self.a_first
+        } else {
+            &a.cpus
+        };
+        let k = pool.len();
+        let mut out = Vec::new();
+        for (where_, owners) in [
+            ("first", pool[..4].to_vec()),
+            ("last", pool[k - 4..].to_vec()),
+        ] {
+            let r = readers_excluding(self.domains, &owners);
+            for stagger in [false, true] {
+                let label = format!(
+                    "4 owners ({where_} of A){}",
+                    if stagger { ", staggered" } else { "" }
+                );
+                let mut x = self.curve(Part::Suite4, label, owners.clone(), r.clone());
+                x.stagger = stagger;
+                out.push(x);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Domain A's CPUs, each core's first hardware thread (all of A's when none is).
+fn first_threads(m: &Machine, a: &Ordered) -> Vec<u32> {
+    let v: Vec<u32> = a
+        .cpus
+        .iter()
+        .copied()
+        .filter(|&x| m.pu(x).is_some_and(|p| p.smt_rank == 0))
+        .collect();
+    if v.is_empty() {
+        a.cpus.clone()
+    } else {
+        v
+    }
+}
+
+/// At most this many readers: `--readers`, checked against the CPUs there are.
+fn reader_cap(c: &Config, all: usize) -> Result<usize> {
+    match c.max_readers {
+        Some(0) => Err(Error::bad("--readers", "0", format!("1..={all}"))),
+        Some(r) if r > all => Err(Error::bad(
+            "--readers",
+            r.to_string(),
+            format!("1..={all} (the CPUs other than the owner's)"),
+        )),
+        Some(r) => Ok(r),
+        None => Ok(all),
+    }
+}
+
+/// Every part's curves in order, and the parts not run here with why.
+fn curves(b: &Builder, c: &Config) -> (Vec<Curve>, Vec<(Part, String)>) {
+    let (mut curves, mut skipped) = (Vec::new(), Vec::new());
+    for &part in &c.parts {
+        match b.part(part, c.batches.as_deref()) {
+            Ok(v) => curves.extend(v),
+            Err(why) => skipped.push((part, why)),
+        }
+        if part == Part::Suite4 {
+            match b.suite4_four_owners() {
+                Ok(v) => curves.extend(v),
+                Err(why) => skipped.push((part, why)),
+            }
+        }
+    }
+    (curves, skipped)
+}
+
 impl Plan {
     /// Build the plan; bad choices are user errors naming the value.
-    // One arm per seed part, sharing the curve builders above them: splitting would
-    // pass a dozen locals around. The one function over the lint's limit in the workspace.
-    #[allow(clippy::too_many_lines)]
     pub fn new(m: &Machine, c: &Config) -> Result<Plan> {
         let level = c.level.unwrap_or_else(|| m.default_level());
         let first = crate::memory::first_cpu(m)?;
-        let anchor = c.owner.unwrap_or(first);
-        let domains = domains::order(m, level, anchor)?;
-        let a = &domains[0];
-        // Owner positions use each core's first hardware thread (the seed's cells).
-        let a_first: Vec<u32> = a
-            .cpus
-            .iter()
-            .copied()
-            .filter(|&x| m.pu(x).is_some_and(|p| p.smt_rank == 0))
-            .collect();
-        let a_first = if a_first.is_empty() {
-            a.cpus.clone()
-        } else {
-            a_first
-        };
+        let domains = domains::order(m, level, c.owner.unwrap_or(first))?;
+        let a_first = first_threads(m, &domains[0]);
         // The seed's Suites III and IV keep the owner on the last cell of ring A.
         let owner = c
             .owner
@@ -217,20 +427,8 @@ impl Plan {
                 m.cpu_list()
             )));
         }
-        let cap = match c.max_readers {
-            Some(0) => return Err(Error::bad("--readers", "0", format!("1..={}", all.len()))),
-            Some(r) if r > all.len() => {
-                return Err(Error::bad(
-                    "--readers",
-                    r.to_string(),
-                    format!("1..={} (the CPUs other than the owner's)", all.len()),
-                ))
-            }
-            Some(r) => r,
-            None => all.len(),
-        };
-        let line = c.line.max(8);
-        let unit = c.unit_lines.max(1);
+        let cap = reader_cap(c, all.len())?;
+        let (line, unit) = (c.line.max(8), c.unit_lines.max(1));
         let lines = (c.size as usize / line) / unit * unit;
         if lines < unit * 2 {
             return Err(Error::bad(
@@ -239,176 +437,32 @@ impl Plan {
                 format!("at least {} bytes (two units)", 2 * unit * line),
             ));
         }
-        let exp0_lines = ((lines / cap) / unit * unit).max(unit);
-        if let Some(b) = &c.batches {
-            if let Some(bad) = b.iter().find(|&&x| x == 0) {
-                return Err(Error::bad(
-                    "--batches",
-                    bad.to_string(),
-                    "batch sizes of at least 1",
-                ));
-            }
+        if let Some(bad) = c.batches.iter().flatten().find(|&&x| x == 0) {
+            return Err(Error::bad(
+                "--batches",
+                bad.to_string(),
+                "batch sizes of at least 1",
+            ));
         }
-        let mut curves = Vec::new();
-        let mut skipped = Vec::new();
-        let counts = |n: usize, fixed: usize| -> Vec<usize> { (fixed + 1..=fixed + n).collect() };
-        let curve = |part, label: String, owners: Vec<u32>, readers: Vec<u32>| {
-            let n = readers.len().min(cap);
-            Curve {
-                part,
-                label,
-                owners,
-                counts: counts(n, 0),
-                readers: readers[..n].to_vec(),
-                fixed: 0,
-                stagger: false,
-                partitioned: false,
-            }
+        let b = Builder {
+            level,
+            domains: &domains,
+            a_first,
+            owner,
+            all,
+            cap,
         };
-        let need_two = |what: &str| {
-            format!(
-                "{what} needs at least two {level} domains; this topology has {} (try another --level)",
-                domains.len()
-            )
-        };
-        for &part in &c.parts {
-            match part {
-                Part::Exp0 => {
-                    let mut k = curve(part, format!("owner {owner}"), vec![owner], all.clone());
-                    k.partitioned = true;
-                    curves.push(k);
-                }
-                Part::Suite1 => {
-                    let pos = dedup(vec![
-                        a_first[0],
-                        a_first[a_first.len() / 2],
-                        *a_first.last().unwrap(),
-                    ]);
-                    for o in pos {
-                        let r = readers_excluding(&domains, &[o]);
-                        if !r.is_empty() {
-                            curves.push(curve(part, format!("owner {o}"), vec![o], r));
-                        }
-                    }
-                }
-                Part::Suite2 => {
-                    if domains.len() < 2 {
-                        skipped.push((part, need_two("Suite II (remote readers)")));
-                        continue;
-                    }
-                    for o in dedup(vec![a_first[0], *a_first.last().unwrap()]) {
-                        let local: Vec<u32> = a.cpus.iter().copied().filter(|&x| x != o).collect();
-                        let remote: Vec<u32> = domains[1..]
-                            .iter()
-                            .flat_map(|d| d.cpus.iter().copied())
-                            .collect();
-                        let l = local.len();
-                        let mut fixed_counts = vec![0, l / 3, 2 * l / 3, l];
-                        fixed_counts.dedup();
-                        for f in fixed_counts {
-                            let n = remote.len().min(cap.saturating_sub(f));
-                            if n == 0 {
-                                continue;
-                            }
-                            let mut readers = local[..f].to_vec();
-                            readers.extend(&remote[..n]);
-                            curves.push(Curve {
-                                part,
-                                label: format!("owner {o}, {f} local"),
-                                owners: vec![o],
-                                readers,
-                                counts: counts(n, f),
-                                fixed: f,
-                                stagger: false,
-                                partitioned: false,
-                            });
-                        }
-                    }
-                }
-                Part::Suite3 => {
-                    if domains.len() < 2 {
-                        skipped.push((part, need_two("Suite III (batches alternating domains)")));
-                        continue;
-                    }
-                    let largest = domains.iter().map(|d| d.cpus.len()).max().unwrap_or(1);
-                    let sizes = c.batches.clone().unwrap_or_else(|| {
-                        (0..)
-                            .map(|i| 1usize << i)
-                            .take_while(|&b| b <= largest)
-                            .collect()
-                    });
-                    for n in sizes {
-                        curves.push(curve(
-                            part,
-                            format!("batch {n}"),
-                            vec![owner],
-                            batched(&domains, &[owner], n),
-                        ));
-                    }
-                }
-                Part::Suite4 => {
-                    let mut s = curve(
-                        part,
-                        format!("owner {owner}, staggered"),
-                        vec![owner],
-                        all.clone(),
-                    );
-                    s.stagger = true;
-                    curves.push(curve(
-                        part,
-                        format!("owner {owner}"),
-                        vec![owner],
-                        all.clone(),
-                    ));
-                    curves.push(s);
-                    if a.cpus.len() < 5 {
-                        skipped.push((
-                            part,
-                            format!(
-                                "four owners need four CPUs of domain A plus a reader there; A has {}",
-                                a.cpus.len()
-                            ),
-                        ));
-                        continue;
-                    }
-                    let pool = if a_first.len() >= 4 {
-                        &a_first
-                    } else {
-                        &a.cpus
-                    };
-                    let k = pool.len();
-                    for (where_, owners) in [
-                        ("first", pool[..4].to_vec()),
-                        ("last", pool[k - 4..].to_vec()),
-                    ] {
-                        let r = readers_excluding(&domains, &owners);
-                        for stagger in [false, true] {
-                            let mut x = curve(
-                                part,
-                                format!(
-                                    "4 owners ({where_} of A){}",
-                                    if stagger { ", staggered" } else { "" }
-                                ),
-                                owners.clone(),
-                                r.clone(),
-                            );
-                            x.stagger = stagger;
-                            curves.push(x);
-                        }
-                    }
-                }
-            }
-        }
+        let (curves, skipped) = curves(&b, c);
         Ok(Plan {
             level,
-            domains,
             owner,
             lines,
-            exp0_lines,
+            exp0_lines: ((lines / cap) / unit * unit).max(unit),
             unit_lines: unit,
             line,
             curves,
             skipped,
+            domains,
         })
     }
 
