@@ -48,6 +48,26 @@ pub fn topo_text(m: &Machine, rec: &Record) -> String {
         none(&m.disallowed_cpus)
     );
 
+    s.push_str(&levels_table(m));
+    s.push_str(&nodes_table(m));
+    distances_and_kinds(m, &mut s);
+    if m.this_system {
+        let _ = writeln!(
+            s,
+            "\nSystem: THP {}; NUMA balancing {}; governor {}; kernel {}",
+            p.thp, p.numa_balancing, p.governor, p.kernel
+        );
+    }
+    s.push_str(&warning_lines(std::slice::from_ref(rec)));
+    for u in &rec.unavailable {
+        let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
+    }
+    s
+}
+
+/// Every level's domains: how many, their CPUs, cache size and spec names.
+fn levels_table(m: &Machine) -> String {
+    let mut s = String::new();
     let mut rows = Vec::new();
     for l in m.levels.iter().rev() {
         if l.level == Level::Pu {
@@ -85,6 +105,12 @@ pub fn topo_text(m: &Machine, rec: &Record) -> String {
     ));
     s.push('\n');
 
+    s
+}
+
+/// Every NUMA node: memory, free, CPUs, type and huge pages.
+fn nodes_table(m: &Machine) -> String {
+    let mut s = String::new();
     let mut rows = Vec::new();
     for n in &m.nodes {
         let pages: Vec<String> = n
@@ -126,18 +152,6 @@ pub fn topo_text(m: &Machine, rec: &Record) -> String {
     ));
     s.push('\n');
 
-    distances_and_kinds(m, &mut s);
-    if m.this_system {
-        let _ = writeln!(
-            s,
-            "\nSystem: THP {}; NUMA balancing {}; governor {}; kernel {}",
-            p.thp, p.numa_balancing, p.governor, p.kernel
-        );
-    }
-    s.push_str(&warning_lines(std::slice::from_ref(rec)));
-    for u in &rec.unavailable {
-        let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
-    }
     s
 }
 
@@ -212,17 +226,8 @@ fn opt(v: Option<u32>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
 }
 
-/// `numalab plan` as text: each thread's place, the memory and what was verified.
-pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> String {
-    let default_level = rec.parameters["default_level"].as_str().unwrap_or("?");
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "Plan '{}': {} thread(s) on {} (default spreading level: {default_level})\n",
-        plan.thread_spec,
-        plan.threads.len(),
-        rec.provenance.topology_source
-    );
+/// Each planned thread's place, hops to the memory and, when verified, its CPU.
+fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
     let mem_hops = plan.memory.as_ref().map(|m| &m.hops_from_threads);
     let rows: Vec<Vec<String>> = plan
         .threads
@@ -267,8 +272,21 @@ pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> Stri
     if verified.is_some() {
         header.push("verified");
     }
-    s.push_str(&table(&header, &rows));
-    s.push('\n');
+    table(&header, &rows) + "\n"
+}
+
+/// `numalab plan` as text: each thread's place, the memory and what was verified.
+pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> String {
+    let default_level = rec.parameters["default_level"].as_str().unwrap_or("?");
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Plan '{}': {} thread(s) on {} (default spreading level: {default_level})\n",
+        plan.thread_spec,
+        plan.threads.len(),
+        rec.provenance.topology_source
+    );
+    s.push_str(&threads_table(plan, verified));
     if let Some(mem) = &plan.memory {
         let _ = writeln!(
             s,
