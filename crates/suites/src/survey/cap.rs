@@ -34,73 +34,13 @@ fn given(size: &Option<String>, default: u64) -> u64 {
 /// unless the cap is smaller still; a bandwidth step whose kernels have different
 /// defaults is split so the in-cache kernels keep theirs.
 pub fn cap_sizes(m: &Machine, steps: Vec<Step>, max: u64) -> Vec<Step> {
-    let half_l2 = sizing::half_private_cache(m);
-    let cap = Some(size_text(max));
     let mut out = Vec::with_capacity(steps.len());
     for mut s in steps {
         let Some(mut e) = s.experiment.take() else {
             out.push(s);
             continue;
         };
-        let mut extra = None;
-        match &mut e {
-            Experiment::Latency(o) => {
-                if let Some(sweep) = &o.sweep {
-                    let top = sweep
-                        .split_once('-')
-                        .and_then(|(_, hi)| parse_size(hi).ok())
-                        .unwrap_or(1 << 30);
-                    if max < top {
-                        let lo = sweep.split_once('-').map(|(lo, _)| lo).unwrap_or("4K");
-                        o.sweep = Some(format!("{lo}-{}", size_text(max)));
-                    }
-                } else {
-                    let default = match o.state.as_str() {
-                        "uown" | "warm" => sizing::beyond_caches(m),
-                        _ => half_l2,
-                    };
-                    if max < given(&o.size, default) {
-                        o.size = cap.clone();
-                    }
-                }
-            }
-            Experiment::Bandwidth(o) => {
-                let n = o.crew.count.unwrap_or(1).max(1);
-                let kernels: Vec<String> = if o.kernel == "all" {
-                    ALL_KERNELS.map(String::from).to_vec()
-                } else {
-                    o.kernel.split(',').map(String::from).collect()
-                };
-                let (big, keep): (Vec<String>, Vec<String>) = kernels.into_iter().partition(|k| {
-                    bandwidth::default_size_of(m, k, n).is_none_or(|d| max < given(&o.size, d))
-                });
-                if !keep.is_empty() && !big.is_empty() {
-                    let mut rest = o.clone();
-                    rest.kernel = keep.join(",");
-                    extra = Some((format!("{} (kernels within the caches)", s.title), rest));
-                    o.kernel = big.join(",");
-                    o.size = cap.clone();
-                } else if keep.is_empty() {
-                    o.size = cap.clone();
-                }
-            }
-            Experiment::Matrix(o) => {
-                let default = if o.what == "latency" {
-                    256 << 20
-                } else {
-                    64 << 20
-                };
-                if max < given(&o.size, default) {
-                    o.size = cap.clone();
-                }
-            }
-            Experiment::Loaded(o) if max < given(&o.size, sizing::streaming(m, 1)) => {
-                o.size = cap.clone();
-            }
-            Experiment::Invalidate(o) if max < given(&o.size, half_l2) => o.size = cap.clone(),
-            Experiment::Intervene(o) if max < given(&o.size, half_l2) => o.size = cap.clone(),
-            _ => {}
-        }
+        let extra = cap(m, &mut e, max, &s.title);
         s.args = argv(&e);
         s.experiment = Some(e);
         let section = s.section;
@@ -119,6 +59,89 @@ pub fn cap_sizes(m: &Machine, steps: Vec<Step>, max: u64) -> Vec<Step> {
         }
     }
     out
+}
+
+/// Cap one experiment's buffers at `max`; a bandwidth step split in two returns its
+/// in-cache half (title, options).
+fn cap(
+    m: &Machine,
+    e: &mut Experiment,
+    max: u64,
+    title: &str,
+) -> Option<(String, bandwidth::Options)> {
+    let half_l2 = sizing::half_private_cache(m);
+    let cap = Some(size_text(max));
+    match e {
+        Experiment::Latency(o) => cap_latency(m, o, max, half_l2),
+        Experiment::Bandwidth(o) => return cap_bandwidth(m, o, max, title),
+        Experiment::Matrix(o) => {
+            let default = if o.what == "latency" {
+                256 << 20
+            } else {
+                64 << 20
+            };
+            if max < given(&o.size, default) {
+                o.size = cap;
+            }
+        }
+        Experiment::Loaded(o) if max < given(&o.size, sizing::streaming(m, 1)) => o.size = cap,
+        Experiment::Invalidate(o) if max < given(&o.size, half_l2) => o.size = cap,
+        Experiment::Intervene(o) if max < given(&o.size, half_l2) => o.size = cap,
+        _ => {}
+    }
+    None
+}
+
+/// A sweep ends at `max`; a chase beyond the caches is capped at it.
+fn cap_latency(m: &Machine, o: &mut numalab_bench::latency::Options, max: u64, half_l2: u64) {
+    if let Some(sweep) = &o.sweep {
+        let top = sweep
+            .split_once('-')
+            .and_then(|(_, hi)| parse_size(hi).ok())
+            .unwrap_or(1 << 30);
+        if max < top {
+            let lo = sweep.split_once('-').map(|(lo, _)| lo).unwrap_or("4K");
+            o.sweep = Some(format!("{lo}-{}", size_text(max)));
+        }
+    } else {
+        let default = match o.state.as_str() {
+            "uown" | "warm" => sizing::beyond_caches(m),
+            _ => half_l2,
+        };
+        if max < given(&o.size, default) {
+            o.size = Some(size_text(max));
+        }
+    }
+}
+
+/// Streaming kernels are capped; in-cache ones keep their size, split off into a step
+/// of their own (returned) when the step has both.
+fn cap_bandwidth(
+    m: &Machine,
+    o: &mut bandwidth::Options,
+    max: u64,
+    title: &str,
+) -> Option<(String, bandwidth::Options)> {
+    let n = o.crew.count.unwrap_or(1).max(1);
+    let kernels: Vec<String> = if o.kernel == "all" {
+        ALL_KERNELS.map(String::from).to_vec()
+    } else {
+        o.kernel.split(',').map(String::from).collect()
+    };
+    let (big, keep): (Vec<String>, Vec<String>) = kernels
+        .into_iter()
+        .partition(|k| bandwidth::default_size_of(m, k, n).is_none_or(|d| max < given(&o.size, d)));
+    let mut extra = None;
+    if !keep.is_empty() && !big.is_empty() {
+        let mut rest = o.clone();
+        rest.kernel = keep.join(",");
+        extra = Some((format!("{title} (kernels within the caches)"), rest));
+        o.kernel = big.join(",");
+    }
+    if !big.is_empty() {
+        o.size = Some(size_text(max));
+    }
+    extra
 }
 
 #[cfg(test)]
