@@ -366,21 +366,8 @@ pub fn rank(m: &Measured, w: &Workload, program: &str) -> Result<Vec<Candidate>>
             .and_then(|c| m.machine.pu(*c))
             .and_then(|p| p.node)
             .unwrap_or(0);
-        let mut mems = vec![Memory::Local];
-        mems.extend(m.mem_nodes.iter().map(|&node| Memory::Bind { node }));
-        if used.len() > 1 {
-            mems.push(Memory::Interleave {
-                nodes: used.clone(),
-            });
-        }
-        if m.mem_nodes.len() > used.len() && m.mem_nodes.len() > 1 {
-            mems.push(Memory::Interleave {
-                nodes: m.mem_nodes.clone(),
-            });
-        }
-        mems.extend(m.cpu_less().into_iter().map(|tier| Memory::Tiered { tier }));
         let mut seen: Vec<BTreeMap<u32, BTreeMap<u32, f64>>> = Vec::new();
-        for mem in mems {
+        for mem in memories(m, &used) {
             let mut c = Candidate {
                 threads: spec.clone(),
                 cpus: cpus.clone(),
@@ -403,27 +390,65 @@ pub fn rank(m: &Measured, w: &Workload, program: &str) -> Result<Vec<Candidate>>
                         continue;
                     }
                     seen.push(s.clone());
-                    let mut basis = Vec::new();
-                    let lat = latency(m, w, &t, &s, &mut basis);
-                    let bw = bandwidth(m, w, &t, &s, &mut basis);
-                    c.latency_ns = lat.as_ref().ok().copied();
-                    c.bandwidth_gbps = bw.as_ref().ok().copied();
-                    let needed = if w.streaming { &bw } else { &lat };
-                    if let Err(e) = needed {
-                        c.unavailable = Some(e.clone());
-                    }
-                    basis.sort();
-                    basis.dedup();
-                    c.basis = basis;
-                    c.shares = s;
+                    predict(m, w, &t, s, &mut c);
                 }
                 Err(e) => c.unavailable = Some(e),
             }
             out.push(c);
         }
     }
+    order(&mut out, w.streaming);
+    Ok(out)
+}
+
+/// The memory policies to try for threads on `used` nodes: local, each node bound,
+/// interleaved over the threads' nodes and over all, and each CPU-less tier.
+fn memories(m: &Measured, used: &[u32]) -> Vec<Memory> {
+    let mut mems = vec![Memory::Local];
+    mems.extend(m.mem_nodes.iter().map(|&node| Memory::Bind { node }));
+    if used.len() > 1 {
+        mems.push(Memory::Interleave {
+            nodes: used.to_vec(),
+        });
+    }
+    if m.mem_nodes.len() > used.len() && m.mem_nodes.len() > 1 {
+        mems.push(Memory::Interleave {
+            nodes: m.mem_nodes.clone(),
+        });
+    }
+    mems.extend(m.cpu_less().into_iter().map(|tier| Memory::Tiered { tier }));
+    mems
+}
+
+/// The candidate's predicted latency and bandwidth from the page shares `s`, the
+/// measurements they rest on, and why not when the workload's figure is missing.
+fn predict(
+    m: &Measured,
+    w: &Workload,
+    t: &BTreeMap<u32, usize>,
+    s: BTreeMap<u32, BTreeMap<u32, f64>>,
+    c: &mut Candidate,
+) {
+    let mut basis = Vec::new();
+    let lat = latency(m, w, t, &s, &mut basis);
+    let bw = bandwidth(m, w, t, &s, &mut basis);
+    c.latency_ns = lat.as_ref().ok().copied();
+    c.bandwidth_gbps = bw.as_ref().ok().copied();
+    let needed = if w.streaming { &bw } else { &lat };
+    if let Err(e) = needed {
+        c.unavailable = Some(e.clone());
+    }
+    basis.sort();
+    basis.dedup();
+    c.basis = basis;
+    c.shares = s;
+}
+
+/// Best first (lowest latency, or highest bandwidth for a streaming workload), the
+/// unavailable last; ranks count the available ones.
+fn order(out: &mut [Candidate], streaming: bool) {
     let key = |c: &Candidate| -> f64 {
-        match (w.streaming, c.unavailable.is_some()) {
+        match (streaming, c.unavailable.is_some()) {
             (_, true) => f64::INFINITY,
             (true, _) => -c.bandwidth_gbps.unwrap_or(0.0),
             (false, _) => c.latency_ns.unwrap_or(f64::INFINITY),
@@ -431,11 +456,10 @@ pub fn rank(m: &Measured, w: &Workload, program: &str) -> Result<Vec<Candidate>>
     };
     out.sort_by(|a, b| key(a).total_cmp(&key(b)));
     let mut r = 0;
-    for c in &mut out {
+    for c in out.iter_mut() {
         if c.unavailable.is_none() {
             r += 1;
             c.rank = r;
         }
     }
-    Ok(out)
 }
