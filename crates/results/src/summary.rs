@@ -219,6 +219,22 @@ pub fn describe(cards: &[Card]) -> String {
         .filter(|c| c.group == Group::Machine)
         .filter_map(|c| c.remark.clone())
         .collect();
+    hierarchy_sentence(cards, &mut s);
+    memory_sentences(cards, &mut s);
+    bandwidth_sentence(cards, &mut s);
+    pair_sentence(cards, &mut s);
+    mpi_sentence(cards, &mut s);
+    s.extend(
+        cards
+            .iter()
+            .filter(|c| c.group != Group::Machine)
+            .filter_map(|c| c.remark.clone()),
+    );
+    s.join(" ")
+}
+
+/// A load in the nearest and farthest level of the hierarchy, and the ones between.
+fn hierarchy_sentence(cards: &[Card], out: &mut Vec<String>) {
     let levels: Vec<(&str, &Figure)> = cards
         .iter()
         .filter(|c| c.group == Group::Hierarchy)
@@ -235,7 +251,7 @@ pub fn describe(cards: &[Card]) -> String {
             } else {
                 format!(", {}", mid.join(", "))
             };
-            s.push(format!(
+            out.push(format!(
                 "A load takes {} in {}{mid} and {} in {} ({:.0}× {}).",
                 ns(first.1.value),
                 first.0,
@@ -246,6 +262,10 @@ pub fn describe(cards: &[Card]) -> String {
             ));
         }
     }
+}
+
+/// Each remote memory against local: latency, and bandwidth where measured.
+fn memory_sentences(cards: &[Card], out: &mut Vec<String>) {
     let local = fig_of(cards, Group::Memory, "local", "latency");
     let local_bw = fig_of(cards, Group::Memory, "local", "bandwidth");
     for c in cards
@@ -270,12 +290,16 @@ pub fn describe(cards: &[Card]) -> String {
             let _ = write!(line, " and gives {:.2}× its bandwidth", b.value / lb.value);
         }
         line.push('.');
-        s.push(line);
+        out.push(line);
     }
     let nodes = cards.iter().filter(|c| c.group == Group::Memory).count();
     if nodes <= 1 {
-        s.push("No remote memory was measured.".into());
+        out.push("No remote memory was measured.".into());
     }
+}
+
+/// One core's streaming bandwidth, and all cores' together.
+fn bandwidth_sentence(cards: &[Card], out: &mut Vec<String>) {
     let bw1 = cards
         .iter()
         .filter(|c| c.group == Group::Hierarchy)
@@ -298,8 +322,12 @@ pub fn describe(cards: &[Card]) -> String {
             );
         }
         line.push('.');
-        s.push(line);
+        out.push(line);
     }
+}
+
+/// The fastest (and slowest) hand-over of a line between two cores.
+fn pair_sentence(cards: &[Card], out: &mut Vec<String>) {
     let first_pair = ["fastest pair", "the one pair"].into_iter().find_map(|t| {
         let c = cards
             .iter()
@@ -323,9 +351,12 @@ pub fn describe(cards: &[Card]) -> String {
             }
         }
         line.push('.');
-        s.push(line);
+        out.push(line);
     }
-    // The nearest relation's rank-to-rank message (cards come nearest first).
+}
+
+/// The nearest relation's rank-to-rank message (cards come nearest first).
+fn mpi_sentence(cards: &[Card], out: &mut Vec<String>) {
     if let Some((c, f)) = cards
         .iter()
         .filter(|c| c.group == Group::Cores)
@@ -338,18 +369,11 @@ pub fn describe(cards: &[Card]) -> String {
     {
         let size = f.label.trim_end_matches(" one way");
         let rel = c.title.trim_start_matches("MPI ranks, ");
-        s.push(format!(
+        out.push(format!(
             "An MPI message of {size} takes {} one way between ranks ({rel}).",
             ns(f.value)
         ));
     }
-    s.extend(
-        cards
-            .iter()
-            .filter(|c| c.group != Group::Machine)
-            .filter_map(|c| c.remark.clone()),
-    );
-    s.join(" ")
 }
 
 const CARD_STYLE: &str =
