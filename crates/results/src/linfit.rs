@@ -44,14 +44,8 @@ impl LinearFit {
     }
 }
 
-/// Fit `y ≈ Σ coef_j · rows[i][j]`; `terms` names each column as (coefficient, term).
-/// Column 0 is normally the intercept (all ones).
-pub fn fit(
-    formula: &str,
-    terms: &[(&str, &str)],
-    rows: &[Vec<f64>],
-    y: &[f64],
-) -> Result<LinearFit, String> {
+/// The observations are there, finite, and each has `k` terms.
+fn check(formula: &str, k: usize, rows: &[Vec<f64>], y: &[f64]) -> Result<(), String> {
     if rows.is_empty() || rows.len() != y.len() {
         return Err(format!("{formula}: no observations to fit"));
     }
@@ -64,12 +58,15 @@ pub fn fit(
             "{formula}: invalid observation '{v}': must be finite"
         ));
     }
-    let k = terms.len();
     if rows.iter().any(|r| r.len() != k) {
         return Err(format!("{formula}: every observation needs {k} terms"));
     }
-    // Keep a column only if it adds a direction the kept ones do not span
-    // (Gram–Schmidt on the columns); the rest cannot be told apart by this data.
+    Ok(())
+}
+
+/// The columns that add a direction the kept ones do not span (Gram–Schmidt on the
+/// columns); the rest cannot be told apart by this data.
+fn independent_columns(rows: &[Vec<f64>], k: usize) -> Vec<usize> {
     let col = |j: usize| -> Vec<f64> { rows.iter().map(|r| r[j]).collect() };
     let mut basis: Vec<Vec<f64>> = Vec::new();
     let mut kept = Vec::new();
@@ -87,21 +84,17 @@ pub fn fit(
             kept.push(j);
         }
     }
-    let sub: Vec<Vec<f64>> = rows
-        .iter()
-        .map(|r| kept.iter().map(|&j| r[j]).collect())
-        .collect();
-    let beta = least_squares(&sub, y).ok_or(format!(
-        "{formula}: the observations do not determine the model"
-    ))?;
-    let pred: Vec<f64> = sub
-        .iter()
-        .map(|r| r.iter().zip(&beta).map(|(x, b)| x * b).sum())
-        .collect();
-    let residuals: Vec<f64> = y.iter().zip(&pred).map(|(a, p)| a - p).collect();
-    let mean = y.iter().sum::<f64>() / y.len() as f64;
-    let ss_tot: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
-    let ss_res: f64 = residuals.iter().map(|r| r * r).sum();
+    kept
+}
+
+/// Each term's coefficient (None where its column was dropped), and the note on what
+/// the data could not determine.
+fn coefficients(
+    terms: &[(&str, &str)],
+    kept: &[usize],
+    beta: &[f64],
+    n: usize,
+) -> (Vec<Coefficient>, String) {
     let mut coefficients = Vec::new();
     let mut missing = Vec::new();
     for (j, (name, term)) in terms.iter().enumerate() {
@@ -123,11 +116,41 @@ pub fn fit(
             missing.join(", ")
         )
     };
-    if y.len() <= kept.len() {
+    if n <= kept.len() {
         note.push_str(
             "; as many observations as fitted terms, so the fit is exact and R² says nothing",
         );
     }
+    (coefficients, note)
+}
+
+/// Fit `y ≈ Σ coef_j · rows[i][j]`; `terms` names each column as (coefficient, term).
+/// Column 0 is normally the intercept (all ones).
+pub fn fit(
+    formula: &str,
+    terms: &[(&str, &str)],
+    rows: &[Vec<f64>],
+    y: &[f64],
+) -> Result<LinearFit, String> {
+    check(formula, terms.len(), rows, y)?;
+    let k = terms.len();
+    let kept = independent_columns(rows, k);
+    let sub: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| kept.iter().map(|&j| r[j]).collect())
+        .collect();
+    let beta = least_squares(&sub, y).ok_or(format!(
+        "{formula}: the observations do not determine the model"
+    ))?;
+    let pred: Vec<f64> = sub
+        .iter()
+        .map(|r| r.iter().zip(&beta).map(|(x, b)| x * b).sum())
+        .collect();
+    let residuals: Vec<f64> = y.iter().zip(&pred).map(|(a, p)| a - p).collect();
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    let ss_tot: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
+    let ss_res: f64 = residuals.iter().map(|r| r * r).sum();
+    let (coefficients, note) = coefficients(terms, &kept, &beta, y.len());
     Ok(LinearFit {
         formula: formula.into(),
         coefficients,
