@@ -331,75 +331,22 @@ pub fn resolve_memory(
     page_size: PageSize,
     threads: &[ThreadPlacement],
 ) -> Result<MemPlacement> {
-    let with_memory = m.memory_nodes();
-    let check = |n: u32| -> Result<u32> {
-        match m.node(n) {
-            Some(node) if m.has_memory(node) => Ok(n),
-            Some(_) => Err(Error::Unsatisfiable(format!(
-                "node {n} has no memory; nodes with memory: {}",
-                m.memory_node_list()
-            ))),
-            None => Err(Error::Unsatisfiable(format!(
-                "node {n} does not exist; nodes with memory: {}",
-                m.memory_node_list()
-            ))),
-        }
-    };
     let from = threads.first().and_then(|t| t.pu.node);
-    let need_from = || {
-        from.ok_or_else(|| {
-            Error::Unsatisfiable(match threads.first() {
-                Some(t) => format!(
-                    "memory spec '{spec}' is relative to the first thread, but its CPU {} has no local NUMA node in this topology; name a node instead (nodes with memory: {})",
-                    t.pu.os,
-                    m.memory_node_list()
-                ),
-                None => format!("memory spec '{spec}' is relative to the first thread, but there is none"),
-            })
-        })
-    };
-    let d = &m.distances;
+    let need_from = || relative_node(m, spec, threads);
     let (policy, nodes) = match spec {
-        MemSpec::Node(n) => ("bind", vec![check(*n)?]),
-        MemSpec::Local => ("bind", vec![check(need_from()?)?]),
-        MemSpec::Hops(k) => {
-            let f = need_from()?;
-            let mut cands: Vec<u32> = with_memory
-                .iter()
-                .copied()
-                .filter(|&n| d.hops_between(f, n) == Some(*k))
-                .collect();
-            cands.sort_by_key(|&n| (d.distance(f, n), n));
-            let Some(&n) = cands.first() else {
-                let mut have: Vec<u32> = with_memory
-                    .iter()
-                    .filter_map(|&n| d.hops_between(f, n))
-                    .collect();
-                have.sort_unstable();
-                have.dedup();
-                return Err(Error::Unsatisfiable(format!(
-                    "no node with memory is {k} hops from node {f}; hop counts available: {}",
-                    cpulist::format(&have)
-                )));
-            };
-            ("bind", vec![n])
-        }
-        MemSpec::Farthest => {
-            let f = need_from()?;
-            let n = with_memory
-                .iter()
-                .copied()
-                .max_by_key(|&n| (d.hops_between(f, n), d.distance(f, n), std::cmp::Reverse(n)))
-                .ok_or_else(|| Error::Unsatisfiable("no node has memory".into()))?;
-            ("bind", vec![n])
-        }
-        MemSpec::Interleave(None) => ("interleave", with_memory.clone()),
+        MemSpec::Node(n) => ("bind", vec![memory_node(m, *n)?]),
+        MemSpec::Local => ("bind", vec![memory_node(m, need_from()?)?]),
+        MemSpec::Hops(k) => ("bind", vec![node_at_hops(m, need_from()?, *k)?]),
+        MemSpec::Farthest => ("bind", vec![farthest_node(m, need_from()?)?]),
+        MemSpec::Interleave(None) => ("interleave", m.memory_nodes()),
         MemSpec::Interleave(Some(list)) => (
             "interleave",
-            list.iter().map(|&n| check(n)).collect::<Result<Vec<_>>>()?,
+            list.iter()
+                .map(|&n| memory_node(m, n))
+                .collect::<Result<Vec<_>>>()?,
         ),
     };
-    let target = nodes[0];
+    let (d, target) = (&m.distances, nodes[0]);
     Ok(MemPlacement {
         spec: spec.to_string(),
         policy: policy.into(),
@@ -415,6 +362,68 @@ pub fn resolve_memory(
             .collect(),
         nodes,
     })
+}
+
+/// Node `n`, if it exists and has memory.
+fn memory_node(m: &Machine, n: u32) -> Result<u32> {
+    match m.node(n) {
+        Some(node) if m.has_memory(node) => Ok(n),
+        Some(_) => Err(Error::Unsatisfiable(format!(
+            "node {n} has no memory; nodes with memory: {}",
+            m.memory_node_list()
+        ))),
+        None => Err(Error::Unsatisfiable(format!(
+            "node {n} does not exist; nodes with memory: {}",
+            m.memory_node_list()
+        ))),
+    }
+}
+
+/// The first thread's node, which a relative spec (`local`, `hops:K`, `farthest`) needs.
+fn relative_node(m: &Machine, spec: &MemSpec, threads: &[ThreadPlacement]) -> Result<u32> {
+    threads.first().and_then(|t| t.pu.node).ok_or_else(|| {
+        Error::Unsatisfiable(match threads.first() {
+            Some(t) => format!(
+                "memory spec '{spec}' is relative to the first thread, but its CPU {} has no local NUMA node in this topology; name a node instead (nodes with memory: {})",
+                t.pu.os,
+                m.memory_node_list()
+            ),
+            None => format!("memory spec '{spec}' is relative to the first thread, but there is none"),
+        })
+    })
+}
+
+/// The nearest node with memory `k` hops from node `f` (by raw distance, then number).
+fn node_at_hops(m: &Machine, f: u32, k: u32) -> Result<u32> {
+    let (d, with_memory) = (&m.distances, m.memory_nodes());
+    let mut cands: Vec<u32> = with_memory
+        .iter()
+        .copied()
+        .filter(|&n| d.hops_between(f, n) == Some(k))
+        .collect();
+    cands.sort_by_key(|&n| (d.distance(f, n), n));
+    if let Some(&n) = cands.first() {
+        return Ok(n);
+    }
+    let mut have: Vec<u32> = with_memory
+        .iter()
+        .filter_map(|&n| d.hops_between(f, n))
+        .collect();
+    have.sort_unstable();
+    have.dedup();
+    Err(Error::Unsatisfiable(format!(
+        "no node with memory is {k} hops from node {f}; hop counts available: {}",
+        cpulist::format(&have)
+    )))
+}
+
+/// The node with memory farthest from node `f` (hops, then distance, then lowest number).
+fn farthest_node(m: &Machine, f: u32) -> Result<u32> {
+    let d = &m.distances;
+    m.memory_nodes()
+        .into_iter()
+        .max_by_key(|&n| (d.hops_between(f, n), d.distance(f, n), std::cmp::Reverse(n)))
+        .ok_or_else(|| Error::Unsatisfiable("no node has memory".into()))
 }
 
 /// Check that `size` bytes with this page size fit on the placement's nodes.
