@@ -144,6 +144,54 @@ fn ancestor_index(pu: &TopologyObject, ty: ObjectType) -> Option<u32> {
 fn build_machine(topology: &Topology, source: &TopologySource) -> Result<Machine> {
     let this_system = *source == TopologySource::ThisSystem && topology.is_this_system();
     let kinds = cpu_kinds(topology);
+    let pus = build_pus(topology, &kinds);
+    if pus.is_empty() {
+        return Err(Error::BadTopology {
+            source_name: source.describe(),
+            reason: "it has no usable CPU".into(),
+        });
+    }
+    let online = cpus_of(&topology.cpuset());
+    let complete = cpus_of(&topology.complete_cpuset());
+    let offline_cpus = complete
+        .iter()
+        .copied()
+        .filter(|c| !online.contains(c))
+        .collect();
+    let disallowed_cpus = online
+        .iter()
+        .copied()
+        .filter(|c| !pus.iter().any(|p| p.os == *c))
+        .collect();
+    let nodes = build_nodes(topology, &pus, this_system);
+    let levels = build_levels(topology, &pus, &nodes);
+    let distances = hops::node_distances(topology, &nodes, &pus);
+    let root = topology.root_object();
+    Ok(Machine {
+        source: source.describe(),
+        this_system,
+        cpu_model: info(root, "CPUModel").or_else(|| {
+            topology
+                .objects_with_type(ObjectType::Package)
+                .find_map(|p| info(p, "CPUModel"))
+        }),
+        hostname: info(root, "HostName"),
+        pus,
+        offline_cpus,
+        disallowed_cpus,
+        levels,
+        nodes,
+        distances,
+        memattrs: memattrs(topology),
+        cpu_kinds: kinds,
+        caches: caches(topology),
+        tree: tree(root),
+    })
+}
+
+/// Every PU with an OS index: its core, SMT rank, caches, die, package, group, node
+/// and CPU kind.
+fn build_pus(topology: &Topology, kinds: &[CpuKind]) -> Vec<Pu> {
     let mut pus = Vec::new();
     let mut smt_seen: BTreeMap<u32, u32> = BTreeMap::new();
     for pu in topology.objects_with_type(ObjectType::PU) {
@@ -167,26 +215,12 @@ fn build_machine(topology: &Topology, source: &TopologySource) -> Result<Machine
             kind: kinds.iter().find(|k| k.cpus.contains(&os)).map(|k| k.rank),
         });
     }
-    if pus.is_empty() {
-        return Err(Error::BadTopology {
-            source_name: source.describe(),
-            reason: "it has no usable CPU".into(),
-        });
-    }
-    let online = cpus_of(&topology.cpuset());
-    let complete = cpus_of(&topology.complete_cpuset());
-    let offline_cpus = complete
-        .iter()
-        .copied()
-        .filter(|c| !online.contains(c))
-        .collect();
-    let disallowed_cpus = online
-        .iter()
-        .copied()
-        .filter(|c| !pus.iter().any(|p| p.os == *c))
-        .collect();
+    pus
+}
 
-    let nodes = build_nodes(topology, &pus, this_system);
+/// Every level's domains with their CPUs (cores, caches, dies, packages, groups,
+/// nodes and PUs), in level order.
+fn build_levels(topology: &Topology, pus: &[Pu], nodes: &[Node]) -> Vec<LevelDomains> {
     let mut levels = Vec::new();
     for (level, ty) in [
         (Level::Core, ObjectType::Core),
@@ -196,81 +230,54 @@ fn build_machine(topology: &Topology, source: &TopologySource) -> Result<Machine
         (Level::Package, ObjectType::Package),
         (Level::Group, ObjectType::Group),
     ] {
-        let mut domains: BTreeMap<u32, Domain> = BTreeMap::new();
-        for p in &pus {
-            let Some(idx) = p.domain(level) else { continue };
-            let d = domains.entry(idx).or_insert_with(|| {
-                let obj = topology
-                    .objects_with_type(ty)
-                    .find(|o| o.logical_index() as u32 == idx);
-                Domain {
-                    index: idx,
-                    os_index: obj.and_then(|o| o.os_index()).map(|i| i as u32),
-                    cpus: Vec::new(),
-                    cache_bytes: obj.and_then(cache_size),
-                }
-            });
-            d.cpus.push(p.os);
-        }
+        let domains = object_domains(topology, pus, level, ty);
         if !domains.is_empty() {
-            levels.push(LevelDomains {
-                level,
-                domains: domains.into_values().collect(),
-            });
+            levels.push(LevelDomains { level, domains });
         }
     }
+    let domain = |index: u32, cpus: Vec<u32>| Domain {
+        index,
+        os_index: Some(index),
+        cpus,
+        cache_bytes: None,
+    };
     levels.push(LevelDomains {
         level: Level::Node,
         domains: nodes
             .iter()
-            .map(|n| Domain {
-                index: n.os,
-                os_index: Some(n.os),
-                cpus: pus
-                    .iter()
-                    .filter(|p| p.node == Some(n.os))
-                    .map(|p| p.os)
-                    .collect(),
-                cache_bytes: None,
+            .map(|n| {
+                let cpus = pus.iter().filter(|p| p.node == Some(n.os)).map(|p| p.os);
+                domain(n.os, cpus.collect())
             })
             .collect(),
     });
     levels.push(LevelDomains {
         level: Level::Pu,
-        domains: pus
-            .iter()
-            .map(|p| Domain {
-                index: p.os,
-                os_index: Some(p.os),
-                cpus: vec![p.os],
-                cache_bytes: None,
-            })
-            .collect(),
+        domains: pus.iter().map(|p| domain(p.os, vec![p.os])).collect(),
     });
     levels.sort_by_key(|l| l.level);
+    levels
+}
 
-    let distances = hops::node_distances(topology, &nodes, &pus);
-    let root = topology.root_object();
-    Ok(Machine {
-        source: source.describe(),
-        this_system,
-        cpu_model: info(root, "CPUModel").or_else(|| {
-            topology
-                .objects_with_type(ObjectType::Package)
-                .find_map(|p| info(p, "CPUModel"))
-        }),
-        hostname: info(root, "HostName"),
-        pus,
-        offline_cpus,
-        disallowed_cpus,
-        levels,
-        nodes,
-        distances,
-        memattrs: memattrs(topology),
-        cpu_kinds: kinds,
-        caches: caches(topology),
-        tree: tree(root),
-    })
+/// The domains of one object type, by logical index, with their CPUs and cache size.
+fn object_domains(topology: &Topology, pus: &[Pu], level: Level, ty: ObjectType) -> Vec<Domain> {
+    let mut domains: BTreeMap<u32, Domain> = BTreeMap::new();
+    for p in pus {
+        let Some(idx) = p.domain(level) else { continue };
+        let d = domains.entry(idx).or_insert_with(|| {
+            let obj = topology
+                .objects_with_type(ty)
+                .find(|o| o.logical_index() as u32 == idx);
+            Domain {
+                index: idx,
+                os_index: obj.and_then(|o| o.os_index()).map(|i| i as u32),
+                cpus: Vec::new(),
+                cache_bytes: obj.and_then(cache_size),
+            }
+        });
+        d.cpus.push(p.os);
+    }
+    domains.into_values().collect()
 }
 
 /// One entry per data/unified cache level, from the first object of each type.
