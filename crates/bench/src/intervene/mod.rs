@@ -165,89 +165,120 @@ pub fn plan(
             requestor.pu.os
         ))
     })?;
+    let p = Parties { m, requestor, base };
+    Ok(asked_hops(m, base, hops)?
+        .into_iter()
+        .map(|h| p.row(h, placements))
+        .collect())
+}
+
+/// The distances asked for (`--hops`), checked against those the machine has from
+/// `base`; all of them by default.
+fn asked_hops(m: &Machine, base: u32, hops: Option<&[u32]>) -> Result<Vec<u32>> {
     let avail = available_hops(m, base);
-    let asked: Vec<u32> = match hops {
-        Some(h) => {
-            if let Some(bad) = h.iter().find(|x| !avail.contains(x)) {
-                let why = if avail == [0] {
-                    "0 only: this machine has one node, so no placement with distinct nodes exists"
-                        .to_string()
-                } else {
-                    format!(
-                        "{} (the distances from the requestor's node {base})",
-                        avail
-                            .iter()
-                            .map(|x| x.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                };
-                return Err(Error::bad("--hops", bad.to_string(), why));
-            }
-            h.to_vec()
-        }
-        None => avail,
+    let Some(h) = hops else {
+        return Ok(avail);
     };
-    let d = |a: u32, b: u32| m.distances.hops_between(a, b);
-    let party =
-        |owner: Option<ThreadPlacement>, home: Option<u32>| -> std::result::Result<Party, String> {
-            let owner = owner.ok_or("no CPU off the requestor's core on such a node")?;
-            let home = home.ok_or("no node with memory at that distance")?;
-            let on = owner.pu.node.unwrap_or(base);
-            Ok(Party {
-                requestor: requestor.clone(),
-                xhops: d(base, home),
-                yhops: d(home, on),
-                zhops: d(on, base),
-                owner,
-                home,
-            })
+    if let Some(bad) = h.iter().find(|x| !avail.contains(x)) {
+        let why = if avail == [0] {
+            "0 only: this machine has one node, so no placement with distinct nodes exists"
+                .to_string()
+        } else {
+            format!(
+                "{} (the distances from the requestor's node {base})",
+                avail
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         };
-    let mut rows = Vec::new();
-    for h in asked {
+        return Err(Error::bad("--hops", bad.to_string(), why));
+    }
+    Ok(h.to_vec())
+}
+
+/// Who takes part in each cell: the requestor on node `base`, owners and homes.
+struct Parties<'a> {
+    m: &'a Machine,
+    requestor: &'a ThreadPlacement,
+    base: u32,
+}
+
+impl Parties<'_> {
+    /// Requestor, owner and home with the hops between them, or why there is none.
+    fn party(
+        &self,
+        owner: Option<ThreadPlacement>,
+        home: Option<u32>,
+    ) -> std::result::Result<Party, String> {
+        let d = |a: u32, b: u32| self.m.distances.hops_between(a, b);
+        let owner = owner.ok_or("no CPU off the requestor's core on such a node")?;
+        let home = home.ok_or("no node with memory at that distance")?;
+        let on = owner.pu.node.unwrap_or(self.base);
+        Ok(Party {
+            requestor: self.requestor.clone(),
+            xhops: d(self.base, home),
+            yhops: d(home, on),
+            zhops: d(on, self.base),
+            owner,
+            home,
+        })
+    }
+
+    /// The row of distance `h`: one local cell at 0 hops, else one cell per placement.
+    fn row(&self, h: u32, placements: &[Placement]) -> Row {
+        let (m, requestor, base) = (self.m, self.requestor, self.base);
         let at = nodes_at(m, base, h);
         let mem_at = at.iter().copied().find(|&n| has_memory(m, n));
         let base_mem = has_memory(m, base).then_some(base);
         let cells = if h == 0 {
             vec![Cell {
                 placement: Placement::Local,
-                party: party(owner_on(m, requestor, base), base_mem),
+                party: self.party(owner_on(m, requestor, base), base_mem),
             }]
         } else {
             placements
                 .iter()
-                .map(|&p| {
-                    let party = match p {
-                        Placement::X => {
-                            party(at.iter().find_map(|&n| owner_on(m, requestor, n)), base_mem)
-                                .map_err(|e| cpu_less_reason(m, &at).unwrap_or(e))
-                        }
-                        Placement::Y => {
-                            // The first node at this distance with both memory and an owner.
-                            let found = at.iter().find_map(|&n| {
-                                has_memory(m, n)
-                                    .then(|| owner_on(m, requestor, n).map(|o| (o, n)))
-                                    .flatten()
-                            });
-                            party(found.as_ref().map(|f| f.0.clone()), found.map(|f| f.1))
-                                .map_err(|e| cpu_less_reason(m, &at).unwrap_or(e))
-                        }
-                        _ => party(owner_on(m, requestor, base), mem_at),
-                    };
-                    Cell {
-                        placement: p,
-                        party,
-                    }
+                .map(|&p| Cell {
+                    placement: p,
+                    party: self.cell(p, &at, mem_at, base_mem),
                 })
                 .collect()
         };
-        rows.push(Row {
+        Row {
             hops: h,
             uown_home: if h == 0 { base_mem } else { mem_at },
             cells,
-        });
+        }
     }
-    Ok(rows)
+
+    /// The party of placement `p` among the nodes `at` this distance.
+    fn cell(
+        &self,
+        p: Placement,
+        at: &[u32],
+        mem_at: Option<u32>,
+        base_mem: Option<u32>,
+    ) -> std::result::Result<Party, String> {
+        let (m, requestor, base) = (self.m, self.requestor, self.base);
+        match p {
+            Placement::X => self
+                .party(at.iter().find_map(|&n| owner_on(m, requestor, n)), base_mem)
+                .map_err(|e| cpu_less_reason(m, at).unwrap_or(e)),
+            Placement::Y => {
+                // The first node at this distance with both memory and an owner.
+                let found = at.iter().find_map(|&n| {
+                    has_memory(m, n)
+                        .then(|| owner_on(m, requestor, n).map(|o| (o, n)))
+                        .flatten()
+                });
+                self.party(found.as_ref().map(|f| f.0.clone()), found.map(|f| f.1))
+                    .map_err(|e| cpu_less_reason(m, at).unwrap_or(e))
+            }
+            _ => self.party(owner_on(m, requestor, base), mem_at),
+        }
+    }
 }
 
 /// One measured placement.
