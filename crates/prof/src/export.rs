@@ -4,7 +4,7 @@
 //! counter tracks for the node metrics.
 
 use crate::metrics::{series, Index};
-use crate::trace::{ObjKind, Trace};
+use crate::trace::{ObjKind, Object, Trace};
 use serde_json::{json, Value};
 
 /// Pseudo process ids for nodes sit above any real pid (pid_max ≤ 2^22).
@@ -23,46 +23,67 @@ pub fn perfetto(t: &Trace) -> Value {
     }
     for o in t.objects_of(ObjKind::Thread) {
         ev.push(json!({"ph":"M","name":"thread_name","pid":o.pid,"tid":o.tid,"args":{"name":format!("{} ({})", o.name, o.tid.unwrap_or(0))}}));
-        // A slice per stretch of samples on one CPU; only intervals in which the thread ran.
-        let s = ix.of(&o.id);
-        let mut open: Option<(u64, u32, u64, f64)> = None; // start, cpu, end, run ns
-        let flush = |open: &mut Option<(u64, u32, u64, f64)>, ev: &mut Vec<Value>| {
-            if let Some((a, cpu, b, run)) = open.take() {
-                if b > a {
-                    let node = t.node_of_cpu(cpu).map_or("?".into(), |n| n.to_string());
-                    ev.push(json!({"ph":"X","name":format!("cpu {cpu} (node {node})"),"cat":"placement","pid":o.pid,"tid":o.tid,"ts":us(a),"dur":us(b - a),"args":{"cpu":cpu,"node":node,"run_ms":run / 1e6}}));
-                }
-            }
-        };
-        for w in s.windows(2) {
-            let (a, b) = (w[0], w[1]);
-            let Some(cpu) = b.v.get("cpu").map(|c| *c as u32) else {
-                continue;
-            };
-            let run =
-                b.v.get("run_ns")
-                    .zip(a.v.get("run_ns"))
-                    .map_or(0.0, |(x, y)| x - y);
-            match &mut open {
-                Some((_, c, end, r)) if *c == cpu && *end == a.t_ns && run > 0.0 => {
-                    *end = b.t_ns;
-                    *r += run;
-                }
-                _ => {
-                    flush(&mut open, &mut ev);
-                    if run > 0.0 {
-                        open = Some((a.t_ns, cpu, b.t_ns, run));
-                    }
-                }
-            }
-        }
-        flush(&mut open, &mut ev);
+        thread_slices(t, &ix, o, &mut ev);
     }
     for e in &t.events {
         if let Some(o) = t.objects.iter().find(|o| o.id == e.obj) {
             ev.push(json!({"ph":"i","s":"t","name":e.what,"pid":o.pid,"tid":o.tid.or(o.pid),"ts":us(e.t_ns),"args":{"detail":e.detail}}));
         }
     }
+    node_counters(t, &ix, &mut ev);
+    json!({
+        "traceEvents": ev,
+        "displayTimeUnit": "ms",
+        "metadata": {
+            "source": "numalab trace",
+            "mode": t.header.mode,
+            "target": t.header.target,
+            "host": t.header.provenance.hostname,
+            "interval_ms": t.header.interval_ms,
+        }
+    })
+}
+
+/// A slice per stretch of a thread's samples on one CPU; only intervals in which it ran.
+fn thread_slices(t: &Trace, ix: &Index, o: &Object, ev: &mut Vec<Value>) {
+    // A slice per stretch of samples on one CPU; only intervals in which the thread ran.
+    let s = ix.of(&o.id);
+    let mut open: Option<(u64, u32, u64, f64)> = None; // start, cpu, end, run ns
+    let flush = |open: &mut Option<(u64, u32, u64, f64)>, ev: &mut Vec<Value>| {
+        if let Some((a, cpu, b, run)) = open.take() {
+            if b > a {
+                let node = t.node_of_cpu(cpu).map_or("?".into(), |n| n.to_string());
+                ev.push(json!({"ph":"X","name":format!("cpu {cpu} (node {node})"),"cat":"placement","pid":o.pid,"tid":o.tid,"ts":us(a),"dur":us(b - a),"args":{"cpu":cpu,"node":node,"run_ms":run / 1e6}}));
+            }
+        }
+    };
+    for w in s.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let Some(cpu) = b.v.get("cpu").map(|c| *c as u32) else {
+            continue;
+        };
+        let run =
+            b.v.get("run_ns")
+                .zip(a.v.get("run_ns"))
+                .map_or(0.0, |(x, y)| x - y);
+        match &mut open {
+            Some((_, c, end, r)) if *c == cpu && *end == a.t_ns && run > 0.0 => {
+                *end = b.t_ns;
+                *r += run;
+            }
+            _ => {
+                flush(&mut open, ev);
+                if run > 0.0 {
+                    open = Some((a.t_ns, cpu, b.t_ns, run));
+                }
+            }
+        }
+    }
+    flush(&mut open, ev);
+}
+
+/// The nodes as processes with counter tracks, and each process's pages per node.
+fn node_counters(t: &Trace, ix: &Index, ev: &mut Vec<Value>) {
     for n in &t.header.nodes {
         let pid = NODE_PID_BASE + n.id as i64;
         ev.push(json!({"ph":"M","name":"process_name","pid":pid,"tid":pid,"args":{"name":format!("NUMA node {}", n.id)}}));
@@ -75,27 +96,16 @@ pub fn perfetto(t: &Trace) -> Value {
         ("node.read_bw", "read MB/s (memory controller)"),
         ("node.write_bw", "write MB/s (memory controller)"),
     ] {
-        for p in series(&ix, metric) {
+        for p in series(ix, metric) {
             let node: i64 = p.obj.trim_start_matches('n').parse().unwrap_or(0);
             ev.push(json!({"ph":"C","name":label,"pid":NODE_PID_BASE + node,"ts":us(p.t_ns),"args":{"value":p.value}}));
         }
     }
-    for p in series(&ix, "process.mem") {
+    for p in series(ix, "process.mem") {
         let Some((proc_id, node)) = p.obj.split_once('/') else {
             continue;
         };
         let pid: i64 = proc_id.trim_start_matches('p').parse().unwrap_or(0);
         ev.push(json!({"ph":"C","name":format!("resident MiB on node {}", node.trim_start_matches('n')),"pid":pid,"ts":us(p.t_ns),"args":{"value":p.value}}));
     }
-    json!({
-        "traceEvents": ev,
-        "displayTimeUnit": "ms",
-        "metadata": {
-            "source": "numalab trace",
-            "mode": t.header.mode,
-            "target": t.header.target,
-            "host": t.header.provenance.hostname,
-            "interval_ms": t.header.interval_ms,
-        }
-    })
 }
