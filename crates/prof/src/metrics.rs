@@ -397,7 +397,6 @@ fn weighted(ix: &Index, pts: &[Point], obj: Option<&str>) -> Option<f64> {
 
 /// The headline findings: locality (measured or proxy), migrations, hot node.
 pub fn findings(ix: &Index) -> Vec<Finding> {
-    let t = ix.trace;
     let mut out = vec![];
     let mut add = |what: &str, obj: &str, value: String, source: &str| {
         out.push(Finding {
@@ -433,6 +432,14 @@ pub fn findings(ix: &Index) -> Vec<Finding> {
             }
         }
     }
+    hint_faults(ix, &mut add);
+    migrations(ix, &threads, &mut add);
+    hot_node(ix, &mut add);
+    out
+}
+
+/// The NUMA-balancing local hint-fault ratio over the trace (system-wide).
+fn hint_faults(ix: &Index, add: &mut impl FnMut(&str, &str, String, &str)) {
     if let Some(v) = {
         let s = ix.of("sys");
         let d = |f: &str| Some(s.last()?.v.get(f)? - s.first()?.v.get(f)?);
@@ -450,7 +457,12 @@ pub fn findings(ix: &Index) -> Vec<Finding> {
             "vmstat",
         );
     }
-    for id in &threads {
+}
+
+/// Each thread's CPUs, migrations and node changes between samples.
+fn migrations(ix: &Index, threads: &[&str], add: &mut impl FnMut(&str, &str, String, &str)) {
+    let t = ix.trace;
+    for id in threads {
         let s = ix.of(id);
         let m = s
             .first()
@@ -474,8 +486,6 @@ pub fn findings(ix: &Index) -> Vec<Finding> {
             "proc, proc-sched",
         );
     }
-    hot_node(ix, &mut add);
-    out
 }
 
 /// Hot node: one node holding most of the pages (or serving most of the bandwidth).
