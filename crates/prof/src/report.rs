@@ -4,7 +4,7 @@
 
 use crate::metrics::{catalogue, series, Index, Point};
 use crate::tables;
-use crate::trace::{ObjKind, Trace};
+use crate::trace::{ObjKind, Object, Trace};
 use numalab_results::plot::{line_chart, LineChart, Series};
 use numalab_results::report::{esc, figure, html_table, page, provenance_table, Section};
 use std::collections::BTreeMap;
@@ -124,49 +124,13 @@ fn threads(ix: &Index) -> Section {
             absent: "no threads in this trace (a monitor trace)".into(),
         };
     }
-    let mut cpu_pts = vec![];
-    for o in &ths {
-        for s in ix.of(&o.id) {
-            if let Some(c) = s.v.get("cpu") {
-                cpu_pts.push(Point {
-                    t_ns: s.t_ns,
-                    obj: o.id.clone(),
-                    value: *c,
-                });
-            }
-        }
-    }
+    let cpu_pts = cpu_points(ix, &ths);
     let names: BTreeMap<&str, &str> = ths
         .iter()
         .map(|o| (o.id.as_str(), o.name.as_str()))
         .collect();
     let label = |k: &str| format!("{k} {}", names.get(k).copied().unwrap_or(""));
-    let rows: Vec<Vec<String>> = ths
-        .iter()
-        .map(|o| {
-            let s = ix.of(&o.id);
-            let (cpus, nodes) = ix.placement(&o.id);
-            let run = s
-                .first()
-                .zip(s.last())
-                .and_then(|(a, b)| Some(b.v.get("run_ns")? - a.v.get("run_ns")?));
-            let j = |v: &[u32]| {
-                v.iter()
-                    .map(|x| x.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            vec![
-                o.id.clone(),
-                o.name.clone(),
-                o.parent.clone().unwrap_or_default(),
-                j(&cpus),
-                j(&nodes),
-                run.map_or("?".into(), |r| format!("{:.1}", r / 1e6)),
-                s.len().to_string(),
-            ]
-        })
-        .collect();
+    let rows = thread_rows(ix, &ths);
     let mut body = figure(
         chart("CPU of each thread at each sample", "CPU", &cpu_pts, label),
         html_table(
@@ -195,6 +159,52 @@ fn threads(ix: &Index) -> Section {
         body: Some(body),
         absent: String::new(),
     }
+}
+
+/// Each thread's CPU at each sample.
+fn cpu_points(ix: &Index, ths: &[&Object]) -> Vec<Point> {
+    let mut cpu_pts = vec![];
+    for o in ths {
+        for s in ix.of(&o.id) {
+            if let Some(c) = s.v.get("cpu") {
+                cpu_pts.push(Point {
+                    t_ns: s.t_ns,
+                    obj: o.id.clone(),
+                    value: *c,
+                });
+            }
+        }
+    }
+    cpu_pts
+}
+
+/// One row per thread: name, process, CPUs and nodes it ran on, run time, samples.
+fn thread_rows(ix: &Index, ths: &[&Object]) -> Vec<Vec<String>> {
+    ths.iter()
+        .map(|o| {
+            let s = ix.of(&o.id);
+            let (cpus, nodes) = ix.placement(&o.id);
+            let run = s
+                .first()
+                .zip(s.last())
+                .and_then(|(a, b)| Some(b.v.get("run_ns")? - a.v.get("run_ns")?));
+            let j = |v: &[u32]| {
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            vec![
+                o.id.clone(),
+                o.name.clone(),
+                o.parent.clone().unwrap_or_default(),
+                j(&cpus),
+                j(&nodes),
+                run.map_or("?".into(), |r| format!("{:.1}", r / 1e6)),
+                s.len().to_string(),
+            ]
+        })
+        .collect()
 }
 
 fn events(t: &Trace) -> Section {
