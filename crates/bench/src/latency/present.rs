@@ -115,6 +115,40 @@ fn sweep_figure(r: &Record, d: &SweepData) -> String {
             .map(|p| (p.size_bytes as f64, f(p)))
             .collect()
     };
+    let (markers, marks) = sweep_marks(d);
+    let kernel = format!(
+        "{} {}",
+        r.parameters["kernel"].as_str().unwrap_or(""),
+        r.parameters["state"].as_str().unwrap_or("")
+    );
+    let chart = plot::loglog_marked(
+        &LineChart {
+            title: r.name.clone(),
+            x_label: "buffer size".into(),
+            y_label: "ns per load".into(),
+            log_x: true,
+            x_bytes: true,
+            series: vec![
+                Series {
+                    name: format!("{kernel}: median pass"),
+                    points: curve(|p| p.median_ns),
+                },
+                Series {
+                    name: "fastest pass (plateaus are found in these)".into(),
+                    points: curve(|p| p.min_ns),
+                },
+            ],
+            markers,
+        },
+        &marks,
+    );
+    let tables = sweep_tables(d);
+    figure(chart, tables)
+}
+
+/// The chart's cache markers (the topology's) and marks (the measured plateaus, and
+/// the sizes whose outlier persisted when remeasured).
+fn sweep_marks(d: &SweepData) -> (Vec<(f64, String)>, Marks) {
     // The topology's caches AND the plateaus measured are both drawn: where they
     // disagree (a VM's L3 share far below what the topology says) the reader sees it.
     let markers = d
@@ -149,32 +183,11 @@ fn sweep_figure(r: &Record, d: &SweepData) -> String {
             })
             .collect(),
     };
-    let kernel = format!(
-        "{} {}",
-        r.parameters["kernel"].as_str().unwrap_or(""),
-        r.parameters["state"].as_str().unwrap_or("")
-    );
-    let chart = plot::loglog_marked(
-        &LineChart {
-            title: r.name.clone(),
-            x_label: "buffer size".into(),
-            y_label: "ns per load".into(),
-            log_x: true,
-            x_bytes: true,
-            series: vec![
-                Series {
-                    name: format!("{kernel}: median pass"),
-                    points: curve(|p| p.median_ns),
-                },
-                Series {
-                    name: "fastest pass (plateaus are found in these)".into(),
-                    points: curve(|p| p.min_ns),
-                },
-            ],
-            markers,
-        },
-        &marks,
-    );
+    (markers, marks)
+}
+
+/// The plateaus beside what the topology says, and every point, as HTML tables.
+fn sweep_tables(d: &SweepData) -> String {
     let plateaus: Vec<Vec<String>> = d
         .plateaus
         .iter()
@@ -199,11 +212,10 @@ fn sweep_figure(r: &Record, d: &SweepData) -> String {
             ]
         })
         .collect();
-    let tables = html_table(
+    html_table(
         &["plateau", "sizes", "median ns", "topology says"],
         &plateaus,
-    ) + &html_table(&["size", "median ns", "fastest ns", "note"], &pts);
-    figure(chart, tables)
+    ) + &html_table(&["size", "median ns", "fastest ns", "note"], &pts)
 }
 
 /// Latency per prepared coherence state (and the dry-run plan records).
