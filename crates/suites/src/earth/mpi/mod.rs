@@ -3,7 +3,7 @@
 //! spawn as active messages to a server loop on the remote rank, each sequential and
 //! pipelined, beside the same RMA aimed at the issuer's own window ("local rank") —
 //! the issuer's and server's share of a remote call (Table 2), one remote load stage
-//! by stage (Table 4, in `earth_mpi_breakdown`), and the memory-level parallelism of
+//! by stage (Table 4, in `breakdown`), and the memory-level parallelism of
 //! G outstanding remote gets.
 
 pub mod breakdown;
