@@ -9,8 +9,8 @@ use numalab_results::Record;
 /// Every presenter, in report order.
 pub static REGISTRY: &[&dyn Presenter] = &[
     &numalab_bench::machine_present::MachinePresenter,
-    &numalab_bench::latency::SweepPresenter,
     &numalab_bench::latency::StatesPresenter,
+    &numalab_bench::latency::SweepPresenter,
     &numalab_bench::bandwidth::BandwidthPresenter,
     &numalab_bench::c2c::C2cPresenter,
     &numalab_bench::matrix::MatrixPresenter,

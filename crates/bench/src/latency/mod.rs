@@ -4,12 +4,14 @@
 mod experiment;
 mod outliers;
 mod present;
+mod text;
 mod view;
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
 pub use present::{
     LatencyData, Remeasured, StatesPresenter, SweepData, SweepPoint, SweepPresenter,
 };
-pub use view::{render, render_plan, sweep_records};
+pub use text::{sweep_text, text};
+pub use view::sweep_records;
 
 use crate::restart::{self, RestartOutcome, RestartParams};
 use numalab_probe::kernel::{self, UNROLL};

@@ -84,6 +84,9 @@ impl Presenter for SweepPresenter {
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("hierarchy", "Latency versus size"))
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::sweep_text(records)
+    }
     fn html(&self, records: &[Record]) -> Option<String> {
         let mut out = String::new();
         for r in of(records, "latency-sweep") {
@@ -231,6 +234,9 @@ impl Presenter for StatesPresenter {
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("states", "Latency per coherence state"))
+    }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::text(records)
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let rows: Vec<(String, f64, &Record)> = of(records, "latency")

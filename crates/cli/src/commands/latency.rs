@@ -100,12 +100,8 @@ pub fn run(a: LatencyArgs) -> Result<(), CliError> {
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         let recs = plan.records(&host.machine, &ctx);
-        return a.common.emit(&recs, || {
-            latency::render_plan(&plan.latency, &plan.sizes, &recs)
-        });
+        return a.common.show(&recs);
     }
     let m = with_progress(|p| latency::run(&host, &plan, &ctx, p))?;
-    a.common.emit(&m.records, || {
-        latency::render(&plan.latency, &m.timer, &m.records)
-    })
+    a.common.show(&m.records)
 }
