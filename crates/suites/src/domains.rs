@@ -4,10 +4,10 @@
 
 use numalab_bench::helpers::closeness;
 use numalab_topo::{cpulist, Error, Level, Machine, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One domain at the chosen level, named by its place in the order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ordered {
     /// "A" for the owner's domain, then "B", "C", … (nearest first).
     pub letter: String,

@@ -75,19 +75,12 @@ pub struct PlacementArgs {
 fn run_placement(a: PlacementArgs) -> Result<(), CliError> {
     let o = a.options();
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
-    let m = &host.machine;
-    let head = placement::head(m, &plan, &o);
     if a.dry_run {
-        let recs = placement::plan_records(&plan, &o, &ctx);
-        return a.common.emit(&recs, || {
-            format!("{head}{}", placement::placement_plan_text(&plan))
-        });
+        return a.common.show(&placement::plan_records(&plan, &o, &ctx));
     }
     let points = with_progress(|p| placement::run_suite(&host, &plan, &o, p))?;
-    let recs = placement::point_records(&plan, &points, &o, &ctx);
-    a.common.emit(&recs, || {
-        format!("{head}{}", placement::placement_text(&plan, &points))
-    })
+    a.common
+        .show(&placement::point_records(&plan, &points, &o, &ctx))
 }
 
 impl PlacementArgs {

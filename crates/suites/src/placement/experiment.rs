@@ -133,19 +133,27 @@ impl Plan {
 }
 
 /// The first line of the suite's text.
-pub fn head(m: &Machine, plan: &Plan, a: &Options) -> String {
-    let line = m.caches.first().and_then(|c| c.line_bytes).unwrap_or(64) as usize;
+pub fn head(topology: &str, plan: &Plan, iterations: u64) -> String {
     format!(
         "placement suite (KSR1 seed 000) on {}: level {}, domains {}; owner {}; data set {} ({} lines), unit {}, {} passes per point\n",
-        m.summary(),
+        topology,
         plan.level,
         crate::domains::describe(&plan.domains),
         plan.owner,
-        fmt_bytes((plan.lines * line) as u64),
+        fmt_bytes((plan.lines * plan.line) as u64),
         plan.lines,
-        a.unit,
-        a.iterations
+        unit_name(plan.unit_lines),
+        iterations
     )
+}
+
+/// The `--unit` value that gives `unit_lines` lines per unit.
+pub fn unit_name(unit_lines: usize) -> &'static str {
+    if unit_lines == 2 {
+        "pair"
+    } else {
+        "line"
+    }
 }
 
 /// The plan as records (what `--dry-run` emits).
@@ -196,6 +204,8 @@ fn params(plan: &Plan, c: usize, k: usize, iterations: usize) -> serde_json::Val
         "level": plan.level,
         "unit_lines": plan.unit_lines,
         "line_bytes": plan.line,
+        "owner": plan.owner,
+        "shared_lines": plan.lines,
         "lines_per_reader": plan.point_lines(cv, k).1,
         "data_set_lines": plan.point_lines(cv, k).0,
         "iterations": iterations,

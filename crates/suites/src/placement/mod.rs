@@ -6,16 +6,17 @@ mod experiment;
 mod present;
 pub use present::{PlacementPresenter, PointData, ReaderMedian};
 pub mod run;
+mod text;
 mod view;
-pub use experiment::{head, plan_records, records as point_records, run as run_suite, Options};
-pub use view::{placement_plan_text, placement_text};
+pub use experiment::{plan_records, records as point_records, run as run_suite, Options};
+pub use text::text;
 
 use crate::domains::{self, Ordered};
 use numalab_topo::{Error, Level, Machine, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A part of the study.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Part {
     /// Partitioned data, no sharing.
     Exp0,
@@ -79,7 +80,7 @@ impl Part {
 }
 
 /// One curve: readers are added in `readers` order; a point per count in `counts`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Curve {
     /// The part it belongs to.
     pub part: Part,
@@ -121,7 +122,7 @@ pub struct Config {
 }
 
 /// The whole plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     /// Domain level.
     pub level: Level,

@@ -37,6 +37,9 @@ impl Presenter for PlacementPresenter {
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("placement", "Thread placement suite (KSR1)"))
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::text(records)
+    }
     fn html(&self, records: &[Record]) -> Option<String> {
         let recs: Vec<&Record> = of(records, "suite-placement")
             .filter(|r| r.median("read_time").is_some())

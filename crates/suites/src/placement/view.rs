@@ -1,10 +1,7 @@
-//! Text views of the placement suite: the plan and the seed-style curves.
+//! The placement suite's plan as text (what `--dry-run` prints after the head).
 
-use super::run::Point;
 use super::{Curve, Plan};
 use crate::domains::letter_of;
-use numalab_results::output::table;
-use numalab_results::stats::median;
 use std::fmt::Write;
 
 /// "A[0 1] B[8 9] …": readers in order, grouped by domain runs.
@@ -46,7 +43,7 @@ fn not_run(plan: &Plan) -> String {
 }
 
 /// The plan: every curve's owners, reader order and points.
-pub fn placement_plan_text(plan: &Plan) -> String {
+pub(super) fn placement_plan_text(plan: &Plan) -> String {
     let mut s = String::new();
     for c in &plan.curves {
         let (lo, hi) = (
@@ -55,9 +52,9 @@ pub fn placement_plan_text(plan: &Plan) -> String {
         );
         let _ = writeln!(
             s,
-            "\n{}\n  owners {:?}; readers {}..{} of: {}",
+            "\n{}\n  owners {}; readers {} to {} of: {}",
             curve_title(c),
-            c.owners,
+            numalab_topo::cpulist::format(&c.owners),
             lo,
             hi,
             reader_order(plan, c)
@@ -72,67 +69,5 @@ pub fn placement_plan_text(plan: &Plan) -> String {
         plan.points(),
         plan.curves.len()
     );
-    s + &not_run(plan)
-}
-
-fn fmt(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into())
-}
-
-/// Every curve as a table: readers → median ns per unit, overall and per domain.
-pub fn placement_text(plan: &Plan, points: &[Point]) -> String {
-    let mut s = String::new();
-    let unit = if plan.unit_lines == 2 {
-        "line pair"
-    } else {
-        "line"
-    };
-    for (ci, c) in plan.curves.iter().enumerate() {
-        let pts: Vec<&Point> = points.iter().filter(|p| p.curve == ci).collect();
-        if pts.is_empty() {
-            continue;
-        }
-        let mut letters: Vec<String> = pts
-            .iter()
-            .flat_map(|p| p.per_domain.iter().map(|d| d.0.clone()))
-            .collect();
-        letters.sort();
-        letters.dedup();
-        let x = if c.fixed > 0 {
-            format!("remote readers (+{} local)", c.fixed)
-        } else {
-            "readers".into()
-        };
-        let mut header = vec![x, "newest".into(), "overall".into()];
-        header.extend(letters.iter().map(|l| format!("domain {l}")));
-        let rows: Vec<Vec<String>> = pts
-            .iter()
-            .map(|p| {
-                let newest = c.readers[p.readers - 1];
-                let mut row = vec![
-                    (p.readers - c.fixed).to_string(),
-                    format!("{newest} ({})", letter_of(&plan.domains, newest)),
-                    fmt(median(&p.overall)),
-                ];
-                for l in &letters {
-                    row.push(fmt(p
-                        .per_domain
-                        .iter()
-                        .find(|d| &d.0 == l)
-                        .and_then(|d| median(&d.1))));
-                }
-                row
-            })
-            .collect();
-        let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
-        let _ = writeln!(
-            s,
-            "\n{} — median ns per {unit}, owners {:?}",
-            curve_title(c),
-            c.owners
-        );
-        s.push_str(&table(&h, &rows));
-        s.push('\n');
-    }
     s + &not_run(plan)
 }
