@@ -28,7 +28,7 @@ const NOT_EXPERIMENTS: &[(&str, &str)] = &[
 
 /// Experiments whose text is still drawn from their in-memory results rather than
 /// from their records by their presenter (their presenters show HTML only).
-const TEXT_NOT_FROM_RECORDS: &[&str] = &["suite collectives", "suite earth"];
+const TEXT_NOT_FROM_RECORDS: &[&str] = &["suite earth"];
 
 /// Groups whose subcommands are the commands.
 const GROUPS: &[&str] = &["suite", "mpi", "dsm", "model"];

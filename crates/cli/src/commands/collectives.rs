@@ -71,26 +71,19 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     }
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let m = &host.machine;
-    let plan = Plan::resolve(m, &o)?;
+    let plan = Plan::resolve(&host.machine, &o)?;
     let ctx = context(&host);
-    let head = collectives::head(m, &plan, &o);
     if a.dry_run {
-        let r = collectives::plan_record(&plan, &o, &ctx);
-        return a.common.emit(std::slice::from_ref(&r), || {
-            format!("{head}{}", collectives::plan_text(&plan))
-        });
+        return a.common.show(&[collectives::plan_record(&plan, &o, &ctx)]);
     }
     let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, p))?;
     let recs = collectives::records(&plan, &res, &o, &ctx);
-    a.common.emit(&recs, || {
-        let body = if a.osu {
-            collectives::osu_text(&plan, &res)
-        } else {
-            collectives::text(&plan, &res)
-        };
-        format!("{head}{body}")
-    })
+    if a.osu {
+        return a
+            .common
+            .emit(&recs, || collectives::osu_text(&recs).unwrap_or_default());
+    }
+    a.common.show(&recs)
 }
 
 /// Run `suite collectives --mpi`: the lists parse as the threads form's do.

@@ -157,11 +157,6 @@ impl Plan {
     }
 }
 
-/// The first line of the suite's text.
-pub fn head(m: &Machine, plan: &Plan, a: &Options) -> String {
-    super::view::head(m, plan, a.iterations)
-}
-
 /// The plan as a record (what `--dry-run` emits).
 pub fn plan_record(plan: &Plan, a: &Options, ctx: &Context) -> Record {
     let (prov, warnings) = (ctx.prov.clone(), ctx.warnings.clone());
@@ -239,20 +234,44 @@ fn wanted(only: &[String], name: &str) -> bool {
     only.is_empty() || only.iter().any(|o| name.starts_with(o.as_str()))
 }
 
+/// What every record of a run shares: the suite's plan, as its text's head shows it.
+fn shared(plan: &Plan, iterations: usize) -> serde_json::Value {
+    json!({
+        "level": plan.level,
+        "domains": crate::domains::describe(&plan.domains),
+        "thread_counts": plan.threads,
+        "block_sizes": plan.block_lines,
+        "sync": plan.sync.name(),
+        "line_bytes": plan.line,
+        "iterations": iterations,
+    })
+}
+
+fn with(mut v: serde_json::Value, shared: &serde_json::Value) -> serde_json::Value {
+    for (k, x) in shared.as_object().into_iter().flatten() {
+        v[k] = x.clone();
+    }
+    v
+}
+
 fn params(plan: &Plan, m: &Measured, iterations: usize) -> serde_json::Value {
     let it = m.item;
-    json!({
-        "collective": it.kind.name(),
-        "seed": it.kind.seed_name(),
-        "threads": it.p,
-        "cpus": plan.cpus[..it.p],
-        "block_lines": it.lines,
-        "block_bytes": it.lines * plan.line,
-        "barrier": match it.kind { Kind::Barrier(s) => s.name(), _ => plan.sync.name() },
-        "level": plan.level,
-        "iterations": iterations,
-        "method": "each thread first writes its own block (on its own node); the collective moves one word per line with loads and stores between barriers; time = the slowest thread's, per pass (per barrier for barriers); every moved word checked after the run",
-    })
+    with(
+        json!({
+            "kind": it.kind,
+            "collective": it.kind.name(),
+            "seed": it.kind.seed_name(),
+            "threads": it.p,
+            "cpus": plan.cpus[..it.p],
+            "block_lines": it.lines,
+            "block_bytes": it.lines * plan.line,
+            "barrier": match it.kind { Kind::Barrier(s) => s.name(), _ => plan.sync.name() },
+            "level": plan.level,
+            "iterations": iterations,
+            "method": "each thread first writes its own block (on its own node); the collective moves one word per line with loads and stores between barriers; time = the slowest thread's, per pass (per barrier for barriers); every moved word checked after the run",
+        }),
+        &shared(plan, iterations),
+    )
 }
 
 fn result_records(
@@ -268,9 +287,11 @@ fn result_records(
             "suite-collectives",
             &format!("remote-read CPU {}", p.pair.reader),
             prov.clone(),
-            json!({ "collective": "remote-read", "root_cpu": plan.cpus[0], "reader_cpu": p.pair.reader,
-                    "shares": p.pair.shares, "hops": p.pair.hops, "block_lines": plan.pair_lines,
-                    "iterations": iterations }),
+            with(
+                json!({ "collective": "remote-read", "root_cpu": plan.cpus[0], "reader_cpu": p.pair.reader,
+                    "shares": p.pair.shares, "hops": p.pair.hops, "block_lines": plan.pair_lines }),
+                &shared(plan, iterations),
+            ),
         );
         r.add_samples("read_time", "ns", &p.ns);
         r.placement = Some(json!({ "verified": { "threads": p.pins } }));
@@ -311,7 +332,7 @@ fn result_records(
                 "suite-collectives-model",
                 &format!("{} {name}", kind.name()),
                 prov.clone(),
-                json!({ "collective": kind.name(), "unit": "µs", "lines": "lines per thread's block" }),
+                json!({ "collective": kind.name(), "kind": kind, "unit": "µs", "lines": "lines per thread's block" }),
             );
             match f {
                 Ok(f) => rec.set_data(f),

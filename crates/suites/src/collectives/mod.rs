@@ -11,9 +11,11 @@ pub mod mpi;
 mod present;
 pub use present::{CollectiveData, CollectivesPresenter};
 pub mod run;
+mod text;
 mod view;
-pub use experiment::{head, plan_record, records, run as run_suite, Options};
-pub use view::{osu_text, plan_text, text, Results};
+pub use experiment::{plan_record, records, run as run_suite, Options};
+pub use text::{osu_text, text};
+pub use view::Results;
 
 use numalab_probe::script::{Lines, Op, Script, Step};
 use numalab_probe::sync::SyncKind;

@@ -71,6 +71,9 @@ impl Presenter for CollectivesPresenter {
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("collectives", "Collective communication suite (KSR)"))
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::text(records)
+    }
     fn html(&self, records: &[Record]) -> Option<String> {
         let recs: Vec<&Record> = of(records, "suite-collectives")
             .filter(|r| r.median("time").is_some() || r.median("read_time").is_some())

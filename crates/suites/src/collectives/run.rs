@@ -33,7 +33,7 @@ pub struct Config {
 }
 
 /// One measurement of the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Item {
     /// The collective.
     pub kind: Kind,
@@ -44,7 +44,7 @@ pub struct Item {
 }
 
 /// A remote-read pair: the root wrote, `reader` reads.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Pair {
     /// Reader CPU.
     pub reader: u32,
@@ -55,7 +55,7 @@ pub struct Pair {
 }
 
 /// The plan.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Plan {
     /// Level ordering the threads.
     pub level: Level,
