@@ -61,7 +61,7 @@ pub(super) fn plan_head(topology: &str, plan: &Plan, iterations: u64) -> String 
         threads: &plan.threads,
         block_lines: &plan.block_lines,
         line: plan.line,
-        sync: &plan.sync.name(),
+        sync: plan.sync.name(),
         iterations,
     })
 }
