@@ -84,14 +84,11 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     let host = a.common.host()?;
     let plan = Plan::resolve(&host.machine, &o)?;
     let ctx = context(&host);
-    let head = plan.head(&host.machine);
     if a.dry_run {
-        let r = plan.record(&ctx);
-        return a.common.emit(std::slice::from_ref(&r), || head.clone());
+        return a.common.show(&[plan.record(&ctx)]);
     }
-    let (res, recs) = with_progress(|p| earth::run_suite(&host, &plan, &ctx, p))?;
-    a.common
-        .emit(&recs, || format!("{head}{}", earth::text(&res)))
+    let recs = with_progress(|p| earth::run_suite(&host, &plan, &ctx, p))?;
+    a.common.show(&recs)
 }
 
 /// `suite earth`'s default --parts; with --mpi it means every part the MPI form has.

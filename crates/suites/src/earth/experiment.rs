@@ -2,7 +2,7 @@
 
 use super::hide as earth_hide;
 use super::ops::{self as earth_ops, Cell};
-use super::view::{mask_records, mlp_records, threads_records, EarthResults};
+use super::view::{mask_records, mlp_records, threads_records};
 use super::{check_list, cpus, Cpus, Part};
 use numalab_bench::experiment::{size_opt, Context, Progress};
 use numalab_probe::Timer;
@@ -226,12 +226,8 @@ impl Plan {
         "helper_node": cpus.helper.pu.node,
         "remote_node": cpus.remote_node,
         "iterations": a.iterations,
+        "parts": self.parts.iter().map(|p| p.name()).collect::<Vec<_>>(),
         })
-    }
-
-    /// The first line of the suite's text.
-    pub fn head(&self, m: &Machine) -> String {
-        super::view::head(m, &self.cpus, &self.parts, self.options.iterations)
     }
 
     /// The plan as a record (what `--dry-run` emits).
@@ -312,19 +308,13 @@ fn missing_records(
         .collect()
 }
 
-/// Run every part on this machine: the results and their records.
-pub fn run(
-    host: &Host,
-    plan: &Plan,
-    ctx: &Context,
-    progress: Progress,
-) -> Result<(EarthResults, Vec<Record>)> {
+/// Run every part on this machine: its records.
+pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Result<Vec<Record>> {
     let (a, cpus, base, prov) = (&plan.options, &plan.cpus, plan.base(), &ctx.prov);
     let (parts, groups, mlp_size, accesses) =
         (&plan.parts, &plan.groups, plan.mlp_size, plan.accesses);
     let timer = Timer::best();
     let mut note = |p: Part| progress(&format!("earth: {}     ", p.name()));
-    let mut res = EarthResults::default();
     let mut recs = Vec::new();
     for &p in parts {
         note(p);
@@ -333,40 +323,34 @@ pub fn run(
                 let (cells, missing) = earth_ops::ops(host, &timer, cpus, a.iterations)?;
                 recs.extend(cell_records(p, &cells, &base, prov));
                 recs.extend(missing_records(&missing, &base, prov));
-                res.ops = Some((cells, missing));
             }
             Part::Split => {
                 let cells = earth_ops::split(host, &timer, cpus, a.iterations)?;
                 recs.extend(cell_records(p, &cells, &base, prov));
-                res.split = Some(cells);
             }
             Part::Switch => {
                 let cells = earth_ops::switches(host, &timer, cpus, a.iterations)?;
                 recs.extend(cell_records(p, &cells, &base, prov));
-                res.switch = Some(cells);
             }
             Part::Mask => {
                 let curves = mask_curves(host, &timer, plan)?;
                 recs.extend(mask_records(&curves, a.loop_n, &base, prov));
-                res.mask = Some(curves);
             }
             Part::Mlp => {
                 let curve =
                     earth_hide::mlp(host, &timer, cpus, mlp_size, groups, accesses, a.iterations)?;
                 recs.extend(mlp_records(&curve, mlp_size, &base, prov));
-                res.mlp = Some(curve);
             }
             Part::Threads => {
                 let (rows, iters) = earth_hide::threads(host, &timer, cpus, a.ratio, a.iterations)?;
                 recs.extend(threads_records(&rows, a.ratio, iters, &base, prov));
-                res.threads = Some(rows);
             }
         }
     }
     for r in &mut recs {
         r.warnings = ctx.warnings.clone();
     }
-    Ok((res, recs))
+    Ok(recs)
 }
 
 fn nums(what: &str, s: &str) -> Result<Vec<usize>> {

@@ -11,9 +11,10 @@ mod present;
 pub use present::{BestG, EarthData, EarthPresenter};
 pub mod hide;
 pub mod ops;
+mod text;
 mod view;
 pub use experiment::{run as run_suite, Options, Plan, PlanData};
-pub use view::{head, text, EarthResults};
+pub use text::text;
 
 use crate::domains;
 use numalab_bench::helpers::closeness;

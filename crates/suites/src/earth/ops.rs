@@ -432,7 +432,10 @@ pub fn switches(host: &Host, timer: &Timer, c: &Cpus, it: usize) -> Result<Vec<C
             .map(|_| switch::os_create_join(host, timer, &[w], k))
             .collect();
         out.push(cell(
-            &format!("create and join {k} threads"),
+            &format!(
+                "create and join {k} thread{}",
+                if k == 1 { "" } else { "s" }
+            ),
             "local",
             "sequential",
             v?,

@@ -51,6 +51,9 @@ impl Presenter for EarthPresenter {
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("earth", "Remote operations and latency hiding (EARTH)"))
     }
+    fn text(&self, records: &[Record]) -> Option<String> {
+        super::text(records)
+    }
     fn html(&self, records: &[Record]) -> Option<String> {
         let recs: Vec<&Record> = of(records, "suite-earth").collect();
         if recs.is_empty() {

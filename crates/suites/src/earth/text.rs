@@ -1,0 +1,324 @@
+//! The text of `suite earth` (the threads form), from its records alone: the head
+//! (all a `--dry-run` prints), then each measured part's table.
+
+use super::hide::masking_text;
+use super::EarthData;
+use numalab_results::output::table;
+use numalab_results::present::{of, warning_lines};
+use numalab_results::Record;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// The text of `suite-earth` and `suite-earth-plan` records.
+pub fn text(records: &[Record]) -> Option<String> {
+    let measured: Vec<&Record> = of(records, "suite-earth").collect();
+    let mut s = if let Some(r) = of(records, "suite-earth-plan").next() {
+        head(r)
+    } else {
+        let mut s = head(measured.first()?);
+        s.push_str(&cells(&measured));
+        s.push_str(&mask_text(&measured));
+        s.push_str(&mlp_text(&measured));
+        s.push_str(&threads_text(&measured));
+        s
+    };
+    s.push_str(&warning_lines(records));
+    Some(s)
+}
+
+/// The first line: machine, worker and helper, parts, passes.
+fn head(r: &Record) -> String {
+    let p = &r.parameters;
+    let parts: Vec<&str> = p["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let node = |k: &str| p[k].as_u64().map_or_else(|| "-".into(), |n| n.to_string());
+    format!(
+        "earth suite (seed 001, with seed 002 §6 and seed 003 §4.1) on {}: worker CPU {} (node {}), helper CPU {} (node {}){}; parts {}; {} passes\n",
+        r.provenance.topology,
+        p["worker_cpu"],
+        node("worker_node"),
+        p["helper_cpu"],
+        node("helper_node"),
+        p["remote_node"].as_u64().map_or_else(|| ", no remote node".into(), |n| format!(", remote node {n}")),
+        parts.join(", "),
+        p["iterations"]
+    )
+}
+
+/// A time with its unit: ns below 10 µs, µs above.
+fn time(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() && v >= 10_000.0 => format!("{:.1} µs", v / 1000.0),
+        Some(v) if v.is_finite() => format!("{v:.1} ns"),
+        _ => "-".into(),
+    }
+}
+
+fn part<'a>(recs: &[&'a Record], name: &str) -> Vec<&'a Record> {
+    recs.iter()
+        .copied()
+        .filter(|r| r.parameters["part"] == name)
+        .collect()
+}
+
+fn s<'a>(r: &'a Record, k: &str) -> &'a str {
+    r.parameters[k].as_str().unwrap_or("-")
+}
+
+/// The operation, split-phase and switch tables, with what could not be measured.
+fn cells(recs: &[&Record]) -> String {
+    let mut out = String::new();
+    for (name, title) in [
+        ("ops", "operation costs (seed Table 1): time per operation"),
+        ("split", "split-phase requests (seed Tables 2 and 4): issuer against helper, and one remote load step by step"),
+        ("switch", "switch and creation costs (KSR Table 4)"),
+    ] {
+        let cells = part(recs, name);
+        if cells.is_empty() {
+            continue;
+        }
+        let rows: Vec<Vec<String>> = cells
+            .iter()
+            .map(|r| {
+                vec![
+                    s(r, "op").into(),
+                    s(r, "place").into(),
+                    s(r, "mode").into(),
+                    time(r.median("time")),
+                ]
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "\n{title}\n{}\n",
+            table(&["operation", "where", "mode", "median"], &rows)
+        );
+        if name == "ops" {
+            for r in recs.iter().filter(|r| r.parameters["part"].is_null()) {
+                for u in &r.unavailable {
+                    let _ = writeln!(out, "not measured: {}: {}", u.feature, u.reason);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Loop 7's masking curves: one row per way u travels and communication multiplier.
+fn mask_text(recs: &[&Record]) -> String {
+    let mask = part(recs, "mask");
+    let baselines: Vec<&Record> = mask
+        .iter()
+        .copied()
+        .filter(|r| r.parameters["chunk"].is_null())
+        .collect();
+    if baselines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nlatency masking with Livermore Loop 7 (seed Fig. 3): % of the baseline's communication hidden, by chunk size T (or how many times the baseline's whole time the masked loop took)\n");
+    let points = |b: &Record| -> Vec<&Record> {
+        mask.iter()
+            .copied()
+            .filter(|r| {
+                !r.parameters["chunk"].is_null()
+                    && r.parameters["u_via"] == b.parameters["u_via"]
+                    && r.parameters["multiplier"] == b.parameters["multiplier"]
+            })
+            .collect()
+    };
+    let ts: Vec<String> = points(baselines[0])
+        .iter()
+        .map(|r| format!("T={}", r.parameters["chunk"]))
+        .collect();
+    let mut header = vec![
+        "u via".to_string(),
+        "×comm".into(),
+        "comm".into(),
+        "compute".into(),
+    ];
+    header.extend(ts);
+    header.push("best T".into());
+    let rows: Vec<Vec<String>> = baselines
+        .iter()
+        .map(|b| {
+            let (comm, comp) = (b.median("communication_time"), b.median("computation_time"));
+            let whole = comm.zip(comp).map(|(a, c)| a + c);
+            let mut row = vec![
+                s(b, "u_via").into(),
+                b.parameters["multiplier"].to_string(),
+                time(comm),
+                time(comp),
+            ];
+            for r in points(b) {
+                let pct = r.parameters["masked_pct"]
+                    .as_f64()
+                    .filter(|p| p.is_finite());
+                row.push(masking_text(pct, r.median("time"), whole));
+            }
+            let p = &b.parameters;
+            row.push(
+                match (p["best_chunk"].as_u64(), p["best_masked_pct"].as_f64()) {
+                    (Some(t), Some(pct)) => format!("{t} ({pct:.0}%)"),
+                    _ => "-".into(),
+                },
+            );
+            row
+        })
+        .collect();
+    let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
+    out.push_str(&table(&h, &rows));
+    out.push('\n');
+    out
+}
+
+/// The MLP curve: per G, interleaved chains beside coroutines, then its summary.
+fn mlp_text(recs: &[&Record]) -> String {
+    let mlp = part(recs, "mlp");
+    let chains = |mode: &str| -> Vec<&Record> {
+        mlp.iter()
+            .copied()
+            .filter(|r| r.parameters["mode"] == mode && r.parameters["chains_in_l1"].is_null())
+            .collect()
+    };
+    let (inter, co) = (chains("interleaved"), chains("coroutines"));
+    if inter.is_empty() {
+        return String::new();
+    }
+    let g = |r: &Record| r.parameters["g"].as_u64().unwrap_or(0);
+    let one = inter
+        .iter()
+        .find(|r| g(r) == 1)
+        .and_then(|r| r.median("access_time"));
+    let mut out = String::new();
+    let _ = writeln!(out, "\nmemory-level parallelism: G random chains on one core ({}); ns per access, median; hidden = 1 − ns/ns(G=1)", s(inter[0], "pages"));
+    let hid = |v: Option<f64>| match (one, v) {
+        (Some(o), Some(v)) => format!("{:.0}%", 100.0 * (1.0 - v / o)),
+        _ => "-".into(),
+    };
+    let rows: Vec<Vec<String>> = inter
+        .iter()
+        .map(|r| {
+            let i = r.median("access_time");
+            let c = co
+                .iter()
+                .find(|c| g(c) == g(r))
+                .and_then(|c| c.median("access_time"));
+            vec![
+                g(r).to_string(),
+                time(i),
+                hid(i),
+                time(c),
+                hid(c),
+                i.zip(c)
+                    .map_or_else(|| "-".into(), |(i, c)| format!("{:.2}", i / c)),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "G",
+            "interleaved",
+            "hidden",
+            "coroutines",
+            "hidden",
+            "coroutine/interleaved throughput",
+        ],
+        &rows,
+    ));
+    out.push('\n');
+    let top = inter.iter().map(|r| g(r)).max().unwrap_or(0) as usize;
+    let floor = mlp.iter().find(|r| !r.parameters["chains_in_l1"].is_null());
+    if let Some(EarthData::MlpSummary {
+        best_interleaved: bi,
+        best_coroutines: bc,
+        coroutine_over_interleaved_throughput: ratio,
+        interleaved_saturates_at_g: knee_g,
+        accesses_in_flight: flight,
+    }) = mlp.iter().find_map(|r| r.data_as::<EarthData>().ok())
+    {
+        let flight = flight
+            .map(|f| format!(", about {f:.0} accesses in flight"))
+            .unwrap_or_default();
+        let knee = if knee_g < top {
+            format!("within 10% of that from G={knee_g} (the core's miss handling is full)")
+        } else {
+            format!("no plateau up to G={top}: the miss-handling limit lies beyond")
+        };
+        let _ = writeln!(
+            out,
+            "fastest interleaved at G={}: {:.1} ns per access{flight}; {knee}",
+            bi.g, bi.ns_per_access
+        );
+        let _ = writeln!(
+            out,
+            "fastest coroutines at G={}: {:.1} ns per access, {ratio:.2} × the best interleaved throughput; switching alone costs {} per access (G={}, chains in L1)",
+            bc.g,
+            bc.ns_per_access,
+            time(floor.and_then(|r| r.median("access_time"))),
+            floor.map_or_else(|| "-".into(), |r| r.parameters["g"].to_string())
+        );
+    }
+    out
+}
+
+/// KSR Table 5: threads on one CPU sharing work.
+fn threads_text(recs: &[&Record]) -> String {
+    let threads = part(recs, "threads");
+    if threads.is_empty() {
+        return String::new();
+    }
+    let mut ks: Vec<u64> = Vec::new();
+    for r in &threads {
+        let k = r.parameters["threads"].as_u64().unwrap_or(0);
+        if !ks.contains(&k) {
+            ks.push(k);
+        }
+    }
+    let mut out = String::from("\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller\n");
+    let body: Vec<Vec<String>> = ks
+        .iter()
+        .map(|&k| {
+            let mine: Vec<&Record> = threads
+                .iter()
+                .copied()
+                .filter(|r| r.parameters["threads"].as_u64() == Some(k))
+                .collect();
+            let e = mine
+                .first()
+                .and_then(|r| r.median("create_join_time"))
+                .unwrap_or(f64::NAN);
+            let get = |w: &str| {
+                mine.iter()
+                    .find(|r| r.parameters["work"] == w)
+                    .and_then(|r| r.median("time"))
+                    .map_or(f64::NAN, |t| t - e)
+            };
+            let (c, m, b) = (get("computation"), get("communication"), get("both"));
+            vec![
+                k.to_string(),
+                format!("{:.1}", e / 1000.0),
+                format!("{:.1}", c / 1000.0),
+                format!("{:.1}", m / 1000.0),
+                format!("{:.1}", b / 1000.0),
+                format!("{:.0}%", 100.0 * (c + m - b) / c.min(m)),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "threads",
+            "create+join",
+            "computation",
+            "communication",
+            "both",
+            "overlap",
+        ],
+        &body,
+    ));
+    out.push('\n');
+    out
+}
