@@ -9,6 +9,9 @@ pub enum Error {
     Usage(String),
     /// MPI, the launcher or the system failed.
     System(String),
+    /// A step's moved data failed its check: that step is not measured, the rest go
+    /// on. The message is the failure on the rank that saw it, empty on the others.
+    Check(String),
 }
 
 /// Result with this crate's error.
@@ -33,7 +36,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::System(m) => f.write_str(m),
+            Error::Usage(m) | Error::System(m) | Error::Check(m) => f.write_str(m),
         }
     }
 }

@@ -395,13 +395,27 @@ pub fn rma(
             )));
         }
     }
-    // A failed check is returned only after the window is freed on every rank:
-    // MPI_Win_free is collective, and a rank leaving early would leave the other
-    // waiting in this barrier for ever.
+    // Both sides learn whether either check failed, so the sweep goes on together
+    // and records this step as not measured. A failed check is returned only after
+    // the window is freed on every rank: MPI_Win_free is collective, and a rank
+    // leaving early would leave the other waiting in this barrier for ever.
+    let failed = either_failed(comm, (a, b), checked.is_err());
     comm.barrier();
     drop(win);
-    checked?;
-    Ok((me == a).then_some(out))
+    match checked {
+        Err(e) => Err(Error::Check(e.to_string())),
+        Ok(()) if failed => Err(Error::Check(String::new())),
+        Ok(()) => Ok((me == a).then_some(out)),
+    }
+}
+
+/// Whether `a`'s or `b`'s check failed, known on every rank (collective). Broadcasts,
+/// not a reduction: the reduction's own operator is what may be broken.
+fn either_failed(comm: &SimpleCommunicator, (a, b): (usize, usize), mine: bool) -> bool {
+    let (mut fa, mut fb) = (u8::from(mine), u8::from(mine));
+    comm.process_at_rank(a as i32).broadcast_into(&mut fa);
+    comm.process_at_rank(b as i32).broadcast_into(&mut fb);
+    fa != 0 || fb != 0
 }
 
 #[cfg(test)]

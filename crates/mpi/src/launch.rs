@@ -93,6 +93,11 @@ impl LaunchRequest {
     }
 }
 
+/// The MCA variable choosing Open MPI's reduction components, and numalab's choice.
+pub const OP_VAR: &str = "OMPI_MCA_op";
+/// Every reduction component but op/avx (see [`ensure`]).
+pub const OP_EXCLUDED: &str = "^avx";
+
 /// Find mpirun: `NUMALAB_MPIRUN` if set, else the PATH; a clear error naming the package.
 pub fn find_mpirun() -> Result<PathBuf> {
     let missing = |what: &str| {
@@ -150,6 +155,12 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped());
+    // Open MPI 4.1's op/avx component saturates MPI_SUM on 8-bit integers instead of
+    // wrapping, so `mpi latency`'s accumulate would fail its data check: the ranks
+    // numalab starts leave that component out, unless the user chose the ops.
+    if std::env::var_os(OP_VAR).is_none() {
+        cmd.env(OP_VAR, OP_EXCLUDED);
+    }
     run(cmd, &mpirun, req).map(Launched::Parent)
 }
 

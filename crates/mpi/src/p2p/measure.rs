@@ -2,13 +2,13 @@
 //! the pair, each rank's records gathered on rank 0.
 
 use super::plan::{Op, Plan, Step, KIND_BANDWIDTH, KIND_LATENCY, LARGE, PRIME_WINDOWS};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernels::{self, Data, Method, RmaOp};
 use crate::place::Relation;
 use crate::world::World;
 use mpi::topology::SimpleCommunicator;
 use numalab_probe::Timer;
-use numalab_results::{Provenance, Record};
+use numalab_results::{Provenance, Record, Unavailable};
 use numalab_topo::Host;
 use serde_json::json;
 
@@ -32,8 +32,23 @@ pub fn measure(
             primed[usize::from(st.size > LARGE)] = true;
             prime(world.comm(), &timer, plan, st.op, st.size as usize)?;
         }
-        if let Some(samples) = time_step(world.comm(), &timer, plan, st)? {
-            mine.push(step_record(world, &timer, &prov, plan, st, &samples));
+        match time_step(world.comm(), &timer, plan, st) {
+            Ok(Some(samples)) => {
+                mine.push(step_record(world, &timer, &prov, plan, st, Some(&samples)))
+            }
+            Ok(None) => {}
+            // The rank that saw the bad data says why; the steps before and after
+            // keep their records.
+            Err(Error::Check(why)) if !why.is_empty() => {
+                let mut r = step_record(world, &timer, &prov, plan, st, None);
+                r.unavailable.push(Unavailable {
+                    feature: format!("{} at {} B", st.op.name(), st.size),
+                    reason: format!("its data check failed, so no figure is given: {why}"),
+                });
+                mine.push(r);
+            }
+            Err(Error::Check(_)) => {}
+            Err(e) => return Err(e),
         }
     }
     world.gather_records(&mine)
@@ -59,14 +74,15 @@ fn time_step(
     }
 }
 
-/// The origin's record of one step: its samples, method and placement.
+/// The origin's record of one step: its samples (None: not measured), method and
+/// placement.
 fn step_record(
     world: &World,
     timer: &Timer,
     prov: &Provenance,
     plan: &Plan,
     st: &Step,
-    samples: &[f64],
+    samples: Option<&[f64]>,
 ) -> Record {
     let (a, b) = plan.pair;
     let relation = Relation::between(&world.placements[a], &world.placements[b]);
@@ -90,12 +106,16 @@ fn step_record(
             // Every window moves the same bytes, so bytes over the summed window
             // times (OSU's and IMB's figure) is the samples' harmonic mean; their
             // plain mean weighs a fast window as much as a preempted one.
-            "aggregate_gb_s": st.op.streams().then(|| harmonic_mean(samples)),
+            "aggregate_gb_s": samples.filter(|_| st.op.streams()).and_then(harmonic_mean),
             "timer": timer,
+            // Open MPI's reduction components as the ranks ran (see launch::OP_VAR).
+            "ompi_mca_op": std::env::var(crate::launch::OP_VAR).ok(),
         }),
     );
     r.placement = Some(world.placement_value(&[a, b]));
-    r.add_samples(metric, unit, samples);
+    if let Some(v) = samples {
+        r.add_samples(metric, unit, v);
+    }
     r.warnings = prov.warnings();
     world.warn_shared(&[a, b], &mut r);
     r.unavailable.extend(world.threading_unavailable());

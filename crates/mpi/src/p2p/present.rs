@@ -163,6 +163,11 @@ fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
     }
     s.push_str(&table(&h, &rows));
     s.push('\n');
+    for r in recs.iter().filter(|r| r.stat(metric).is_none()) {
+        for u in &r.unavailable {
+            let _ = writeln!(s, "not measured: {}: {}", u.feature, u.reason);
+        }
+    }
     s.push_str(&warning_lines(recs));
     s
 }
