@@ -110,35 +110,7 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
     if own {
         header.push("own-cache ns");
     }
-    let dash = || "-".to_string();
-    let rows: Vec<Vec<String>> = records
-        .iter()
-        .map(|r| {
-            let l = r.stat("latency");
-            let mut row = vec![
-                fmt_bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
-                p(r, "requestor_cpu"),
-                mem_nodes(r),
-                l.map(|x| f(x.summary.median))
-                    .unwrap_or_else(|| "unavailable".into()),
-                l.map(|x| f(x.summary.min)).unwrap_or_default(),
-                l.map(|x| f(x.summary.p95)).unwrap_or_default(),
-                l.map(|x| f(x.summary.stdev)).unwrap_or_default(),
-                r.median("latency_tsc").map(f).unwrap_or_else(dash),
-            ];
-            if restart {
-                row.push(
-                    r.stat("restart")
-                        .map(|x| f(x.summary.min))
-                        .unwrap_or_else(dash),
-                );
-            }
-            if own {
-                row.push(r.median("own_cache_reference").map(f).unwrap_or_else(dash));
-            }
-            row
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = records.iter().map(|r| row(r, restart, own)).collect();
     s.push_str(&table(&header, &rows));
     s.push('\n');
     if let Some(o) = first.data_as::<LatencyData>().ok().and_then(|d| d.restart) {
@@ -157,6 +129,34 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
         );
     }
     s
+}
+
+/// One requestor at one size: its statistics, restart and own-cache figures.
+fn row(r: &Record, restart: bool, own: bool) -> Vec<String> {
+    let dash = || "-".to_string();
+    let l = r.stat("latency");
+    let mut row = vec![
+        fmt_bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
+        p(r, "requestor_cpu"),
+        mem_nodes(r),
+        l.map(|x| f(x.summary.median))
+            .unwrap_or_else(|| "unavailable".into()),
+        l.map(|x| f(x.summary.min)).unwrap_or_default(),
+        l.map(|x| f(x.summary.p95)).unwrap_or_default(),
+        l.map(|x| f(x.summary.stdev)).unwrap_or_default(),
+        r.median("latency_tsc").map(f).unwrap_or_else(dash),
+    ];
+    if restart {
+        row.push(
+            r.stat("restart")
+                .map(|x| f(x.summary.min))
+                .unwrap_or_else(dash),
+        );
+    }
+    if own {
+        row.push(r.median("own_cache_reference").map(f).unwrap_or_else(dash));
+    }
+    row
 }
 
 /// The plan of `--dry-run`: placements, layout and, per size, what a pass visits.

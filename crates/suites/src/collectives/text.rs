@@ -1,9 +1,9 @@
 //! The text of `suite collectives`, from its records alone: the plan of `--dry-run`,
 //! the seed-style tables and fitted models, or OSU's layout (`--osu`).
 
-use super::present::CollectiveData;
 use super::run::Plan;
 use super::view::{head, plan_head, plan_text, Head};
+use super::CollectiveData;
 use super::Kind;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
