@@ -169,6 +169,12 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
 }
 
 fn main() {
+    // A closed stdout (`numalab schema | head -1`) ends numalab quietly, as it ends any
+    // Unix filter: Rust ignores SIGPIPE, which turns the failed write into a panic.
+    // SAFETY: restoring a signal's default disposition has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     if let Err(e) = run() {
         eprintln!("numalab: error: {}", e.msg);
         std::process::exit(e.code);
