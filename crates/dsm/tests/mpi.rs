@@ -75,3 +75,33 @@ fn net_delay_is_added_to_messages() {
         .expect("remote fault cost");
     assert!(us >= 4000.0, "remote fault {us} us with 2 ms per message");
 }
+
+#[test]
+fn the_costs_refuse_to_run_alone_and_say_what_two_ranks_cannot_measure() {
+    // Alone (no mpirun): one line naming what it needs, exit 2, no assertion or crash.
+    let o = Command::new(env!("CARGO_BIN_EXE_numalab-dsm-rank"))
+        .args(["costs", "lmw", "1"])
+        .output()
+        .expect("run numalab-dsm-rank");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("mpirun -n 3"), "{err}");
+    if mpirun().is_none() {
+        eprintln!("skipped the 2-rank half: mpirun not found (Debian package openmpi-bin)");
+        return;
+    }
+    // Two ranks: the 3-hop acquire is said to need a third, never printed as NaN.
+    let o = job(&["costs", "lmw", "1"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!out.contains("NaN"), "{out}");
+    assert!(
+        out.contains("3-hop lock acquire: not measured (needs 3 ranks"),
+        "{out}"
+    );
+}

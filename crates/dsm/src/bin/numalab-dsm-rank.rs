@@ -79,7 +79,11 @@ fn report_result(app: &dyn App, costs: bool, result: Option<Vec<f64>>) {
     let Some(r) = result else { return };
     if costs {
         for (n, v) in numalab_dsm::apps::costs::COST_NAMES.iter().zip(&r) {
-            println!("cost {n}: {:.1} us", v / 1000.0);
+            if v.is_finite() {
+                println!("cost {n}: {:.1} us", v / 1000.0);
+            } else {
+                println!("cost {n}: not measured (needs 3 ranks: mpirun -n 3)");
+            }
         }
         return;
     }
@@ -99,6 +103,16 @@ fn main() {
     }
     let app = app_arg(&a);
     let cfg = config_arg(&a, app.as_ref());
+    // The costs need a second rank to fault from (and a third for the 3-hop lock):
+    // refuse before MPI starts rather than fail an assertion inside the run.
+    // Outside any job this is one rank; a job that does not say its size is let run.
+    let ranks = numalab_mpi::env::JobEnv::detect().map_or(1, |j| j.size);
+    if a[1] == "costs" && (1..2).contains(&ranks) {
+        usage(format!(
+            "costs needs 2 or 3 ranks (3 for the 3-hop lock acquire), this is {ranks}: run it as `mpirun -n 3 numalab-dsm-rank costs {} 1`",
+            a[2]
+        ));
+    }
     let (_universe, mpi) = start_mpi();
     let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref())
         .unwrap_or_else(|e| fail(format!("rank failed: {e}")));
