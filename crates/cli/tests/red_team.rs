@@ -40,3 +40,68 @@ fn a_closed_stdout_ends_quietly() {
         );
     }
 }
+
+#[test]
+fn a_bad_mpi_timeout_is_refused_not_ignored() {
+    for v in ["abc", "0", "-5", "inf"] {
+        let out = common::bounded(
+            "60",
+            &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
+            &[("NUMALAB_MPI_TIMEOUT", v)],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{v}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("NUMALAB_MPI_TIMEOUT '{v}'")), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_timeout_ends_a_launcher_whose_child_holds_the_pipe() {
+    // A launcher that leaves a child holding its stderr open, then hangs: numalab must
+    // end both at the bound, not wait for the pipe to close.
+    let dir = common::tmpdir("orphan-launcher");
+    let pidfile = dir.join("child.pid");
+    let script = dir.join("mpirun");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nsleep 600 &\necho $! > {}\nsleep 600\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let t = std::time::Instant::now();
+    let out = common::bounded(
+        "120",
+        &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
+        &[
+            ("NUMALAB_MPIRUN", script.to_str().unwrap()),
+            ("NUMALAB_MPI_TIMEOUT", "2"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("NUMALAB_MPI_TIMEOUT (2 s)"), "{err}");
+    // Generous: the bound is 2 s and the pipe's drain 2 s more.
+    assert!(t.elapsed().as_secs() < 60, "took {:?}", t.elapsed());
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Gone, or a zombie its new parent has not reaped yet (state Z).
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+            .is_some_and(|r| !r.starts_with('Z'))
+    };
+    let t = std::time::Instant::now();
+    while running() && t.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!running(), "the launcher's child {pid} outlived the job");
+}

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::launch_notice::{BoxFilter, Notice};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -143,6 +144,7 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
         return Ok(Launched::Rank(job));
     }
     req.validate()?;
+    let limit = overall_limit()?;
     let mpirun = find_mpirun()?;
     let exe = std::env::current_exe()
         .map_err(|e| Error::System(format!("cannot find numalab's own executable: {e}")))?;
@@ -154,55 +156,97 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
         .arg(exe)
         .args(args)
         .stdin(Stdio::null())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        // Its own process group, so that ending the job ends everything the launcher
+        // started, a child that outlives it included ([`wait`] passes signals on).
+        .process_group(0);
     // Open MPI 4.1's op/avx component saturates MPI_SUM on 8-bit integers instead of
     // wrapping, so `mpi latency`'s accumulate would fail its data check: the ranks
     // numalab starts leave that component out, unless the user chose the ops.
     if std::env::var_os(OP_VAR).is_none() {
         cmd.env(OP_VAR, OP_EXCLUDED);
     }
-    run(cmd, &mpirun, req).map(Launched::Parent)
+    run(cmd, &mpirun, req, limit).map(Launched::Parent)
 }
 
-/// An overall limit from `NUMALAB_MPI_TIMEOUT` (seconds), for unattended runs.
-fn overall_limit() -> Option<Duration> {
-    std::env::var("NUMALAB_MPI_TIMEOUT")
+/// An overall limit from `NUMALAB_MPI_TIMEOUT` (seconds), for unattended runs; a value
+/// that is not a positive number of seconds is refused rather than ignored.
+fn overall_limit() -> Result<Option<Duration>> {
+    let Some(v) = std::env::var_os("NUMALAB_MPI_TIMEOUT") else {
+        return Ok(None);
+    };
+    let text = v.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
         .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(|s| Some(Duration::from_secs_f64(s)))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "invalid NUMALAB_MPI_TIMEOUT '{text}': a number of seconds above 0, e.g. 600"
+            ))
+        })
 }
 
 /// A termination signal the launcher received while waiting (0: none).
 static TERMINATED_BY: AtomicI32 = AtomicI32::new(0);
+/// The last such signal passed on to the job (0: none), for the report.
+static PASSED_ON: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_terminate(sig: libc::c_int) {
     TERMINATED_BY.store(sig, Ordering::SeqCst);
 }
 
-fn run(mut cmd: Command, mpirun: &Path, req: &LaunchRequest) -> Result<i32> {
+/// How long the launcher waits, once mpirun has ended, for its stderr to close: a
+/// process mpirun left behind may hold it open for ever.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
+fn run(
+    mut cmd: Command,
+    mpirun: &Path,
+    req: &LaunchRequest,
+    limit: Option<Duration>,
+) -> Result<i32> {
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::System(format!("cannot start {}: {e}", mpirun.display())))?;
     pass_signals_on();
     let stderr = child.stderr.take().expect("stderr was piped");
     let (tx, rx) = mpsc::channel::<Notice>();
-    let reader = std::thread::spawn(move || filter_stderr(stderr, tx));
-    let (status, mut notices, killed_for) = wait(&mut child, &rx)?;
-    let _ = reader.join();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        filter_stderr(stderr, tx);
+        let _ = done_tx.send(());
+    });
+    let (status, mut notices, killed_for) = wait(&mut child, &rx, limit)?;
+    if killed_for.is_some() {
+        kill_group(&child, libc::SIGKILL);
+    }
+    // Never wait on the pipe past the bound: a reader still blocked is left behind.
+    let _ = done_rx.recv_timeout(STDERR_DRAIN);
     notices.extend(rx.try_iter());
     Ok(report(exit_code(status), &notices, killed_for, req))
 }
 
-/// Ctrl-C reaches mpirun through the terminal's process group; we wait for it to end
-/// the ranks and report, instead of dying first and leaving them behind. SIGTERM and
-/// SIGHUP (a timeout, a closed terminal) reach only us: [`wait`] passes them on.
-fn pass_signals_on() {
-    // SAFETY: setting a signal disposition to SIG_IGN or to a handler that only stores
-    // to an atomic is async-signal-safe and sound.
+/// Send `sig` to mpirun's process group: mpirun, its daemons and ranks, and anything
+/// they started.
+fn kill_group(child: &std::process::Child, sig: libc::c_int) {
+    // SAFETY: signalling the process group our child leads (its pid is the group id);
+    // a group already gone only makes kill return ESRCH.
     unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::kill(-(child.id() as libc::pid_t), sig);
+    }
+}
+
+/// mpirun runs in its own process group, so Ctrl-C, SIGTERM and SIGHUP (a timeout, a
+/// closed terminal) reach only us: [`wait`] passes them on to the group and waits for
+/// mpirun to end the ranks and report, instead of dying first and leaving them behind.
+fn pass_signals_on() {
+    // SAFETY: setting a signal disposition to a handler that only stores to an atomic
+    // is async-signal-safe and sound.
+    unsafe {
         let h = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, h);
         libc::signal(libc::SIGTERM, h);
         libc::signal(libc::SIGHUP, h);
     }
@@ -238,8 +282,8 @@ fn filter_stderr(stderr: std::process::ChildStderr, tx: mpsc::Sender<Notice>) {
 fn wait(
     child: &mut std::process::Child,
     rx: &mpsc::Receiver<Notice>,
+    limit: Option<Duration>,
 ) -> Result<(std::process::ExitStatus, Vec<Notice>, Option<String>)> {
-    let limit = overall_limit();
     let start = Instant::now();
     let mut notices: Vec<Notice> = Vec::new();
     let mut death_at: Option<Instant> = None;
@@ -259,17 +303,15 @@ fn wait(
         }
         let sig = TERMINATED_BY.swap(0, Ordering::SeqCst);
         if sig != 0 {
-            // SAFETY: signalling our own child, which has not been reaped yet.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, sig);
-            }
+            kill_group(child, sig);
             death_at.get_or_insert_with(Instant::now);
+            PASSED_ON.store(sig, Ordering::SeqCst);
         }
         let overdue = death_at.is_some_and(|t| t.elapsed() > GRACE_AFTER_DEATH);
         let timed_out = limit.is_some_and(|l| start.elapsed() > l);
         if (overdue || timed_out) && killed_for.is_none() {
             killed_for = Some(kill_reason(timed_out, limit));
-            let _ = child.kill();
+            kill_group(child, libc::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -298,9 +340,28 @@ fn report(code: i32, notices: &[Notice], killed_for: Option<String>, req: &Launc
             let _ = writeln!(err, "numalab: error: {line}");
         }
     }
+    // A job ended by a dead rank or by the launcher is a run-time failure: exit 1,
+    // as the README's exit statuses say, whatever signal ended mpirun.
+    let passed = PASSED_ON.load(Ordering::SeqCst);
+    if passed != 0 {
+        // The user's Ctrl-C (or a SIGTERM/SIGHUP): said, and 128 + the signal.
+        let name = match passed {
+            libc::SIGINT => "SIGINT (Ctrl-C)",
+            libc::SIGTERM => "SIGTERM",
+            _ => "SIGHUP",
+        };
+        let _ = writeln!(
+            err,
+            "numalab: error: interrupted by {name}: the MPI job was ended before rank 0 had its records, so none were written"
+        );
+        return 128 + passed;
+    }
     if let Some(why) = killed_for {
         let _ = writeln!(err, "numalab: error: {why}");
-        return if code == 0 { 1 } else { code };
+        return 1;
+    }
+    if code > 128 && notices.iter().any(Notice::is_death) {
+        return 1;
     }
     // Open MPI could not place the ranks: the user's input, as the project reports it.
     if notices.iter().any(|n| matches!(n, Notice::NotEnoughSlots)) {
