@@ -50,7 +50,7 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     one_line_usage_error(
         &["suite", "cvm", "--ranks", "2", "--threads", "1,x"],
-        "--threads 'x'",
+        "--threads item 'x'",
     );
 }
 

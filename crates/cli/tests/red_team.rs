@@ -105,3 +105,52 @@ fn the_timeout_ends_a_launcher_whose_child_holds_the_pipe() {
     }
     assert!(!running(), "the launcher's child {pid} outlived the job");
 }
+
+#[test]
+fn an_option_that_does_not_apply_or_an_empty_item_is_refused_by_name() {
+    let topo = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/topologies/16em64t-4s2c2t.xml"
+    );
+    for (args, names) in [
+        (
+            &["suite", "cvm", "--threads", "1,,2", "--dry-run"][..],
+            "--threads item ''",
+        ),
+        (
+            &["suite", "collectives", "--mpi", "--sizes", "3", "--dry-run"],
+            "--sizes '3'",
+        ),
+        (
+            &["suite", "earth", "--ranks", "2", "--dry-run"],
+            "--ranks '2'",
+        ),
+        (
+            &["suite", "collectives", "--hostfile", "h", "--dry-run"],
+            "--hostfile 'h'",
+        ),
+        (
+            &["suite", "earth", "--mpi", "--mlp-size", "1T", "--dry-run"],
+            "--mlp-size '1T'",
+        ),
+        (
+            &[
+                "mpi",
+                "matrix",
+                "--topology",
+                topo,
+                "--dry-run",
+                "--rank-cpus",
+                "0,200",
+            ],
+            "--rank-cpus '0,200'",
+        ),
+    ] {
+        let out = common::bounded("60", args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -48,6 +48,28 @@ impl Launch {
 }
 
 impl JobOptions {
+    /// Without `--mpi` (a suite's threads form) the job's flags do not apply: refused,
+    /// not ignored.
+    pub fn refuse_without_mpi(&self) -> Result<()> {
+        let given = [
+            ("--ranks", self.ranks.map(|n| n.to_string())),
+            (
+                "--hostfile",
+                self.hostfile.as_ref().map(|h| h.display().to_string()),
+            ),
+            (
+                "--rank-cpus",
+                (self.rank_cpus != "compact").then(|| self.rank_cpus.clone()),
+            ),
+        ];
+        match given.into_iter().find_map(|(f, v)| Some((f, v?))) {
+            Some((f, v)) => Err(Error::Usage(format!(
+                "invalid {f} '{v}': it applies with --mpi only"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Check what needs no machine: the placement parses, a given rank count is at least 1.
     pub fn check(&self) -> Result<()> {
         ThreadSpec::parse(&self.rank_cpus)?;
@@ -80,10 +102,14 @@ impl JobOptions {
             min_ranks,
         };
         req.validate()?;
-        // The ranks of this host must find CPUs (others check theirs when they start).
-        if m.this_system {
-            crate::place::host_cpus(m, &spec, ranks.min(req.cpus.max(1)))?;
-        }
+        // The ranks of this host (or of the topology planned against) must find CPUs;
+        // other hosts check theirs when they start.
+        crate::place::host_cpus(m, &spec, ranks.min(req.cpus.max(1))).map_err(|e| match e {
+            Error::Usage(why) => {
+                Error::Usage(format!("invalid --rank-cpus '{}': {why}", self.rank_cpus))
+            }
+            e => e,
+        })?;
         Ok(Launch {
             req,
             world: WorldOptions {

@@ -92,6 +92,34 @@ pub fn parse_sizes(s: &str) -> Result<Vec<u64>> {
     Ok(out)
 }
 
+/// A comma-separated list of names; "" is the empty list (which a `check` refuses
+/// naming the flag), and an empty item ("1,,2") is refused as `--sizes` refuses it.
+pub fn parse_list(flag: &str, s: &str) -> Result<Vec<String>> {
+    if s.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    s.split(',')
+        .map(|x| match x.trim() {
+            "" => Err(Error::Usage(format!(
+                "invalid {flag} item '': an empty item in '{s}'"
+            ))),
+            t => Ok(t.to_string()),
+        })
+        .collect()
+}
+
+/// A comma-separated list of whole numbers (thread or rank counts).
+pub fn parse_counts(flag: &str, s: &str) -> Result<Vec<usize>> {
+    parse_list(flag, s)?
+        .iter()
+        .map(|t| {
+            t.parse::<usize>().map_err(|_| {
+                Error::Usage(format!("invalid {flag} item '{t}': counts such as 1,2,4,8"))
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod size_tests {
     use super::parse_sizes;
@@ -104,6 +132,40 @@ mod size_tests {
         for bad in ["0", "1:0", "8:1", "x", ""] {
             let e = parse_sizes(bad).unwrap_err().to_string();
             assert!(e.contains("--sizes"), "{bad}: {e}");
+        }
+    }
+
+    use super::{parse_counts, parse_list};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn lists_never_panic_and_hold_no_blanks(s in "\\PC{0,24}") {
+            if let Ok(v) = parse_list("--apps", &s) {
+                prop_assert!(v.iter().all(|x| !x.is_empty() && x.trim() == x));
+                prop_assert_eq!(parse_list("--apps", &v.join(",")).ok(), Some(v));
+            } else {
+                prop_assert!(s.split(',').any(|x| x.trim().is_empty()));
+            }
+        }
+
+        #[test]
+        fn counts_name_what_they_refuse(s in prop_oneof!["[0-9, x-]{0,16}", "\\PC{0,16}"]) {
+            match parse_counts("--threads", &s) {
+                Ok(v) => {
+                    let again = v.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",");
+                    prop_assert_eq!(parse_counts("--threads", &again).unwrap(), v);
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    prop_assert!(s.split(',').any(|t| e.contains(&format!("'{}'", t.trim()))), "{}", e);
+                    if !s.contains(|c: char| c.is_control()) {
+                        prop_assert_eq!(e.lines().count(), 1);
+                    }
+                }
+            }
         }
     }
 }

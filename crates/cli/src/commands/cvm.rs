@@ -2,8 +2,9 @@
 //! `dsm run`s; rank 0 prints the seed's tables.
 
 use super::mpi::{start, JobArgs};
-use crate::common::{bad, check_measurable, context, CliError, CommonArgs};
+use crate::common::{check_measurable, context, CliError, CommonArgs};
 use clap::Args;
+use numalab_mpi::sizes::{parse_counts, parse_list};
 use numalab_mpi::world::fail;
 use numalab_mpi::Threading;
 use numalab_suites::cvm::{self, CvmOptions};
@@ -35,33 +36,15 @@ pub struct CvmArgs {
     common: CommonArgs,
 }
 
-fn list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect()
-}
-
-/// `--threads`: a comma-separated list of counts.
-fn counts(s: &str) -> Result<Vec<usize>, CliError> {
-    list(s)
-        .iter()
-        .map(|t| {
-            t.parse::<usize>()
-                .map_err(|_| bad(format!("invalid --threads '{t}': counts such as 1,2,4,8")))
-        })
-        .collect()
-}
-
 /// Run `numalab suite cvm`.
 pub fn run(a: CvmArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let o = CvmOptions {
         job: a.job.options(),
-        apps: list(&a.apps),
-        protocols: list(&a.protocols),
-        threads: counts(&a.threads)?,
-        net_delays: list(&a.net_delay),
+        apps: parse_list("--apps", &a.apps)?,
+        protocols: parse_list("--protocols", &a.protocols)?,
+        threads: parse_counts("--threads", &a.threads)?,
+        net_delays: parse_list("--net-delay", &a.net_delay)?,
         input: a.input.clone(),
     };
     o.check()?;
@@ -84,36 +67,5 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
     match recs {
         Some(recs) => a.common.show(&recs),
         None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-
-        #[test]
-        fn lists_never_panic_and_hold_no_blanks(s in "\\PC{0,24}") {
-            let v = list(&s);
-            prop_assert!(v.iter().all(|x| !x.is_empty() && x.trim() == x));
-            prop_assert_eq!(list(&v.join(",")), v);
-        }
-
-        #[test]
-        fn thread_counts_name_what_they_refuse(s in prop_oneof!["[0-9, x-]{0,16}", "\\PC{0,16}"]) {
-            match counts(&s) {
-                Ok(v) => prop_assert_eq!(counts(&v.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(",")).unwrap(), v),
-                Err(e) => {
-                    prop_assert_eq!(e.code, 2);
-                    prop_assert!(list(&s).iter().any(|t| e.msg.contains(&format!("'{t}'"))), "{}", e.msg);
-                    if !s.contains(|c: char| c.is_control()) {
-                        prop_assert_eq!(e.msg.lines().count(), 1);
-                    }
-                }
-            }
-        }
     }
 }

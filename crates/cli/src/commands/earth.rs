@@ -2,7 +2,7 @@
 //! seed 002 §6 and seed 003 §4.1).
 
 use super::mpi::{progress, run_job, MpiSuiteArgs};
-use crate::common::{check_measurable, context, with_progress, CliError, CommonArgs};
+use crate::common::{bad, check_measurable, context, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_suites::earth::mpi as earth_mpi;
 use numalab_suites::earth::{self, Options, Plan};
@@ -75,6 +75,7 @@ impl EarthArgs {
 /// Run `numalab suite earth`.
 pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
+    a.mpi.threads_only()?;
     if a.mpi.mpi {
         return run_mpi(&a);
     }
@@ -97,6 +98,21 @@ const DEFAULT_PARTS: &str = "ops,split,switch,mask,mlp,threads";
 impl EarthArgs {
     /// The MPI form's options: the lists parse as the threads form's do.
     fn mpi_options(&self) -> Result<earth_mpi::Options, CliError> {
+        // Flags of the threads form only: refused with --mpi rather than ignored.
+        let n = |v: Option<u64>| v.map(|v| v.to_string());
+        for (flag, v) in [
+            ("--cpu", n(self.cpu.map(u64::from))),
+            ("--helper", n(self.helper.map(u64::from))),
+            ("--mlp-size", self.mlp_size.clone()),
+            ("--accesses", n(self.accesses.map(|v| v as u64))),
+            ("--ratio", n((self.ratio != 1).then_some(self.ratio as u64))),
+        ] {
+            if let Some(v) = v {
+                return Err(bad(format!(
+                    "invalid {flag} '{v}': it applies without --mpi only"
+                )));
+            }
+        }
         // The MPI form's parts differ (its options check them); the other flags parse here.
         let o = Options {
             parts: "ops".into(),

@@ -177,7 +177,7 @@ impl Plan {
             Some(v) => {
                 if let Some(bad) = v.iter().find(|&&p| p < 2 || p > ranks) {
                     return Err(Error::Usage(format!(
-                        "invalid --threads item '{bad}': with --mpi, a rank count in 2..={ranks} (the job's ranks)"
+                        "invalid --threads item '{bad}': with --mpi, a rank count from 2 to {ranks} (the job's ranks)"
                     )));
                 }
                 let mut v = v.clone();
@@ -196,11 +196,15 @@ impl Plan {
             }
         };
         let line = line.max(8);
-        let block_lines: Vec<usize> = o
-            .sizes
-            .iter()
-            .map(|&s| (s as usize).div_ceil(line).max(1))
-            .collect();
+        // Whole lines, as the threads form counts them: a block smaller than a line
+        // is refused there, so it is here, rather than quietly grown to one.
+        if let Some(s) = o.sizes.iter().find(|&&s| (s as usize) < line) {
+            return Err(Error::Usage(format!(
+                "invalid --sizes '{s}': block sizes of at least one {line}-byte line"
+            )));
+        }
+        let mut block_lines: Vec<usize> = o.sizes.iter().map(|&s| s as usize / line).collect();
+        block_lines.dedup();
         let mut items = Vec::new();
         for &p in &ps {
             if wanted(&o.only, "barrier") {
