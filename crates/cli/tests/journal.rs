@@ -202,6 +202,7 @@ fn a_killed_survey_keeps_its_steps_and_resume_completes_it() {
         &[
             "report",
             dir.join(journal::FILE_NAME).to_str().unwrap(),
+            "--force",
             "-o",
             html.to_str().unwrap(),
         ],

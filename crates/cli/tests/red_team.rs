@@ -154,3 +154,94 @@ fn an_option_that_does_not_apply_or_an_empty_item_is_refused_by_name() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// A fixture of this crate's tests.
+fn fixture(p: &str) -> String {
+    format!("{}/tests/fixtures/{p}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every command that writes a file, as argv with `OUT` where the file goes; `trace`
+/// is a trace `record` wrote.
+fn writers(trace: &str) -> Vec<Vec<String>> {
+    let (survey, records) = (
+        fixture("advise/two-socket.json"),
+        fixture("report/charts.json"),
+    );
+    let mut v: Vec<Vec<String>> = numalab_suites::experiments::ALL
+        .iter()
+        .map(|e| {
+            let mut a: Vec<String> = e.command.iter().map(|s| s.to_string()).collect();
+            a.extend(e.dry_run.iter().map(|s| s.to_string()));
+            a.extend(["--dry-run".into(), "-o".into(), "OUT.json".into()]);
+            a
+        })
+        .collect();
+    for a in [
+        vec!["report", &records, "-o", "OUT.html"],
+        vec!["report", trace, "-o", "OUT.html"],
+        vec!["compare", &records, &records, "-o", "OUT.html"],
+        vec!["export", trace, "--perfetto", "-o", "OUT.json"],
+        vec![
+            "advise",
+            &survey,
+            "--threads",
+            "2",
+            "--footprint",
+            "1G",
+            "-o",
+            "OUT.json",
+        ],
+        vec!["record", "-o", "OUT.trace", "--", "true"],
+        vec!["monitor", "-c", "1", "-i", "10", "-o", "OUT.trace"],
+    ] {
+        v.push(a.into_iter().map(String::from).collect());
+    }
+    v
+}
+
+#[test]
+fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
+    let dir = common::tmpdir("no-overwrite");
+    let trace = dir.join("true.trace");
+    let t = trace.to_str().unwrap();
+    let out = common::bounded("60", &["record", "-o", t, "--", "true"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (i, args) in writers(t).iter().enumerate() {
+        // Whatever the file held (another run's results, a user's notes) stays.
+        let keep = format!("[\"kept {i}\"]\n");
+        let mut file = None;
+        let argv: Vec<String> = args
+            .iter()
+            .map(|a| match a.strip_prefix("OUT") {
+                Some(ext) => {
+                    let p = dir.join(format!("{i}{ext}"));
+                    std::fs::write(&p, &keep).unwrap();
+                    file = Some(p.clone());
+                    p.to_string_lossy().into_owned()
+                }
+                None => a.clone(),
+            })
+            .collect();
+        let file = file.expect("an output");
+        let a: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let out = common::bounded("60", &a, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
+        assert!(err.contains("--force"), "{argv:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), keep, "{argv:?}");
+        // With --force it is replaced (a dry run's plan, a report, a trace).
+        let mut forced = a.clone();
+        forced.insert(forced.iter().position(|x| *x == "-o").unwrap(), "--force");
+        if forced.contains(&"record") || forced.contains(&"monitor") {
+            continue; // sampling needs no second run to show the rule
+        }
+        let out = common::bounded("120", &forced, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{forced:?}: {err}");
+        assert_ne!(std::fs::read_to_string(&file).unwrap(), keep, "{forced:?}");
+    }
+}

@@ -38,12 +38,16 @@ pub struct AdviseArgs {
     /// Also write the advice records to FILE (.json or .csv).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Replace the -o file even if it already holds something.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Run `numalab advise`.
 pub fn run(a: AdviseArgs) -> Result<(), CliError> {
     if let Some(p) = &a.output {
         output::check_path(p)?;
+        output::check_fresh(p, a.force)?;
     }
     let file = if a.survey.is_dir() {
         a.survey.join("results.json")

@@ -2,7 +2,7 @@
 
 use crate::common::{bad, CliError};
 use clap::Args;
-use numalab_results::output::{check_creatable, table, write_atomic};
+use numalab_results::output::{check_creatable, check_fresh, table, write_atomic};
 use numalab_results::{compare, Record};
 use numalab_suites::registry;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,9 @@ pub struct ReportArgs {
     /// The HTML file to write.
     #[arg(short = 'o', long = "output", default_value = "report.html")]
     output: PathBuf,
+    /// Replace the -o file even if it already holds something.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Arguments of `numalab compare`.
@@ -30,6 +33,9 @@ pub struct CompareArgs {
     /// Also write the comparison as HTML to this file.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
+    /// Replace the -o file even if it already holds something.
+    #[arg(long)]
+    force: bool,
     /// Print the rows as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -45,9 +51,11 @@ fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), CliError> {
     numalab_suites::survey::files::read_input(path).map_err(bad)
 }
 
-fn html_path(p: &Path) -> Result<(), CliError> {
+/// An HTML output that can be created and holds nothing yet (unless `force`).
+fn html_path(p: &Path, force: bool) -> Result<(), CliError> {
     if p.extension().is_some_and(|e| e == "html" || e == "htm") {
-        Ok(check_creatable(p)?)
+        check_creatable(p)?;
+        Ok(check_fresh(p, force)?)
     } else {
         Err(bad(format!(
             "invalid output '{}': expected a .html file",
@@ -58,7 +66,7 @@ fn html_path(p: &Path) -> Result<(), CliError> {
 
 /// Run `numalab report`.
 pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
-    html_path(&a.output)?;
+    html_path(&a.output, a.force)?;
     if a.files.iter().any(|f| numalab_prof::trace::is_trace(f)) {
         return trace_report(&a);
     }
@@ -97,7 +105,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
 /// Run `numalab compare`.
 pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
     if let Some(o) = &a.output {
-        html_path(o)?;
+        html_path(o, a.force)?;
     }
     let ra = read_records(&a.a)?;
     let rb = read_records(&a.b)?;

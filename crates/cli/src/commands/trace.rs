@@ -4,7 +4,7 @@ use crate::common::{bad, CliError};
 use clap::Args;
 use numalab_prof::dump::Query;
 use numalab_prof::trace::{self, Trace};
-use numalab_results::output::{check_creatable, write_atomic};
+use numalab_results::output::{check_creatable, check_fresh, write_atomic};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `numalab info`.
@@ -44,6 +44,9 @@ pub struct ExportArgs {
     /// Output file (default: TRACE.perfetto.json).
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     output: Option<PathBuf>,
+    /// Replace the output file even if it already holds something.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Read a trace; a file that is not one is the user's error.
@@ -94,6 +97,7 @@ pub fn export(a: ExportArgs) -> Result<(), CliError> {
         )));
     }
     check_creatable(&out)?;
+    check_fresh(&out, a.force)?;
     let t = load(&a.trace)?;
     let doc = numalab_prof::export::perfetto(&t);
     write_atomic(&out, doc.to_string().as_bytes())?;
