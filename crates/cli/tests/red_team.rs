@@ -245,3 +245,45 @@ fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
         assert_ne!(std::fs::read_to_string(&file).unwrap(), keep, "{forced:?}");
     }
 }
+
+#[test]
+fn a_survey_folder_has_one_writer_at_a_time() {
+    let dir = common::tmpdir("one-writer");
+    let d = dir.join("s");
+    let ds = d.to_str().unwrap();
+    let mut first = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["survey", "--quick", "-o", ds])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = first.id() as i32;
+    let t = std::time::Instant::now();
+    while !d.join("journal.jsonl").exists() {
+        assert!(
+            t.elapsed().as_secs() < 120,
+            "the survey never started its journal"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Stopped, it still holds the folder: the checks below cannot race its end.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    for args in [
+        &["survey", "--quick", "--resume", ds][..],
+        &["survey", "--quick", "--force", "-o", ds],
+    ] {
+        let out = common::bounded("60", args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "being written by another numalab survey (pid {pid})"
+            )),
+            "{err}"
+        );
+    }
+    // SAFETY: as above; SIGKILL ends it stopped or not.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = first.wait();
+}

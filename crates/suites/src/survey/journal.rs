@@ -1,6 +1,7 @@
 //! The survey's output folder and its journal: a fresh folder (an earlier survey's
 //! results are never replaced without `--force`), or a journal continued with `--resume`.
 
+use super::lock::{self, FolderLock};
 use super::plan::Step;
 use numalab_results::journal::{self, Entry, Fingerprint, Header, Journal, PlannedStep, Writer};
 use numalab_results::Provenance;
@@ -50,6 +51,8 @@ pub struct Log {
     writer: Option<Writer>,
     /// Why the journal could not be written, once it could not.
     pub broken: Option<String>,
+    /// The folder's one-writer lock, held while this log lives.
+    _lock: FolderLock,
 }
 
 impl Log {
@@ -99,6 +102,12 @@ pub fn start(
     prov: &Provenance,
     plan: Vec<PlannedStep>,
 ) -> Result<Log, Error> {
+    // A folder another survey is writing is refused before anything else is said of it.
+    let lock = if dir.is_dir() {
+        Some(lock::take(dir)?)
+    } else {
+        None
+    };
     let held: Vec<&str> = OUTPUTS
         .iter()
         .copied()
@@ -113,6 +122,10 @@ pub fn start(
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| bad(format!("invalid output directory '{}': {e}", dir.display())))?;
+    let lock = match lock {
+        Some(l) => l,
+        None => lock::take(dir)?,
+    };
     for f in held {
         std::fs::remove_file(dir.join(f)).map_err(|e| {
             bad(format!(
@@ -141,6 +154,7 @@ pub fn start(
         path,
         writer: Some(writer),
         broken: None,
+        _lock: lock,
     })
 }
 
@@ -154,6 +168,7 @@ pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log
             journal::FILE_NAME
         )));
     }
+    let lock = lock::take(dir)?;
     let j = journal::read(&path).map_err(cannot)?;
     if let Some(why) = j.resume_refusal(&Fingerprint::of(prov), plan) {
         return Err(cannot(format!(
@@ -167,6 +182,7 @@ pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log
         path,
         writer: Some(writer),
         broken: None,
+        _lock: lock,
     })
 }
 

@@ -5,6 +5,7 @@ mod cap;
 mod experiment;
 pub mod files;
 pub mod journal;
+mod lock;
 mod options;
 pub mod plan;
 mod present;

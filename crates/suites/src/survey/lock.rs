@@ -1,0 +1,74 @@
+//! One writer per survey folder: the run writing it holds an exclusive `flock` on
+//! `DIR/.numalab-survey.lock` (its pid inside) for as long as it runs, so a second
+//! survey or `--resume` on the same folder is refused, naming the first, instead of
+//! interleaving journal lines. The kernel drops the lock when the holder dies, even by
+//! SIGKILL, so a killed survey's folder can be resumed at once. The file stays (empty
+//! of meaning once unlocked): removing it would race a newcomer opening it.
+
+use numalab_topo::Error;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+/// The lock file's name in a survey folder.
+pub const FILE_NAME: &str = ".numalab-survey.lock";
+
+/// A held folder lock; dropping it (or the process ending) releases it.
+#[derive(Debug)]
+pub struct FolderLock {
+    _file: File,
+}
+
+/// Take the folder's lock, or say which process holds it (a usage error, exit 2).
+pub fn take(dir: &Path) -> Result<FolderLock, Error> {
+    let path = dir.join(FILE_NAME);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| {
+            Error::input(format!(
+                "invalid output directory '{}': cannot create {FILE_NAME}: {e}",
+                dir.display()
+            ))
+        })?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let mut pid = String::new();
+        let _ = file.read_to_string(&mut pid);
+        let who = match pid.trim() {
+            "" => "another numalab survey".to_string(),
+            p => format!("another numalab survey (pid {p})"),
+        };
+        return Err(Error::input(format!(
+            "output folder '{}' is being written by {who}: wait for it to end, or give another folder with -o",
+            dir.display()
+        )));
+    }
+    // Ours now: say who holds it, for the next one refused.
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = writeln!(file, "{}", std::process::id());
+    Ok(FolderLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_writer_is_refused_naming_the_first_and_the_lock_goes_with_it() {
+        let dir = std::env::temp_dir().join(format!("numalab-folder-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = take(&dir).unwrap();
+        let e = take(&dir).unwrap_err().to_string();
+        assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+        assert!(e.contains("being written"), "{e}");
+        drop(first);
+        assert!(take(&dir).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
