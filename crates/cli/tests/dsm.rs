@@ -92,6 +92,24 @@ fn two_ranks_four_threads_match_the_sequential_run() {
 }
 
 #[test]
+fn a_sigsegv_sent_to_a_rank_ends_the_job_as_any_fatal_signal() {
+    // The DSM's fault handler must tell a sent SIGSEGV from an access fault.
+    let out = run(
+        &["dsm", "run", "sor", "--ranks", "2"],
+        &[
+            ("NUMALAB_DSM_KILL_RANK", "1"),
+            ("NUMALAB_DSM_KILL_SIGNAL", "SEGV"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        err.contains("rank 1") && err.contains("signal 11"),
+        "stderr: {err}"
+    );
+}
+
+#[test]
 fn a_rank_dying_mid_run_ends_the_job_naming_it() {
     let out = run(
         &["dsm", "run", "sor", "--ranks", "2"],

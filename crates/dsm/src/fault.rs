@@ -145,6 +145,13 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_vo
     // SAFETY: the kernel hands a valid siginfo and ucontext; we touch only them, the
     // registry atomics, the vDSO clock and the faulting thread's stack below its red zone.
     unsafe {
+        // Sent by a process (kill, tgkill, sigqueue: si_code ≤ 0), not by a fault: it
+        // must end the rank as it would any program, not be taken for an access.
+        if (*info).si_code <= 0 {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+            return;
+        }
         let addr = (*info).si_addr() as usize;
         if lookup(addr).is_none() {
             // Not ours: fall back to the default action; returning re-faults and the

@@ -40,13 +40,19 @@ pub fn run_rank(
     let kill = std::env::var("NUMALAB_DSM_KILL_RANK")
         .ok()
         .and_then(|v| v.parse::<usize>().ok());
+    // With NUMALAB_DSM_KILL_SIGNAL=SEGV the rank sends itself SIGSEGV instead, as
+    // `kill -SEGV` would: the fault handler must let it end the rank.
+    let signal = match std::env::var("NUMALAB_DSM_KILL_SIGNAL").as_deref() {
+        Ok("SEGV") => libc::SIGSEGV,
+        _ => libc::SIGKILL,
+    };
     let body = |tid: usize| {
         let c = Ctx::new(&rank, tid);
         if kill == Some(c.rank()) && tid == 0 {
             // Fault injection for tests: die mid-run, as a crashed rank would, while the
             // other ranks wait on it at the app's first barrier.
             // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
-            unsafe { libc::raise(libc::SIGKILL) };
+            unsafe { libc::raise(signal) };
         }
         app.run(&c);
         c.barrier();
