@@ -121,8 +121,46 @@ enum Command {
     Schema,
 }
 
+/// clap's error as numalab's one line (exit 2); help and version print as clap does.
+/// A negative number after an option reads to clap as an unknown flag: it is named
+/// as the option's bad value instead.
+fn parse_error(e: clap::Error) -> CliError {
+    use clap::error::{ContextKind, ErrorKind};
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        e.exit()
+    }
+    let arg = e.get(ContextKind::InvalidArg).map(|a| a.to_string());
+    let argv: Vec<String> = std::env::args().collect();
+    let negative = |v: &str| {
+        v.strip_prefix('-')
+            .is_some_and(|d| d.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    let before = arg.and_then(|a| {
+        argv.windows(2)
+            .find(|w| w[1].starts_with(&a) && negative(&w[1]))
+    });
+    let msg = match before {
+        Some(w) if w[0].starts_with("--") => {
+            format!(
+                "invalid {} '{}': a negative number is not valid here",
+                w[0], w[1]
+            )
+        }
+        _ => e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string(),
+    };
+    common::bad(msg)
+}
+
 fn run() -> Result<(), CliError> {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().map_err(parse_error)?;
     // Dry runs and plans against another machine's topology measure nothing and
     // register nothing.
     let announced = registers(&cli, &std::env::args().collect::<Vec<_>>())

@@ -287,3 +287,26 @@ fn a_survey_folder_has_one_writer_at_a_time() {
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let _ = first.wait();
 }
+
+#[test]
+fn a_flag_parse_error_is_one_line_naming_the_option() {
+    for (args, names) in [
+        (&["mpi", "latency", "--ranks", "-1"][..], "--ranks '-1'"),
+        (&["mpi", "bandwidth", "--pair", "-1,0"], "--pair '-1,0'"),
+        (&["mpi", "latency", "--warmup=-1"], "--warmup"),
+        (&["latency", "--bogus"], "'--bogus'"),
+    ] {
+        let out = common::numalab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("numalab: error: ") && err.contains(names),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // Help is still help, on stdout, exit 0.
+    let out = common::numalab(&["latency", "--help"]);
+    assert!(out.status.success() && !out.stdout.is_empty());
+}

@@ -120,6 +120,20 @@ pub fn parse_counts(flag: &str, s: &str) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// `--pair A,B`: the timing rank and its peer.
+pub fn parse_pair(s: &str) -> Result<(usize, usize)> {
+    let bad = || {
+        Error::Usage(format!(
+            "invalid --pair '{s}': two rank numbers such as 0,1"
+        ))
+    };
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    Ok((
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    ))
+}
+
 #[cfg(test)]
 mod size_tests {
     use super::parse_sizes;
@@ -135,11 +149,28 @@ mod size_tests {
         }
     }
 
-    use super::{parse_counts, parse_list};
+    use super::{parse_counts, parse_list, parse_pair};
     use proptest::prelude::*;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn pairs_never_panic_and_name_what_they_refuse(s in prop_oneof!["[0-9 ,-]{0,12}", "\\PC{0,16}"]) {
+            if let Err(e) = parse_pair(&s) {
+                let e = e.to_string();
+                prop_assert!(e.contains(&format!("'{s}'")), "{}", e);
+                if !s.contains(|c: char| c.is_control()) {
+                    prop_assert_eq!(e.lines().count(), 1);
+                }
+            }
+        }
+
+        #[test]
+        fn printed_pairs_parse_back(a in 0usize..100_000, b in 0usize..100_000) {
+            prop_assert_eq!(parse_pair(&format!("{a},{b}")).unwrap(), (a, b));
+            prop_assert_eq!(parse_pair(&format!(" {a} , {b} ")).unwrap(), (a, b));
+        }
 
         #[test]
         fn lists_never_panic_and_hold_no_blanks(s in "\\PC{0,24}") {

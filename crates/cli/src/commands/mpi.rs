@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use numalab_mpi::kernels::Data;
 use numalab_mpi::launch::{ensure, LaunchRequest, Launched};
 use numalab_mpi::p2p::{self, Op};
-use numalab_mpi::sizes::parse_sizes;
+use numalab_mpi::sizes::{parse_pair, parse_sizes};
 use numalab_mpi::world::{fail, World, WorldOptions};
 use numalab_mpi::{matrix, ranks, JobOptions, Launch};
 use numalab_results::{Provenance, Record};
@@ -167,19 +167,6 @@ pub struct RanksArgs {
     common: CommonArgs,
 }
 
-fn parse_pair(s: &str) -> Result<(usize, usize), CliError> {
-    let bad_pair = || {
-        bad(format!(
-            "invalid --pair '{s}': two rank numbers such as 0,1"
-        ))
-    };
-    let (a, b) = s.split_once(',').ok_or_else(bad_pair)?;
-    Ok((
-        a.trim().parse().map_err(|_| bad_pair())?,
-        b.trim().parse().map_err(|_| bad_pair())?,
-    ))
-}
-
 /// A progress sink for an MPI experiment: "WHAT i/n" on a terminal.
 pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
     crate::progress::steps(what)
@@ -332,31 +319,4 @@ fn run_ranks(a: RanksArgs) -> Result<(), CliError> {
         |world| ranks::measure(world, &host),
         None,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-
-        #[test]
-        fn pairs_never_panic_and_name_what_they_refuse(s in prop_oneof!["[0-9 ,-]{0,12}", "\\PC{0,16}"]) {
-            if let Err(e) = parse_pair(&s) {
-                prop_assert_eq!(e.code, 2);
-                prop_assert!(e.msg.contains(&format!("'{s}'")), "{}", e.msg);
-                if !s.contains(|c: char| c.is_control()) {
-                    prop_assert_eq!(e.msg.lines().count(), 1);
-                }
-            }
-        }
-
-        #[test]
-        fn printed_pairs_parse_back(a in 0usize..100_000, b in 0usize..100_000) {
-            prop_assert_eq!(parse_pair(&format!("{a},{b}")).unwrap(), (a, b));
-            prop_assert_eq!(parse_pair(&format!(" {a} , {b} ")).unwrap(), (a, b));
-        }
-    }
 }
