@@ -310,3 +310,56 @@ fn a_flag_parse_error_is_one_line_naming_the_option() {
     let out = common::numalab(&["latency", "--help"]);
     assert!(out.status.success() && !out.stdout.is_empty());
 }
+
+/// The report fixture's records with `edit` applied to each.
+fn edited_fixture(
+    dir: &std::path::Path,
+    name: &str,
+    edit: impl Fn(&mut serde_json::Value),
+) -> String {
+    let text = std::fs::read_to_string(fixture("report/charts.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v.as_array_mut().unwrap().iter_mut().for_each(edit);
+    let p = dir.join(name);
+    std::fs::write(&p, v.to_string()).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn records_of_an_unknown_schema_are_refused_naming_it() {
+    let dir = common::tmpdir("schema-99");
+    let f = edited_fixture(&dir, "r99.json", |r| {
+        r["schema"] = "numalab.record/99".into()
+    });
+    let html = dir.join("r.html");
+    for args in [
+        vec!["report", &f, "-o", html.to_str().unwrap()],
+        vec!["compare", &f, &f],
+    ] {
+        let out = common::numalab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("'numalab.record/99'") && err.contains("'numalab.record/1'"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(!html.exists());
+}
+
+#[test]
+fn a_huge_figure_is_printed_in_exponent_form() {
+    let dir = common::tmpdir("huge");
+    let f = edited_fixture(&dir, "big.json", |r| {
+        for s in r["stats"].as_array_mut().into_iter().flatten() {
+            for k in ["min", "p5", "median", "mean", "p95", "max"] {
+                s[k] = 1e308.into();
+            }
+        }
+    });
+    let out = common::numalab(&["compare", &f, &f]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("1.000e308"), "{text}");
+    assert!(text.lines().all(|l| l.len() < 400), "{text}");
+}

@@ -112,8 +112,8 @@ fn cells(r: &Row) -> Vec<String> {
         r.name.clone(),
         r.metric.clone(),
         r.unit.clone(),
-        format!("{:.3}", r.a),
-        format!("{:.3}", r.b),
+        crate::report::num(Some(r.a), 3),
+        crate::report::num(Some(r.b), 3),
         r.ratio.map(|x| format!("{x:.3}")).unwrap_or("-".into()),
         r.ratio_interval
             .map(|(lo, hi)| format!("{lo:.3}–{hi:.3}"))

@@ -321,12 +321,26 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
     } else {
         serde_json::Value::Array(vec![v])
     };
-    serde_json::from_value(v).map_err(|e| {
+    let records: Vec<Record> = serde_json::from_value(v).map_err(|e| {
         format!(
             "invalid file '{}': not numalab records ({e})",
             path.display()
         )
-    })
+    })?;
+    // A schema this numalab does not know may mean fields it would misread: refused,
+    // naming the one it reads.
+    match records
+        .iter()
+        .find(|r| r.schema != crate::record::SCHEMA_ID)
+    {
+        Some(r) => Err(format!(
+            "invalid file '{}': its records are schema '{}', this numalab reads '{}'",
+            path.display(),
+            r.schema,
+            crate::record::SCHEMA_ID
+        )),
+        None => Ok(records),
+    }
 }
 
 #[cfg(test)]

@@ -62,8 +62,15 @@ pub fn figure(chart: Option<String>, table: String) -> String {
 
 /// A number for a table cell.
 pub fn num(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}"))
-        .unwrap_or_else(|| "-".into())
+    v.map(|x| {
+        // Fixed notation stops being readable (1e308 would print 309 digits).
+        if x.is_finite() && x.abs() >= 1e12 {
+            format!("{x:.digits$e}")
+        } else {
+            format!("{x:.digits$}")
+        }
+    })
+    .unwrap_or_else(|| "-".into())
 }
 
 /// A byte count for a table cell ("64 KiB" style, from the plots' scale).
