@@ -363,3 +363,80 @@ fn a_huge_figure_is_printed_in_exponent_form() {
     assert!(out.status.success() && text.contains("1.000e308"), "{text}");
     assert!(text.lines().all(|l| l.len() < 400), "{text}");
 }
+
+#[test]
+fn a_launcher_that_starts_no_rank_is_said_to() {
+    for (launcher, status) in [("/bin/false", "status 1"), ("/bin/true", "status 0")] {
+        let out = common::bounded(
+            "60",
+            &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
+            &[("NUMALAB_MPIRUN", launcher)],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{launcher}: {err}");
+        assert!(
+            err.contains(&format!("{launcher} ended ({status}) without starting")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// The pids whose parent is `parent`.
+fn children(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()?
+                        .split_whitespace()
+                        .nth(1)?
+                        .parse()
+                        .ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+#[test]
+fn mpirun_killed_from_outside_ends_the_job_with_a_word() {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        eprintln!("skipped: mpirun not found (Debian package openmpi-bin)");
+        return;
+    }
+    let mut job = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args([
+            "mpi", "latency", "--ranks", "2", "--sizes", "64K", "--ops", "pingpong",
+        ])
+        .args(["--iterations", "1000000"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let mpirun = loop {
+        if let Some(&p) = children(job.id()).first() {
+            break p;
+        }
+        assert!(t.elapsed().as_secs() < 60, "mpirun never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling the job's mpirun, as a user's kill -9 would.
+    unsafe { libc::kill(mpirun as i32, libc::SIGKILL) };
+    let out = job.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("mpirun was ended by signal 9 from outside numalab"),
+        "{err}"
+    );
+}

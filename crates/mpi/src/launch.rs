@@ -141,6 +141,7 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
                 req.ranks, job.size, req.ranks
             )));
         }
+        started(&job);
         return Ok(Launched::Rank(job));
     }
     req.validate()?;
@@ -166,7 +167,34 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     if std::env::var_os(OP_VAR).is_none() {
         cmd.env(OP_VAR, OP_EXCLUDED);
     }
-    run(cmd, &mpirun, req, limit).map(Launched::Parent)
+    let token = std::env::temp_dir().join(format!("numalab-launch-{}", std::process::id()));
+    let _ = std::fs::remove_file(&token);
+    cmd.env(TOKEN_VAR, &token);
+    let code = run(cmd, &mpirun, req, limit)?;
+    // On this machine rank 0 leaves the token: without it, the launcher never started
+    // numalab (a wrapper that exits at once, a broken install), whatever it returned.
+    let started = token.exists() || req.hostfile.is_some();
+    let _ = std::fs::remove_file(&token);
+    if !started && PASSED_ON.load(Ordering::SeqCst) == 0 {
+        eprintln!(
+            "numalab: error: {} ended (status {code}) without starting numalab's ranks: is it a working mpirun? (NUMALAB_MPIRUN chooses another)",
+            mpirun.display()
+        );
+        return Ok(Launched::Parent(if code == 0 { 1 } else { code.min(125) }));
+    }
+    Ok(Launched::Parent(code))
+}
+
+/// The file rank 0 creates, on the launcher's machine, to say the ranks started.
+const TOKEN_VAR: &str = "NUMALAB_LAUNCH_TOKEN";
+
+/// Rank 0 of a job numalab launched says it started (see [`ensure`]).
+fn started(job: &JobEnv) {
+    if job.rank == 0 {
+        if let Some(t) = std::env::var_os(TOKEN_VAR) {
+            let _ = std::fs::File::create(t);
+        }
+    }
 }
 
 /// An overall limit from `NUMALAB_MPI_TIMEOUT` (seconds), for unattended runs; a value
@@ -219,7 +247,9 @@ fn run(
         let _ = done_tx.send(());
     });
     let (status, mut notices, killed_for) = wait(&mut child, &rx, limit)?;
-    if killed_for.is_some() {
+    // Killed by us, or by a signal from outside: ranks it left run on as orphans, so
+    // the rest of its group goes too.
+    if killed_for.is_some() || exit_code(status) > 128 {
         kill_group(&child, libc::SIGKILL);
     }
     // Never wait on the pipe past the bound: a reader still blocked is left behind.
@@ -361,6 +391,15 @@ fn report(code: i32, notices: &[Notice], killed_for: Option<String>, req: &Launc
         return 1;
     }
     if code > 128 && notices.iter().any(Notice::is_death) {
+        return 1;
+    }
+    if code > 128 && notices.is_empty() {
+        // mpirun itself died of a signal nobody here sent (kill -9 from outside).
+        let _ = writeln!(
+            err,
+            "numalab: error: mpirun was ended by signal {} from outside numalab; the job's ranks were ended with it",
+            code - 128
+        );
         return 1;
     }
     // Open MPI could not place the ranks: the user's input, as the project reports it.
