@@ -410,7 +410,7 @@ fn mpirun_killed_from_outside_ends_the_job_with_a_word() {
         eprintln!("skipped: mpirun not found (Debian package openmpi-bin)");
         return;
     }
-    let mut job = Command::new(env!("CARGO_BIN_EXE_numalab"))
+    let job = Command::new(env!("CARGO_BIN_EXE_numalab"))
         .args([
             "mpi", "latency", "--ranks", "2", "--sizes", "64K", "--ops", "pingpong",
         ])
