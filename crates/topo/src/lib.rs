@@ -11,6 +11,7 @@ pub mod model;
 pub mod plan;
 pub mod spec;
 pub mod sysfs;
+pub mod tiers;
 
 pub use error::{Error, Result};
 pub use load::{Host, TopologySource};
