@@ -1,6 +1,6 @@
 //! `numalab advise`: flags → the advisor's `Options`; the survey and trace read here.
 
-use crate::common::{bad, CliError};
+use crate::common::CliError;
 use clap::Args;
 use numalab_results::{output, Provenance};
 use numalab_suites::advise::{self, Options, Plan};
@@ -42,26 +42,11 @@ pub struct AdviseArgs {
 
 /// Run `numalab advise`.
 pub fn run(a: AdviseArgs) -> Result<(), CliError> {
-    if let Some(p) = &a.output {
-        output::check_path(p)?;
-    }
-    let file = if a.survey.is_dir() {
-        a.survey.join("results.json")
-    } else {
-        a.survey.clone()
-    };
-    if !file.exists() {
-        return Err(bad(format!(
-            "invalid survey '{}': no such file; give a survey folder (numalab survey -o DIR) or its results.json",
-            file.display()
-        )));
-    }
+    a.output.as_deref().map(output::check_path).transpose()?;
+    let file = advise::survey_file(&a.survey)?;
     let records = super::report::read_records(&file)?;
     let trace = a.trace.as_deref().map(super::trace::load).transpose()?;
-    let program = a.program.clone().unwrap_or_else(|| match &trace {
-        Some(t) if !t.header.target.is_empty() => t.header.target.join(" "),
-        _ => "PROGRAM".into(),
-    });
+    let program = advise::program(a.program.clone(), trace.as_ref());
     let o = Options {
         threads: a.threads,
         footprint: a.footprint.clone(),
