@@ -1,0 +1,35 @@
+//! `numalab tiers`: the kernel's memory tiers beside the firmware's and the measured.
+
+use crate::common::{prepare, CliError, CommonArgs};
+use clap::Args;
+use numalab_suites::tiers::{self, Options, Plan};
+
+/// Arguments of `numalab tiers`.
+#[derive(Args, Debug)]
+pub struct TiersArgs {
+    /// Nodes to show (e.g. 0-2; default: every memory node).
+    #[arg(long)]
+    nodes: Option<String>,
+    /// The measured matrices: a survey folder (numalab survey -o DIR) or a results file.
+    #[arg(long, value_name = "PATH")]
+    from: Option<String>,
+    /// Read sysfs and procfs under DIR instead of / (a recorded or fake tree).
+    #[arg(long, default_value = "/", value_name = "DIR")]
+    root: String,
+    /// Print what would be read and compared, without reading it.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Run `numalab tiers`.
+pub fn run(a: TiersArgs) -> Result<(), CliError> {
+    let (nodes, from, root) = (a.nodes.clone(), a.from.clone(), a.root.clone());
+    let o = Options { nodes, from, root };
+    let (_, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
+    if a.dry_run {
+        return a.common.show(&[plan.record(&ctx)]);
+    }
+    a.common.show(&tiers::run(&plan, &ctx)?)
+}
