@@ -84,7 +84,10 @@ pub fn state_lines(s: &TierSystem) -> Vec<String> {
             .join("; ")
     });
     vec![
-        format!("kernel {}: {tiers}", s.kernel.as_deref().unwrap_or("?")),
+        format!(
+            "kernel {}: {tiers}",
+            s.kernel.as_deref().unwrap_or("(release unknown)")
+        ),
         format!(
             "demotion: {}",
             s.demotion_enabled.map_or("unknown".into(), |d| if d {
