@@ -72,21 +72,14 @@ fn put(root: &Path, rel: &str, body: &str) {
     fs::write(p, format!("{body}\n")).unwrap();
 }
 
-/// The guest: DRAM 100 ns / 40 GB/s, CPU-less 120 ns / 32 GB/s and 300 ns / 10 GB/s.
-fn guest_tree(root: &Path) {
-    let perf = [
-        (0, "0-1", 100, 40960),
-        (1, "", 120, 32768),
-        (2, "", 300, 10240),
-    ];
-    for (n, cpus, lat, bw) in perf {
+/// A fake sysfs tree: per node (number, CPUs, HMAT latency ns, bandwidth MB/s from
+/// node 0), and the kernel's tiers (K, node list).
+fn tree(root: &Path, perf: &[(u32, &str, u32, u32)], tiers: &[(u32, &str)]) {
+    for &(n, cpus, lat, bw) in perf {
         let d = format!("sys/devices/system/node/node{n}");
         put(root, &format!("{d}/cpulist"), cpus);
-        put(
-            root,
-            &format!("{d}/meminfo"),
-            &format!("Node {n} MemTotal: 1048576 kB"),
-        );
+        let mem = format!("Node {n} MemTotal: 1048576 kB");
+        put(root, &format!("{d}/meminfo"), &mem);
         put(root, &format!("{d}/distance"), "10 20 30");
         let a = format!("{d}/access1/initiators");
         for (f, v) in [("read_latency", lat), ("write_latency", lat)] {
@@ -96,16 +89,13 @@ fn guest_tree(root: &Path) {
             put(root, &format!("{a}/{f}"), &v.to_string());
         }
         fs::create_dir_all(root.join(format!("{a}/node0"))).unwrap();
+        let w = format!("sys/kernel/mm/mempolicy/weighted_interleave/node{n}");
+        put(root, &w, "1");
     }
-    for (k, n) in [(4, "0"), (6, "1"), (54, "2")] {
+    for (k, n) in tiers {
         let t = format!("sys/devices/virtual/memory_tiering/memory_tier{k}/nodelist");
         put(root, &t, n);
     }
-    put(
-        root,
-        "sys/kernel/mm/mempolicy/weighted_interleave/node0",
-        "1",
-    );
     put(root, "sys/kernel/mm/numa/demotion_enabled", "false");
     put(root, "proc/sys/kernel/numa_balancing", "0");
 }
@@ -113,7 +103,13 @@ fn guest_tree(root: &Path) {
 #[test]
 fn a_fake_guest_tree_gives_the_kernels_tiers_4_6_54() {
     let root = tmpdir("tiers-guest");
-    guest_tree(&root);
+    // The guest: DRAM 100 ns / 40 GB/s, CPU-less 120 ns / 32 GB/s and 300 ns / 10 GB/s.
+    let perf = [
+        (0, "0-1", 100, 40960),
+        (1, "", 120, 32768),
+        (2, "", 300, 10240),
+    ];
+    tree(&root, &perf, &[(4, "0"), (6, "1"), (54, "2")]);
     let r = root.display().to_string();
     let v = ok_json(&["tiers", "--root", &r, "--json"]);
     let tiers: Vec<(u64, u64, i64)> = v
@@ -152,6 +148,80 @@ fn a_measured_survey_gives_measured_tiers() {
     // The survey's node 0 to its own memory is the reference: DRAM's distance, tier 4.
     assert_eq!(node0["data"]["measured_tier"], 4);
     assert_eq!(node0["data"]["measured"]["latency_ns"], 90.0);
+}
+
+#[test]
+fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
+    let root = tmpdir("tiers-cxl");
+    // Firmware: node 1 at 100 ns / 32 GB/s (memory_tier5); measured: 150 ns / 40 GB/s.
+    tree(
+        &root,
+        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
+        &[(4, "0"), (5, "1")],
+    );
+    let r = root.display().to_string();
+    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let args = [
+        "tiers",
+        "--root",
+        &r,
+        "--from",
+        survey.to_str().unwrap(),
+        "--json",
+    ];
+    let v = ok_json(&args);
+    let recs = v.as_array().unwrap();
+    let node = |n: u64| {
+        &recs
+            .iter()
+            .find(|x| x["kind"] == "tiers" && x["data"]["node"] == n)
+            .unwrap()["data"]
+    };
+    let tiers = |n: u64| {
+        (
+            node(n)["firmware_tier"].as_i64(),
+            node(n)["measured_tier"].as_i64(),
+        )
+    };
+    assert_eq!(tiers(0), (Some(4), Some(4)));
+    assert_eq!(tiers(1), (Some(5), Some(18)));
+    let sys = &recs.iter().find(|x| x["kind"] == "tiers-system").unwrap()["data"];
+    let found: Vec<(String, u64)> = sys["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for want in [
+        ("measured-tier", 1),
+        ("firmware-off", 1),
+        ("weights", 0),
+        ("weights", 1),
+    ] {
+        assert!(
+            found.contains(&(want.0.to_string(), want.1)),
+            "{want:?} in {found:?}"
+        );
+    }
+    assert!(!found.iter().any(|f| f.0 == "kernel-differs"), "{found:?}");
+    let cmds: Vec<&str> = sys["recommendations"][0]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for want in [
+        "echo 10 > /sys/kernel/mm/mempolicy/weighted_interleave/node0",
+        "echo 4 > /sys/kernel/mm/mempolicy/weighted_interleave/node1",
+        "numactl --weighted-interleave=0-1 PROGRAM",
+    ] {
+        assert!(cmds.contains(&want), "{want} in {cmds:?}");
+    }
 }
 
 #[test]
