@@ -31,7 +31,7 @@ fn tier_findings(n: &TierNode, out: &mut Vec<Finding>) {
     if let (Some(k), Some(f)) = (n.kernel_tier, n.firmware_tier) {
         if k as i32 != f {
             out.push(finding("kernel-differs", Some(n.node), format!(
-                "node {}: the kernel put it in memory_tier{k}, the kernel's rule on the firmware's values gives memory_tier{f} ({}): a driver (dax/kmem, CXL) or another distance algorithm chose its tier",
+                "node {}: the kernel put it in memory_tier{k}, the kernel's rule on the firmware's values gives memory_tier{f} ({}): kernels before 6.7 compute no distance from the HMAT and before 6.11 put CPU-less nodes present at boot in the DRAM tier; on a newer kernel a driver (dax/kmem, CXL) chose it",
                 n.node, n.firmware_basis
             )));
         }
