@@ -6,6 +6,7 @@ pub mod buffer;
 pub mod cpulist;
 pub mod error;
 pub mod hops;
+pub mod hwloc_xml;
 pub mod load;
 pub mod model;
 pub mod plan;
