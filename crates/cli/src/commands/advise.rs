@@ -60,9 +60,8 @@ pub fn run(a: AdviseArgs) -> Result<(), CliError> {
     let m = &plan.measured.machine;
     let prov = Provenance::collect(&m.summary(), &format!("survey {}", file.display()));
     let recs = advise::records(&advice, &prov);
-    if let Some(p) = &a.output {
-        output::write_records(p, &recs)?;
-    }
+    let write = |p: &std::path::Path| output::write_records(p, &recs);
+    a.output.as_deref().map(write).transpose()?;
     if a.json {
         println!("{}", output::to_json(&recs));
     } else {
