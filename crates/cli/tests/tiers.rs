@@ -225,6 +225,55 @@ fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
 }
 
 #[test]
+fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
+    let dir = tmpdir("tiers-hwloc");
+    let xml = dir.join("measured.xml").display().to_string();
+    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let args = [
+        "tiers",
+        "--from",
+        survey.to_str().unwrap(),
+        "--export-hwloc",
+        &xml,
+        "--json",
+    ];
+    let v = ok_json(&args);
+    let sys = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers-system")
+        .unwrap();
+    let words = sys["data"]["hwloc_export"].as_str().unwrap();
+    assert!(words.contains(&xml), "{words}");
+    // hwloc reads the file back: node 0's CPUs to node 0 at the survey's 90 ns.
+    let topo = ok_json(&["topo", "--topology", &xml, "--json"]);
+    let attrs = topo[0]["data"]["memattrs"].as_array().unwrap();
+    let latency = attrs
+        .iter()
+        .find(|a| a["name"] == "Latency")
+        .expect("a Latency attribute");
+    let node0 = latency["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["node"] == 0)
+        .unwrap();
+    assert_eq!(node0["value"], 90);
+    refused(&["tiers", "--export-hwloc", &xml], "--from");
+    refused(
+        &[
+            "tiers",
+            "--from",
+            survey.to_str().unwrap(),
+            "--export-hwloc",
+            "x.txt",
+        ],
+        "x.txt",
+    );
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = tmpdir("tiers-bad");
     let empty = dir.join("empty.json");

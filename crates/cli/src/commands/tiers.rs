@@ -13,6 +13,9 @@ pub struct TiersArgs {
     /// The measured matrices: a survey folder (numalab survey -o DIR) or a results file.
     #[arg(long, value_name = "PATH")]
     from: Option<String>,
+    /// Also write this machine's hwloc XML with the measured latency and bandwidth (needs --from).
+    #[arg(long, value_name = "FILE.xml")]
+    export_hwloc: Option<String>,
     /// Read sysfs and procfs under DIR instead of / (a recorded or fake tree).
     #[arg(long, default_value = "/", value_name = "DIR")]
     root: String,
@@ -25,11 +28,15 @@ pub struct TiersArgs {
 
 /// Run `numalab tiers`.
 pub fn run(a: TiersArgs) -> Result<(), CliError> {
-    let (nodes, from, root) = (a.nodes.clone(), a.from.clone(), a.root.clone());
-    let o = Options { nodes, from, root };
-    let (_, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
+    let o = Options {
+        nodes: a.nodes,
+        from: a.from,
+        root: a.root,
+        export_hwloc: a.export_hwloc,
+    };
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         return a.common.show(&[plan.record(&ctx)]);
     }
-    a.common.show(&tiers::run(&plan, &ctx)?)
+    a.common.show(&tiers::run(&host, &plan, &ctx)?)
 }

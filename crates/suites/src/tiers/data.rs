@@ -98,6 +98,9 @@ pub struct TierSystem {
     pub findings: Vec<Finding>,
     /// Recommendations with their commands.
     pub recommendations: Vec<Recommendation>,
+    /// What `--export-hwloc` wrote, when asked.
+    #[serde(default)]
+    pub hwloc_export: Option<String>,
 }
 
 /// The words of a NUMA-balancing mode.

@@ -2,6 +2,7 @@
 //! which measurement), and the records: one per memory node and one for the system.
 
 use super::data::{TierNode, TierSystem};
+use super::export;
 use super::findings::{findings, recommendations};
 use super::measure;
 use super::rule::{self, NoReference, Perf};
@@ -9,7 +10,7 @@ use crate::advise::Measured;
 use numalab_bench::experiment::Context;
 use numalab_results::{Record, Unavailable};
 use numalab_topo::tiers::{Access, NodeFacts, TierFacts};
-use numalab_topo::{cpulist, Error, Machine, Result};
+use numalab_topo::{cpulist, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::Path;
@@ -26,6 +27,8 @@ pub struct Options {
     pub from: Option<String>,
     /// Where sysfs and procfs are read ("/": this machine; a folder: a recorded tree).
     pub root: String,
+    /// Write this machine's hwloc XML with the measured latency and bandwidth here.
+    pub export_hwloc: Option<String>,
 }
 
 impl Default for Options {
@@ -34,6 +37,7 @@ impl Default for Options {
             nodes: None,
             from: None,
             root: "/".into(),
+            export_hwloc: None,
         }
     }
 }
@@ -43,6 +47,13 @@ impl Options {
     pub fn check(&self) -> Result<()> {
         if let Some(n) = &self.nodes {
             cpulist::parse("--nodes", n)?;
+        }
+        if let Some(x) = &self.export_hwloc {
+            if !x.ends_with(".xml") || self.from.is_none() {
+                return Err(Error::input(format!(
+                    "invalid --export-hwloc '{x}': a FILE.xml, with --from (the measured matrices it exports)"
+                )));
+            }
         }
         if self.root.is_empty() {
             return Err(Error::input(
@@ -97,6 +108,10 @@ impl Plan {
             check_nodes(ns, &have)?;
         }
         let measured = o.from.as_deref().map(|p| read_measured(p, m)).transpose()?;
+        if let Some(x) = &o.export_hwloc {
+            numalab_results::output::check_creatable(Path::new(x))
+                .map_err(|e| Error::input(format!("invalid --export-hwloc: {e}")))?;
+        }
         Ok(Plan {
             options: o.clone(),
             nodes,
@@ -116,6 +131,7 @@ impl Plan {
             "root": self.options.root,
             "nodes": self.nodes,
             "from": self.options.from,
+            "export_hwloc": self.options.export_hwloc,
             "rule": rule::SOURCE,
             "reads": ["/sys/devices/system/node/nodeN/{cpulist,meminfo,distance,access0,access1}", "/sys/devices/virtual/memory_tiering", "/sys/kernel/mm/numa/demotion_enabled", "/proc/sys/kernel/numa_balancing", "/sys/kernel/mm/mempolicy/weighted_interleave"],
         })
@@ -284,7 +300,7 @@ fn unavailable(facts: &TierFacts, nodes: &[TierNode], from: bool) -> Vec<Unavail
 
 /// Read the facts under the plan's root and build the records: one "tiers" record per
 /// memory node, then the "tiers-system" record with findings and recommendations.
-pub fn run(plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
+pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
     let facts = TierFacts::read(Path::new(&plan.options.root));
     let have: Vec<u32> = facts.nodes.iter().map(|n| n.node).collect();
     if let Some(ns) = &plan.nodes {
@@ -314,6 +330,10 @@ pub fn run(plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         ),
         findings: findings(&nodes),
         recommendations: recommendations(&nodes, facts.demotion_enabled, facts.numa_balancing),
+        hwloc_export: match (&plan.options.export_hwloc, &plan.measured) {
+            (Some(x), Some(m)) => Some(export::write(host, m, x)?),
+            _ => None,
+        },
     };
     let params = plan.params();
     let mut out: Vec<Record> = nodes

@@ -5,6 +5,7 @@
 
 mod data;
 mod experiment;
+mod export;
 mod findings;
 mod measure;
 mod present;

@@ -77,7 +77,11 @@ fn run_on(root: &Path, nodes: Option<Vec<u32>>) -> numalab_topo::Result<Vec<Reco
         nodes,
         measured: None,
     };
-    run(&plan, &ctx())
+    let host = numalab_topo::Host::load(&numalab_topo::TopologySource::Synthetic(
+        "numa:1 pu:1".into(),
+    ))
+    .unwrap();
+    run(&host, &plan, &ctx())
 }
 
 fn tiers_of(records: &[Record]) -> Vec<(u32, Option<u32>, Option<i32>)> {

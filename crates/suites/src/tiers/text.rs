@@ -145,6 +145,9 @@ pub fn render(records: &[Record]) -> Option<String> {
             let _ = writeln!(s, "      {c}");
         }
     }
+    if let Some(x) = &sys.hwloc_export {
+        let _ = writeln!(s, "\nhwloc: {x}");
+    }
     for u in &sys_rec.unavailable {
         let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
     }
