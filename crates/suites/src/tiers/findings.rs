@@ -210,6 +210,12 @@ pub fn recommendations(
     balancing: Option<u32>,
 ) -> Vec<Recommendation> {
     let mut out: Vec<Recommendation> = weight_recommendation(nodes).into_iter().collect();
+    if out.is_empty() && nodes.len() > 1 {
+        out.push(Recommendation {
+            text: "weighted interleave: no weights without measured bandwidth to at least two nodes (run `numalab survey` or pass --from)".into(),
+            commands: Vec::new(),
+        });
+    }
     out.push(demotion_recommendation(nodes, enabled, balancing));
     out
 }

@@ -110,6 +110,9 @@ fn the_guest_tree_predicts_tiers_4_6_54_and_agrees_with_its_kernel() {
     let sys: TierSystem = recs.last().unwrap().data_as().unwrap();
     assert!(sys.findings.is_empty(), "{:?}", sys.findings);
     // Three tiers and demotion off: the recommendation turns it on, with the commands.
+    assert!(sys.recommendations[0]
+        .text
+        .contains("no weights without measured bandwidth"));
     let demote = sys.recommendations.last().unwrap();
     assert!(demote
         .commands
