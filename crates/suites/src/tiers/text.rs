@@ -111,10 +111,22 @@ pub fn state_lines(s: &TierSystem) -> Vec<String> {
 pub fn render(records: &[Record]) -> Option<String> {
     let mut s = String::new();
     if let Some(p) = of(records, "tiers-plan").last() {
+        let q = &p.parameters;
+        let or = |k: &str, none: &str| q[k].as_str().map_or(none.to_string(), String::from);
+        let nodes = q["nodes"]
+            .as_array()
+            .map_or("every memory node".into(), |n| {
+                n.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
         let _ = writeln!(
             s,
-            "Memory tiers (plan only): reads under {}; nodes {}; measured from {}",
-            p.parameters["root"], p.parameters["nodes"], p.parameters["from"]
+            "Memory tiers (plan only): reads under {}; nodes: {nodes}; measured: {}; hwloc export: {}",
+            or("root", "/"),
+            or("from", "not given"),
+            or("export_hwloc", "none")
         );
         let _ = writeln!(s, "rule: {}", p.parameters["rule"].as_str().unwrap_or("?"));
         s.push_str(&warning_lines(records));
