@@ -46,6 +46,8 @@ ncpus=$(grep -c '^processor' /proc/cpuinfo)
 echo "guest: nodes $nodes; $ncpus CPUs; kernel $(uname -r)"
 
 run topo topo --json
+# Memory tiers: the kernel's, and its rule on the HMAT (a kernel before 6.1 lists none).
+run tiers tiers --json
 
 # Memory on every node, CPU-less ones too, threads one per node with CPUs: every page
 # and every thread proved.

@@ -107,9 +107,8 @@ impl CommonArgs {
     /// Emit records: the file (if asked), then JSON or the readable text on stdout. A
     /// file that cannot be written leaves the records in a fallback file the error names.
     pub fn emit(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
-        if let Some(p) = &self.output {
-            output::write_records(p, records)?;
-        }
+        let write = |p: &std::path::Path| output::write_records(p, records);
+        self.output.as_deref().map(write).transpose()?;
         if self.json {
             println!("{}", output::to_json(records));
         } else {

@@ -64,6 +64,8 @@ enum Command {
     /// Which placement to use, from a survey's measured matrices: ranked placements for a
     /// workload (--threads, --footprint), or per-thread moves for a trace (--trace).
     Advise(commands::advise::AdviseArgs),
+    /// Memory tiers: the kernel's, its rule on the HMAT and on measurements; weights, demotion.
+    Tiers(commands::tiers::TiersArgs),
     /// Compare two record files measurement by measurement: medians, B/A, and whether
     /// each change is beyond or within the two runs' spread, largest first.
     Compare(commands::report::CompareArgs),
@@ -178,6 +180,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Report(a) => commands::report::run_report(a),
         Command::Compare(a) => commands::report::run_compare(a),
         Command::Advise(a) => commands::advise::run(a),
+        Command::Tiers(a) => commands::tiers::run(a),
         Command::Topo(a) => commands::topo::run(a),
         Command::Plan(a) => commands::plan::run(a),
         Command::Latency(a) => commands::latency::run(a),

@@ -68,8 +68,14 @@ fn release_binary() -> PathBuf {
     bin
 }
 
-/// Boot `layout`, run the guest script, and return the console (None when skipped).
+/// Boot `layout`, run every command of the guest script, and return the console (None
+/// when skipped).
 fn boot(layout: &str) -> Option<String> {
+    boot_with(layout, "")
+}
+
+/// Boot `layout` and run the guest script's commands named in `only` (all when empty).
+fn boot_with(layout: &str, only: &str) -> Option<String> {
     // Re-check the console a previous run kept, without booting (for work on the checks).
     if std::env::var_os("NUMALAB_GUEST_REUSE").is_some() {
         let kept = root().join(format!("target/guest/{layout}.console"));
@@ -87,6 +93,7 @@ fn boot(layout: &str) -> Option<String> {
     let mut child = Command::new(root().join("tests/guests/run"))
         .arg(layout)
         .env("NUMALAB_BIN", &bin)
+        .env("NUMALAB_GUEST_ARGS", only)
         .env(
             "NUMALAB_GUEST_TIMEOUT",
             (GUEST_LIMIT.as_secs() - 20).to_string(),
@@ -208,9 +215,40 @@ fn four_socket_guest() {
     run_layout("four-socket");
 }
 
+/// Debian's 6.12 kernel forms memory tiers from the layout's HMAT values; `numalab tiers`
+/// must read the kernel's tier of every node and predict the same from the HMAT.
+#[test]
+fn tiers_guest() {
+    let layout = Layout::load(&root().join("tests/guests/tiers.layout"));
+    let Some(console) = boot_with("tiers", "topo tiers") else {
+        return;
+    };
+    let secs = sections(&console);
+    let s = secs.get("tiers").expect("the guest ran numalab tiers");
+    assert_eq!(s.rc, 0, "{}", s.err);
+    let v = common::validate(s.out.as_bytes());
+    let mut seen = BTreeMap::new();
+    for r in v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "tiers")
+    {
+        let d = &r["data"];
+        let node = d["node"].as_u64().unwrap() as u32;
+        assert_eq!(d["kernel_tier"], d["firmware_tier"], "node {node}: {d}");
+        assert!(
+            d["access1"]["read_latency"].is_u64(),
+            "node {node}: HMAT read: {d}"
+        );
+        seen.insert(node, d["kernel_tier"].as_u64().unwrap());
+    }
+    assert_eq!(seen, layout.tiers);
+}
+
 #[test]
 fn layouts_parse_and_agree_with_their_qemu_arguments() {
-    for name in ["cxl-like", "four-socket"] {
+    for name in ["cxl-like", "four-socket", "tiers"] {
         let l = Layout::load(&root().join(format!("tests/guests/{name}.layout")));
         let n = l.cpus.len();
         assert_eq!(l.distances.len(), n, "{name}");

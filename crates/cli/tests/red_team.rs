@@ -163,9 +163,10 @@ fn fixture(p: &str) -> String {
 /// Every command that writes a file, as argv with `OUT` where the file goes; `trace`
 /// is a trace `record` wrote.
 fn writers(trace: &str) -> Vec<Vec<String>> {
-    let (survey, records) = (
+    let (survey, records, tiers) = (
         fixture("advise/two-socket.json"),
         fixture("report/charts.json"),
+        fixture("tiers/cxl-survey.json"),
     );
     let mut v: Vec<Vec<String>> = numalab_suites::experiments::ALL
         .iter()
@@ -191,6 +192,7 @@ fn writers(trace: &str) -> Vec<Vec<String>> {
             "-o",
             "OUT.json",
         ],
+        vec!["tiers", "--from", &tiers, "--export-hwloc", "OUT.xml"],
         vec!["record", "-o", "OUT.trace", "--", "true"],
         vec!["monitor", "-c", "1", "-i", "10", "-o", "OUT.trace"],
     ] {
@@ -235,7 +237,10 @@ fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), keep, "{argv:?}");
         // With --force it is replaced (a dry run's plan, a report, a trace).
         let mut forced = a.clone();
-        forced.insert(forced.iter().position(|x| *x == "-o").unwrap(), "--force");
+        let at = forced
+            .iter()
+            .position(|x| *x == "-o" || *x == "--export-hwloc");
+        forced.insert(at.unwrap(), "--force");
         if forced.contains(&"record") || forced.contains(&"monitor") {
             continue; // sampling needs no second run to show the rule
         }

@@ -48,9 +48,12 @@ impl Launch {
 }
 
 impl JobOptions {
-    /// Without `--mpi` (a suite's threads form) the job's flags do not apply: refused,
-    /// not ignored.
-    pub fn refuse_without_mpi(&self) -> Result<()> {
+    /// Without `--mpi` (a suite's threads form, `mpi` false) the job's flags do not
+    /// apply: refused, not ignored.
+    pub fn without_mpi(&self, mpi: bool) -> Result<()> {
+        if mpi {
+            return Ok(());
+        }
         let given = [
             ("--ranks", self.ranks.map(|n| n.to_string())),
             (

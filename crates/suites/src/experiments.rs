@@ -82,6 +82,11 @@ macro_rules! shape {
 /// Every experiment, in the order `numalab --help` lists their commands.
 pub static ALL: &[Experiment] = &[
     Experiment {
+        command: &["tiers"],
+        dry_run: &[],
+        options: shape!(crate::tiers::Options, |o| o.nodes = Some("bogus".into())),
+    },
+    Experiment {
         command: &["latency"],
         dry_run: &[],
         options: shape!(numalab_bench::latency::Options, |o| o.iterations = 0),

@@ -15,3 +15,4 @@ pub mod memory;
 pub mod placement;
 pub mod registry;
 pub mod survey;
+pub mod tiers;

@@ -25,6 +25,7 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &crate::earth::mpi::EarthMpiPresenter,
     &numalab_dsm::present::DsmPresenter,
     &crate::advise::AdvicePresenter,
+    &crate::tiers::TiersPresenter,
     &numalab_mpi::p2p::P2pPresenter,
     &numalab_mpi::matrix::MatrixPresenter,
     &numalab_mpi::ranks::RanksPresenter,

@@ -6,11 +6,13 @@ pub mod buffer;
 pub mod cpulist;
 pub mod error;
 pub mod hops;
+pub mod hwloc_xml;
 pub mod load;
 pub mod model;
 pub mod plan;
 pub mod spec;
 pub mod sysfs;
+pub mod tiers;
 
 pub use error::{Error, Result};
 pub use load::{Host, TopologySource};

@@ -1,6 +1,6 @@
 //! `numalab advise`: flags → the advisor's `Options`; the survey and trace read here.
 
-use crate::common::{bad, CliError};
+use crate::common::CliError;
 use clap::Args;
 use numalab_results::{output, Provenance};
 use numalab_suites::advise::{self, Options, Plan};
@@ -49,23 +49,10 @@ pub fn run(a: AdviseArgs) -> Result<(), CliError> {
         output::check_path(p)?;
         output::check_fresh(p, a.force)?;
     }
-    let file = if a.survey.is_dir() {
-        a.survey.join("results.json")
-    } else {
-        a.survey.clone()
-    };
-    if !file.exists() {
-        return Err(bad(format!(
-            "invalid survey '{}': no such file; give a survey folder (numalab survey -o DIR) or its results.json",
-            file.display()
-        )));
-    }
+    let file = advise::survey_file(&a.survey)?;
     let records = super::report::read_records(&file)?;
     let trace = a.trace.as_deref().map(super::trace::load).transpose()?;
-    let program = a.program.clone().unwrap_or_else(|| match &trace {
-        Some(t) if !t.header.target.is_empty() => t.header.target.join(" "),
-        _ => "PROGRAM".into(),
-    });
+    let program = advise::program(a.program.clone(), trace.as_ref());
     let o = Options {
         threads: a.threads,
         footprint: a.footprint.clone(),
@@ -79,9 +66,8 @@ pub fn run(a: AdviseArgs) -> Result<(), CliError> {
     let m = &plan.measured.machine;
     let prov = Provenance::collect(&m.summary(), &format!("survey {}", file.display()));
     let recs = advise::records(&advice, &prov);
-    if let Some(p) = &a.output {
-        output::write_records(p, &recs)?;
-    }
+    let write = |p: &std::path::Path| output::write_records(p, &recs);
+    a.output.as_deref().map(write).transpose()?;
     if a.json {
         println!("{}", output::to_json(&recs));
     } else {

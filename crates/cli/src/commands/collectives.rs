@@ -66,7 +66,7 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
             "invalid --data: it chooses what MPI's own collectives send, so it needs --mpi",
         ));
     }
-    a.mpi.threads_only()?;
+    a.mpi.job.options().without_mpi(a.mpi.mpi)?;
     if a.mpi.mpi {
         return run_mpi(&a, &o);
     }

@@ -75,7 +75,7 @@ impl EarthArgs {
 /// Run `numalab suite earth`.
 pub fn run(a: EarthArgs) -> Result<(), CliError> {
     a.common.validate()?;
-    a.mpi.threads_only()?;
+    a.mpi.job.options().without_mpi(a.mpi.mpi)?;
     if a.mpi.mpi {
         return run_mpi(&a);
     }

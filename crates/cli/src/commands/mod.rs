@@ -20,5 +20,6 @@ pub mod record;
 pub mod report;
 pub mod suite;
 pub mod survey;
+pub mod tiers;
 pub mod topo;
 pub mod trace;

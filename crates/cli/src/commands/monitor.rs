@@ -75,9 +75,8 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
         Some(s) => nodes(s, &all, &host.machine.memory_node_list())?,
     };
     let runon = prof_args::runon(&host, a.runon)?;
-    if let Some(p) = &a.output {
-        prof_args::trace_path(p, a.force)?;
-    }
+    let path = |p: &std::path::Path| prof_args::trace_path(p, a.force);
+    a.output.as_deref().map(path).transpose()?;
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);

@@ -61,16 +61,6 @@ pub struct MpiSuiteArgs {
     pub job: JobArgs,
 }
 
-impl MpiSuiteArgs {
-    /// Without --mpi the job's flags do not apply: refused, not ignored.
-    pub fn threads_only(&self) -> Result<(), CliError> {
-        match self.mpi {
-            true => Ok(()),
-            false => Ok(self.job.options().refuse_without_mpi()?),
-        }
-    }
-}
-
 /// Arguments of `numalab mpi`.
 #[derive(Args, Debug)]
 pub struct MpiArgs {

@@ -77,13 +77,8 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
         records.extend(r);
         missing.extend(m);
     }
-    let title = format!(
-        "numalab report: {}",
-        records
-            .first()
-            .map(|r| r.provenance.hostname.as_str())
-            .unwrap_or("no records")
-    );
+    let host = records.first().map(|r| r.provenance.hostname.as_str());
+    let title = format!("numalab report: {}", host.unwrap_or("no records"));
     let html = if missing.is_empty() {
         registry::render(&records, &title)
     } else {
@@ -104,9 +99,11 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
 
 /// Run `numalab compare`.
 pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
-    if let Some(o) = &a.output {
-        html_path(o, a.force)?;
-    }
+    let force = a.force;
+    a.output
+        .as_deref()
+        .map(|o| html_path(o, force))
+        .transpose()?;
     let ra = read_records(&a.a)?;
     let rb = read_records(&a.b)?;
     let (rows, only_a, only_b) = compare::compare(&ra, &rb);

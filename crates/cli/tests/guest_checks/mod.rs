@@ -34,6 +34,8 @@ pub struct Layout {
     pub attrs: Vec<(String, u32, u32, u64)>,
     /// The QEMU arguments, joined.
     pub qemu: String,
+    /// Each node's memory tier (memory_tierK's K), where the layout says.
+    pub tiers: BTreeMap<u32, u64>,
 }
 
 fn cpu_list(s: &str) -> Vec<u32> {
@@ -57,6 +59,7 @@ impl Layout {
             hops: Vec::new(),
             attrs: Vec::new(),
             qemu: String::new(),
+            tiers: BTreeMap::new(),
         };
         let nums =
             |v: &str| -> Vec<u64> { v.split_whitespace().map(|x| x.parse().unwrap()).collect() };
@@ -73,6 +76,12 @@ impl Layout {
                     for item in v.split_whitespace() {
                         let (n, c) = item.split_once('=').unwrap();
                         l.cpus.insert(n.parse().unwrap(), cpu_list(c));
+                    }
+                }
+                "expect.tiers" => {
+                    for item in v.split_whitespace() {
+                        let (n, t) = item.split_once('=').unwrap();
+                        l.tiers.insert(n.parse().unwrap(), t.parse().unwrap());
                     }
                 }
                 "expect.distances" => l.distances.push(nums(v)),

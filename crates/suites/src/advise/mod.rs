@@ -141,6 +141,31 @@ impl<'a> Plan<'a> {
     }
 }
 
+/// The records file of a survey given as its folder or its results.json; an input
+/// error when it does not exist.
+pub fn survey_file(path: &std::path::Path) -> Result<std::path::PathBuf> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    if !file.exists() {
+        return Err(numalab_topo::Error::input(format!(
+            "invalid survey '{}': no such file; give a survey folder (numalab survey -o DIR) or its results.json",
+            file.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// The program the printed commands run: the one given, else the trace's, else PROGRAM.
+pub fn program(given: Option<String>, trace: Option<&Trace>) -> String {
+    given.unwrap_or_else(|| match trace {
+        Some(t) if !t.header.target.is_empty() => t.header.target.join(" "),
+        _ => "PROGRAM".into(),
+    })
+}
+
 /// When the footprint fits in a cache level, memory placement matters little: say so with the plateau.
 fn cache_note(m: &Measured, w: &Workload) -> Option<String> {
     let per = if w.shared {

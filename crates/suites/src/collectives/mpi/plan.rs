@@ -156,6 +156,19 @@ fn wanted(only: &[String], name: &str) -> bool {
     only.is_empty() || only.iter().any(|o| name.starts_with(o.as_str()))
 }
 
+/// Whole lines per block, as the threads form counts them: a block smaller than a line
+/// is refused there, so it is here, rather than quietly grown to one.
+fn block_lines(sizes: &[u64], line: usize) -> Result<Vec<usize>> {
+    if let Some(s) = sizes.iter().find(|&&s| (s as usize) < line) {
+        return Err(Error::Usage(format!(
+            "invalid --sizes '{s}': block sizes of at least one {line}-byte line"
+        )));
+    }
+    let mut v: Vec<usize> = sizes.iter().map(|&s| s as usize / line).collect();
+    v.dedup();
+    Ok(v)
+}
+
 impl Plan {
     /// Resolve the options for the job `launch` starts, blocks counted in `m`'s lines.
     pub fn resolve(m: &Machine, launch: &Launch, o: &Options) -> Result<Plan> {
@@ -196,15 +209,7 @@ impl Plan {
             }
         };
         let line = line.max(8);
-        // Whole lines, as the threads form counts them: a block smaller than a line
-        // is refused there, so it is here, rather than quietly grown to one.
-        if let Some(s) = o.sizes.iter().find(|&&s| (s as usize) < line) {
-            return Err(Error::Usage(format!(
-                "invalid --sizes '{s}': block sizes of at least one {line}-byte line"
-            )));
-        }
-        let mut block_lines: Vec<usize> = o.sizes.iter().map(|&s| s as usize / line).collect();
-        block_lines.dedup();
+        let block_lines = block_lines(&o.sizes, line)?;
         let mut items = Vec::new();
         for &p in &ps {
             if wanted(&o.only, "barrier") {

@@ -1,0 +1,303 @@
+//! `numalab tiers` end to end: on this machine (whatever its tiers, HMAT and kernel),
+//! on a fake sysfs tree holding the 6.12 guest, with a measured survey, and
+//! on bad input (exit 2, one line).
+
+mod common;
+
+use common::{numalab, tmpdir, validate};
+use std::fs;
+use std::path::Path;
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/advise")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn ok_json(args: &[&str]) -> serde_json::Value {
+    let out = numalab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+fn refused(args: &[&str], names: &str) {
+    let out = numalab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(names), "{err}");
+}
+
+#[test]
+fn this_machine_gives_node_records_and_names_what_is_unavailable() {
+    let v = ok_json(&["tiers", "--json"]);
+    let recs = v.as_array().unwrap();
+    let nodes: Vec<_> = recs.iter().filter(|r| r["kind"] == "tiers").collect();
+    assert!(!nodes.is_empty());
+    for n in &nodes {
+        let d = &n["data"];
+        assert!(d["node"].is_u64() && d.get("kernel_tier").is_some(), "{d}");
+        assert!(d["firmware_tier"].is_i64(), "{d}");
+        // Nothing was measured: no measured tier, never a zero one.
+        assert!(d["measured_tier"].is_null(), "{d}");
+        if d["access1"].is_null() {
+            assert_eq!(d["firmware_tier"], 4, "no HMAT: the default DRAM distance");
+        }
+    }
+    let sys = recs.iter().find(|r| r["kind"] == "tiers-system").unwrap();
+    let features: Vec<&str> = sys["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["feature"].as_str().unwrap())
+        .collect();
+    assert!(features.contains(&"measured"), "{features:?}");
+    let text = numalab(&["tiers"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("measured: not given (run `numalab survey` or pass --from)"),
+        "{text}"
+    );
+}
+
+fn put(root: &Path, rel: &str, body: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, format!("{body}\n")).unwrap();
+}
+
+/// A fake sysfs tree: per node (number, CPUs, HMAT latency ns, bandwidth MB/s from
+/// node 0), and the kernel's tiers (K, node list).
+fn tree(root: &Path, perf: &[(u32, &str, u32, u32)], tiers: &[(u32, &str)]) {
+    for &(n, cpus, lat, bw) in perf {
+        let d = format!("sys/devices/system/node/node{n}");
+        put(root, &format!("{d}/cpulist"), cpus);
+        let mem = format!("Node {n} MemTotal: 1048576 kB");
+        put(root, &format!("{d}/meminfo"), &mem);
+        put(root, &format!("{d}/distance"), "10 20 30");
+        let a = format!("{d}/access1/initiators");
+        for (f, v) in [("read_latency", lat), ("write_latency", lat)] {
+            put(root, &format!("{a}/{f}"), &v.to_string());
+        }
+        for (f, v) in [("read_bandwidth", bw), ("write_bandwidth", bw)] {
+            put(root, &format!("{a}/{f}"), &v.to_string());
+        }
+        fs::create_dir_all(root.join(format!("{a}/node0"))).unwrap();
+        let w = format!("sys/kernel/mm/mempolicy/weighted_interleave/node{n}");
+        put(root, &w, "1");
+    }
+    for (k, n) in tiers {
+        let t = format!("sys/devices/virtual/memory_tiering/memory_tier{k}/nodelist");
+        put(root, &t, n);
+    }
+    put(root, "sys/kernel/mm/numa/demotion_enabled", "false");
+    put(root, "proc/sys/kernel/numa_balancing", "0");
+}
+
+#[test]
+fn a_fake_guest_tree_gives_the_kernels_tiers_4_6_54() {
+    let root = tmpdir("tiers-guest");
+    // The guest: DRAM 100 ns / 40 GB/s, CPU-less 120 ns / 32 GB/s and 300 ns / 10 GB/s.
+    let perf = [
+        (0, "0-1", 100, 40960),
+        (1, "", 120, 32768),
+        (2, "", 300, 10240),
+    ];
+    tree(&root, &perf, &[(4, "0"), (6, "1"), (54, "2")]);
+    let r = root.display().to_string();
+    let v = ok_json(&["tiers", "--root", &r, "--json"]);
+    let tiers: Vec<(u64, u64, i64)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "tiers")
+        .map(|x| {
+            let d = &x["data"];
+            let k = d["kernel_tier"].as_u64().unwrap();
+            (
+                d["node"].as_u64().unwrap(),
+                k,
+                d["firmware_tier"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(tiers, [(0, 4, 4), (1, 6, 6), (2, 54, 54)]);
+    let text = String::from_utf8_lossy(&numalab(&["tiers", "--root", &r]).stdout).into_owned();
+    assert!(
+        text.contains("echo true > /sys/kernel/mm/numa/demotion_enabled"),
+        "{text}"
+    );
+    refused(&["tiers", "--root", &r, "--nodes", "7"], "7");
+}
+
+#[test]
+fn a_measured_survey_gives_measured_tiers() {
+    let v = ok_json(&["tiers", "--from", &fixture("two-socket.json"), "--json"]);
+    let node0 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers" && x["data"]["node"] == 0)
+        .expect("node 0");
+    // The survey's node 0 to its own memory is the reference: DRAM's distance, tier 4.
+    assert_eq!(node0["data"]["measured_tier"], 4);
+    assert_eq!(node0["data"]["measured"]["latency_ns"], 90.0);
+}
+
+#[test]
+fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
+    let root = tmpdir("tiers-cxl");
+    // Firmware: node 1 at 100 ns / 32 GB/s (memory_tier5); measured: 150 ns / 40 GB/s.
+    tree(
+        &root,
+        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
+        &[(4, "0"), (5, "1")],
+    );
+    let r = root.display().to_string();
+    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let args = [
+        "tiers",
+        "--root",
+        &r,
+        "--from",
+        survey.to_str().unwrap(),
+        "--json",
+    ];
+    let v = ok_json(&args);
+    let recs = v.as_array().unwrap();
+    let node = |n: u64| {
+        &recs
+            .iter()
+            .find(|x| x["kind"] == "tiers" && x["data"]["node"] == n)
+            .unwrap()["data"]
+    };
+    let tiers = |n: u64| {
+        (
+            node(n)["firmware_tier"].as_i64(),
+            node(n)["measured_tier"].as_i64(),
+        )
+    };
+    assert_eq!(tiers(0), (Some(4), Some(4)));
+    assert_eq!(tiers(1), (Some(5), Some(18)));
+    let sys = &recs.iter().find(|x| x["kind"] == "tiers-system").unwrap()["data"];
+    let found: Vec<(String, u64)> = sys["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    for want in [
+        ("measured-tier", 1),
+        ("firmware-off", 1),
+        ("weights", 0),
+        ("weights", 1),
+    ] {
+        assert!(
+            found.contains(&(want.0.to_string(), want.1)),
+            "{want:?} in {found:?}"
+        );
+    }
+    assert!(!found.iter().any(|f| f.0 == "kernel-differs"), "{found:?}");
+    let cmds: Vec<&str> = sys["recommendations"][0]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for want in [
+        "echo 10 > /sys/kernel/mm/mempolicy/weighted_interleave/node0",
+        "echo 4 > /sys/kernel/mm/mempolicy/weighted_interleave/node1",
+        "numactl --weighted-interleave=0-1 PROGRAM",
+    ] {
+        assert!(cmds.contains(&want), "{want} in {cmds:?}");
+    }
+}
+
+#[test]
+fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
+    let dir = tmpdir("tiers-hwloc");
+    let xml = dir.join("measured.xml").display().to_string();
+    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let args = [
+        "tiers",
+        "--from",
+        survey.to_str().unwrap(),
+        "--export-hwloc",
+        &xml,
+        "--json",
+    ];
+    let v = ok_json(&args);
+    let sys = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers-system")
+        .unwrap();
+    let words = sys["data"]["hwloc_export"].as_str().unwrap();
+    assert!(words.contains(&xml), "{words}");
+    // hwloc reads the file back: node 0's CPUs to node 0 at the survey's 90 ns.
+    let topo = ok_json(&["topo", "--topology", &xml, "--json"]);
+    let attrs = topo[0]["data"]["memattrs"].as_array().unwrap();
+    let latency = attrs
+        .iter()
+        .find(|a| a["name"] == "Latency")
+        .expect("a Latency attribute");
+    let node0 = latency["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["node"] == 0)
+        .unwrap();
+    assert_eq!(node0["value"], 90);
+    refused(&["tiers", "--export-hwloc", &xml], "--from");
+    refused(
+        &[
+            "tiers",
+            "--from",
+            survey.to_str().unwrap(),
+            "--export-hwloc",
+            "x.txt",
+        ],
+        "x.txt",
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tmpdir("tiers-bad");
+    let empty = dir.join("empty.json");
+    fs::write(&empty, "[]").unwrap();
+    refused(
+        &["tiers", "--from", &empty.display().to_string()],
+        "latency matrix",
+    );
+    let junk = dir.join("junk.json");
+    fs::write(&junk, "not json").unwrap();
+    refused(
+        &["tiers", "--from", &junk.display().to_string()],
+        "junk.json",
+    );
+    refused(
+        &["tiers", "--from", "/nonexistent/survey"],
+        "/nonexistent/survey",
+    );
+    refused(&["tiers", "--nodes", "4096"], "4096");
+    refused(&["tiers", "--nodes", "bogus"], "bogus");
+}
+
+#[test]
+fn the_dry_run_gives_a_plan_record() {
+    let v = ok_json(&["tiers", "--dry-run", "--json"]);
+    assert_eq!(v[0]["kind"], "tiers-plan");
+}

@@ -1,0 +1,221 @@
+//! What the tiers comparison finds (each finding one line with its evidence) and
+//! recommends (with the commands that apply it), from the node records alone.
+
+use super::data::{Finding, Recommendation, TierNode};
+use std::collections::BTreeSet;
+
+/// Firmware and measurement disagree when one is more than this far from the other.
+pub const OFF_SHARE: f64 = 0.25;
+
+fn finding(rule: &str, node: Option<u32>, text: String) -> Finding {
+    Finding {
+        rule: rule.into(),
+        node,
+        text,
+    }
+}
+
+/// The firmware's access-1 read latency (ns) and read bandwidth (MB/s).
+fn firmware_read(n: &TierNode) -> (Option<u32>, Option<u32>) {
+    n.access1
+        .as_ref()
+        .map_or((None, None), |a| (a.read_latency, a.read_bandwidth))
+}
+
+/// `firmware` off from `measured` by more than [`OFF_SHARE`] of the measurement.
+fn off(firmware: f64, measured: f64) -> bool {
+    measured > 0.0 && ((firmware - measured) / measured).abs() > OFF_SHARE
+}
+
+fn tier_findings(n: &TierNode, out: &mut Vec<Finding>) {
+    if let (Some(k), Some(f)) = (n.kernel_tier, n.firmware_tier) {
+        if k as i32 != f {
+            out.push(finding("kernel-differs", Some(n.node), format!(
+                "node {}: the kernel put it in memory_tier{k}, the kernel's rule on the firmware's values gives memory_tier{f} ({}): kernels before 6.7 compute no distance from the HMAT and before 6.11 put CPU-less nodes present at boot in the DRAM tier; on a newer kernel a driver (dax/kmem, CXL) chose it",
+                n.node, n.firmware_basis
+            )));
+        }
+    }
+    if let (Some(m), Some(f), Some(p)) = (n.measured_tier, n.firmware_tier, &n.measured) {
+        if m != f {
+            out.push(finding("measured-tier", Some(n.node), format!(
+                "node {}: measured it belongs in memory_tier{m} (adistance {}; {:.1} ns, {}), the firmware puts it in memory_tier{f} ({})",
+                n.node,
+                n.measured_adistance.unwrap_or_default(),
+                p.latency_ns,
+                p.bandwidth_gbps.map_or("no bandwidth measured".into(), |b| format!("{b:.2} GB/s")),
+                n.firmware_basis
+            )));
+        }
+    }
+}
+
+fn off_findings(n: &TierNode, out: &mut Vec<Finding>) {
+    let Some(p) = &n.measured else { return };
+    let (lat, bw) = firmware_read(n);
+    if let Some(l) = lat.filter(|l| off(*l as f64, p.latency_ns)) {
+        out.push(finding("firmware-off", Some(n.node), format!(
+            "node {}: firmware read latency {l} ns is {:+.0} % off the measured {:.1} ns (from node {}, {})",
+            n.node,
+            (l as f64 / p.latency_ns - 1.0) * 100.0,
+            p.latency_ns,
+            p.latency_from,
+            p.latency_record
+        )));
+    }
+    if let (Some(b), Some(m)) = (bw, p.bandwidth_gbps) {
+        if off(b as f64 / 1000.0, m) {
+            out.push(finding("firmware-off", Some(n.node), format!(
+                "node {}: firmware read bandwidth {b} MB/s is {:+.0} % off the measured {m:.2} GB/s (from node {}, {})",
+                n.node,
+                (b as f64 / 1000.0 / m - 1.0) * 100.0,
+                p.bandwidth_from.unwrap_or(p.latency_from),
+                p.bandwidth_record.as_deref().unwrap_or("?")
+            )));
+        }
+    }
+}
+
+/// Measured bandwidth per node (GB/s), for the nodes that have one.
+fn measured_bw(nodes: &[TierNode]) -> Vec<(u32, f64)> {
+    nodes
+        .iter()
+        .filter_map(|n| Some((n.node, n.measured.as_ref()?.bandwidth_gbps?)))
+        .filter(|(_, b)| *b > 0.0)
+        .collect()
+}
+
+fn weight_findings(nodes: &[TierNode], out: &mut Vec<Finding>) {
+    let bw = measured_bw(nodes);
+    let weighted: Vec<(u32, f64, u32)> = bw
+        .iter()
+        .filter_map(|(n, b)| Some((*n, *b, nodes.iter().find(|x| x.node == *n)?.weight?)))
+        .collect();
+    if weighted.len() < 2 {
+        return;
+    }
+    let (bsum, wsum): (f64, f64) = weighted
+        .iter()
+        .fold((0.0, 0.0), |(b, w), x| (b + x.1, w + x.2 as f64));
+    for (n, b, w) in &weighted {
+        let (bs, ws) = (b / bsum, *w as f64 / wsum);
+        if off(ws, bs) {
+            out.push(finding("weights", Some(*n), format!(
+                "node {n}: weighted-interleave weight {w} gives it {:.0} % of the pages, its measured bandwidth {b:.2} GB/s is {:.0} % of the nodes' sum",
+                ws * 100.0,
+                bs * 100.0
+            )));
+        }
+    }
+}
+
+/// Every finding, node by node, then the interleave weights.
+pub fn findings(nodes: &[TierNode]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for n in nodes {
+        tier_findings(n, &mut out);
+        off_findings(n, &mut out);
+        if n.access0.is_none() && n.access1.is_none() {
+            out.push(finding("no-hmat", Some(n.node), format!(
+                "node {}: no HMAT entries (no access0/access1 under /sys/devices/system/node/node{}): the kernel gives it the default DRAM distance 576 (memory_tier4)",
+                n.node, n.node
+            )));
+        }
+    }
+    weight_findings(nodes, &mut out);
+    out
+}
+
+/// Weights in proportion to measured bandwidth: the fastest node 10, none below 1.
+pub fn weights_from(bw: &[(u32, f64)]) -> Vec<(u32, u32)> {
+    let max = bw.iter().map(|x| x.1).fold(0.0, f64::max);
+    bw.iter()
+        .map(|(n, b)| (*n, ((10.0 * b / max).round() as u32).clamp(1, 255)))
+        .collect()
+}
+
+fn weight_recommendation(nodes: &[TierNode]) -> Option<Recommendation> {
+    let bw = measured_bw(nodes);
+    if bw.len() < 2 {
+        return None;
+    }
+    let w = weights_from(&bw);
+    let list = numalab_topo::cpulist::format(&w.iter().map(|x| x.0).collect::<Vec<_>>());
+    let mask: u64 = w.iter().filter(|x| x.0 < 64).map(|x| 1u64 << x.0).sum();
+    let mut commands: Vec<String> = w
+        .iter()
+        .map(|(n, w)| format!("echo {w} > /sys/kernel/mm/mempolicy/weighted_interleave/node{n}"))
+        .collect();
+    commands.push(format!("numactl --weighted-interleave={list} PROGRAM"));
+    commands.push(format!(
+        "unsigned long mask = {mask:#x}; set_mempolicy(MPOL_WEIGHTED_INTERLEAVE, &mask, {});",
+        w.iter().map(|x| x.0).max().unwrap_or(0) + 2
+    ));
+    let shares: Vec<String> = bw
+        .iter()
+        .map(|(n, b)| format!("node {n} {b:.2} GB/s"))
+        .collect();
+    Some(Recommendation {
+        text: format!(
+            "weighted interleave across nodes {list} in proportion to measured bandwidth ({}): weights {}",
+            shares.join(", "),
+            w.iter().map(|(n, w)| format!("node{n}={w}")).collect::<Vec<_>>().join(" ")
+        ),
+        commands,
+    })
+}
+
+fn demotion_recommendation(
+    nodes: &[TierNode],
+    enabled: Option<bool>,
+    balancing: Option<u32>,
+) -> Recommendation {
+    let tiers: BTreeSet<u32> = nodes.iter().filter_map(|n| n.kernel_tier).collect();
+    let list = tiers
+        .iter()
+        .map(|t| format!("memory_tier{t}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tiers.len() < 2 {
+        return Recommendation {
+            text: format!(
+                "demotion: nothing to demote to: every memory node is in one tier ({}); leave demotion_enabled as it is ({})",
+                if list.is_empty() { "no tiers listed".into() } else { list },
+                enabled.map_or("unknown".into(), |e| e.to_string())
+            ),
+            commands: Vec::new(),
+        };
+    }
+    let mut commands = Vec::new();
+    if enabled != Some(true) {
+        commands.push("echo true > /sys/kernel/mm/numa/demotion_enabled".into());
+    }
+    if !matches!(balancing, Some(2 | 3)) {
+        commands.push("echo 2 > /proc/sys/kernel/numa_balancing".into());
+    }
+    Recommendation {
+        text: format!(
+            "demotion: the kernel has {} tiers ({list}); turn demotion on so reclaim moves cold pages down instead of swapping, and NUMA balancing's memory-tiering mode (2) so hot pages come back up{}",
+            tiers.len(),
+            if commands.is_empty() { " (both already on)" } else { "" }
+        ),
+        commands,
+    }
+}
+
+/// The recommendations: interleave weights from measured bandwidth, and demotion.
+pub fn recommendations(
+    nodes: &[TierNode],
+    enabled: Option<bool>,
+    balancing: Option<u32>,
+) -> Vec<Recommendation> {
+    let mut out: Vec<Recommendation> = weight_recommendation(nodes).into_iter().collect();
+    if out.is_empty() && nodes.len() > 1 {
+        out.push(Recommendation {
+            text: "weighted interleave: no weights without measured bandwidth to at least two nodes (run `numalab survey` or pass --from)".into(),
+            commands: Vec::new(),
+        });
+    }
+    out.push(demotion_recommendation(nodes, enabled, balancing));
+    out
+}

@@ -1,0 +1,80 @@
+//! numalab's measurement of each memory node, read from a survey's matrices, and the
+//! kernel's rule applied to it: the reference is the first CPU node's own memory, a
+//! node's figures are its best CPU initiator's (as hmat_update_target_attrs() takes
+//! the best initiators), and reads stand for writes too (numalab measures reads).
+
+use super::data::MeasuredPerf;
+use super::rule::{self, Perf};
+use crate::advise::Measured;
+
+/// The measured DRAM reference (node, its figures), or why there is none.
+pub type Reference = Result<(u32, Perf), String>;
+
+/// The measured figures of memory node `n`: lowest latency and highest bandwidth
+/// over the CPU nodes; None without a latency cell.
+pub fn perf_of(m: &Measured, n: u32) -> Option<MeasuredPerf> {
+    let (from, lat) = m
+        .cpu_nodes
+        .iter()
+        .filter_map(|d| Some((*d, m.lat(*d, n)?)))
+        .min_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
+    let bw = m
+        .cpu_nodes
+        .iter()
+        .filter_map(|d| Some((*d, m.bw(*d, n)?)))
+        .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
+    Some(MeasuredPerf {
+        latency_from: from,
+        latency_ns: lat.median,
+        latency_record: lat.record.clone(),
+        bandwidth_from: bw.map(|b| b.0),
+        bandwidth_gbps: bw.map(|b| b.1.median),
+        bandwidth_record: bw.map(|b| b.1.record.clone()),
+    })
+}
+
+/// The measurement as the kernel's coordinate: whole ns and MB/s, reads for writes.
+pub fn as_perf(p: &MeasuredPerf) -> Option<Perf> {
+    let bw = p.bandwidth_gbps?;
+    Some(Perf::symmetric(
+        p.latency_ns.round() as u32,
+        (bw * 1000.0).round() as u32,
+    ))
+}
+
+/// The measured DRAM reference: the first CPU node's latency and bandwidth to its
+/// own memory, or why there is none.
+pub fn reference(m: &Measured) -> Reference {
+    let d = *m
+        .cpu_nodes
+        .iter()
+        .find(|d| m.mem_nodes.contains(d))
+        .ok_or("no node with CPUs and memory was measured")?;
+    let lat = m
+        .lat(d, d)
+        .ok_or(format!("no latency from node {d} to its own memory"))?;
+    let bw = m.bw(d, d).ok_or(format!(
+        "no bandwidth matrix (matrix-bandwidth records): node {d}'s own bandwidth is the reference"
+    ))?;
+    let p = Perf::symmetric(
+        lat.median.round() as u32,
+        (bw.median * 1000.0).round() as u32,
+    );
+    Ok((d, p))
+}
+
+/// The measured distance of a node from its figures and the reference.
+pub fn distance(p: &MeasuredPerf, r: &Reference) -> Option<i32> {
+    rule::adistance(&as_perf(p)?, &r.as_ref().ok()?.1)
+}
+
+/// The reference in words.
+pub fn reference_words(r: &Reference) -> String {
+    match r {
+        Ok((n, p)) => format!(
+            "node {n} to its own memory: {} ns, {} MB/s (reads stand for writes)",
+            p.read_latency, p.read_bandwidth
+        ),
+        Err(why) => format!("none: {why}"),
+    }
+}

@@ -1,0 +1,21 @@
+//! `numalab tiers`: which memory tier Linux put each node in, which tier the kernel's
+//! own rule gives from the firmware's HMAT and from numalab's measurement, what
+//! disagrees (findings), and the weighted-interleave weights and demotion settings to
+//! use (recommendations, with their commands).
+
+mod data;
+mod experiment;
+mod export;
+mod findings;
+mod measure;
+mod present;
+pub mod rule;
+mod text;
+
+pub use data::{Finding, MeasuredPerf, Recommendation, TierNode, TierSystem};
+pub use experiment::{run, Options, Plan};
+pub use findings::{findings, recommendations, weights_from};
+pub use present::TiersPresenter;
+
+#[cfg(test)]
+mod tests;
