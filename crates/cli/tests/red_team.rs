@@ -445,3 +445,59 @@ fn mpirun_killed_from_outside_ends_the_job_with_a_word() {
         "{err}"
     );
 }
+
+#[test]
+fn counts_that_size_memory_are_refused_before_anything_starts() {
+    // Each would have grown past this machine's memory (the window: 12 GiB a rank
+    // before the kernel's OOM killer); refused in one line before mpirun starts.
+    for (args, names) in [
+        (
+            &[
+                "mpi",
+                "bandwidth",
+                "--ranks",
+                "2",
+                "--sizes",
+                "8",
+                "--window",
+                "100000000",
+            ][..],
+            "--window '100000000'",
+        ),
+        (
+            &[
+                "suite",
+                "earth",
+                "--mpi",
+                "--ranks",
+                "2",
+                "--parts",
+                "mask",
+                "--loop-n",
+                "100000000000",
+            ],
+            "--loop-n '100000000000'",
+        ),
+        (
+            &[
+                "suite",
+                "earth",
+                "--parts",
+                "mask",
+                "--loop-n",
+                "100000000000",
+            ],
+            "--loop-n",
+        ),
+        (
+            &["suite", "earth", "--parts", "mlp", "--mlp-size", "1T"],
+            "--mlp-size '1T'",
+        ),
+    ] {
+        let out = common::bounded("60", args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(names) && err.contains("available"), "{err}");
+    }
+}

@@ -32,6 +32,29 @@ pub fn compute(x: &mut [f64], u: &[f64], z: &[f64], y: &[f64], lo: usize, hi: us
     }
 }
 
+/// Bytes of one run's arrays for `n` iterations: x, z, y, the local copy of u and u
+/// itself, 8-byte floats each (what `--loop-n` is checked against memory with).
+pub fn bytes(n: usize) -> u64 {
+    5u64.saturating_mul(n as u64 + 8).saturating_mul(8)
+}
+
+/// Refuse a `--loop-n` whose arrays, on each of `processes`, would not fit in half of
+/// the memory available (a user error: one line, exit 2).
+pub fn check_memory(n: usize, processes: u64) -> Result<(), String> {
+    let Some((_, avail)) = numalab_topo::sysfs::system_memory() else {
+        return Ok(());
+    };
+    let need = bytes(n).saturating_mul(processes);
+    if need > avail / 2 {
+        return Err(format!(
+            "invalid --loop-n '{n}': Loop 7's arrays would need {}, more than half of the {} available",
+            numalab_topo::fmt_bytes(need),
+            numalab_topo::fmt_bytes(avail)
+        ));
+    }
+    Ok(())
+}
+
 /// Local arrays of one run: x (out), z, y, and `ul`, the local copy of remote u.
 pub struct Arrays {
     /// Results.

@@ -209,6 +209,10 @@ impl Plan {
         check_pair(o.pair, ranks)?;
         let stream = o.ops.iter().any(|op| op.streams());
         check_sizes("--sizes", &o.sizes, ranks, if stream { 2 } else { 3 })?;
+        if stream {
+            let largest = o.sizes.iter().max().copied().unwrap_or(0);
+            crate::sizes::check_window(o.window, largest)?;
+        }
         let method = Method {
             data: o.data,
             batch: o.batch,

@@ -78,6 +78,7 @@ impl Options {
         if a.loop_n == 0 {
             return Err(Error::input("invalid --loop-n '0': at least 1 iteration"));
         }
+        numalab_probe::loop7::check_memory(a.loop_n, 1).map_err(Error::Input)?;
         let chunks = match &a.chunks {
             Some(c) => nums("--chunks", c)?,
             None => (0..)
@@ -105,6 +106,14 @@ impl Options {
                     return Err(Error::input(format!(
                         "invalid --mlp-size '{s}': at least 256K (64 chains of 64 lines)"
                     )));
+                }
+                if let Some((_, avail)) = numalab_topo::sysfs::system_memory() {
+                    if v > avail / 2 {
+                        return Err(Error::input(format!(
+                            "invalid --mlp-size '{s}': more than half of the {} available",
+                            numalab_topo::fmt_bytes(avail)
+                        )));
+                    }
                 }
                 Some(v)
             }

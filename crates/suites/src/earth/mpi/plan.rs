@@ -229,12 +229,14 @@ fn check_options(o: &Options) -> Result<()> {
             PARTS.join(", ")
         )));
     }
+    // Two ranks hold the arrays (the worker's, and u at its peer).
+    numalab_probe::loop7::check_memory(o.loop_n, 2).map_err(Error::Usage)?;
     if o.ops_per_pass == 0 || o.iterations == 0 {
         return Err(Error::Usage("invalid --iterations '0': at least 1".into()));
     }
     if let Some(g) = o.groups.iter().find(|&&g| g == 0 || g > 1024) {
         return Err(Error::Usage(format!(
-            "invalid --groups item '{g}': 1..=1024 outstanding gets"
+            "invalid --groups item '{g}': 1 to 1024 outstanding gets"
         )));
     }
     check_blocks(&o.blocks)?;
