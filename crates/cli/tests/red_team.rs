@@ -501,3 +501,29 @@ fn counts_that_size_memory_are_refused_before_anything_starts() {
         assert!(err.contains(names) && err.contains("available"), "{err}");
     }
 }
+
+#[test]
+fn a_trace_resaved_by_another_json_writer_is_still_a_trace() {
+    let dir = common::tmpdir("resaved-trace");
+    let (t1, t2, html) = (dir.join("a.trace"), dir.join("b.trace"), dir.join("r.html"));
+    let out = common::numalab(&["record", "-o", t1.to_str().unwrap(), "--", "true"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What Python's json.dumps or jq write: a space after every colon.
+    let spaced: String = std::fs::read_to_string(&t1)
+        .unwrap()
+        .lines()
+        .map(|l| l.replace("\":", "\": ") + "\n")
+        .collect();
+    std::fs::write(&t2, spaced).unwrap();
+    let out = common::numalab(&["report", t2.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+}

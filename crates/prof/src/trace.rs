@@ -302,7 +302,12 @@ pub fn is_trace(path: &Path) -> bool {
     if std::io::BufReader::new(f).read_line(&mut first).is_err() {
         return false;
     }
-    first.starts_with("{\"type\":\"header\"") && first.contains(FORMAT)
+    // Parsed, not matched by prefix: a trace re-saved by another JSON writer (spaces
+    // after colons, keys reordered) is still a trace.
+    serde_json::from_str::<serde_json::Value>(&first).is_ok_and(|v| {
+        v.get("type").and_then(|t| t.as_str()) == Some("header")
+            && v.get("format").and_then(|f| f.as_str()) == Some(FORMAT)
+    })
 }
 
 /// Read a trace; a torn last line is skipped and flagged, any other damage is an error.
