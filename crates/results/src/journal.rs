@@ -161,14 +161,28 @@ impl Journal {
         let old = &self.header.plan;
         let first = old.iter().zip(plan).position(|(a, b)| a != b);
         match first {
-            Some(i) => Some(format!(
-                "another plan: step {} is '{}' ({}) in the journal, '{}' ({}) now",
-                i + 1,
-                old[i].id,
-                old[i].args.join(" "),
-                plan[i].id,
-                plan[i].args.join(" ")
-            )),
+            Some(i) => {
+                // Name the field that differs, so the two sides never read alike.
+                let (a, b) = (&old[i], &plan[i]);
+                let (what, was, is) = if a.id != b.id {
+                    ("id", a.id.clone(), b.id.clone())
+                } else if a.args != b.args {
+                    ("arguments", a.args.join(" "), b.args.join(" "))
+                } else if a.title != b.title {
+                    ("title", a.title.clone(), b.title.clone())
+                } else {
+                    (
+                        "skip reason",
+                        a.skip.clone().unwrap_or_default(),
+                        b.skip.clone().unwrap_or_default(),
+                    )
+                };
+                Some(format!(
+                    "another plan: step {} ('{}') has {what} '{was}' in the journal, '{is}' now",
+                    i + 1,
+                    a.id
+                ))
+            }
             None if old.len() != plan.len() => Some(format!(
                 "another plan: {} steps in the journal, {} now",
                 old.len(),
@@ -374,6 +388,11 @@ mod tests {
         plan[1].args.push("--quick".into());
         let why = j.resume_refusal(&now, &plan).unwrap();
         assert!(why.contains("step 2") && why.contains("--quick"), "{why}");
+        // Only the title changed: the message shows the two titles, not twice the same.
+        let mut retitled = header().plan;
+        retitled[0].title = "something else".into();
+        let why = j.resume_refusal(&now, &retitled).unwrap();
+        assert!(why.contains("title") && why.contains("'something else' now"), "{why}");
         plan.truncate(1);
         assert!(j.resume_refusal(&now, &plan).unwrap().contains("3 steps"));
     }
