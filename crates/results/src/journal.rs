@@ -392,7 +392,10 @@ mod tests {
         let mut retitled = header().plan;
         retitled[0].title = "something else".into();
         let why = j.resume_refusal(&now, &retitled).unwrap();
-        assert!(why.contains("title") && why.contains("'something else' now"), "{why}");
+        assert!(
+            why.contains("title") && why.contains("'something else' now"),
+            "{why}"
+        );
         plan.truncate(1);
         assert!(j.resume_refusal(&now, &plan).unwrap().contains("3 steps"));
     }

@@ -36,14 +36,28 @@ pub struct Fit {
 }
 
 impl Fit {
-    /// Predicted latency at `hops`.
-    pub fn predict(&self, hops: u32) -> f64 {
-        if hops == 0 {
-            return self.local_ns;
+    /// Predicted latency at `hops`; refused (naming why) where the fit cannot tell.
+    pub fn predict(&self, hops: u32) -> Result<f64, String> {
+        let has_local = self.hops_seen.first() == Some(&0);
+        let seen = || {
+            let v: Vec<String> = self.hops_seen.iter().map(|h| h.to_string()).collect();
+            v.join(", ")
+        };
+        match (hops, self.per_hop_ns) {
+            (0, _) if has_local => Ok(self.local_ns),
+            // Without a local observation the intercept is local + penalty.
+            (0, _) => Err(format!(
+                "invalid --hops '0': the fit saw no local latency (hops {}), so local and the remote penalty are not separable",
+                seen()
+            )),
+            (h, Some(per_hop)) => {
+                Ok(self.local_ns + self.remote_penalty_ns.unwrap_or(0.0) + h as f64 * per_hop)
+            }
+            (h, None) => Err(format!(
+                "invalid --hops '{h}': the fit saw latencies at hops {} only, so it has no remote cost to predict from; measure at least one remote distance",
+                seen()
+            )),
         }
-        self.local_ns
-            + self.remote_penalty_ns.unwrap_or(0.0)
-            + hops as f64 * self.per_hop_ns.unwrap_or(0.0)
     }
 }
 
@@ -274,7 +288,7 @@ mod tests {
         assert!((f.remote_penalty_ns.unwrap() - 40.0).abs() < 1e-9);
         assert!((f.per_hop_ns.unwrap() - 25.0).abs() < 1e-9);
         assert!(f.r2.unwrap() > 0.99);
-        assert!((f.predict(5) - 265.0).abs() < 1e-9);
+        assert!((f.predict(5).unwrap() - 265.0).abs() < 1e-9);
         assert_eq!(f.residuals_ns.len(), 8);
     }
 

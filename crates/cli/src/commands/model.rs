@@ -73,7 +73,10 @@ pub fn run(a: ModelArgs) -> Result<(), CliError> {
     fa.common.validate()?;
     let points = load(&fa.file, &fa.stat)?;
     let f = model::fit(&points).map_err(bad)?;
-    let predict = hops.map(|h| (h, f.predict(h)));
+    let predict = hops
+        .map(|h| f.predict(h).map(|v| (h, v)))
+        .transpose()
+        .map_err(bad)?;
     let rec = model::file_record(&fa.file, &fa.stat, &f, &points, predict);
     fa.common.show(std::slice::from_ref(&rec))
 }
