@@ -273,6 +273,68 @@ fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     );
 }
 
+/// An hwloc tool on `xml`: its stdout, or None (said) when hwloc's tools are missing.
+fn hwloc_tool(tool: &str, xml: &str, args: &[&str]) -> Option<String> {
+    let out = match std::process::Command::new(tool)
+        .args(["--input", xml])
+        .args(args)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("skipped: {tool} not found (Debian package hwloc)");
+            return None;
+        }
+        Err(e) => panic!("{tool}: {e}"),
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{tool} {args:?}: {err}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn hwlocs_own_tools_read_the_exported_xml() {
+    let dir = tmpdir("tiers-hwloc-calc");
+    let xml = dir.join("measured.xml").display().to_string();
+    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let args = [
+        "tiers",
+        "--from",
+        survey.to_str().unwrap(),
+        "--export-hwloc",
+        &xml,
+    ];
+    ok_json(&[&args[..], &["--json"]].concat());
+    // The fixture measured node 0 best from node 0's CPUs in both: 90 ns and 100 GB/s
+    // (node 1: 150 ns, 40 GB/s). hwloc-calc ranks every node (flags 4: not only the
+    // local ones) by the attribute, with node 0's first PU as the initiator, and names
+    // the best node by its OS index (-p).
+    for attr in ["bandwidth", "latency"] {
+        let q = [
+            "-p",
+            "--local-memory-flags",
+            "4",
+            "--best-memattr",
+            attr,
+            "pu:0",
+        ];
+        let Some(best) = hwloc_tool("hwloc-calc", &xml, &q) else {
+            return;
+        };
+        assert_eq!(best.trim(), "0", "hwloc-calc {q:?}");
+    }
+    // lstopo lists the values as hwloc read them: 90 ns and 100 GB/s = 95367 MiB/s.
+    let Some(attrs) = hwloc_tool("lstopo-no-graphics", &xml, &["--memattrs"]) else {
+        return;
+    };
+    for want in [
+        "NUMANode L#0 = 90 from cpuset",
+        "NUMANode L#0 = 95367 from cpuset",
+    ] {
+        assert!(attrs.contains(want), "{want} in {attrs}");
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = tmpdir("tiers-bad");
