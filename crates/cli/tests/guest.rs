@@ -253,6 +253,49 @@ fn tiers_layout(name: &str) {
         seen.insert(node, d["kernel_tier"].as_u64().unwrap());
     }
     assert_eq!(seen, layout.tiers, "{name}");
+    interleave_split(name, &secs);
+}
+
+/// The guest set weights 3 and 1 on nodes 0 and 1 and allocated 64 MiB under weighted
+/// interleave over every memory node: each node holds its weight's share of the pages,
+/// exact on whole rounds of the weights, the rest off by at most the node's weight.
+fn interleave_split(name: &str, secs: &BTreeMap<String, Section>) {
+    let s = secs
+        .get("tiers/interleave")
+        .expect("the guest ran numalab tiers --verify-interleave");
+    assert_eq!(s.rc, 0, "{name}: {}", s.err);
+    let v = common::validate(s.out.as_bytes());
+    let sys = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "tiers-system")
+        .expect("a tiers-system record");
+    let c = &sys["data"]["interleave"];
+    let num = |x: &serde_json::Value| x.as_u64().unwrap();
+    let weights: BTreeMap<String, u64> = c["weights"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{name}: no interleave check: {sys}"))
+        .iter()
+        .map(|(k, x)| (k.clone(), num(x)))
+        .collect();
+    assert_eq!((weights["0"], weights["1"]), (3, 1), "{name}: {c}");
+    let pages = num(&c["pages"]);
+    assert_eq!(pages, 64 << 20 >> 12, "{name}: 4 KiB pages: {c}");
+    assert_eq!(num(&c["pages_missing"]), 0, "{name}: {c}");
+    let total: u64 = weights.values().sum();
+    let mut sum = 0;
+    for (n, w) in &weights {
+        let got = c["pages_per_node"][n].as_u64().unwrap_or(0);
+        let whole = pages / total * w;
+        assert!(
+            got >= whole && got <= whole + w,
+            "{name}: node {n} holds {got} pages; weight {w} of {total} gives {whole} on whole rounds: {c}"
+        );
+        sum += got;
+    }
+    assert_eq!(sum, pages, "{name}: {c}");
+    assert_eq!(c["matches"], true, "{name}: {c}");
 }
 
 #[test]

@@ -356,6 +356,50 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     refused(&["tiers", "--nodes", "4096"], "4096");
     refused(&["tiers", "--nodes", "bogus"], "bogus");
+    refused(
+        &["tiers", "--verify-interleave", "0"],
+        "--verify-interleave '0'",
+    );
+    refused(&["tiers", "--verify-interleave", "lots"], "'lots'");
+    let r = dir.display().to_string();
+    refused(
+        &["tiers", "--verify-interleave", "4M", "--root", &r],
+        "--root",
+    );
+}
+
+#[test]
+fn verify_interleave_counts_the_pages_or_names_the_kernel_that_lacks_it() {
+    let v = ok_json(&["tiers", "--verify-interleave", "4M", "--json"]);
+    let sys = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers-system")
+        .unwrap();
+    let c = &sys["data"]["interleave"];
+    if c.is_null() {
+        let u = sys["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["feature"] == "weighted-interleave allocation")
+            .unwrap_or_else(|| panic!("neither a check nor why not: {sys}"));
+        let why = u["reason"].as_str().unwrap();
+        assert!(why.contains("kernel"), "{why}");
+        return;
+    }
+    // Every page found on a node of the mask, 4 MiB in whole pages.
+    let pages = c["pages"].as_u64().unwrap();
+    assert_eq!(pages * c["page_bytes"].as_u64().unwrap(), 4 << 20, "{c}");
+    let placed: u64 = c["pages_per_node"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(placed, pages, "{c}");
+    assert_eq!(c["matches"], true, "{c}");
 }
 
 #[test]

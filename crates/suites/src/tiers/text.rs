@@ -160,6 +160,9 @@ pub fn render(records: &[Record]) -> Option<String> {
     if let Some(x) = &sys.hwloc_export {
         let _ = writeln!(s, "\nhwloc: {x}");
     }
+    if let Some(c) = &sys.interleave {
+        let _ = writeln!(s, "\nweighted interleave: {}", super::interleave::words(c));
+    }
     for u in &sys_rec.unavailable {
         let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
     }
