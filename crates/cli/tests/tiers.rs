@@ -400,10 +400,20 @@ fn verify_interleave_counts_the_pages_or_names_the_kernel_that_lacks_it() {
         .sum();
     assert_eq!(placed, pages, "{c}");
     assert_eq!(c["matches"], true, "{c}");
+    // The text says the same in a line.
+    let out = numalab(&["tiers", "--verify-interleave", "4M"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("weighted interleave: 4 MiB in ")
+            && text.contains("the split follows the weights"),
+        "{text}"
+    );
 }
 
 #[test]
 fn the_dry_run_gives_a_plan_record() {
     let v = ok_json(&["tiers", "--dry-run", "--json"]);
     assert_eq!(v[0]["kind"], "tiers-plan");
+    let v = ok_json(&["tiers", "--dry-run", "--verify-interleave", "64M", "--json"]);
+    assert_eq!(v[0]["parameters"]["verify_interleave_bytes"], 64 << 20);
 }
