@@ -7,11 +7,12 @@
 
 # MPI: rsmpi builds its bindings against Open MPI with libclang; mpirun launches ranks.
 DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config libopenmpi-dev openmpi-bin libclang-dev
-# The report test renders report.html in a headless browser; the multi-node guest tests
-# boot QEMU (TCG) guests from a busybox initramfs (tests/guests/run, which also fetches
+# The report test renders report.html in a headless browser; the tiers test reads its
+# hwloc export back with hwloc's own tools (hwloc-calc, lstopo: Debian's hwloc); the
+# multi-node guest tests boot QEMU (TCG) guests from a busybox initramfs (tests/guests/run, which also fetches
 # Debian's kernel package into target/guest).
 GUEST_PACKAGES := qemu-system-x86 busybox-static cpio
-TEST_PACKAGES := chromium $(GUEST_PACKAGES)
+TEST_PACKAGES := chromium hwloc $(GUEST_PACKAGES)
 CARGO ?= cargo
 N ?= 10
 

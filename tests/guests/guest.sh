@@ -48,6 +48,15 @@ echo "guest: nodes $nodes; $ncpus CPUs; kernel $(uname -r)"
 run topo topo --json
 # Memory tiers: the kernel's, and its rule on the HMAT (a kernel before 6.1 lists none).
 run tiers tiers --json
+# Weighted interleave (Linux 6.9 on): weights 3 and 1 on nodes 0 and 1 (the others keep
+# theirs), then an allocation under MPOL_WEIGHTED_INTERLEAVE and where its pages landed.
+# A kernel without the mode says so (unavailable) and exits 0.
+wi=/sys/kernel/mm/mempolicy/weighted_interleave
+if [ -d "$wi" ] && [ -z "$only" -o -n "$(echo " $only " | grep ' tiers ')" ]; then
+  echo 3 >"$wi/node0"
+  echo 1 >"$wi/node1"
+fi
+run tiers/interleave tiers --verify-interleave 64M --json
 
 # Memory on every node, CPU-less ones too, threads one per node with CPUs: every page
 # and every thread proved.

@@ -215,12 +215,16 @@ fn four_socket_guest() {
     run_layout("four-socket");
 }
 
+/// The layouts whose HMAT Debian's 6.12 kernel turns into memory tiers.
+const TIERS_LAYOUTS: [&str; 3] = ["tiers", "tiers-two-socket", "tiers-partial-hmat"];
+
 /// Debian's 6.12 kernel forms memory tiers from the layout's HMAT values; `numalab tiers`
-/// must read the kernel's tier of every node and predict the same from the HMAT.
-#[test]
-fn tiers_guest() {
-    let layout = Layout::load(&root().join("tests/guests/tiers.layout"));
-    let Some(console) = boot_with("tiers", "topo tiers") else {
+/// must read the kernel's tier of every node and predict the same from the HMAT, and
+/// both must be the layout's `expect.tiers`. A node the layout gives no hmat-lb entry
+/// has no HMAT values to read.
+fn tiers_layout(name: &str) {
+    let layout = Layout::load(&root().join(format!("tests/guests/{name}.layout")));
+    let Some(console) = boot_with(name, "topo tiers") else {
         return;
     };
     let secs = sections(&console);
@@ -236,19 +240,83 @@ fn tiers_guest() {
     {
         let d = &r["data"];
         let node = d["node"].as_u64().unwrap() as u32;
-        assert_eq!(d["kernel_tier"], d["firmware_tier"], "node {node}: {d}");
-        assert!(
-            d["access1"]["read_latency"].is_u64(),
-            "node {node}: HMAT read: {d}"
+        assert_eq!(
+            d["kernel_tier"], d["firmware_tier"],
+            "{name} node {node}: {d}"
         );
+        if layout.qemu.contains(&format!("target={node},")) {
+            assert!(
+                d["access1"]["read_latency"].as_u64().is_some_and(|l| l > 0),
+                "{name} node {node}: HMAT read: {d}"
+            );
+        }
         seen.insert(node, d["kernel_tier"].as_u64().unwrap());
     }
-    assert_eq!(seen, layout.tiers);
+    assert_eq!(seen, layout.tiers, "{name}");
+    interleave_split(name, &secs);
+}
+
+/// The guest set weights 3 and 1 on nodes 0 and 1 and allocated 64 MiB under weighted
+/// interleave over every memory node: each node holds its weight's share of the pages,
+/// exact on whole rounds of the weights, the rest off by at most the node's weight.
+fn interleave_split(name: &str, secs: &BTreeMap<String, Section>) {
+    let s = secs
+        .get("tiers/interleave")
+        .expect("the guest ran numalab tiers --verify-interleave");
+    assert_eq!(s.rc, 0, "{name}: {}", s.err);
+    let v = common::validate(s.out.as_bytes());
+    let sys = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "tiers-system")
+        .expect("a tiers-system record");
+    let c = &sys["data"]["interleave"];
+    let num = |x: &serde_json::Value| x.as_u64().unwrap();
+    let weights: BTreeMap<String, u64> = c["weights"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{name}: no interleave check: {sys}"))
+        .iter()
+        .map(|(k, x)| (k.clone(), num(x)))
+        .collect();
+    assert_eq!((weights["0"], weights["1"]), (3, 1), "{name}: {c}");
+    let pages = num(&c["pages"]);
+    assert_eq!(pages, 64 << 20 >> 12, "{name}: 4 KiB pages: {c}");
+    assert_eq!(num(&c["pages_missing"]), 0, "{name}: {c}");
+    let total: u64 = weights.values().sum();
+    let mut sum = 0;
+    for (n, w) in &weights {
+        let got = c["pages_per_node"][n].as_u64().unwrap_or(0);
+        let whole = pages / total * w;
+        assert!(
+            got >= whole && got <= whole + w,
+            "{name}: node {n} holds {got} pages; weight {w} of {total} gives {whole} on whole rounds: {c}"
+        );
+        sum += got;
+    }
+    assert_eq!(sum, pages, "{name}: {c}");
+    assert_eq!(c["matches"], true, "{name}: {c}");
+}
+
+#[test]
+fn tiers_guest() {
+    tiers_layout("tiers");
+}
+
+#[test]
+fn tiers_two_socket_guest() {
+    tiers_layout("tiers-two-socket");
+}
+
+#[test]
+fn tiers_partial_hmat_guest() {
+    tiers_layout("tiers-partial-hmat");
 }
 
 #[test]
 fn layouts_parse_and_agree_with_their_qemu_arguments() {
-    for name in ["cxl-like", "four-socket", "tiers"] {
+    let names = ["cxl-like", "four-socket"].into_iter().chain(TIERS_LAYOUTS);
+    for name in names {
         let l = Layout::load(&root().join(format!("tests/guests/{name}.layout")));
         let n = l.cpus.len();
         assert_eq!(l.distances.len(), n, "{name}");

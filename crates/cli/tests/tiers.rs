@@ -273,6 +273,68 @@ fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     );
 }
 
+/// An hwloc tool on `xml`: its stdout, or None (said) when hwloc's tools are missing.
+fn hwloc_tool(tool: &str, xml: &str, args: &[&str]) -> Option<String> {
+    let out = match std::process::Command::new(tool)
+        .args(["--input", xml])
+        .args(args)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("skipped: {tool} not found (Debian package hwloc)");
+            return None;
+        }
+        Err(e) => panic!("{tool}: {e}"),
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{tool} {args:?}: {err}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn hwlocs_own_tools_read_the_exported_xml() {
+    let dir = tmpdir("tiers-hwloc-calc");
+    let xml = dir.join("measured.xml").display().to_string();
+    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let args = [
+        "tiers",
+        "--from",
+        survey.to_str().unwrap(),
+        "--export-hwloc",
+        &xml,
+    ];
+    ok_json(&[&args[..], &["--json"]].concat());
+    // The fixture measured node 0 best from node 0's CPUs in both: 90 ns and 100 GB/s
+    // (node 1: 150 ns, 40 GB/s). hwloc-calc ranks every node (flags 4: not only the
+    // local ones) by the attribute, with node 0's first PU as the initiator, and names
+    // the best node by its OS index (-p).
+    for attr in ["bandwidth", "latency"] {
+        let q = [
+            "-p",
+            "--local-memory-flags",
+            "4",
+            "--best-memattr",
+            attr,
+            "pu:0",
+        ];
+        let Some(best) = hwloc_tool("hwloc-calc", &xml, &q) else {
+            return;
+        };
+        assert_eq!(best.trim(), "0", "hwloc-calc {q:?}");
+    }
+    // lstopo lists the values as hwloc read them: 90 ns and 100 GB/s = 95367 MiB/s.
+    let Some(attrs) = hwloc_tool("lstopo-no-graphics", &xml, &["--memattrs"]) else {
+        return;
+    };
+    for want in [
+        "NUMANode L#0 = 90 from cpuset",
+        "NUMANode L#0 = 95367 from cpuset",
+    ] {
+        assert!(attrs.contains(want), "{want} in {attrs}");
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = tmpdir("tiers-bad");
@@ -294,10 +356,64 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     refused(&["tiers", "--nodes", "4096"], "4096");
     refused(&["tiers", "--nodes", "bogus"], "bogus");
+    refused(
+        &["tiers", "--verify-interleave", "0"],
+        "--verify-interleave '0'",
+    );
+    refused(&["tiers", "--verify-interleave", "lots"], "'lots'");
+    let r = dir.display().to_string();
+    refused(
+        &["tiers", "--verify-interleave", "4M", "--root", &r],
+        "--root",
+    );
+}
+
+#[test]
+fn verify_interleave_counts_the_pages_or_names_the_kernel_that_lacks_it() {
+    let v = ok_json(&["tiers", "--verify-interleave", "4M", "--json"]);
+    let sys = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers-system")
+        .unwrap();
+    let c = &sys["data"]["interleave"];
+    if c.is_null() {
+        let u = sys["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["feature"] == "weighted-interleave allocation")
+            .unwrap_or_else(|| panic!("neither a check nor why not: {sys}"));
+        let why = u["reason"].as_str().unwrap();
+        assert!(why.contains("kernel"), "{why}");
+        return;
+    }
+    // Every page found on a node of the mask, 4 MiB in whole pages.
+    let pages = c["pages"].as_u64().unwrap();
+    assert_eq!(pages * c["page_bytes"].as_u64().unwrap(), 4 << 20, "{c}");
+    let placed: u64 = c["pages_per_node"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(placed, pages, "{c}");
+    assert_eq!(c["matches"], true, "{c}");
+    // The text says the same in a line.
+    let out = numalab(&["tiers", "--verify-interleave", "4M"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("weighted interleave: 4 MiB in ")
+            && text.contains("the split follows the weights"),
+        "{text}"
+    );
 }
 
 #[test]
 fn the_dry_run_gives_a_plan_record() {
     let v = ok_json(&["tiers", "--dry-run", "--json"]);
     assert_eq!(v[0]["kind"], "tiers-plan");
+    let v = ok_json(&["tiers", "--dry-run", "--verify-interleave", "64M", "--json"]);
+    assert_eq!(v[0]["parameters"]["verify_interleave_bytes"], 64 << 20);
 }

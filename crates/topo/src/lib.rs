@@ -7,6 +7,7 @@ pub mod cpulist;
 pub mod error;
 pub mod hops;
 pub mod hwloc_xml;
+pub mod interleave;
 pub mod load;
 pub mod model;
 pub mod plan;

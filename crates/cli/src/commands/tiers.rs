@@ -16,6 +16,9 @@ pub struct TiersArgs {
     /// Also write this machine's hwloc XML with the measured latency and bandwidth (needs --from).
     #[arg(long, value_name = "FILE.xml")]
     export_hwloc: Option<String>,
+    /// Allocate SIZE (e.g. 64M) under weighted interleave over the memory nodes; count its pages per node.
+    #[arg(long, value_name = "SIZE")]
+    verify_interleave: Option<String>,
     /// Read sysfs and procfs under DIR instead of / (a recorded or fake tree).
     #[arg(long, default_value = "/", value_name = "DIR")]
     root: String,
@@ -33,6 +36,7 @@ pub fn run(a: TiersArgs) -> Result<(), CliError> {
         from: a.from,
         root: a.root,
         export_hwloc: a.export_hwloc,
+        verify_interleave: a.verify_interleave,
     };
     o.check()?;
     if let Some(x) = &o.export_hwloc {

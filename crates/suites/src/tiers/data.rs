@@ -101,6 +101,9 @@ pub struct TierSystem {
     /// What `--export-hwloc` wrote, when asked.
     #[serde(default)]
     pub hwloc_export: Option<String>,
+    /// What `--verify-interleave` found, when asked and the kernel has the mode.
+    #[serde(default)]
+    pub interleave: Option<super::interleave::InterleaveCheck>,
 }
 
 /// The words of a NUMA-balancing mode.

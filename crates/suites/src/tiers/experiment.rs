@@ -4,6 +4,7 @@
 use super::data::{TierNode, TierSystem};
 use super::export;
 use super::findings::{findings, recommendations};
+use super::interleave::{self, InterleaveCheck};
 use super::measure;
 use super::rule::{self, NoReference, Perf};
 use crate::advise::Measured;
@@ -29,6 +30,9 @@ pub struct Options {
     pub root: String,
     /// Write this machine's hwloc XML with the measured latency and bandwidth here.
     pub export_hwloc: Option<String>,
+    /// Allocate this size (e.g. 64M) under weighted interleave and count its pages.
+    #[serde(default)]
+    pub verify_interleave: Option<String>,
 }
 
 impl Default for Options {
@@ -38,6 +42,7 @@ impl Default for Options {
             from: None,
             root: "/".into(),
             export_hwloc: None,
+            verify_interleave: None,
         }
     }
 }
@@ -55,12 +60,33 @@ impl Options {
                 )));
             }
         }
+        if let Some(v) = &self.verify_interleave {
+            self.interleave_bytes(v)?;
+        }
         if self.root.is_empty() {
             return Err(Error::input(
                 "invalid --root '': a folder (/ for this machine)",
             ));
         }
         Ok(())
+    }
+}
+
+impl Options {
+    /// The size of `--verify-interleave`: above 0, and on this machine only.
+    fn interleave_bytes(&self, v: &str) -> Result<u64> {
+        let bytes = numalab_topo::spec::parse_size(v).map_err(|_| {
+            Error::input(format!(
+                "invalid --verify-interleave '{v}': a size above 0 with an optional suffix K, M or G (e.g. 64M)"
+            ))
+        })?;
+        if self.root != "/" {
+            return Err(Error::input(format!(
+                "invalid --verify-interleave with --root '{}': the allocation runs on this machine, so the root must be /",
+                self.root
+            )));
+        }
+        Ok(bytes)
     }
 }
 
@@ -72,6 +98,8 @@ pub struct Plan {
     pub nodes: Option<Vec<u32>>,
     /// The measured matrices, when `--from` was given.
     pub measured: Option<Measured>,
+    /// Bytes to allocate under weighted interleave, when asked.
+    pub interleave: Option<u64>,
 }
 
 fn read_measured(path: &str, m: &Machine) -> Result<Measured> {
@@ -112,10 +140,16 @@ impl Plan {
             numalab_results::output::check_creatable(Path::new(x))
                 .map_err(|e| Error::input(format!("invalid --export-hwloc: {e}")))?;
         }
+        let interleave = o
+            .verify_interleave
+            .as_deref()
+            .map(|v| o.interleave_bytes(v))
+            .transpose()?;
         Ok(Plan {
             options: o.clone(),
             nodes,
             measured,
+            interleave,
         })
     }
 
@@ -132,6 +166,7 @@ impl Plan {
             "nodes": self.nodes,
             "from": self.options.from,
             "export_hwloc": self.options.export_hwloc,
+            "verify_interleave_bytes": self.interleave,
             "rule": rule::SOURCE,
             "reads": ["/sys/devices/system/node/nodeN/{cpulist,meminfo,distance,access0,access1}", "/sys/devices/virtual/memory_tiering", "/sys/kernel/mm/numa/demotion_enabled", "/proc/sys/kernel/numa_balancing", "/sys/kernel/mm/mempolicy/weighted_interleave"],
         })
@@ -298,6 +333,35 @@ fn unavailable(facts: &TierFacts, nodes: &[TierNode], from: bool) -> Vec<Unavail
     out
 }
 
+/// `--verify-interleave`: the allocation over the memory nodes shown that have a
+/// weight, or why it could not be made (the kernel lacks the mode).
+fn verify_interleave(
+    plan: &Plan,
+    facts: &TierFacts,
+    nodes: &[TierNode],
+) -> (Option<InterleaveCheck>, Option<Unavailable>) {
+    let Some(bytes) = plan.interleave else {
+        return (None, None);
+    };
+    let k = kernel_major_minor(&facts.kernel);
+    let u = |reason: String| Unavailable {
+        feature: "weighted-interleave allocation".into(),
+        reason,
+    };
+    let Some(weights) = &facts.weights else {
+        return (None, Some(u(format!("/sys/kernel/mm/mempolicy/weighted_interleave is missing: MPOL_WEIGHTED_INTERLEAVE exists from Linux 6.9 ({k})"))));
+    };
+    let mask: Vec<u32> = nodes
+        .iter()
+        .map(|n| n.node)
+        .filter(|n| weights.contains_key(n))
+        .collect();
+    match interleave::check(bytes, &mask, weights) {
+        Ok(c) => (Some(c), None),
+        Err(e) => (None, Some(u(format!("{e} ({k})")))),
+    }
+}
+
 /// Read the facts under the plan's root and build the records: one "tiers" record per
 /// memory node, then the "tiers-system" record with findings and recommendations.
 pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
@@ -316,6 +380,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         .filter(|n| plan.nodes.as_ref().is_none_or(|ns| ns.contains(&n.node)))
         .map(|n| node_record(n, &facts, &fw_ref, measured))
         .collect();
+    let (interleave, why) = verify_interleave(plan, &facts, &nodes);
     let system = TierSystem {
         root: facts.root.clone(),
         kernel: facts.kernel.clone(),
@@ -334,6 +399,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
             (Some(x), Some(m)) => Some(export::write(host, m, x)?),
             _ => None,
         },
+        interleave,
     };
     let params = plan.params();
     let mut out: Vec<Record> = nodes
@@ -354,6 +420,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
     r.set_data(&system);
     r.warnings = ctx.warnings.clone();
     r.unavailable = unavailable(&facts, &nodes, plan.measured.is_some());
+    r.unavailable.extend(why);
     out.push(r);
     Ok(out)
 }

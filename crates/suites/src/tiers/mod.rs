@@ -7,6 +7,7 @@ mod data;
 mod experiment;
 mod export;
 mod findings;
+mod interleave;
 mod measure;
 mod present;
 pub mod rule;
@@ -15,6 +16,7 @@ mod text;
 pub use data::{Finding, MeasuredPerf, Recommendation, TierNode, TierSystem};
 pub use experiment::{run, Options, Plan};
 pub use findings::{findings, recommendations, weights_from};
+pub use interleave::InterleaveCheck;
 pub use present::TiersPresenter;
 
 #[cfg(test)]

@@ -137,6 +137,23 @@ mod tests {
     }
 
     #[test]
+    fn the_other_guest_layouts_give_their_expected_tiers() {
+        // tests/guests/tiers-two-socket.layout and tiers-partial-hmat.layout, DRAM
+        // 100 ns / 40 GB/s; MB/s of 1000 or 1024 per GB alike.
+        for gb in [1000, 1024] {
+            let dram = Perf::symmetric(100, 40 * gb);
+            let a = |l, b| adistance(&Perf::symmetric(l, b * gb), &dram).unwrap();
+            // Two sockets: the near CPU-less node stays in DRAM's tier, the far one not.
+            assert_eq!((a(105, 38), tier(a(105, 38))), (635, 4));
+            assert_eq!((a(200, 15), tier(a(200, 15))), (3072, 24));
+            // Partial HMAT: tiers 5 and 12; the node without entries keeps 576, tier 4.
+            assert_eq!((a(110, 36), tier(a(110, 36))), (703, 5));
+            assert_eq!((a(170, 25), tier(a(170, 25))), (1566, 12));
+        }
+        assert_eq!(tier(ADISTANCE_DRAM), 4);
+    }
+
+    #[test]
     fn integer_steps_truncate_left_to_right_like_the_kernel() {
         // 576 * 240 / 200 = 691 (not 691.2), then 691 * 80000 / 64000 = 863.
         let dram = Perf::symmetric(100, 40_000);

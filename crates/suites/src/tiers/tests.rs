@@ -76,6 +76,7 @@ fn run_on(root: &Path, nodes: Option<Vec<u32>>) -> numalab_topo::Result<Vec<Reco
         },
         nodes,
         measured: None,
+        interleave: None,
     };
     let host = numalab_topo::Host::load(&numalab_topo::TopologySource::Synthetic(
         "numa:1 pu:1".into(),

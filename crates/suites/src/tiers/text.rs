@@ -123,10 +123,13 @@ pub fn render(records: &[Record]) -> Option<String> {
             });
         let _ = writeln!(
             s,
-            "Memory tiers (plan only): reads under {}; nodes: {nodes}; measured: {}; hwloc export: {}",
+            "Memory tiers (plan only): reads under {}; nodes: {nodes}; measured: {}; hwloc export: {}; weighted-interleave allocation: {}",
             or("root", "/"),
             or("from", "not given"),
-            or("export_hwloc", "none")
+            or("export_hwloc", "none"),
+            q["verify_interleave_bytes"]
+                .as_u64()
+                .map_or("none".into(), numalab_topo::fmt_bytes)
         );
         let _ = writeln!(s, "rule: {}", p.parameters["rule"].as_str().unwrap_or("?"));
         s.push_str(&warning_lines(records));
@@ -159,6 +162,9 @@ pub fn render(records: &[Record]) -> Option<String> {
     }
     if let Some(x) = &sys.hwloc_export {
         let _ = writeln!(s, "\nhwloc: {x}");
+    }
+    if let Some(c) = &sys.interleave {
+        let _ = writeln!(s, "\nweighted interleave: {}", super::interleave::words(c));
     }
     for u in &sys_rec.unavailable {
         let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
