@@ -128,9 +128,7 @@ enum Command {
 /// as the option's bad value instead.
 fn parse_error(e: clap::Error) -> CliError {
     use clap::error::{ContextKind, ErrorKind};
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
-        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    {
+    if !e.use_stderr() || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
         e.exit()
     }
     let arg = e.get(ContextKind::InvalidArg).map(|a| a.to_string());

@@ -38,11 +38,10 @@ pub fn run(a: TiersArgs) -> Result<(), CliError> {
         export_hwloc: a.export_hwloc,
         verify_interleave: a.verify_interleave,
     };
-    o.check()?;
+    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if let Some(x) = &o.export_hwloc {
         numalab_results::output::check_fresh(x.as_ref(), a.common.force)?;
     }
-    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         return a.common.show(&[plan.record(&ctx)]);
     }
