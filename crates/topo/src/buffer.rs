@@ -146,36 +146,7 @@ impl Buffer {
             // SAFETY: offsets stay inside the mapping.
             .map(|o| unsafe { self.data.add(o) } as *mut libc::c_void)
             .collect();
-        let mut per_node = BTreeMap::new();
-        let mut missing = 0u64;
-        for chunk in addrs.chunks(1 << 16) {
-            let mut status = vec![0i32; chunk.len()];
-            // SAFETY: pid 0 = this process; nodes NULL = query only; arrays sized to count.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_move_pages,
-                    0,
-                    chunk.len() as libc::c_ulong,
-                    chunk.as_ptr(),
-                    std::ptr::null::<i32>(),
-                    status.as_mut_ptr(),
-                    0,
-                )
-            };
-            if rc < 0 {
-                return Err(Error::System(format!(
-                    "move_pages query failed: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-            for s in status {
-                if s >= 0 {
-                    *per_node.entry(s as u32).or_insert(0u64) += 1;
-                } else {
-                    missing += 1;
-                }
-            }
-        }
+        let (per_node, missing) = pages_per_node(&addrs)?;
         Ok(MemProof {
             bytes: self.len as u64,
             page_size: mem.page_size,
@@ -193,6 +164,42 @@ impl Drop for Buffer {
         // SAFETY: base/map_len describe the mapping made in `map`.
         unsafe { libc::munmap(self.base, self.map_len) };
     }
+}
+
+/// The node of every page at `addrs` (move_pages(2) with no target nodes: a query,
+/// nothing moves), and how many pages had none (not present).
+pub(crate) fn pages_per_node(addrs: &[*mut libc::c_void]) -> Result<(BTreeMap<u32, u64>, u64)> {
+    let mut per_node = BTreeMap::new();
+    let mut missing = 0u64;
+    for chunk in addrs.chunks(1 << 16) {
+        let mut status = vec![0i32; chunk.len()];
+        // SAFETY: pid 0 = this process; nodes NULL = query only; arrays sized to count.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0,
+                chunk.len() as libc::c_ulong,
+                chunk.as_ptr(),
+                std::ptr::null::<i32>(),
+                status.as_mut_ptr(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(Error::System(format!(
+                "move_pages query failed: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        for s in status {
+            if s >= 0 {
+                *per_node.entry(s as u32).or_insert(0u64) += 1;
+            } else {
+                missing += 1;
+            }
+        }
+    }
+    Ok((per_node, missing))
 }
 
 fn thp_available() -> Result<()> {

@@ -44,6 +44,18 @@ pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
     Ok(out)
 }
 
+/// A record's JSON array of CPU or node numbers as a list ("0-3,8"); what is not a
+/// number is left out.
+pub fn format_json(v: &serde_json::Value) -> String {
+    let ids: Vec<u32> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_u64().map(|x| x as u32))
+        .collect();
+    format(&ids)
+}
+
 /// Format indices compactly: sorted, consecutive runs as ranges ("0-3,8").
 pub fn format(ids: &[u32]) -> String {
     let mut v = ids.to_vec();

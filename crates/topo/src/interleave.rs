@@ -101,34 +101,7 @@ fn locate(m: &Mapping, page: usize) -> Result<(BTreeMap<u32, u64>, u64)> {
         // SAFETY: offsets stay inside the mapping.
         .map(|o| unsafe { m.addr.cast::<u8>().add(o) }.cast::<libc::c_void>())
         .collect();
-    let mut per_node = BTreeMap::new();
-    let mut missing = 0u64;
-    for chunk in addrs.chunks(1 << 16) {
-        let mut status = vec![0i32; chunk.len()];
-        // SAFETY: pid 0 = this process; nodes NULL = query only; arrays sized to count.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_move_pages,
-                0,
-                chunk.len() as libc::c_ulong,
-                chunk.as_ptr(),
-                std::ptr::null::<i32>(),
-                status.as_mut_ptr(),
-                0,
-            )
-        };
-        if rc < 0 {
-            return Err(last_error("move_pages query"));
-        }
-        for s in status {
-            if s >= 0 {
-                *per_node.entry(s as u32).or_insert(0u64) += 1;
-            } else {
-                missing += 1;
-            }
-        }
-    }
-    Ok((per_node, missing))
+    crate::buffer::pages_per_node(&addrs)
 }
 
 /// Allocate `bytes` (rounded up to whole base pages) under weighted interleave over

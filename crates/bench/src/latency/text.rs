@@ -41,22 +41,11 @@ fn cpus(v: &Value) -> String {
     cpulist::format(&ids)
 }
 
-/// A list of numbers as a CPU/node list ("0-3,8").
-fn list(v: &Value) -> String {
-    let ids: Vec<u32> = v
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|x| x.as_u64().map(|x| x as u32))
-        .collect();
-    cpulist::format(&ids)
-}
-
 /// The memory node(s) a record's placement resolved to.
 fn mem_nodes(r: &Record) -> String {
     r.placement
         .as_ref()
-        .map(|pl| list(&pl["resolved"]["memory"]["nodes"]))
+        .map(|pl| cpulist::format_json(&pl["resolved"]["memory"]["nodes"]))
         .unwrap_or_else(|| "-".into())
 }
 
@@ -190,7 +179,7 @@ fn plan_text(first: &Record, records: &[&Record]) -> String {
     let _ = writeln!(
         s,
         "  memory:     node {} ({}), hops from requestors {}",
-        list(&resolved["memory"]["nodes"]),
+        cpulist::format_json(&resolved["memory"]["nodes"]),
         p(first, "page_size"),
         hops.join(", ")
     );

@@ -100,16 +100,6 @@ fn ns(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into())
 }
 
-fn cpus(v: &Value) -> String {
-    let ids: Vec<u32> = v
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|x| x.as_u64().map(|x| x as u32))
-        .collect();
-    cpulist::format(&ids)
-}
-
 /// One curve: readers → median ns per unit, overall and per domain.
 fn curve_table(pts: &[&Record]) -> String {
     let Some(first) = pts.first() else {
@@ -168,7 +158,7 @@ fn curve_table(pts: &[&Record]) -> String {
     let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
     format!(
         "\n{title} — median ns per {unit}, owners {}\n{}\n",
-        cpus(&p["owners"]),
+        cpulist::format_json(&p["owners"]),
         table(&h, &rows)
     )
 }
