@@ -92,12 +92,6 @@ impl JobOptions {
             (None, Some(j)) if j.size > 0 => j.size,
             (None, _) => min_ranks.max(2),
         };
-        if ranks < min_ranks.max(1) {
-            return Err(Error::Usage(format!(
-                "invalid --ranks '{ranks}': this command needs at least {} ranks",
-                min_ranks.max(1)
-            )));
-        }
         let req = LaunchRequest {
             ranks,
             hostfile: self.hostfile.clone(),

@@ -47,11 +47,12 @@ pub enum Launched {
 impl LaunchRequest {
     /// Check the request before anything starts: ranks within limits, hostfile present.
     pub fn validate(&self) -> Result<()> {
-        if self.ranks < self.min_ranks.max(1) {
+        let least = self.min_ranks.max(1);
+        if self.ranks < least {
             return Err(Error::Usage(format!(
-                "invalid --ranks '{}': this command needs at least {} ranks",
+                "invalid --ranks '{}': this command needs at least {least} rank{}",
                 self.ranks,
-                self.min_ranks.max(1)
+                if least == 1 { "" } else { "s" }
             )));
         }
         if let Some(h) = &self.hostfile {
@@ -61,6 +62,7 @@ impl LaunchRequest {
                     h.display()
                 )));
             }
+            crate::hostfile::read(h)?;
         } else {
             let max = self.cpus.max(1) * MAX_RANKS_PER_CPU;
             if self.ranks > max {
@@ -147,6 +149,9 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     req.validate()?;
     let limit = overall_limit()?;
     let mpirun = find_mpirun()?;
+    if let Some(h) = &req.hostfile {
+        crate::hostfile::check_hosts(h)?;
+    }
     let exe = std::env::current_exe()
         .map_err(|e| Error::System(format!("cannot find numalab's own executable: {e}")))?;
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -460,11 +465,15 @@ mod tests {
 
     #[test]
     fn bad_rank_counts_and_missing_hostfiles_are_usage_errors() {
-        for (n, what) in [(0, "'0'"), (1, "'1'"), (33, "at most 32")] {
+        for (n, what) in [(0, "'0'"), (1, "at least 2 ranks"), (33, "at most 32")] {
             let e = req(n, 2).validate().unwrap_err();
             assert!(e.is_user_error() && e.to_string().contains(what), "{e}");
         }
         assert!(req(32, 2).validate().is_ok());
+        let mut one = req(0, 2);
+        one.min_ranks = 1;
+        let e = one.validate().unwrap_err().to_string();
+        assert!(e.ends_with("needs at least 1 rank"), "{e}");
         let mut h = req(64, 2);
         h.hostfile = Some("/nonexistent/hosts".into());
         let e = h.validate().unwrap_err();
