@@ -97,6 +97,7 @@ impl JobOptions {
             hostfile: self.hostfile.clone(),
             cpus: m.pus.len(),
             min_ranks,
+            estimate: None,
         };
         req.validate()?;
         // The ranks of this host (or of the topology planned against) must find CPUs;

@@ -19,6 +19,7 @@ pub mod job;
 pub mod kernels;
 pub mod launch;
 pub mod launch_notice;
+pub mod liveness;
 pub mod loop7;
 pub mod matrix;
 pub mod p2p;
