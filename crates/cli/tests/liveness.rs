@@ -1,7 +1,7 @@
 //! A job whose rank stops answering ends, naming it (issue 35 item 5, issue 33 item
 //! 5): the launcher watches its ranks. Also what the user sees when a rank dies mid-
-//! message. Every run has a hard bound; no test compares timings (the bounds are
-//! minutes, the stall 1 s).
+//! message and when a user's own mpirun runs numalab with a bad option. Every run has
+//! a hard bound; no test compares timings (the bounds are minutes, the stall 1 s).
 
 mod common;
 
@@ -214,6 +214,26 @@ fn a_rank_killed_mid_message_is_named_before_anything_open_mpi_echoes() {
         lines[..dead].iter().all(|l| !l.contains("numalab: note")),
         "{err}"
     );
+}
+
+#[test]
+fn a_bad_option_under_a_users_mpirun_is_said_once() {
+    if !have_mpirun() {
+        return;
+    }
+    let out = Command::new("timeout")
+        .args(["-k", "10", "120", "mpirun", "-np", "2", "--oversubscribe"])
+        .args(["--allow-run-as-root", env!("CARGO_BIN_EXE_numalab")])
+        .args(["mpi", "latency", "--sizes", "8,,16"])
+        .envs(ROOT_OK)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "hung");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("numalab:")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("--sizes"), "{err}");
+    assert!(!out.status.success() && out.stdout.is_empty(), "{err}");
 }
 
 /// A stand-in for mpirun that says the ranks started, prints `stderr` and exits `code`.
