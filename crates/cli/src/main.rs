@@ -215,9 +215,18 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     if let Err(e) = run() {
-        eprintln!("numalab: error: {}", e.msg);
+        if speaks_for_job(e.code) {
+            eprintln!("numalab: error: {}", e.msg);
+        }
         std::process::exit(e.code);
     }
+}
+
+/// Whether this process prints an error with exit status `code`. Under a user's own
+/// mpirun every rank parses the same command line: a bad option (exit 2) is said
+/// once, by rank 0, and the other ranks exit 2 quietly.
+fn speaks_for_job(code: i32) -> bool {
+    code != 2 || numalab_mpi::JobEnv::detect().is_none_or(|j| j.rank == 0)
 }
 
 #[cfg(test)]

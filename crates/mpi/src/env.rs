@@ -2,6 +2,11 @@
 //! environment (Open MPI's OMPI_COMM_WORLD_*, PMIx, MPICH/Hydra's PMI_*), so the
 //! answer is known before MPI is initialised.
 
+/// The variable numalab's launcher sets for the ranks it starts: a file rank 0
+/// creates, on the launcher's machine, to say the ranks started; it also tells the
+/// launcher's watch which processes are this job's ranks.
+pub const TOKEN_VAR: &str = "NUMALAB_LAUNCH_TOKEN";
+
 /// What the launcher told this process about the job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobEnv {

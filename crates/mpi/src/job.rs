@@ -92,17 +92,12 @@ impl JobOptions {
             (None, Some(j)) if j.size > 0 => j.size,
             (None, _) => min_ranks.max(2),
         };
-        if ranks < min_ranks.max(1) {
-            return Err(Error::Usage(format!(
-                "invalid --ranks '{ranks}': this command needs at least {} ranks",
-                min_ranks.max(1)
-            )));
-        }
         let req = LaunchRequest {
             ranks,
             hostfile: self.hostfile.clone(),
             cpus: m.pus.len(),
             min_ranks,
+            estimate: None,
         };
         req.validate()?;
         // The ranks of this host (or of the topology planned against) must find CPUs;

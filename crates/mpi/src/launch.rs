@@ -1,11 +1,15 @@
 //! Launching: `--ranks N` outside an MPI job re-executes the same numalab command
 //! line under `mpirun -np N` on this machine (or the user's hostfile), forwards its
 //! exit status, and turns Open MPI's boxed reports into one line each. A watchdog
-//! ends a job that outlives a dead rank, so a launch never hangs.
+//! ends a job that outlives a dead rank, one whose rank stopped (see
+//! [`crate::liveness`]) and one that runs far past its plan's estimate, so a launch
+//! never hangs.
 
 use crate::env::JobEnv;
+use crate::env::TOKEN_VAR;
 use crate::error::{Error, Result};
-use crate::launch_notice::{BoxFilter, Notice};
+use crate::launch_notice::{is_transport, BoxFilter, Notice};
+use crate::liveness::{overall_limit, seconds_from_env, Limit, Watch, DEFAULT_STALL, STALL_VAR};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -33,6 +37,9 @@ pub struct LaunchRequest {
     pub cpus: usize,
     /// Fewest ranks the command needs.
     pub min_ranks: usize,
+    /// The plan's estimate of the job's run time, which bounds it when
+    /// `NUMALAB_MPI_TIMEOUT` is not set (see [`crate::liveness::default_bound`]).
+    pub estimate: Option<Duration>,
 }
 
 /// Where the process stands after [`ensure`].
@@ -47,11 +54,12 @@ pub enum Launched {
 impl LaunchRequest {
     /// Check the request before anything starts: ranks within limits, hostfile present.
     pub fn validate(&self) -> Result<()> {
-        if self.ranks < self.min_ranks.max(1) {
+        let least = self.min_ranks.max(1);
+        if self.ranks < least {
             return Err(Error::Usage(format!(
-                "invalid --ranks '{}': this command needs at least {} ranks",
+                "invalid --ranks '{}': this command needs at least {least} rank{}",
                 self.ranks,
-                self.min_ranks.max(1)
+                if least == 1 { "" } else { "s" }
             )));
         }
         if let Some(h) = &self.hostfile {
@@ -61,6 +69,7 @@ impl LaunchRequest {
                     h.display()
                 )));
             }
+            crate::hostfile::read(h)?;
         } else {
             let max = self.cpus.max(1) * MAX_RANKS_PER_CPU;
             if self.ranks > max {
@@ -71,6 +80,15 @@ impl LaunchRequest {
             }
         }
         Ok(())
+    }
+
+    /// Ranks per CPU of this machine, at least 1 (1 with a hostfile): ranks that
+    /// share CPUs wait for them (see [`crate::sizes::transfer_estimate`]).
+    pub fn crowding(&self) -> f64 {
+        match self.hostfile {
+            Some(_) => 1.0,
+            None => (self.ranks as f64 / self.cpus.max(1) as f64).max(1.0),
+        }
     }
 
     /// mpirun's arguments before the program (pure).
@@ -145,8 +163,12 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
         return Ok(Launched::Rank(job));
     }
     req.validate()?;
-    let limit = overall_limit()?;
+    let limit = overall_limit(req.estimate)?;
+    let stall = seconds_from_env(STALL_VAR)?.unwrap_or(DEFAULT_STALL);
     let mpirun = find_mpirun()?;
+    if let Some(h) = &req.hostfile {
+        crate::hostfile::check_hosts(h)?;
+    }
     let exe = std::env::current_exe()
         .map_err(|e| Error::System(format!("cannot find numalab's own executable: {e}")))?;
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -170,7 +192,7 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     let token = std::env::temp_dir().join(format!("numalab-launch-{}", std::process::id()));
     let _ = std::fs::remove_file(&token);
     cmd.env(TOKEN_VAR, &token);
-    let code = run(cmd, &mpirun, req, limit)?;
+    let code = run(cmd, &mpirun, req, limit, stall)?;
     // On this machine rank 0 leaves the token: without it, the launcher never started
     // numalab (a wrapper that exits at once, a broken install), whatever it returned.
     let started = token.exists() || req.hostfile.is_some();
@@ -185,9 +207,6 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     Ok(Launched::Parent(code))
 }
 
-/// The file rank 0 creates, on the launcher's machine, to say the ranks started.
-const TOKEN_VAR: &str = "NUMALAB_LAUNCH_TOKEN";
-
 /// Rank 0 of a job numalab launched says it started (see [`ensure`]).
 fn started(job: &JobEnv) {
     if job.rank == 0 {
@@ -195,25 +214,6 @@ fn started(job: &JobEnv) {
             let _ = std::fs::File::create(t);
         }
     }
-}
-
-/// An overall limit from `NUMALAB_MPI_TIMEOUT` (seconds), for unattended runs; a value
-/// that is not a positive number of seconds is refused rather than ignored.
-fn overall_limit() -> Result<Option<Duration>> {
-    let Some(v) = std::env::var_os("NUMALAB_MPI_TIMEOUT") else {
-        return Ok(None);
-    };
-    let text = v.to_string_lossy();
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-        .map(|s| Some(Duration::from_secs_f64(s)))
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "invalid NUMALAB_MPI_TIMEOUT '{text}': a number of seconds above 0, e.g. 600"
-            ))
-        })
 }
 
 /// A termination signal the launcher received while waiting (0: none).
@@ -233,11 +233,18 @@ fn run(
     mut cmd: Command,
     mpirun: &Path,
     req: &LaunchRequest,
-    limit: Option<Duration>,
+    limit: Option<Limit>,
+    stall: Duration,
 ) -> Result<i32> {
+    let token = cmd
+        .get_envs()
+        .find(|(k, _)| *k == TOKEN_VAR)
+        .and_then(|(_, v)| v.map(OsString::from))
+        .unwrap_or_default();
     let mut child = cmd
         .spawn()
         .map_err(|e| Error::System(format!("cannot start {}: {e}", mpirun.display())))?;
+    let mut watch = Watch::new(child.id(), token, stall);
     pass_signals_on();
     let stderr = child.stderr.take().expect("stderr was piped");
     let (tx, rx) = mpsc::channel::<Notice>();
@@ -246,15 +253,20 @@ fn run(
         filter_stderr(stderr, tx);
         let _ = done_tx.send(());
     });
-    let (status, mut notices, killed_for) = wait(&mut child, &rx, limit)?;
-    // Killed by us, or by a signal from outside: ranks it left run on as orphans, so
-    // the rest of its group goes too.
+    let (status, mut notices, killed_for) = wait(&mut child, &rx, limit, &mut watch)?;
+    // Killed by us, or by a signal from outside: ranks it left run on as orphans (each
+    // in its own process group), so they and the rest of its group go too.
     if killed_for.is_some() || exit_code(status) > 128 {
+        watch.kill_ranks();
         kill_group(&child, libc::SIGKILL);
     }
     // Never wait on the pipe past the bound: a reader still blocked is left behind.
     let _ = done_rx.recv_timeout(STDERR_DRAIN);
-    notices.extend(rx.try_iter());
+    // Once the launcher ended the job, what mpirun says of it is an echo.
+    notices.extend(
+        rx.try_iter()
+            .filter(|n| killed_for.is_none() || matches!(n, Notice::Transport(_))),
+    );
     Ok(report(exit_code(status), &notices, killed_for, req))
 }
 
@@ -292,6 +304,11 @@ fn filter_stderr(stderr: std::process::ChildStderr, tx: mpsc::Sender<Notice>) {
             // mpirun's own failure to forward a help text while a job aborts says
             // nothing about the job; the abort's reason is already on stderr.
             Some(Ok(pass)) if pass.contains("ORTE_ERROR_LOG") && pass.contains("show_help.c") => {}
+            // A transport's complaint that a peer went away: held until the job's
+            // fate is known (see [`report`]).
+            Some(Ok(pass)) if is_transport(&pass) => {
+                let _ = tx.send(Notice::Transport(pass));
+            }
             Some(Ok(pass)) => {
                 let _ = writeln!(err, "{pass}");
             }
@@ -306,13 +323,14 @@ fn filter_stderr(stderr: std::process::ChildStderr, tx: mpsc::Sender<Notice>) {
     }
 }
 
-/// Wait for mpirun, passing a termination signal on and killing it when a rank died
-/// and it lingers, or when the job runs past its limit: its status, the notices so
-/// far, and why it was killed.
+/// Wait for mpirun, passing a termination signal on and killing the job when a rank
+/// died and it lingers, when a rank stopped, or when the job runs past its limit: its
+/// status, the notices so far, and why it was killed.
 fn wait(
     child: &mut std::process::Child,
     rx: &mpsc::Receiver<Notice>,
-    limit: Option<Duration>,
+    limit: Option<Limit>,
+    watch: &mut Watch,
 ) -> Result<(std::process::ExitStatus, Vec<Notice>, Option<String>)> {
     let start = Instant::now();
     let mut notices: Vec<Notice> = Vec::new();
@@ -320,6 +338,10 @@ fn wait(
     let mut killed_for: Option<String> = None;
     loop {
         while let Ok(n) = rx.try_recv() {
+            // Once the launcher ended the job, what mpirun says of it is an echo.
+            if killed_for.is_some() && !matches!(n, Notice::Transport(_)) {
+                continue;
+            }
             if n.is_death() && death_at.is_none() {
                 death_at = Some(Instant::now());
             }
@@ -338,32 +360,67 @@ fn wait(
             PASSED_ON.store(sig, Ordering::SeqCst);
         }
         let overdue = death_at.is_some_and(|t| t.elapsed() > GRACE_AFTER_DEATH);
-        let timed_out = limit.is_some_and(|l| start.elapsed() > l);
-        if (overdue || timed_out) && killed_for.is_none() {
-            killed_for = Some(kill_reason(timed_out, limit));
-            kill_group(child, libc::SIGKILL);
+        let timed_out = limit.is_some_and(|l| start.elapsed() > l.after);
+        if killed_for.is_none() {
+            let silent = watch.poll().map(|s| s.message(watch.bound));
+            if overdue || timed_out || silent.is_some() {
+                killed_for = Some(silent.unwrap_or_else(|| kill_reason(timed_out, limit)));
+                watch.kill_ranks();
+                kill_group(child, libc::SIGKILL);
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
 /// Why the launcher killed mpirun.
-fn kill_reason(timed_out: bool, limit: Option<Duration>) -> String {
-    if timed_out {
-        format!(
-            "the MPI job ran past NUMALAB_MPI_TIMEOUT ({:.0} s) and was ended",
-            limit.unwrap_or_default().as_secs_f64()
-        )
-    } else {
-        format!(
+fn kill_reason(timed_out: bool, limit: Option<Limit>) -> String {
+    match limit.filter(|_| timed_out) {
+        Some(l) => l.message(),
+        None => format!(
             "mpirun did not end the job {} s after a rank died; it was killed",
             GRACE_AFTER_DEATH.as_secs()
-        )
+        ),
     }
 }
 
-/// Say what the notices and the kill mean, and the exit status the launcher gives.
+/// Say what the notices and the kill mean, and the exit status the launcher gives;
+/// then the transports' lines held back: summarised after the line naming the rank
+/// the job lost, as they only echo it, else passed on as they were.
 fn report(code: i32, notices: &[Notice], killed_for: Option<String>, req: &LaunchRequest) -> i32 {
+    let (held, notices): (Vec<&Notice>, Vec<&Notice>) = notices
+        .iter()
+        .partition(|n| matches!(n, Notice::Transport(_)));
+    let notices: Vec<Notice> = notices.into_iter().cloned().collect();
+    let lost = killed_for.is_some() || notices.iter().any(Notice::is_death);
+    let status = verdict(code, &notices, killed_for, req);
+    let mut err = std::io::stderr();
+    let lines: Vec<&str> = held
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Transport(l) => Some(l.as_str()),
+            _ => None,
+        })
+        .collect();
+    match lines.first() {
+        Some(first) if lost => {
+            let _ = writeln!(
+                err,
+                "numalab: note: Open MPI printed {} transport line{} as the job lost that rank, e.g. '{}'",
+                lines.len(),
+                if lines.len() == 1 { "" } else { "s" },
+                first.trim()
+            );
+        }
+        _ => lines.iter().for_each(|l| {
+            let _ = writeln!(err, "{l}");
+        }),
+    }
+    status
+}
+
+/// The lines for the notices and the kill, and the exit status.
+fn verdict(code: i32, notices: &[Notice], killed_for: Option<String>, req: &LaunchRequest) -> i32 {
     let mut err = std::io::stderr();
     for n in notices {
         if let Some(line) = n.message(req.ranks, req.hostfile.as_deref()) {
@@ -426,6 +483,7 @@ mod tests {
             hostfile: None,
             cpus,
             min_ranks: 2,
+            estimate: None,
         }
     }
 
@@ -460,11 +518,16 @@ mod tests {
 
     #[test]
     fn bad_rank_counts_and_missing_hostfiles_are_usage_errors() {
-        for (n, what) in [(0, "'0'"), (1, "'1'"), (33, "at most 32")] {
+        for (n, what) in [(0, "'0'"), (1, "at least 2 ranks"), (33, "at most 32")] {
             let e = req(n, 2).validate().unwrap_err();
             assert!(e.is_user_error() && e.to_string().contains(what), "{e}");
         }
         assert!(req(32, 2).validate().is_ok());
+        assert_eq!((req(32, 2).crowding(), req(1, 2).crowding()), (16.0, 1.0));
+        let mut one = req(0, 2);
+        one.min_ranks = 1;
+        let e = one.validate().unwrap_err().to_string();
+        assert!(e.ends_with("needs at least 1 rank"), "{e}");
         let mut h = req(64, 2);
         h.hostfile = Some("/nonexistent/hosts".into());
         let e = h.validate().unwrap_err();

@@ -37,6 +37,17 @@ pub enum Notice {
     Redundant,
     /// Any other report, flattened to one line.
     Other(String),
+    /// A line in which a rank's transport says a peer went away ("Read -1, expected
+    /// 65536, errno = 14"): an echo of a dead rank, held back by the launcher.
+    Transport(String),
+}
+
+/// Whether a line of mpirun's stderr is a transport's complaint about a peer, as Open
+/// MPI's shared-memory and TCP transports print when the other rank died mid-message.
+pub fn is_transport(line: &str) -> bool {
+    (line.contains(", expected ") && line.contains("errno = "))
+        || line.contains("mca_btl_tcp_frag_recv")
+        || line.contains("mca_btl_tcp_endpoint")
 }
 
 impl Notice {
@@ -63,7 +74,7 @@ impl Notice {
             Notice::RankExit { rank, code } => Some(format!(
                 "rank {rank} exited with status {code}; the job was ended"
             )),
-            Notice::Abort { .. } | Notice::Redundant => None,
+            Notice::Abort { .. } | Notice::Redundant | Notice::Transport(_) => None,
             Notice::NotEnoughSlots => Some(format!(
                 "invalid --ranks '{}': mpirun has fewer slots than that{}",
                 ranks,
@@ -231,6 +242,16 @@ mod tests {
             notes[1].message(2, None).unwrap(),
             "rank 1 on host vm died on signal 9 (Killed); the job was ended"
         );
+    }
+
+    #[test]
+    fn transport_complaints_are_told_from_rank_output() {
+        assert!(is_transport(
+            "[vm:12345] Read -1, expected 65536, errno = 14"
+        ));
+        assert!(is_transport("[vm][[1,1],0][btl_tcp_frag.c:241:mca_btl_tcp_frag_recv] mca_btl_tcp_frag_recv: readv failed: Connection reset by peer (104)"));
+        assert!(!is_transport("mpi 3/4"));
+        assert!(!is_transport("numalab: error: expected a size"));
     }
 
     #[test]

@@ -3,6 +3,24 @@
 
 use crate::error::{Error, Result};
 
+/// Time to start a job's ranks, generously: counted once in a plan's estimate.
+pub const JOB_START: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A generous estimate of how long `messages` messages of `size` bytes take between
+/// two ranks of a small shared machine (5 µs and 1 GB/s each, slower than this 2-core
+/// VM's shared-memory transport), with `crowding` ranks per CPU: each message then
+/// also waits for its peer to get a CPU from the others (200 µs a rank per CPU; 32
+/// ranks on 2 CPUs took 1.35 ms a message here). What a plan's estimate, the base of a
+/// launch's default bound ([`crate::liveness::default_bound`]), is made of.
+pub fn transfer_estimate(messages: u64, size: u64, crowding: f64) -> std::time::Duration {
+    let wait = if crowding > 1.0 {
+        crowding * 200e-6
+    } else {
+        0.0
+    };
+    std::time::Duration::from_secs_f64(messages as f64 * (5e-6 + size as f64 / 1e9 + wait))
+}
+
 /// Check sizes: none 0, none beyond what memory holds for every rank's buffers;
 /// errors name `flag` (`--sizes`, or `--size` for a command that takes one).
 pub fn check_sizes(flag: &str, sizes: &[u64], ranks: usize, buffers_per_rank: u64) -> Result<()> {

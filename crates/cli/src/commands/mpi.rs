@@ -204,8 +204,9 @@ fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let launch = o.job.resolve(&host.machine, 2)?;
+    let mut launch = o.job.resolve(&host.machine, 2)?;
     let plan = p2p::Plan::resolve(&launch, &o)?;
+    launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
     run_job(
         (&a.common, a.dry_run),
         &host,
@@ -254,8 +255,9 @@ fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let launch = o.job.resolve(&host.machine, 2)?;
+    let mut launch = o.job.resolve(&host.machine, 2)?;
     let plan = matrix::Plan::resolve(&launch, &o)?;
+    launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
     run_job(
         (&a.common, a.dry_run),
         &host,

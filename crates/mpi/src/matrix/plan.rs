@@ -79,6 +79,15 @@ impl Plan {
         })
     }
 
+    /// How long the job may take with `crowding` ranks per CPU, generously: every
+    /// pair's round trips, one pair at a time (see [`crate::sizes::transfer_estimate`]).
+    pub fn estimate(&self, crowding: f64) -> std::time::Duration {
+        let trips = (self.options.iterations + self.options.warmup) as u64;
+        let messages = 2 * trips * self.pairs.len() as u64;
+        crate::sizes::transfer_estimate(messages, self.options.size, crowding)
+            + crate::sizes::JOB_START.mul_f64(crowding)
+    }
+
     /// The plan as one record (its `data` is the plan), what `--dry-run` emits.
     pub fn records(&self, prov: &Provenance) -> Vec<Record> {
         let mut r = Record::new(

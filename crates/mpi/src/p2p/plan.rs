@@ -256,6 +256,25 @@ impl Plan {
         })
     }
 
+    /// How long the job may take with `crowding` ranks per CPU, generously (see
+    /// [`crate::sizes::transfer_estimate`]): a latency iteration is two messages, a
+    /// bandwidth one a window and its reply.
+    pub fn estimate(&self, crowding: f64) -> std::time::Duration {
+        self.steps
+            .iter()
+            .map(|s| {
+                let per = match s.op {
+                    Op::Stream => self.window as u64 + 1,
+                    Op::BiStream => 2 * (self.window as u64 + 1),
+                    _ => 2,
+                };
+                let n = (s.iterations + s.warmup) as u64 * per;
+                crate::sizes::transfer_estimate(n, s.size, crowding)
+            })
+            .sum::<std::time::Duration>()
+            + crate::sizes::JOB_START.mul_f64(crowding)
+    }
+
     /// Whether the plan streams (a bandwidth sweep) rather than timing operations.
     pub fn streams(&self) -> bool {
         self.steps.iter().any(|s| s.op.streams())
@@ -334,6 +353,24 @@ mod tests {
             .contains("'0,2'"));
         o.pair = (1, 1);
         assert!(Plan::for_ranks(4, &o).is_err());
+    }
+
+    #[test]
+    fn the_estimate_grows_with_the_work_and_counts_the_start_once() {
+        let mut o = opts();
+        o.ops = vec![Op::PingPong];
+        o.sizes = vec![64 << 10];
+        o.iterations = Some(1000);
+        let small = Plan::for_ranks(2, &o).unwrap().estimate(1.0);
+        o.iterations = Some(300_000);
+        let big = Plan::for_ranks(2, &o).unwrap().estimate(1.0);
+        let start = crate::sizes::JOB_START;
+        assert!(
+            small > start && big - start > (small - start) * 100,
+            "{small:?} {big:?}"
+        );
+        let crowded = Plan::for_ranks(2, &o).unwrap().estimate(16.0);
+        assert!(crowded > big * 16, "{crowded:?} {big:?}");
     }
 
     #[test]

@@ -1,0 +1,105 @@
+//! `--hostfile` and `--ranks` as the launcher checks them before mpirun starts (issue
+//! 33 item 5): one numalab line naming the file, the line and the host; exit 2 for
+//! the file's content, 1 for a host that does not resolve.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn hostfile(tag: &str, text: &str) -> PathBuf {
+    let f = common::tmpdir(&format!("hostfile-{tag}")).join("hosts");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+fn launch(file: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["mpi", "latency", "--ranks", "2", "--sizes", "8"];
+    args.extend_from_slice(&["--hostfile", file.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    common::bounded(
+        "120",
+        &args,
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        ],
+    )
+}
+
+/// One line on stderr holding every needle, nothing on stdout, exit `code`.
+fn one_line(out: &Output, code: i32, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} not in {err}");
+    }
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn an_empty_or_malformed_hostfile_is_one_usage_error_naming_the_line() {
+    let empty = hostfile("empty", "# no hosts yet\n\n");
+    let named = format!("--hostfile '{}'", empty.display());
+    for extra in [&[][..], &["--dry-run"]] {
+        one_line(&launch(&empty, extra), 2, &[&named, "names no host"]);
+    }
+    let bad = hostfile("malformed", "localhost slots=2\nnode2 slots=two\n");
+    let named = format!("--hostfile '{}'", bad.display());
+    one_line(
+        &launch(&bad, &[]),
+        2,
+        &[
+            &named,
+            "line 2 'node2 slots=two'",
+            "slots takes a whole number",
+        ],
+    );
+}
+
+#[test]
+fn a_host_that_does_not_resolve_is_named_with_its_line_before_launching() {
+    if std::process::Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: mpirun not found (Debian package openmpi-bin)");
+        return;
+    }
+    let f = hostfile(
+        "unresolved",
+        "# cluster\nlocalhost slots=1\nno-such-host.invalid slots=1\n",
+    );
+    one_line(
+        &launch(&f, &[]),
+        1,
+        &[
+            "cannot reach host 'no-such-host.invalid'",
+            &format!("--hostfile '{}' (line 3)", f.display()),
+        ],
+    );
+}
+
+#[test]
+fn a_rank_count_below_the_least_is_said_in_good_english() {
+    for (args, least) in [
+        (
+            &["mpi", "latency", "--ranks", "1", "--dry-run"][..],
+            "at least 2 ranks",
+        ),
+        (
+            &["dsm", "run", "sor", "--ranks", "0", "--dry-run"],
+            "at least 1 rank",
+        ),
+    ] {
+        let out = common::bounded("60", args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(least) && !err.contains("1 ranks"),
+            "{args:?}: {err}"
+        );
+    }
+}

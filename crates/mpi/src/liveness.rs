@@ -1,0 +1,339 @@
+//! The launcher's watchdog: how long a job may run, and whether its ranks on this
+//! machine still run. mpirun notices a rank that died, not one that stopped (SIGSTOP,
+//! a frozen cgroup): its peers wait for it for ever. So the launcher reads each local
+//! rank's `/proc/PID/stat` — its state and CPU time — and ends a job one of whose
+//! ranks has stayed stopped past a bound.
+
+use crate::env::TOKEN_VAR;
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+/// Seconds a rank may stay stopped before the launcher ends the job.
+pub const STALL_VAR: &str = "NUMALAB_MPI_STALL";
+/// The bound without [`STALL_VAR`]: long enough for a deliberate pause to look at a
+/// rank, short beside any measurement it would otherwise hang.
+pub const DEFAULT_STALL: Duration = Duration::from_secs(10);
+/// How often the ranks' states are read.
+const EVERY: Duration = Duration::from_millis(250);
+
+/// A number of seconds from the environment variable `var`; a value that is not a
+/// positive number of seconds is refused rather than ignored.
+pub fn seconds_from_env(var: &str) -> Result<Option<Duration>> {
+    parse_seconds(var, std::env::var_os(var))
+}
+
+/// [`seconds_from_env`] on the variable's value `v`.
+fn parse_seconds(var: &str, v: Option<OsString>) -> Result<Option<Duration>> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    let text = v.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(|s| Some(Duration::from_secs_f64(s)))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "invalid {var} '{text}': a number of seconds above 0, e.g. 600"
+            ))
+        })
+}
+
+/// The bound on a job's run time, and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit {
+    /// Run time after which the job is ended.
+    pub after: Duration,
+    /// The plan's estimate it was derived from; None: `NUMALAB_MPI_TIMEOUT`.
+    pub estimate: Option<Duration>,
+}
+
+impl Limit {
+    /// The line saying the job ran past it.
+    pub fn message(&self) -> String {
+        match self.estimate {
+            None => format!(
+                "the MPI job ran past NUMALAB_MPI_TIMEOUT ({:.0} s) and was ended",
+                self.after.as_secs_f64()
+            ),
+            Some(e) => format!(
+                "the MPI job ran past {:.0} s, ten times its plan's estimate of {:.1} s (at least 60 s), and was ended; NUMALAB_MPI_TIMEOUT sets another bound",
+                self.after.as_secs_f64(),
+                e.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// The bound a plan's estimate gives when `NUMALAB_MPI_TIMEOUT` is not set: ten times
+/// the estimate and at least a minute, so a slow or shared machine never reaches it
+/// and a hang still ends.
+pub fn default_bound(estimate: Duration) -> Duration {
+    (estimate * 10).max(Duration::from_secs(60))
+}
+
+/// The overall limit: `NUMALAB_MPI_TIMEOUT` (seconds; a value that is not a positive
+/// number is refused rather than ignored), else the plan's estimate's bound.
+pub fn overall_limit(estimate: Option<Duration>) -> Result<Option<Limit>> {
+    Ok(match seconds_from_env("NUMALAB_MPI_TIMEOUT")? {
+        Some(after) => Some(Limit {
+            after,
+            estimate: None,
+        }),
+        None => estimate.map(|e| Limit {
+            after: default_bound(e),
+            estimate: Some(e),
+        }),
+    })
+}
+
+/// One process's state letter (`R`, `S`, `T` …), parent pid and CPU ticks (user +
+/// system), from `/proc/PID/stat`.
+fn stat(pid: i32) -> Option<(char, i32, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow the last ')'.
+    let f: Vec<&str> = s.rsplit_once(')')?.1.split_whitespace().collect();
+    let state = f.first()?.chars().next()?;
+    let ppid = f.get(1)?.parse().ok()?;
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((state, ppid, ticks))
+}
+
+/// The rank a process is, when it is one of the job whose launch token is `token`.
+fn rank_of(pid: i32, token: &OsString) -> Option<usize> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let mut rank = None;
+    let mut ours = false;
+    for var in env.split(|&b| b == 0) {
+        let var = String::from_utf8_lossy(var);
+        if let Some(r) = var.strip_prefix("OMPI_COMM_WORLD_RANK=") {
+            rank = r.parse().ok();
+        } else if let Some(t) = var.strip_prefix(&format!("{}=", TOKEN_VAR)) {
+            ours = token.to_str() == Some(t);
+        }
+    }
+    rank.filter(|_| ours)
+}
+
+/// The job's ranks among `root`'s descendants: (pid, rank).
+fn ranks_under(root: i32, token: &OsString) -> Vec<(i32, usize)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(i32, i32)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?.1)))
+        .collect();
+    let mut family = vec![root];
+    let mut i = 0;
+    while i < family.len() {
+        let p = family[i];
+        family.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    family[1..]
+        .iter()
+        .filter_map(|&pid| Some((pid, rank_of(pid, token)?)))
+        .collect()
+}
+
+/// What the watch knows of one rank.
+#[derive(Debug, Clone)]
+struct Seen {
+    rank: usize,
+    ticks: u64,
+    /// When its CPU time last grew (or it was first seen).
+    progressed: Instant,
+    /// When it was first seen stopped, while it stays so.
+    stopped_since: Option<Instant>,
+}
+
+/// A rank that stopped answering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Silent {
+    /// Its rank.
+    pub rank: usize,
+    /// Its process.
+    pub pid: i32,
+    /// How long since it last ran.
+    pub quiet: Duration,
+    /// Its state, in words.
+    pub state: &'static str,
+}
+
+impl Silent {
+    /// The one line that says so.
+    pub fn message(&self, bound: Duration) -> String {
+        format!(
+            "rank {} (pid {}) stopped answering {:.1} s ago (state: {}); the job was ended after it stayed so for {:.0} s ({STALL_VAR} sets how long)",
+            self.rank,
+            self.pid,
+            self.quiet.as_secs_f64(),
+            self.state,
+            bound.as_secs_f64()
+        )
+    }
+}
+
+/// Watches the ranks of one launched job on this machine.
+#[derive(Debug)]
+pub struct Watch {
+    root: i32,
+    token: OsString,
+    /// How long a rank may stay stopped.
+    pub bound: Duration,
+    seen: HashMap<i32, Seen>,
+    next: Instant,
+}
+
+impl Watch {
+    /// Watch the ranks that `root` (mpirun) starts with launch token `token`.
+    pub fn new(root: u32, token: OsString, bound: Duration) -> Watch {
+        Watch {
+            root: root as i32,
+            token,
+            bound,
+            seen: HashMap::new(),
+            next: Instant::now(),
+        }
+    }
+
+    /// Read the ranks' states (at most every [`EVERY`]): a rank stopped for longer
+    /// than the bound, if any.
+    pub fn poll(&mut self) -> Option<Silent> {
+        let now = Instant::now();
+        if now < self.next {
+            return None;
+        }
+        self.next = now + EVERY;
+        for (pid, rank) in ranks_under(self.root, &self.token) {
+            let Some((state, _, ticks)) = stat(pid) else {
+                continue;
+            };
+            let s = self.seen.entry(pid).or_insert(Seen {
+                rank,
+                ticks,
+                progressed: now,
+                stopped_since: None,
+            });
+            if ticks != s.ticks {
+                s.ticks = ticks;
+                s.progressed = now;
+            }
+            // 'T': stopped by a signal. A debugger's stop ('t') is someone looking.
+            s.stopped_since = (state == 'T').then(|| s.stopped_since.unwrap_or(now));
+        }
+        self.seen
+            .iter()
+            .filter(|(_, s)| s.stopped_since.is_some_and(|t| now - t >= self.bound))
+            .min_by_key(|(_, s)| s.rank)
+            .map(|(&pid, s)| Silent {
+                rank: s.rank,
+                pid,
+                quiet: now - s.progressed,
+                state: "stopped",
+            })
+    }
+
+    /// Kill every rank seen that is still this job's (a pid is checked against the
+    /// launch token first, so a reused pid is never hit), with whatever it started.
+    pub fn kill_ranks(&self) {
+        for &pid in self.seen.keys() {
+            if rank_of(pid, &self.token).is_none() {
+                continue;
+            }
+            // SAFETY: getpgid and kill take plain integers; a process already gone
+            // only makes them fail with ESRCH.
+            unsafe {
+                let target = if libc::getpgid(pid) == pid { -pid } else { pid };
+                libc::kill(target, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn a_stopped_child_is_named_once_it_stays_stopped_past_the_bound() {
+        let token = OsString::from(format!("liveness-test-{}", std::process::id()));
+        let me = std::process::id();
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .env("OMPI_COMM_WORLD_RANK", "3")
+            .env(TOKEN_VAR, &token)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mut w = Watch::new(me, token, Duration::from_millis(300));
+        let t = Instant::now();
+        while w.seen.is_empty() && t.elapsed() < Duration::from_secs(20) {
+            assert_eq!(w.poll(), None, "a sleeping rank is not silent");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(w.seen[&pid].rank, 3);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let silent = loop {
+            if let Some(s) = w.poll() {
+                break s;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "never named");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!((silent.rank, silent.pid, silent.state), (3, pid, "stopped"));
+        assert!(silent
+            .message(w.bound)
+            .starts_with(&format!("rank 3 (pid {pid}) stopped answering")));
+        w.kill_ranks();
+        assert!(!child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn the_default_bound_is_ten_estimates_and_at_least_a_minute() {
+        assert_eq!(
+            default_bound(Duration::from_secs(1)),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            default_bound(Duration::from_secs(30)),
+            Duration::from_secs(300)
+        );
+        let limit = Limit {
+            after: Duration::from_secs(300),
+            estimate: Some(Duration::from_secs(30)),
+        };
+        let why = limit.message();
+        assert!(
+            why.contains("past 300 s, ten times its plan's estimate of 30.0 s"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_bound_that_is_not_a_positive_number_is_refused() {
+        let v = |s: &str| Some(OsString::from(s));
+        let e = parse_seconds(STALL_VAR, v("abc")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid NUMALAB_MPI_STALL 'abc': a number of seconds above 0, e.g. 600"
+        );
+        for bad in ["0", "-5", "inf", ""] {
+            assert!(parse_seconds(STALL_VAR, v(bad))
+                .unwrap_err()
+                .is_user_error());
+        }
+        assert_eq!(
+            parse_seconds(STALL_VAR, v(" 2.5 ")),
+            Ok(Some(Duration::from_millis(2500)))
+        );
+        assert_eq!(parse_seconds(STALL_VAR, None), Ok(None));
+    }
+}
