@@ -98,6 +98,36 @@ fn tree(root: &Path, perf: &[(u32, &str, u32, u32)], tiers: &[(u32, &str)]) {
     }
     put(root, "sys/kernel/mm/numa/demotion_enabled", "false");
     put(root, "proc/sys/kernel/numa_balancing", "0");
+    fingerprint(root, "two-socket-fixture");
+}
+
+/// The fixture surveys' machine as the tree's procfs shows it, named `host`.
+fn fingerprint(root: &Path, host: &str) {
+    put(root, "proc/sys/kernel/hostname", host);
+    put(root, "proc/sys/kernel/osrelease", "6.18.44-fc-v782");
+    put(root, "proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0");
+    put(root, "proc/sys/kernel/arch", "x86_64");
+    put(
+        root,
+        "proc/cpuinfo",
+        "processor\t: 0\nmodel name\t: AMD EPYC",
+    );
+}
+
+/// A fake tree of the CXL fixture's machine: node 0 with CPUs 0-1, CPU-less node 1.
+fn cxl_tree(tag: &str) -> String {
+    let root = tmpdir(tag);
+    tree(
+        &root,
+        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
+        &[(4, "0"), (5, "1")],
+    );
+    root.display().to_string()
+}
+
+fn cxl_survey() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    p.display().to_string()
 }
 
 #[test]
@@ -138,7 +168,12 @@ fn a_fake_guest_tree_gives_the_kernels_tiers_4_6_54() {
 
 #[test]
 fn a_measured_survey_gives_measured_tiers() {
-    let v = ok_json(&["tiers", "--from", &fixture("two-socket.json"), "--json"]);
+    let root = tmpdir("tiers-two-socket");
+    let perf = [(0, "0-1", 100, 40960), (1, "2-3", 100, 40960)];
+    tree(&root, &perf, &[(4, "0-1")]);
+    let r = root.display().to_string();
+    let from = fixture("two-socket.json");
+    let v = ok_json(&["tiers", "--root", &r, "--from", &from, "--json"]);
     let node0 = v
         .as_array()
         .unwrap()
@@ -152,23 +187,10 @@ fn a_measured_survey_gives_measured_tiers() {
 
 #[test]
 fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
-    let root = tmpdir("tiers-cxl");
     // Firmware: node 1 at 100 ns / 32 GB/s (memory_tier5); measured: 150 ns / 40 GB/s.
-    tree(
-        &root,
-        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
-        &[(4, "0"), (5, "1")],
-    );
-    let r = root.display().to_string();
-    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
-    let args = [
-        "tiers",
-        "--root",
-        &r,
-        "--from",
-        survey.to_str().unwrap(),
-        "--json",
-    ];
+    let r = cxl_tree("tiers-cxl");
+    let survey = cxl_survey();
+    let args = ["tiers", "--root", &r, "--from", &survey, "--json"];
     let v = ok_json(&args);
     let recs = v.as_array().unwrap();
     let node = |n: u64| {
@@ -228,11 +250,13 @@ fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
 fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     let dir = tmpdir("tiers-hwloc");
     let xml = dir.join("measured.xml").display().to_string();
-    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let (r, survey) = (cxl_tree("tiers-hwloc-root"), cxl_survey());
     let args = [
         "tiers",
+        "--root",
+        &r,
         "--from",
-        survey.to_str().unwrap(),
+        &survey,
         "--export-hwloc",
         &xml,
         "--json",
@@ -262,13 +286,7 @@ fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     assert_eq!(node0["value"], 90);
     refused(&["tiers", "--export-hwloc", &xml], "--from");
     refused(
-        &[
-            "tiers",
-            "--from",
-            survey.to_str().unwrap(),
-            "--export-hwloc",
-            "x.txt",
-        ],
+        &["tiers", "--from", &survey, "--export-hwloc", "x.txt"],
         "x.txt",
     );
 }
@@ -296,11 +314,13 @@ fn hwloc_tool(tool: &str, xml: &str, args: &[&str]) -> Option<String> {
 fn hwlocs_own_tools_read_the_exported_xml() {
     let dir = tmpdir("tiers-hwloc-calc");
     let xml = dir.join("measured.xml").display().to_string();
-    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let (r, survey) = (cxl_tree("tiers-hwloc-calc-root"), cxl_survey());
     let args = [
         "tiers",
+        "--root",
+        &r,
         "--from",
-        survey.to_str().unwrap(),
+        &survey,
         "--export-hwloc",
         &xml,
     ];
@@ -366,6 +386,49 @@ fn bad_input_is_one_line_and_exit_2() {
         &["tiers", "--verify-interleave", "4M", "--root", &r],
         "--root",
     );
+}
+
+#[test]
+fn a_survey_of_another_machine_is_refused_naming_both() {
+    let survey = cxl_survey();
+    // This machine is not the fixture's: refused, naming the field and both values.
+    let out = numalab(&["tiers", "--from", &survey]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("another machine") && err.contains("'two-socket-fixture'"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // A tree of another host: refused naming both host names and the root.
+    let other = tmpdir("tiers-other-host");
+    tree(
+        &other,
+        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
+        &[(4, "0"), (5, "1")],
+    );
+    fingerprint(&other, "elsewhere");
+    let o = other.display().to_string();
+    refused(
+        &["tiers", "--root", &o, "--from", &survey],
+        "host 'two-socket-fixture' in it, 'elsewhere' under --root",
+    );
+    // A tree recording another kernel: refused naming the kernel.
+    put(&other, "proc/sys/kernel/hostname", "two-socket-fixture");
+    put(&other, "proc/sys/kernel/osrelease", "6.12.9");
+    refused(
+        &["tiers", "--root", &o, "--from", &survey],
+        "kernel '6.18.44-fc-v782",
+    );
+    // The fixture's own tree: accepted (the measured tiers are there).
+    let r = cxl_tree("tiers-same-host");
+    let v = ok_json(&["tiers", "--root", &r, "--from", &survey, "--json"]);
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["data"]["measured_tier"].is_i64()));
 }
 
 #[test]

@@ -102,9 +102,10 @@ pub struct Plan {
     pub interleave: Option<u64>,
 }
 
-fn read_measured(path: &str, m: &Machine) -> Result<Measured> {
+fn read_measured(path: &str, root: &str, m: &Machine) -> Result<Measured> {
     let (mut records, _) = crate::survey::files::read_input(Path::new(path))
         .map_err(|e| Error::input(format!("invalid --from '{path}': {e}")))?;
+    measure::same_machine(path, &records, root, m)?;
     // A matrix file of its own carries no topology: its CPUs are this machine's.
     if !records.iter().any(|r| r.kind == "topo") {
         let prov = numalab_results::Provenance::collect(&m.summary(), &m.source);
@@ -135,7 +136,11 @@ impl Plan {
             let have: Vec<u32> = m.nodes.iter().map(|n| n.os).collect();
             check_nodes(ns, &have)?;
         }
-        let measured = o.from.as_deref().map(|p| read_measured(p, m)).transpose()?;
+        let measured = o
+            .from
+            .as_deref()
+            .map(|p| read_measured(p, &o.root, m))
+            .transpose()?;
         if let Some(x) = &o.export_hwloc {
             numalab_results::output::check_creatable(Path::new(x))
                 .map_err(|e| Error::input(format!("invalid --export-hwloc: {e}")))?;

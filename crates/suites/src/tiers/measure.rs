@@ -6,6 +6,10 @@
 use super::data::MeasuredPerf;
 use super::rule::{self, Perf};
 use crate::advise::Measured;
+use numalab_results::journal::Fingerprint;
+use numalab_results::Record;
+use numalab_topo::{Error, Machine, Result as TopoResult};
+use std::path::Path;
 
 /// The measured DRAM reference (node, its figures), or why there is none.
 pub type Reference = Result<(u32, Perf), String>;
@@ -76,5 +80,35 @@ pub fn reference_words(r: &Reference) -> String {
             p.read_latency, p.read_bandwidth
         ),
         Err(why) => format!("none: {why}"),
+    }
+}
+
+/// Refuse records measured on another machine than the one under `root`: the
+/// fingerprint `survey --resume` compares (host, architecture, CPU, kernel, topology),
+/// read from the survey's topology record (else its first record) and from `root`'s
+/// procfs. A recorded tree (`root` other than /) holds no topology, so the topology is
+/// compared only on this machine.
+pub fn same_machine(path: &str, records: &[Record], root: &str, m: &Machine) -> TopoResult<()> {
+    let Some(r) = records
+        .iter()
+        .find(|r| r.kind == "topo")
+        .or(records.first())
+    else {
+        return Ok(());
+    };
+    let was = Fingerprint::of(&r.provenance);
+    let here = root == "/";
+    let topology = if here {
+        m.summary()
+    } else {
+        was.topology.clone()
+    };
+    let now = Fingerprint::at(Path::new(root), &topology);
+    match was.first_difference(&now) {
+        None => Ok(()),
+        Some((field, a, b)) => Err(Error::input(format!(
+            "invalid --from '{path}': a survey of another machine: {field} '{a}' in it, '{b}' {}; tiers compares a survey only with the machine it measured",
+            if here { "here".to_string() } else { format!("under --root {root}") }
+        ))),
     }
 }
