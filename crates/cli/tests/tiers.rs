@@ -183,6 +183,47 @@ fn a_measured_survey_gives_measured_tiers() {
     // The survey's node 0 to its own memory is the reference: DRAM's distance, tier 4.
     assert_eq!(node0["data"]["measured_tier"], 4);
     assert_eq!(node0["data"]["measured"]["latency_ns"], 90.0);
+    // Each socket measured 100 GB/s to its own node and 40 to the other: the packages
+    // want weights 10:4 and 4:10, the kernel holds 1:1 for both.
+    let sys = &v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers-system")
+        .unwrap()["data"];
+    let weights: Vec<&serde_json::Value> = sys["package_weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["weights"])
+        .collect();
+    assert_eq!(
+        weights,
+        [
+            &serde_json::json!([[0, 10], [1, 4]]),
+            &serde_json::json!([[0, 4], [1, 10]])
+        ]
+    );
+    let differ: Vec<&str> = sys["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "weights-packages")
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(differ.len(), 1, "{sys}");
+    // The weights recommended follow package 0, whose cores the model gives 140 GB/s.
+    let rec = sys["recommendations"][0]["text"].as_str().unwrap();
+    assert!(
+        rec.contains("weights node0=10 node1=4") && rec.contains("(+40 %"),
+        "{rec}"
+    );
+    assert!(
+        differ[0].contains("package 0 (CPU node 0) wants node0=10 node1=4")
+            && differ[0].contains("package 1 (CPU node 1) wants node0=4 node1=10"),
+        "{}",
+        differ[0]
+    );
 }
 
 #[test]
@@ -237,6 +278,15 @@ fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
+    // The gain advise's model predicts: node 0's cores get 100 + 40 GB/s under 10:4,
+    // against 100 bound to node 0 and 80 under plain interleave.
+    let text = sys["recommendations"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("advise's model predicts 140.0 GB/s for node 0's cores")
+            && text.contains("100.0 GB/s bound to node 0")
+            && text.contains("80.0 GB/s under plain interleave (+40 %"),
+        "{text}"
+    );
     for want in [
         "echo 10 > /sys/kernel/mm/mempolicy/weighted_interleave/node0",
         "echo 4 > /sys/kernel/mm/mempolicy/weighted_interleave/node1",
