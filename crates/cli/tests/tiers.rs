@@ -103,15 +103,7 @@ fn tree(root: &Path, perf: &[(u32, &str, u32, u32)], tiers: &[(u32, &str)]) {
 
 /// The fixture surveys' machine as the tree's procfs shows it, named `host`.
 fn fingerprint(root: &Path, host: &str) {
-    put(root, "proc/sys/kernel/hostname", host);
-    put(root, "proc/sys/kernel/osrelease", "6.18.44-fc-v782");
-    put(root, "proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC @0");
-    put(root, "proc/sys/kernel/arch", "x86_64");
-    put(
-        root,
-        "proc/cpuinfo",
-        "processor\t: 0\nmodel name\t: AMD EPYC",
-    );
+    common::fixture_machine(root, host);
 }
 
 /// A fake tree of the CXL fixture's machine: node 0 with CPUs 0-1, CPU-less node 1.
