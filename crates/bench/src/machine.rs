@@ -25,6 +25,18 @@ pub fn topo_record(host: &Host, ctx: &Context) -> Record {
             reason: format!("this topology has {} NUMA node(s)", m.nodes.len()),
         });
     }
+    if m.this_system {
+        // What this process may not do here (a container, a seccomp profile, a sysctl).
+        rec.unavailable
+            .extend(
+                numalab_topo::privileges::probe()
+                    .into_iter()
+                    .map(|d| Unavailable {
+                        feature: d.feature,
+                        reason: format!("{}; fix: {}", d.reason, d.fix),
+                    }),
+            );
+    }
     rec
 }
 

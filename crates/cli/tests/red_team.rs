@@ -161,8 +161,8 @@ fn fixture(p: &str) -> String {
 }
 
 /// Every command that writes a file, as argv with `OUT` where the file goes; `trace`
-/// is a trace `record` wrote.
-fn writers(trace: &str) -> Vec<Vec<String>> {
+/// is a trace `record` wrote, `root` a tree naming the fixture survey's machine.
+fn writers(trace: &str, root: &str) -> Vec<Vec<String>> {
     let (survey, records, tiers) = (
         fixture("advise/two-socket.json"),
         fixture("report/charts.json"),
@@ -192,7 +192,15 @@ fn writers(trace: &str) -> Vec<Vec<String>> {
             "-o",
             "OUT.json",
         ],
-        vec!["tiers", "--from", &tiers, "--export-hwloc", "OUT.xml"],
+        vec![
+            "tiers",
+            "--root",
+            root,
+            "--from",
+            &tiers,
+            "--export-hwloc",
+            "OUT.xml",
+        ],
         vec!["record", "-o", "OUT.trace", "--", "true"],
         vec!["monitor", "-c", "1", "-i", "10", "-o", "OUT.trace"],
     ] {
@@ -212,7 +220,9 @@ fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for (i, args) in writers(t).iter().enumerate() {
+    let root = dir.join("fixture-machine");
+    common::fixture_machine(&root, "two-socket-fixture");
+    for (i, args) in writers(t, root.to_str().unwrap()).iter().enumerate() {
         // Whatever the file held (another run's results, a user's notes) stays.
         let keep = format!("[\"kept {i}\"]\n");
         let mut file = None;

@@ -98,6 +98,28 @@ fn tree(root: &Path, perf: &[(u32, &str, u32, u32)], tiers: &[(u32, &str)]) {
     }
     put(root, "sys/kernel/mm/numa/demotion_enabled", "false");
     put(root, "proc/sys/kernel/numa_balancing", "0");
+    fingerprint(root, "two-socket-fixture");
+}
+
+/// The fixture surveys' machine as the tree's procfs shows it, named `host`.
+fn fingerprint(root: &Path, host: &str) {
+    common::fixture_machine(root, host);
+}
+
+/// A fake tree of the CXL fixture's machine: node 0 with CPUs 0-1, CPU-less node 1.
+fn cxl_tree(tag: &str) -> String {
+    let root = tmpdir(tag);
+    tree(
+        &root,
+        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
+        &[(4, "0"), (5, "1")],
+    );
+    root.display().to_string()
+}
+
+fn cxl_survey() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    p.display().to_string()
 }
 
 #[test]
@@ -138,7 +160,12 @@ fn a_fake_guest_tree_gives_the_kernels_tiers_4_6_54() {
 
 #[test]
 fn a_measured_survey_gives_measured_tiers() {
-    let v = ok_json(&["tiers", "--from", &fixture("two-socket.json"), "--json"]);
+    let root = tmpdir("tiers-two-socket");
+    let perf = [(0, "0-1", 100, 40960), (1, "2-3", 100, 40960)];
+    tree(&root, &perf, &[(4, "0-1")]);
+    let r = root.display().to_string();
+    let from = fixture("two-socket.json");
+    let v = ok_json(&["tiers", "--root", &r, "--from", &from, "--json"]);
     let node0 = v
         .as_array()
         .unwrap()
@@ -148,27 +175,55 @@ fn a_measured_survey_gives_measured_tiers() {
     // The survey's node 0 to its own memory is the reference: DRAM's distance, tier 4.
     assert_eq!(node0["data"]["measured_tier"], 4);
     assert_eq!(node0["data"]["measured"]["latency_ns"], 90.0);
+    // Each socket measured 100 GB/s to its own node and 40 to the other: the packages
+    // want weights 10:4 and 4:10, the kernel holds 1:1 for both.
+    let sys = &v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "tiers-system")
+        .unwrap()["data"];
+    let weights: Vec<&serde_json::Value> = sys["package_weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["weights"])
+        .collect();
+    assert_eq!(
+        weights,
+        [
+            &serde_json::json!([[0, 10], [1, 4]]),
+            &serde_json::json!([[0, 4], [1, 10]])
+        ]
+    );
+    let differ: Vec<&str> = sys["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "weights-packages")
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(differ.len(), 1, "{sys}");
+    // The weights recommended follow package 0, whose cores the model gives 140 GB/s.
+    let rec = sys["recommendations"][0]["text"].as_str().unwrap();
+    assert!(
+        rec.contains("weights node0=10 node1=4") && rec.contains("(+40 %"),
+        "{rec}"
+    );
+    assert!(
+        differ[0].contains("package 0 (CPU node 0) wants node0=10 node1=4")
+            && differ[0].contains("package 1 (CPU node 1) wants node0=4 node1=10"),
+        "{}",
+        differ[0]
+    );
 }
 
 #[test]
 fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
-    let root = tmpdir("tiers-cxl");
     // Firmware: node 1 at 100 ns / 32 GB/s (memory_tier5); measured: 150 ns / 40 GB/s.
-    tree(
-        &root,
-        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
-        &[(4, "0"), (5, "1")],
-    );
-    let r = root.display().to_string();
-    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
-    let args = [
-        "tiers",
-        "--root",
-        &r,
-        "--from",
-        survey.to_str().unwrap(),
-        "--json",
-    ];
+    let r = cxl_tree("tiers-cxl");
+    let survey = cxl_survey();
+    let args = ["tiers", "--root", &r, "--from", &survey, "--json"];
     let v = ok_json(&args);
     let recs = v.as_array().unwrap();
     let node = |n: u64| {
@@ -215,6 +270,15 @@ fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
+    // The gain advise's model predicts: node 0's cores get 100 + 40 GB/s under 10:4,
+    // against 100 bound to node 0 and 80 under plain interleave.
+    let text = sys["recommendations"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("advise's model predicts 140.0 GB/s for node 0's cores")
+            && text.contains("100.0 GB/s bound to node 0")
+            && text.contains("80.0 GB/s under plain interleave (+40 %"),
+        "{text}"
+    );
     for want in [
         "echo 10 > /sys/kernel/mm/mempolicy/weighted_interleave/node0",
         "echo 4 > /sys/kernel/mm/mempolicy/weighted_interleave/node1",
@@ -228,11 +292,13 @@ fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
 fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     let dir = tmpdir("tiers-hwloc");
     let xml = dir.join("measured.xml").display().to_string();
-    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let (r, survey) = (cxl_tree("tiers-hwloc-root"), cxl_survey());
     let args = [
         "tiers",
+        "--root",
+        &r,
         "--from",
-        survey.to_str().unwrap(),
+        &survey,
         "--export-hwloc",
         &xml,
         "--json",
@@ -262,13 +328,7 @@ fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     assert_eq!(node0["value"], 90);
     refused(&["tiers", "--export-hwloc", &xml], "--from");
     refused(
-        &[
-            "tiers",
-            "--from",
-            survey.to_str().unwrap(),
-            "--export-hwloc",
-            "x.txt",
-        ],
+        &["tiers", "--from", &survey, "--export-hwloc", "x.txt"],
         "x.txt",
     );
 }
@@ -296,11 +356,13 @@ fn hwloc_tool(tool: &str, xml: &str, args: &[&str]) -> Option<String> {
 fn hwlocs_own_tools_read_the_exported_xml() {
     let dir = tmpdir("tiers-hwloc-calc");
     let xml = dir.join("measured.xml").display().to_string();
-    let survey = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiers/cxl-survey.json");
+    let (r, survey) = (cxl_tree("tiers-hwloc-calc-root"), cxl_survey());
     let args = [
         "tiers",
+        "--root",
+        &r,
         "--from",
-        survey.to_str().unwrap(),
+        &survey,
         "--export-hwloc",
         &xml,
     ];
@@ -366,6 +428,49 @@ fn bad_input_is_one_line_and_exit_2() {
         &["tiers", "--verify-interleave", "4M", "--root", &r],
         "--root",
     );
+}
+
+#[test]
+fn a_survey_of_another_machine_is_refused_naming_both() {
+    let survey = cxl_survey();
+    // This machine is not the fixture's: refused, naming the field and both values.
+    let out = numalab(&["tiers", "--from", &survey]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("another machine") && err.contains("'two-socket-fixture'"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // A tree of another host: refused naming both host names and the root.
+    let other = tmpdir("tiers-other-host");
+    tree(
+        &other,
+        &[(0, "0-1", 100, 40960), (1, "", 100, 32768)],
+        &[(4, "0"), (5, "1")],
+    );
+    fingerprint(&other, "elsewhere");
+    let o = other.display().to_string();
+    refused(
+        &["tiers", "--root", &o, "--from", &survey],
+        "host 'two-socket-fixture' in it, 'elsewhere' under --root",
+    );
+    // A tree recording another kernel: refused naming the kernel.
+    put(&other, "proc/sys/kernel/hostname", "two-socket-fixture");
+    put(&other, "proc/sys/kernel/osrelease", "6.12.9");
+    refused(
+        &["tiers", "--root", &o, "--from", &survey],
+        "kernel '6.18.44-fc-v782",
+    );
+    // The fixture's own tree: accepted (the measured tiers are there).
+    let r = cxl_tree("tiers-same-host");
+    let v = ok_json(&["tiers", "--root", &r, "--from", &survey, "--json"]);
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x["data"]["measured_tier"].is_i64()));
 }
 
 #[test]

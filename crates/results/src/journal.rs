@@ -59,20 +59,7 @@ impl Fingerprint {
 
     /// The first field that differs, as "FIELD: 'journal' here 'this'", or None.
     pub fn difference(&self, now: &Fingerprint) -> Option<String> {
-        let pairs = [
-            ("host", self.hostname.clone(), now.hostname.clone()),
-            ("architecture", self.arch.clone(), now.arch.clone()),
-            (
-                "CPU",
-                self.cpu_model.clone().unwrap_or_default(),
-                now.cpu_model.clone().unwrap_or_default(),
-            ),
-            ("kernel", self.kernel.clone(), now.kernel.clone()),
-            ("topology", self.topology.clone(), now.topology.clone()),
-        ];
-        pairs
-            .into_iter()
-            .find(|(_, a, b)| a != b)
+        self.first_difference(now)
             .map(|(f, a, b)| format!("{f} '{a}' in the journal, '{b}' here"))
     }
 }

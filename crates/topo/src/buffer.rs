@@ -121,9 +121,10 @@ impl Buffer {
             .bind_memory_area(area, &set, policy, MemoryBindingFlags::STRICT)
             .map_err(|e| {
                 Error::System(format!(
-                    "binding {} to node(s) {} failed: {e}",
+                    "binding {} to node(s) {} failed: {}",
                     crate::fmt_bytes(self.len as u64),
-                    crate::cpulist::format(&mem.nodes)
+                    crate::cpulist::format(&mem.nodes),
+                    sandbox_words("mbind", e.to_string())
                 ))
             })
     }
@@ -186,9 +187,10 @@ pub(crate) fn pages_per_node(addrs: &[*mut libc::c_void]) -> Result<(BTreeMap<u3
             )
         };
         if rc < 0 {
+            let err = std::io::Error::last_os_error().to_string();
             return Err(Error::System(format!(
-                "move_pages query failed: {}",
-                std::io::Error::last_os_error()
+                "proving where the pages are failed: {}; no placement is claimed",
+                sandbox_words("move_pages", format!("move_pages query: {err}"))
             )));
         }
         for s in status {
@@ -200,6 +202,14 @@ pub(crate) fn pages_per_node(addrs: &[*mut libc::c_void]) -> Result<(BTreeMap<u3
         }
     }
     Ok((per_node, missing))
+}
+
+/// The error of a NUMA call, with the sandbox's refusal and its fix when that is why.
+pub(crate) fn sandbox_words(call: &str, err: String) -> String {
+    match crate::privileges::refusal_of(call) {
+        Some(d) => format!("{}; fix: {}", d.reason, d.fix),
+        None => err,
+    }
 }
 
 fn thp_available() -> Result<()> {

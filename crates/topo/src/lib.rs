@@ -11,6 +11,7 @@ pub mod interleave;
 pub mod load;
 pub mod model;
 pub mod plan;
+pub mod privileges;
 pub mod spec;
 pub mod sysfs;
 pub mod tiers;

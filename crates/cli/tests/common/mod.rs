@@ -29,6 +29,24 @@ pub fn validate(stdout: &[u8]) -> serde_json::Value {
     v
 }
 
+/// Make `root`'s procfs name the fixture surveys' machine (tests/fixtures/tiers/README.md)
+/// with host name `host`: `tiers --from FIXTURE --root ROOT` reads only a survey of the
+/// machine under its root.
+pub fn fixture_machine(root: &std::path::Path, host: &str) {
+    let k = root.join("proc/sys/kernel");
+    std::fs::create_dir_all(&k).unwrap();
+    for (f, v) in [
+        ("hostname", host),
+        ("osrelease", "6.18.44-fc-v782"),
+        ("version", "#1 SMP PREEMPT_DYNAMIC @0"),
+        ("arch", "x86_64"),
+    ] {
+        std::fs::write(k.join(f), format!("{v}\n")).unwrap();
+    }
+    let cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC\n";
+    std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();
+}
+
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("numalab-cli-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

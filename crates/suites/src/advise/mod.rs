@@ -6,11 +6,15 @@
 mod measured;
 mod observed;
 mod view;
+mod weighted;
+mod weights;
 mod workload;
 
 pub use measured::{Cell, Measured};
 pub use observed::{caveats, Move, ThreadAdvice};
 pub use view::{html, records, text, AdviceData, AdvicePresenter};
+pub use weighted::{weighted_gain, WeightedGain};
+pub use weights::weights_from;
 pub use workload::{Candidate, Memory, Workload};
 
 use numalab_prof::trace::Trace;

@@ -466,3 +466,55 @@ fn a_real_four_node_two_package_topology_gets_the_same_answers() {
         }
     );
 }
+
+#[test]
+fn weighted_interleave_with_measured_weights_is_ranked_and_its_gain_predicted() {
+    // Two threads on node 0 streaming their slices: node 0 gives them 100 GB/s, node 1
+    // 40, so the measured weights are 10:4 and the model adds the two flows: 140 GB/s,
+    // against 100 bound locally and 80 under plain interleave (half from the 40).
+    let a = advise(&survey(false), &opts(2, "1G", "stream", false));
+    let b = best(&a);
+    let want = Memory::Weighted {
+        nodes: vec![0, 1],
+        weights: vec![10, 4],
+    };
+    assert_eq!((b.threads.as_str(), &b.memory), ("compact", &want));
+    assert!((b.bandwidth_gbps.unwrap() - 140.0).abs() < 1e-9, "{b:?}");
+    assert!(
+        b.commands["sysfs"]
+            .contains("echo 10 > /sys/kernel/mm/mempolicy/weighted_interleave/node0")
+            && b.commands["sysfs"]
+                .contains("echo 4 > /sys/kernel/mm/mempolicy/weighted_interleave/node1"),
+        "{:?}",
+        b.commands
+    );
+    assert!(b.commands["numactl"].contains("--weighted-interleave=0,1"));
+    let plain = a
+        .placements
+        .iter()
+        .find(|c| c.threads == "compact" && matches!(c.memory, Memory::Interleave { .. }))
+        .unwrap();
+    assert!(
+        (plain.bandwidth_gbps.unwrap() - 80.0).abs() < 1e-9,
+        "{plain:?}"
+    );
+    // Threads on both nodes: the summed bandwidths are equal, so the weights are
+    // plain interleave's and the placement is not offered twice.
+    assert!(!a
+        .placements
+        .iter()
+        .any(|c| c.threads != "compact" && matches!(c.memory, Memory::Weighted { .. })));
+    // The same model, asked for node 0's cores under weights 10:4, as tiers quotes it.
+    let m = Measured::from_records(&survey(false)).unwrap();
+    let g = weighted_gain(&m, 0, &[(0, 10), (1, 4)]).unwrap();
+    assert!((g.weighted_gbps - 140.0).abs() < 1e-9, "{g:?}");
+    assert_eq!(g.bind.0, 0);
+    assert!((g.bind.1 - 100.0).abs() < 1e-9 && (g.interleave_gbps - 80.0).abs() < 1e-9);
+    assert!((g.gain_percent() - 40.0).abs() < 1e-9);
+    // Weights off the bandwidth ratio predict less: 1:1 is plain interleave.
+    let even = weighted_gain(&m, 0, &[(0, 1), (1, 1)]).unwrap();
+    assert!(even.weighted_gbps < g.weighted_gbps);
+    // Latency-bound, the remote share costs: local stays first.
+    let a = advise(&survey(false), &opts(2, "1G", "random", false));
+    assert_eq!(best(&a).memory, Memory::Local);
+}

@@ -20,6 +20,11 @@ fn mem_name(m: &Memory) -> String {
         Memory::Local => "local (first touch)".into(),
         Memory::Bind { node } => format!("bind node {node}"),
         Memory::Interleave { nodes } => format!("interleave {}", join(nodes)),
+        Memory::Weighted { nodes, weights } => format!(
+            "weighted interleave {} (measured weights {})",
+            join(nodes),
+            join(weights)
+        ),
         Memory::Tiered { tier } => format!("local, overflow to CPU-less node {tier}"),
     }
 }

@@ -2,6 +2,7 @@
 //! matrices predict for it.
 
 use super::measured::Measured;
+use super::weights::{measured_weights, weight_shares};
 use super::Options;
 use numalab_topo::spec::parse_size;
 use numalab_topo::{cpulist, fmt_bytes, Error, Level, Result, Smt, ThreadRequest, ThreadSpec};
@@ -38,6 +39,14 @@ pub enum Memory {
     Interleave {
         /// The nodes.
         nodes: Vec<u32>,
+    },
+    /// Pages spread over nodes in proportion to weights (MPOL_WEIGHTED_INTERLEAVE),
+    /// the weights measured: the threads' bandwidth to each node.
+    Weighted {
+        /// The nodes.
+        nodes: Vec<u32>,
+        /// Their weights, in node order.
+        weights: Vec<u32>,
     },
     /// Local first; what does not fit goes to a CPU-less node.
     Tiered {
@@ -209,6 +218,7 @@ fn shares(
                 .iter()
                 .map(|x| (*x, 1.0 / nodes.len() as f64))
                 .collect(),
+            Memory::Weighted { nodes, weights } => weight_shares(nodes, weights),
             Memory::Tiered { tier } => {
                 let (home, bytes) = if w.shared { (first, f) } else { (d, own) };
                 let cap = m.capacity(home) as f64;
@@ -228,6 +238,11 @@ fn shares(
         Memory::Interleave { nodes } => {
             for x in nodes {
                 fits(*x, f / nodes.len() as f64)?;
+            }
+        }
+        Memory::Weighted { nodes, weights } => {
+            for (x, share) in weight_shares(nodes, weights) {
+                fits(x, f * share)?;
             }
         }
         Memory::Tiered { tier } => {
@@ -267,7 +282,7 @@ fn latency(
 /// Bandwidth of all threads: each node's threads stream from every node at once, so the
 /// slowest flow bounds them (threads scale linearly up to the node's cores, where the
 /// matrix was measured); a memory node serves at most the most any node drew from it.
-fn bandwidth(
+pub(super) fn bandwidth(
     m: &Measured,
     w: &Workload,
     t: &BTreeMap<u32, usize>,
@@ -331,6 +346,8 @@ fn commands(
             format!("--interleave={}", join(nodes)),
             Some(format!("interleave:{}", join(nodes))),
         ),
+        // The weights are the kernel's (global): the sysfs lines set them first.
+        Memory::Weighted { nodes, .. } => (format!("--weighted-interleave={}", join(nodes)), None),
         // Bind to the threads' nodes and the tier: the kernel fills the nearest node first.
         Memory::Tiered { tier } => {
             let mut v = nodes.to_vec();
@@ -339,6 +356,16 @@ fn commands(
         }
     };
     let mut c = BTreeMap::new();
+    if let Memory::Weighted { nodes, weights } = mem {
+        let lines: Vec<String> = nodes
+            .iter()
+            .zip(weights)
+            .map(|(n, w)| {
+                format!("echo {w} > /sys/kernel/mm/mempolicy/weighted_interleave/node{n}")
+            })
+            .collect();
+        c.insert("sysfs".into(), lines.join("; "));
+    }
     c.insert(
         "numactl".into(),
         format!("numactl --physcpubind={list} {numactl} {program}"),
@@ -417,6 +444,11 @@ fn memories(m: &Measured, used: &[u32]) -> Vec<Memory> {
         });
     }
     mems.extend(m.cpu_less().into_iter().map(|tier| Memory::Tiered { tier }));
+    // Equal weights are plain interleave over all nodes: `rank` drops the repeat.
+    mems.extend(measured_weights(m, used).map(|w| Memory::Weighted {
+        nodes: w.iter().map(|x| x.0).collect(),
+        weights: w.iter().map(|x| x.1).collect(),
+    }));
     mems
 }
 

@@ -55,10 +55,36 @@ pub struct TierNode {
     pub weight: Option<u32>,
 }
 
+/// The bandwidth one initiator package's CPUs measured to each memory node: the
+/// kernel's interleave weights are global, while each package would want its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackageBandwidth {
+    /// The package (None: the topology names no packages; one CPU node stands alone).
+    pub package: Option<u32>,
+    /// Its CPU nodes that were measured.
+    pub initiators: Vec<u32>,
+    /// (memory node, the best of its initiators' median GB/s), in node order.
+    pub bandwidth: Vec<(u32, f64)>,
+    /// The weights that bandwidth asks for (node, weight).
+    pub weights: Vec<(u32, u32)>,
+}
+
+impl PackageBandwidth {
+    /// "package 0 (node 0)" or "node 2" when the topology names no package.
+    pub fn name(&self) -> String {
+        let nodes = numalab_topo::cpulist::format(&self.initiators);
+        match self.package {
+            Some(p) => format!("package {p} (CPU node {nodes})"),
+            None => format!("CPU node {nodes}"),
+        }
+    }
+}
+
 /// One finding, one line with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// The rule that found it: kernel-differs, measured-tier, firmware-off, no-hmat, weights.
+    /// The rule that found it: kernel-differs, measured-tier, firmware-off, no-hmat,
+    /// weights (per package), weights-packages.
     pub rule: String,
     /// The node it is about, if one.
     pub node: Option<u32>,
@@ -101,6 +127,9 @@ pub struct TierSystem {
     /// What `--export-hwloc` wrote, when asked.
     #[serde(default)]
     pub hwloc_export: Option<String>,
+    /// The interleave weights each initiator package's measured bandwidth asks for.
+    #[serde(default)]
+    pub package_weights: Vec<PackageBandwidth>,
     /// What `--verify-interleave` found, when asked and the kernel has the mode.
     #[serde(default)]
     pub interleave: Option<super::interleave::InterleaveCheck>,

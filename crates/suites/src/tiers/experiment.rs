@@ -1,13 +1,14 @@
 //! `numalab tiers` as an experiment: options, the plan (which root, which nodes,
 //! which measurement), and the records: one per memory node and one for the system.
 
+use super::data::PackageBandwidth;
 use super::data::{TierNode, TierSystem};
 use super::export;
-use super::findings::{findings, recommendations};
+use super::findings::{findings, recommendations, recommended_weights};
 use super::interleave::{self, InterleaveCheck};
 use super::measure;
 use super::rule::{self, NoReference, Perf};
-use crate::advise::Measured;
+use crate::advise::{weighted_gain, Measured, WeightedGain};
 use numalab_bench::experiment::Context;
 use numalab_results::{Record, Unavailable};
 use numalab_topo::tiers::{Access, NodeFacts, TierFacts};
@@ -102,9 +103,10 @@ pub struct Plan {
     pub interleave: Option<u64>,
 }
 
-fn read_measured(path: &str, m: &Machine) -> Result<Measured> {
+fn read_measured(path: &str, root: &str, m: &Machine) -> Result<Measured> {
     let (mut records, _) = crate::survey::files::read_input(Path::new(path))
         .map_err(|e| Error::input(format!("invalid --from '{path}': {e}")))?;
+    measure::same_machine(path, &records, root, m)?;
     // A matrix file of its own carries no topology: its CPUs are this machine's.
     if !records.iter().any(|r| r.kind == "topo") {
         let prov = numalab_results::Provenance::collect(&m.summary(), &m.source);
@@ -135,7 +137,11 @@ impl Plan {
             let have: Vec<u32> = m.nodes.iter().map(|n| n.os).collect();
             check_nodes(ns, &have)?;
         }
-        let measured = o.from.as_deref().map(|p| read_measured(p, m)).transpose()?;
+        let measured = o
+            .from
+            .as_deref()
+            .map(|p| read_measured(p, &o.root, m))
+            .transpose()?;
         if let Some(x) = &o.export_hwloc {
             numalab_results::output::check_creatable(Path::new(x))
                 .map_err(|e| Error::input(format!("invalid --export-hwloc: {e}")))?;
@@ -362,6 +368,29 @@ fn verify_interleave(
     }
 }
 
+/// From the measurement: each initiator package's bandwidth to the nodes shown, and
+/// what advise's model predicts for the recommended weights from the first package's
+/// first CPU node (the weights follow that package).
+fn weights_measured(
+    m: Option<&Measured>,
+    nodes: &[TierNode],
+) -> (Vec<PackageBandwidth>, Option<WeightedGain>) {
+    let Some(m) = m else {
+        return (Vec::new(), None);
+    };
+    let shown: Vec<u32> = nodes.iter().map(|n| n.node).collect();
+    let packages = measure::package_bandwidth(m, &shown);
+    let weights = recommended_weights(nodes, &packages);
+    let initiator = packages
+        .first()
+        .and_then(|p| p.initiators.first())
+        .or(m.cpu_nodes.first());
+    let gain = initiator
+        .filter(|_| !weights.is_empty())
+        .and_then(|d| weighted_gain(m, *d, &weights));
+    (packages, gain)
+}
+
 /// Read the facts under the plan's root and build the records: one "tiers" record per
 /// memory node, then the "tiers-system" record with findings and recommendations.
 pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
@@ -381,6 +410,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         .map(|n| node_record(n, &facts, &fw_ref, measured))
         .collect();
     let (interleave, why) = verify_interleave(plan, &facts, &nodes);
+    let (packages, gain) = weights_measured(plan.measured.as_ref(), &nodes);
     let system = TierSystem {
         root: facts.root.clone(),
         kernel: facts.kernel.clone(),
@@ -393,8 +423,14 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
             "not given (run `numalab survey` or pass --from)".into(),
             measure::reference_words,
         ),
-        findings: findings(&nodes),
-        recommendations: recommendations(&nodes, facts.demotion_enabled, facts.numa_balancing),
+        findings: findings(&nodes, &packages),
+        recommendations: recommendations(
+            &nodes,
+            &packages,
+            (facts.demotion_enabled, facts.numa_balancing),
+            gain.as_ref(),
+        ),
+        package_weights: packages,
         hwloc_export: match (&plan.options.export_hwloc, &plan.measured) {
             (Some(x), Some(m)) => Some(export::write(host, m, x)?),
             _ => None,

@@ -1,7 +1,8 @@
 //! What the tiers comparison finds (each finding one line with its evidence) and
 //! recommends (with the commands that apply it), from the node records alone.
 
-use super::data::{Finding, Recommendation, TierNode};
+use super::data::{Finding, PackageBandwidth, Recommendation, TierNode};
+use crate::advise::{weights_from, WeightedGain};
 use std::collections::BTreeSet;
 
 /// Firmware and measurement disagree when one is more than this far from the other.
@@ -85,9 +86,10 @@ fn measured_bw(nodes: &[TierNode]) -> Vec<(u32, f64)> {
         .collect()
 }
 
-fn weight_findings(nodes: &[TierNode], out: &mut Vec<Finding>) {
-    let bw = measured_bw(nodes);
-    let weighted: Vec<(u32, f64, u32)> = bw
+/// The kernel's weight against one package's measured bandwidth, node by node.
+fn package_weight_findings(nodes: &[TierNode], p: &PackageBandwidth, out: &mut Vec<Finding>) {
+    let weighted: Vec<(u32, f64, u32)> = p
+        .bandwidth
         .iter()
         .filter_map(|(n, b)| Some((*n, *b, nodes.iter().find(|x| x.node == *n)?.weight?)))
         .collect();
@@ -101,16 +103,55 @@ fn weight_findings(nodes: &[TierNode], out: &mut Vec<Finding>) {
         let (bs, ws) = (b / bsum, *w as f64 / wsum);
         if off(ws, bs) {
             out.push(finding("weights", Some(*n), format!(
-                "node {n}: weighted-interleave weight {w} gives it {:.0} % of the pages, its measured bandwidth {b:.2} GB/s is {:.0} % of the nodes' sum",
+                "node {n}: weighted-interleave weight {w} gives it {:.0} % of the pages; {}'s CPUs measured {b:.2} GB/s to it, {:.0} % of their sum",
                 ws * 100.0,
+                p.name(),
                 bs * 100.0
             )));
         }
     }
 }
 
-/// Every finding, node by node, then the interleave weights.
-pub fn findings(nodes: &[TierNode]) -> Vec<Finding> {
+fn weight_list(w: &[(u32, u32)]) -> String {
+    w.iter()
+        .map(|(n, w)| format!("node{n}={w}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Per initiator package: the kernel's global weights against what that package
+/// measured, then the packages against each other (the kernel has one set for all).
+fn weight_findings(nodes: &[TierNode], packages: &[PackageBandwidth], out: &mut Vec<Finding>) {
+    for p in packages {
+        package_weight_findings(nodes, p, out);
+    }
+    let Some(first) = packages.first() else {
+        return;
+    };
+    let differ: Vec<&PackageBandwidth> = packages
+        .iter()
+        .filter(|p| p.weights != first.weights)
+        .collect();
+    if differ.is_empty() {
+        return;
+    }
+    let wants: Vec<String> = std::iter::once(first)
+        .chain(differ)
+        .map(|p| format!("{} wants {}", p.name(), weight_list(&p.weights)))
+        .collect();
+    let kernel: Vec<(u32, u32)> = nodes
+        .iter()
+        .filter_map(|n| Some((n.node, n.weight?)))
+        .collect();
+    out.push(finding("weights-packages", None, format!(
+        "the packages want different interleave weights from their measured bandwidth: {}; the kernel's weights are global ({}), so one set serves every package: run each process on the package whose weights are set, or set the weights of the package that does most of the work",
+        wants.join("; "),
+        if kernel.is_empty() { "none listed".into() } else { weight_list(&kernel) }
+    )));
+}
+
+/// Every finding, node by node, then the interleave weights per initiator package.
+pub fn findings(nodes: &[TierNode], packages: &[PackageBandwidth]) -> Vec<Finding> {
     let mut out = Vec::new();
     for n in nodes {
         tier_findings(n, &mut out);
@@ -122,20 +163,49 @@ pub fn findings(nodes: &[TierNode]) -> Vec<Finding> {
             )));
         }
     }
-    weight_findings(nodes, &mut out);
+    weight_findings(nodes, packages, &mut out);
     out
 }
 
-/// Weights in proportion to measured bandwidth: the fastest node 10, none below 1.
-pub fn weights_from(bw: &[(u32, f64)]) -> Vec<(u32, u32)> {
-    let max = bw.iter().map(|x| x.1).fold(0.0, f64::max);
-    bw.iter()
-        .map(|(n, b)| (*n, ((10.0 * b / max).round() as u32).clamp(1, 255)))
-        .collect()
+/// What advise's bandwidth model predicts for these weights, in words.
+fn gain_words(g: &WeightedGain) -> String {
+    format!(
+        "; advise's model predicts {:.1} GB/s for node {}'s cores streaming reads under these weights, against {:.1} GB/s bound to node {} and {:.1} GB/s under plain interleave ({:+.0} %; {})",
+        g.weighted_gbps,
+        g.initiator,
+        g.bind.1,
+        g.bind.0,
+        g.interleave_gbps,
+        g.gain_percent(),
+        g.basis.join(", ")
+    )
 }
 
-fn weight_recommendation(nodes: &[TierNode]) -> Option<Recommendation> {
-    let bw = measured_bw(nodes);
+/// The bandwidth the weights follow, and whose: the first package's (its CPUs' best
+/// figure to each node: the kernel's weights are global, so one package's), else each
+/// node's best initiator's.
+fn weight_basis(nodes: &[TierNode], packages: &[PackageBandwidth]) -> (Vec<(u32, f64)>, String) {
+    match packages.first() {
+        Some(p) => (p.bandwidth.clone(), format!("{}'s CPUs", p.name())),
+        None => (measured_bw(nodes), "the best CPU node of each".into()),
+    }
+}
+
+/// The weights recommended (node, weight): in proportion to [`weight_basis`]'s bandwidth.
+pub fn recommended_weights(nodes: &[TierNode], packages: &[PackageBandwidth]) -> Vec<(u32, u32)> {
+    let (bw, _) = weight_basis(nodes, packages);
+    if bw.len() < 2 {
+        return Vec::new();
+    }
+    weights_from(&bw)
+}
+
+fn weight_recommendation(
+    nodes: &[TierNode],
+    packages: &[PackageBandwidth],
+    gain: Option<&WeightedGain>,
+) -> Option<Recommendation> {
+    let (bw, whose) = weight_basis(nodes, packages);
     if bw.len() < 2 {
         return None;
     }
@@ -157,9 +227,10 @@ fn weight_recommendation(nodes: &[TierNode]) -> Option<Recommendation> {
         .collect();
     Some(Recommendation {
         text: format!(
-            "weighted interleave across nodes {list} in proportion to measured bandwidth ({}): weights {}",
+            "weighted interleave across nodes {list} in proportion to the bandwidth {whose} measured ({}): weights {}{}",
             shares.join(", "),
-            w.iter().map(|(n, w)| format!("node{n}={w}")).collect::<Vec<_>>().join(" ")
+            weight_list(&w),
+            gain.map(gain_words).unwrap_or_default()
         ),
         commands,
     })
@@ -203,13 +274,17 @@ fn demotion_recommendation(
     }
 }
 
-/// The recommendations: interleave weights from measured bandwidth, and demotion.
+/// The recommendations: interleave weights from measured bandwidth (with the gain
+/// advise's model predicts for them, when given), and demotion.
 pub fn recommendations(
     nodes: &[TierNode],
-    enabled: Option<bool>,
-    balancing: Option<u32>,
+    packages: &[PackageBandwidth],
+    (enabled, balancing): (Option<bool>, Option<u32>),
+    gain: Option<&WeightedGain>,
 ) -> Vec<Recommendation> {
-    let mut out: Vec<Recommendation> = weight_recommendation(nodes).into_iter().collect();
+    let mut out: Vec<Recommendation> = weight_recommendation(nodes, packages, gain)
+        .into_iter()
+        .collect();
     if out.is_empty() && nodes.len() > 1 {
         out.push(Recommendation {
             text: "weighted interleave: no weights without measured bandwidth to at least two nodes (run `numalab survey` or pass --from)".into(),

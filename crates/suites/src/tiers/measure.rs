@@ -3,9 +3,13 @@
 //! node's figures are its best CPU initiator's (as hmat_update_target_attrs() takes
 //! the best initiators), and reads stand for writes too (numalab measures reads).
 
-use super::data::MeasuredPerf;
+use super::data::{MeasuredPerf, PackageBandwidth};
 use super::rule::{self, Perf};
-use crate::advise::Measured;
+use crate::advise::{weights_from, Measured};
+use numalab_results::journal::Fingerprint;
+use numalab_results::Record;
+use numalab_topo::{Error, Machine, Result as TopoResult};
+use std::path::Path;
 
 /// The measured DRAM reference (node, its figures), or why there is none.
 pub type Reference = Result<(u32, Perf), String>;
@@ -31,6 +35,41 @@ pub fn perf_of(m: &Measured, n: u32) -> Option<MeasuredPerf> {
         bandwidth_gbps: bw.map(|b| b.1.median),
         bandwidth_record: bw.map(|b| b.1.record.clone()),
     })
+}
+
+/// Each initiator package's bandwidth to the memory nodes `shown`: the best of its
+/// measured CPU nodes to each; packages with fewer than two such nodes are left out.
+pub fn package_bandwidth(m: &Measured, shown: &[u32]) -> Vec<PackageBandwidth> {
+    let package = |d: u32| m.machine.pus.iter().find(|p| p.node == Some(d))?.package;
+    let mut groups: Vec<(Option<u32>, Vec<u32>)> = Vec::new();
+    for &d in &m.cpu_nodes {
+        let p = package(d);
+        match groups.iter_mut().find(|g| p.is_some() && g.0 == p) {
+            Some(g) => g.1.push(d),
+            None => groups.push((p, vec![d])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(package, initiators)| {
+            let bandwidth: Vec<(u32, f64)> = shown
+                .iter()
+                .filter_map(|x| {
+                    let best = initiators
+                        .iter()
+                        .filter_map(|d| Some(m.bw(*d, *x)?.median))
+                        .fold(0.0, f64::max);
+                    (best > 0.0).then_some((*x, best))
+                })
+                .collect();
+            (bandwidth.len() >= 2).then(|| PackageBandwidth {
+                package,
+                initiators,
+                weights: weights_from(&bandwidth),
+                bandwidth,
+            })
+        })
+        .collect()
 }
 
 /// The measurement as the kernel's coordinate: whole ns and MB/s, reads for writes.
@@ -76,5 +115,35 @@ pub fn reference_words(r: &Reference) -> String {
             p.read_latency, p.read_bandwidth
         ),
         Err(why) => format!("none: {why}"),
+    }
+}
+
+/// Refuse records measured on another machine than the one under `root`: the
+/// fingerprint `survey --resume` compares (host, architecture, CPU, kernel, topology),
+/// read from the survey's topology record (else its first record) and from `root`'s
+/// procfs. A recorded tree (`root` other than /) holds no topology, so the topology is
+/// compared only on this machine.
+pub fn same_machine(path: &str, records: &[Record], root: &str, m: &Machine) -> TopoResult<()> {
+    let Some(r) = records
+        .iter()
+        .find(|r| r.kind == "topo")
+        .or(records.first())
+    else {
+        return Ok(());
+    };
+    let was = Fingerprint::of(&r.provenance);
+    let here = root == "/";
+    let topology = if here {
+        m.summary()
+    } else {
+        was.topology.clone()
+    };
+    let now = Fingerprint::at(Path::new(root), &topology);
+    match was.first_difference(&now) {
+        None => Ok(()),
+        Some((field, a, b)) => Err(Error::input(format!(
+            "invalid --from '{path}': a survey of another machine: {field} '{a}' in it, '{b}' {}; tiers compares a survey only with the machine it measured",
+            if here { "here".to_string() } else { format!("under --root {root}") }
+        ))),
     }
 }

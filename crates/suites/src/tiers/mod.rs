@@ -13,9 +13,10 @@ mod present;
 pub mod rule;
 mod text;
 
-pub use data::{Finding, MeasuredPerf, Recommendation, TierNode, TierSystem};
+pub use crate::advise::weights_from;
+pub use data::{Finding, MeasuredPerf, PackageBandwidth, Recommendation, TierNode, TierSystem};
 pub use experiment::{run, Options, Plan};
-pub use findings::{findings, recommendations, weights_from};
+pub use findings::{findings, recommendations, recommended_weights};
 pub use interleave::InterleaveCheck;
 pub use present::TiersPresenter;
 

@@ -235,8 +235,25 @@ fn tn(
     }
 }
 
+/// One package (node 0's CPUs) measuring each node's bandwidth as its record says.
+fn one_package(nodes: &[TierNode]) -> Vec<PackageBandwidth> {
+    let bandwidth: Vec<(u32, f64)> = nodes
+        .iter()
+        .filter_map(|n| Some((n.node, n.measured.as_ref()?.bandwidth_gbps?)))
+        .collect();
+    vec![PackageBandwidth {
+        package: Some(0),
+        initiators: vec![0],
+        weights: weights_from(&bandwidth),
+        bandwidth,
+    }]
+}
+
 fn rules(nodes: &[TierNode]) -> Vec<String> {
-    findings(nodes).into_iter().map(|f| f.rule).collect()
+    findings(nodes, &one_package(nodes))
+        .into_iter()
+        .map(|f| f.rule)
+        .collect()
 }
 
 #[test]
@@ -246,7 +263,7 @@ fn each_finding_rule_fires_on_its_case_and_not_on_an_agreeing_one() {
         tn(0, (100, 40_000), (4, 4), Some((100.0, 40.0, 4)), Some(5)),
         tn(1, (120, 32_000), (6, 6), Some((110.0, 33.0, 6)), Some(4)),
     ];
-    assert!(rules(&fine).is_empty(), "{:?}", findings(&fine));
+    assert!(rules(&fine).is_empty(), "{:?}", findings(&fine, &[]));
     // The measurement puts node 1 a tier lower than its firmware.
     assert_eq!(
         rules(&[tn(1, (120, 32_000), (6, 6), Some((125.0, 30.0, 7)), None)]),
@@ -289,7 +306,7 @@ fn recommendations_give_weights_from_measured_bandwidth_and_the_commands() {
         tn(0, (100, 40_000), (4, 4), Some((100.0, 40.0, 4)), Some(1)),
         tn(1, (300, 10_000), (54, 54), Some((300.0, 10.0, 54)), Some(1)),
     ];
-    let recs = recommendations(&nodes, Some(true), Some(2));
+    let recs = recommendations(&nodes, &[], (Some(true), Some(2)), None);
     let w = &recs[0];
     assert!(w
         .commands
@@ -308,7 +325,93 @@ fn recommendations_give_weights_from_measured_bandwidth_and_the_commands() {
     // Two tiers with demotion and tiering balancing already on: nothing to run.
     assert!(recs[1].commands.is_empty(), "{:?}", recs[1]);
     // One tier: no weights without two measured nodes, and nothing to demote to.
-    let one = recommendations(&nodes[..1], Some(false), Some(0));
+    let one = recommendations(&nodes[..1], &[], (Some(false), Some(0)), None);
     assert_eq!(one.len(), 1);
     assert!(one[0].text.contains("nothing to demote to") && one[0].commands.is_empty());
+}
+
+/// Package `p` (CPU node `p`) measuring `bw` GB/s to nodes 0 and 1.
+fn package(p: u32, bw: [f64; 2]) -> PackageBandwidth {
+    let bandwidth = vec![(0, bw[0]), (1, bw[1])];
+    PackageBandwidth {
+        package: Some(p),
+        initiators: vec![p],
+        weights: weights_from(&bandwidth),
+        bandwidth,
+    }
+}
+
+#[test]
+fn each_package_gets_its_own_weights_and_packages_that_differ_are_named() {
+    // Two sockets, each node local to one: kernel weights 1:1 (global), package 0
+    // measured 100 GB/s to node 0 and 40 to node 1, package 1 the reverse.
+    let nodes = [
+        tn(0, (90, 100_000), (4, 4), Some((90.0, 100.0, 4)), Some(1)),
+        tn(1, (90, 100_000), (4, 4), Some((90.0, 100.0, 4)), Some(1)),
+    ];
+    let two = [package(0, [100.0, 40.0]), package(1, [40.0, 100.0])];
+    assert_eq!(
+        (two[0].weights.clone(), two[1].weights.clone()),
+        (vec![(0, 10), (1, 4)], vec![(0, 4), (1, 10)])
+    );
+    let f = findings(&nodes, &two);
+    let rules: Vec<&str> = f.iter().map(|x| x.rule.as_str()).collect();
+    // Both packages find the 50/50 split far from their 71/29: two nodes each, then the packages.
+    assert_eq!(
+        rules,
+        [
+            "weights",
+            "weights",
+            "weights",
+            "weights",
+            "weights-packages"
+        ]
+    );
+    assert!(
+        f[0].text.contains("package 0 (CPU node 0)"),
+        "{}",
+        f[0].text
+    );
+    assert!(
+        f[2].text.contains("package 1 (CPU node 1)"),
+        "{}",
+        f[2].text
+    );
+    let last = &f[4].text;
+    for want in [
+        "package 0 (CPU node 0) wants node0=10 node1=4",
+        "package 1 (CPU node 1) wants node0=4 node1=10",
+        "global (node0=1 node1=1)",
+    ] {
+        assert!(last.contains(want), "{want} in {last}");
+    }
+    // Packages that agree, and kernel weights that match them: nothing to say.
+    let mut agree = nodes.clone();
+    agree[0].weight = Some(10);
+    agree[1].weight = Some(4);
+    let same = [package(0, [100.0, 40.0]), package(1, [95.0, 38.0])];
+    assert!(
+        findings(&agree, &same).is_empty(),
+        "{:?}",
+        findings(&agree, &same)
+    );
+    // The kernel weights fit package 0 but not package 1: only package 1's nodes, and the difference.
+    let f = findings(&agree, &two);
+    let about: Vec<(&str, Option<u32>)> = f.iter().map(|x| (x.rule.as_str(), x.node)).collect();
+    assert_eq!(
+        about,
+        [
+            ("weights", Some(0)),
+            ("weights", Some(1)),
+            ("weights-packages", None)
+        ]
+    );
+    assert!(
+        f.iter().take(2).all(|x| x.text.contains("package 1")),
+        "{f:?}"
+    );
+    // The kernel holds one set: the recommendation follows the first package, and says so.
+    let recs = recommendations(&nodes, &two, (Some(false), Some(0)), None);
+    let want = "the bandwidth package 0 (CPU node 0)'s CPUs measured (node 0 100.00 GB/s, node 1 40.00 GB/s): weights node0=10 node1=4";
+    assert!(recs[0].text.contains(want), "{}", recs[0].text);
 }
