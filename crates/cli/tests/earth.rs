@@ -93,12 +93,14 @@ fn the_earth_suite_runs_here_with_small_sizes() {
         sum["best_interleaved"]["ns_per_access"].as_f64(),
         Some(best)
     );
-    assert!(
-        sum["coroutine_over_interleaved_throughput"]
-            .as_f64()
-            .unwrap()
-            > 0.0
-    );
+    for ratio in [
+        "coroutine_over_interleaved_throughput",
+        "stackless_over_interleaved_throughput",
+    ] {
+        assert!(sum[ratio].as_f64().unwrap() > 0.0, "{ratio}: {sum}");
+    }
+    // Every G has a stackless point beside its coroutine point.
+    get(&format!("mlp: G={bi} stackless"));
     // Loop 7 results were checked against the plain loop; every T is there.
     for name in [
         "mask: ×1 T=64",

@@ -262,6 +262,8 @@ pub struct MlpPoint {
     pub interleaved: Vec<f64>,
     /// Coroutines, ns per access per pass.
     pub coroutines: Vec<f64>,
+    /// Stackless state machines, ns per access per pass.
+    pub stackless: Vec<f64>,
 }
 
 /// What the MLP curve says: the best G of each mode, and where interleaving saturates.
@@ -273,6 +275,10 @@ pub struct MlpSummary {
     pub best_coroutines: (usize, f64),
     /// Coroutine throughput at its best G over interleaved throughput at its best.
     pub ratio: f64,
+    /// Stackless state machines at their best G (absent when not measured).
+    pub best_stackless: Option<(usize, f64)>,
+    /// Their throughput at that G over interleaved throughput at its best.
+    pub stackless_ratio: Option<f64>,
     /// The smallest G whose interleaved figure is within 10% of the best: beyond
     /// it more chains buy little, the core's miss handling is full.
     pub saturates_at: usize,
@@ -292,6 +298,7 @@ pub fn mlp_summary(pts: &[MlpPoint]) -> Option<MlpSummary> {
     };
     let bi = best(&|p| med(&p.interleaved))?;
     let bc = best(&|p| med(&p.coroutines))?;
+    let bs = best(&|p| med(&p.stackless));
     let saturates_at = pts
         .iter()
         .filter(|p| med(&p.interleaved) <= bi.1 * 1.1)
@@ -302,6 +309,8 @@ pub fn mlp_summary(pts: &[MlpPoint]) -> Option<MlpSummary> {
         best_interleaved: bi,
         best_coroutines: bc,
         ratio: bi.1 / bc.1,
+        best_stackless: bs,
+        stackless_ratio: bs.map(|s| bi.1 / s.1),
         saturates_at,
         in_flight: one.map(|o| o / bi.1),
     })
@@ -359,6 +368,7 @@ pub fn mlp(
                 .map_err(io)?,
             coroutines: mlp::measure(timer, chains, g, accesses, Mode::Coroutines, it)
                 .map_err(io)?,
+            stackless: mlp::measure(timer, chains, g, accesses, Mode::Stackless, it).map_err(io)?,
         });
     }
     let top = groups.iter().copied().max().unwrap_or(1);
@@ -445,6 +455,7 @@ mod tests {
             g,
             interleaved: vec![i, i * 1.01, i * 0.99],
             coroutines: vec![c, c * 1.02, c * 0.98],
+            stackless: vec![c * 0.9],
         }
     }
 
@@ -480,6 +491,8 @@ mod tests {
         assert_eq!(s.best_interleaved, (64, 5.0));
         assert_eq!(s.best_coroutines.0, 64);
         assert!((s.ratio - 5.0 / 5.5).abs() < 1e-9);
+        assert_eq!(s.best_stackless.unwrap().0, 64);
+        assert!((s.stackless_ratio.unwrap() - 5.0 / (5.5 * 0.9)).abs() < 1e-9);
         assert_eq!(s.saturates_at, 32, "5.4 is within 10% of 5.0");
         assert!((s.in_flight.unwrap() - 32.0).abs() < 1e-9);
         assert_eq!(mlp_summary(&[]), None);

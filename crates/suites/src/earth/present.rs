@@ -29,6 +29,12 @@ pub enum EarthData {
         best_coroutines: BestG,
         /// Coroutine throughput at its best over interleaved throughput at its best.
         coroutine_over_interleaved_throughput: f64,
+        /// Stackless state machines at their best G (absent in older records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        best_stackless: Option<BestG>,
+        /// Their throughput at their best over interleaved throughput at its best.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stackless_over_interleaved_throughput: Option<f64>,
         /// The smallest G within 10% of the interleaved best.
         interleaved_saturates_at_g: usize,
         /// Accesses in flight at the best G by Little's law.

@@ -175,7 +175,8 @@ fn mask_text(recs: &[&Record]) -> String {
     out
 }
 
-/// The MLP curve: per G, interleaved chains beside coroutines, then its summary.
+/// The MLP curve: per G, interleaved chains beside coroutines (and stackless state
+/// machines where measured), then its summary.
 fn mlp_text(recs: &[&Record]) -> String {
     let mlp = part(recs, "mlp");
     let chains = |mode: &str| -> Vec<&Record> {
@@ -184,17 +185,22 @@ fn mlp_text(recs: &[&Record]) -> String {
             .filter(|r| r.parameters["mode"] == mode && r.parameters["chains_in_l1"].is_null())
             .collect()
     };
-    let (inter, co) = (chains("interleaved"), chains("coroutines"));
+    let inter = chains("interleaved");
     if inter.is_empty() {
         return String::new();
     }
+    let others: Vec<(&str, Vec<&Record>)> = ["coroutines", "stackless"]
+        .into_iter()
+        .map(|m| (m, chains(m)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
     let g = |r: &Record| r.parameters["g"].as_u64().unwrap_or(0);
     let one = inter
         .iter()
         .find(|r| g(r) == 1)
         .and_then(|r| r.median("access_time"));
     let mut out = String::new();
-    let _ = writeln!(out, "\nmemory-level parallelism: G random chains on one core ({}); ns per access, median; hidden = 1 − ns/ns(G=1)", s(inter[0], "pages"));
+    let _ = writeln!(out, "\nmemory-level parallelism: G random chains on one core ({}); ns per access, median; hidden = 1 − ns/ns(G=1); throughput relative to interleaved", s(inter[0], "pages"));
     let hid = |v: Option<f64>| match (one, v) {
         (Some(o), Some(v)) => format!("{:.0}%", 100.0 * (1.0 - v / o)),
         _ => "-".into(),
@@ -203,32 +209,28 @@ fn mlp_text(recs: &[&Record]) -> String {
         .iter()
         .map(|r| {
             let i = r.median("access_time");
-            let c = co
-                .iter()
-                .find(|c| g(c) == g(r))
-                .and_then(|c| c.median("access_time"));
-            vec![
-                g(r).to_string(),
-                time(i),
-                hid(i),
-                time(c),
-                hid(c),
-                i.zip(c)
-                    .map_or_else(|| "-".into(), |(i, c)| format!("{:.2}", i / c)),
-            ]
+            let mut row = vec![g(r).to_string(), time(i), hid(i)];
+            for (_, recs) in &others {
+                let c = recs
+                    .iter()
+                    .find(|c| g(c) == g(r))
+                    .and_then(|c| c.median("access_time"));
+                row.push(time(c));
+                row.push(hid(c));
+                row.push(
+                    i.zip(c)
+                        .map_or_else(|| "-".into(), |(i, c)| format!("{:.2}", i / c)),
+                );
+            }
+            row
         })
         .collect();
-    out.push_str(&table(
-        &[
-            "G",
-            "interleaved",
-            "hidden",
-            "coroutines",
-            "hidden",
-            "coroutine/interleaved throughput",
-        ],
-        &rows,
-    ));
+    let mut head = vec!["G".to_string(), "interleaved".into(), "hidden".into()];
+    for (m, _) in &others {
+        head.extend([m.to_string(), "hidden".into(), "relative".into()]);
+    }
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    out.push_str(&table(&head, &rows));
     out.push('\n');
     let top = inter.iter().map(|r| g(r)).max().unwrap_or(0) as usize;
     let floor = mlp.iter().find(|r| !r.parameters["chains_in_l1"].is_null());
@@ -238,6 +240,8 @@ fn mlp_text(recs: &[&Record]) -> String {
         coroutine_over_interleaved_throughput: ratio,
         interleaved_saturates_at_g: knee_g,
         accesses_in_flight: flight,
+        best_stackless,
+        stackless_over_interleaved_throughput,
     }) = mlp.iter().find_map(|r| r.data_as::<EarthData>().ok())
     {
         let flight = flight
@@ -261,6 +265,13 @@ fn mlp_text(recs: &[&Record]) -> String {
             time(floor.and_then(|r| r.median("access_time"))),
             floor.map_or_else(|| "-".into(), |r| r.parameters["g"].to_string())
         );
+        if let (Some(b), Some(r)) = (best_stackless, stackless_over_interleaved_throughput) {
+            let _ = writeln!(
+                out,
+                "fastest stackless state machines at G={}: {:.1} ns per access, {r:.2} × the best interleaved throughput (a switch is a return from poll, no stack swap)",
+                b.g, b.ns_per_access
+            );
+        }
     }
     out
 }

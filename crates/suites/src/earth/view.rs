@@ -88,7 +88,11 @@ pub(super) fn mlp_records(
         for (mode, v) in [
             ("interleaved", &p.interleaved),
             ("coroutines", &p.coroutines),
+            ("stackless", &p.stackless),
         ] {
+            if v.is_empty() {
+                continue;
+            }
             let mut q = params(bytes, pages);
             q["g"] = json!(p.g);
             q["mode"] = json!(mode);
@@ -112,6 +116,8 @@ pub(super) fn mlp_records(
             best_interleaved: best(m.best_interleaved),
             best_coroutines: best(m.best_coroutines),
             coroutine_over_interleaved_throughput: m.ratio,
+            best_stackless: m.best_stackless.map(best),
+            stackless_over_interleaved_throughput: m.stackless_ratio,
             interleaved_saturates_at_g: m.saturates_at,
             accesses_in_flight: m.in_flight,
         });
