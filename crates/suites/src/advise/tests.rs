@@ -489,6 +489,13 @@ fn weighted_interleave_with_measured_weights_is_ranked_and_its_gain_predicted() 
         b.commands
     );
     assert!(b.commands["numactl"].contains("--weighted-interleave=0,1"));
+    // The weights are set before the command that uses them.
+    let recs = records(&a, &prov());
+    for t in [text(&a, &recs), html(&recs).unwrap()] {
+        let sys = t.find("echo 10 &gt;").or_else(|| t.find("echo 10 >"));
+        let numactl = t.find("--weighted-interleave=0,1");
+        assert!(sys.unwrap() < numactl.unwrap(), "{t}");
+    }
     let plain = a
         .placements
         .iter()

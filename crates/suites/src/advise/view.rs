@@ -299,10 +299,19 @@ fn best_lines(s: &mut String, c: &Candidate) {
         f1(c.latency_ns),
         f1(c.bandwidth_gbps)
     );
-    for (tool, cmd) in &c.commands {
+    for (tool, cmd) in in_order(&c.commands) {
         let _ = writeln!(s, "    {tool:8} {cmd}");
     }
     let _ = writeln!(s, "    from: {}", c.basis.join("; "));
+}
+
+/// A placement's commands in the order they are run: the sysfs lines that set
+/// weighted-interleave weights come before the commands that use them.
+fn in_order(
+    commands: &std::collections::BTreeMap<String, String>,
+) -> impl Iterator<Item = (&String, &String)> {
+    let (pre, rest): (Vec<_>, Vec<_>) = commands.iter().partition(|(k, _)| *k == "sysfs");
+    pre.into_iter().chain(rest)
 }
 
 /// The body of the report's advice section, from saved advice records (None when
@@ -324,7 +333,7 @@ pub fn html(records: &[Record]) -> Option<String> {
                 esc(&c.threads),
                 esc(memory_name)
             );
-            for (tool, cmd) in &c.commands {
+            for (tool, cmd) in in_order(&c.commands) {
                 let _ = writeln!(s, "{tool:8} {}", esc(cmd));
             }
             s.push_str("</pre>");
