@@ -210,10 +210,10 @@ pub fn run_text(recs: &[Record]) -> String {
             serde_json::json!(c.max_rel_diff).to_string()
         });
         out.push_str(&format!(
-            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {:.2}\n",
+            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {}\n",
             recs[0].name,
             d.sequential_ns.unwrap_or(f64::NAN) / 1e6,
-            d.speedup_vs_sequential.unwrap_or(f64::NAN),
+            tables::ratio(d.speedup_vs_sequential.unwrap_or(f64::NAN)),
         ));
         out.push_str(&fault_line(&d));
     }

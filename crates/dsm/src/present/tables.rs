@@ -68,6 +68,19 @@ fn pct(x: u64, of: u64) -> String {
     }
 }
 
+/// A ratio to two decimals, or to two significant digits when smaller (a measured
+/// ratio never reads 0.00); exact zero as 0.
+pub(super) fn ratio(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 0.01 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let digits = (-x.abs().log10()).ceil() as usize + 1;
+        format!("{x:.digits$}")
+    }
+}
+
 /// Figure 2: speedup of T = 1 runs over the sequential program.
 pub(super) fn fig2(here: &[&Row]) -> Table {
     let rows = here
@@ -79,7 +92,7 @@ pub(super) fn fig2(here: &[&Row]) -> Table {
                 r.protocol.clone(),
                 format!("{:.2}", r.time / 1e6),
                 r.seq.map_or("-".into(), |s| format!("{:.2}", s / 1e6)),
-                r.seq.map_or("-".into(), |s| format!("{:.2}", s / r.time)),
+                r.seq.map_or("-".into(), |s| ratio(s / r.time)),
             ]
         })
         .collect();
@@ -134,9 +147,9 @@ pub(super) fn fig356(here: &[&Row]) -> Table {
         .filter_map(|r| {
             let b = breakdown(r, here)?;
             let mut row = vec![r.app.clone(), r.protocol.clone(), r.t.to_string()];
-            row.push(format!("{:.2}", b.time));
-            row.extend(b.parts.iter().map(|p| format!("{p:.2}")));
-            row.push(format!("{:.2}", b.io));
+            row.push(ratio(b.time));
+            row.extend(b.parts.iter().map(|p| ratio(*p)));
+            row.push(ratio(b.io));
             Some(row)
         })
         .collect();
@@ -377,6 +390,15 @@ mod tests {
             costs: None,
             cores_shared: None,
         }
+    }
+
+    #[test]
+    fn small_ratios_keep_two_significant_digits() {
+        assert_eq!(ratio(0.0), "0");
+        assert_eq!(ratio(0.0047), "0.0047");
+        assert_eq!(ratio(0.012), "0.01");
+        assert_eq!(ratio(0.00012345), "0.00012");
+        assert_eq!(ratio(1.5), "1.50");
     }
 
     #[test]
