@@ -122,3 +122,117 @@ fn a_rank_dying_mid_run_ends_the_job_naming_it() {
         "stderr: {err}"
     );
 }
+
+/// A `dsm run`'s records and text, asserting it succeeded.
+fn sor_seq(json: bool) -> Output {
+    let mut args = vec![
+        "dsm",
+        "run",
+        "sor",
+        "--ranks",
+        "2",
+        "--threads",
+        "2",
+        "--protocol",
+        "seq",
+    ];
+    if json {
+        args.push("--json");
+    }
+    let out = run(&args, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_run_says_when_threads_share_cores_and_costs_its_faults() {
+    let v = validate(&sor_seq(true).stdout);
+    let recs = v.as_array().unwrap();
+    let d = &recs[0]["data"];
+    // SOR's boundary rows are remote pages on both ranks.
+    assert!(d["sum"]["remote_faults"].as_u64().unwrap() > 0);
+    assert!(d["sum"]["remote_fault_ns"].as_u64().unwrap() > 0);
+    assert!(d["per_remote_fault_ns"].as_f64().unwrap() > 0.0);
+    for k in ["fault_idle_ns", "fault_busy_ns"] {
+        assert!(d["costs"][k].as_f64().unwrap() > 0.0, "{k}: {}", d["costs"]);
+    }
+    let mut any = false;
+    for r in recs.iter().filter(|r| r["kind"] == "dsm-rank") {
+        let c = &r["data"]["cores"];
+        let n = |k: &str| c[k].as_u64().unwrap();
+        let shared = n("cpus") < n("busy_threads")
+            || n("ranks_on_host") * n("busy_threads") > n("host_cpus");
+        assert_eq!(c["shared"].as_bool(), Some(shared), "{c}");
+        assert_eq!(n("busy_threads"), 2, "compute and service");
+        // numalab pins each rank to one CPU, which its service thread shares.
+        assert_eq!(n("cpus"), 1, "{c}");
+        any |= shared;
+    }
+    assert_eq!(d["cores_shared"].as_bool(), Some(any));
+    assert_eq!(d["cores_shared"].as_bool(), Some(true));
+}
+
+#[test]
+fn a_runs_text_parts_add_up_to_its_time() {
+    let out = sor_seq(false);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.ends_with('\n'));
+    assert!(text.contains("cores shared:"), "{text}");
+    assert!(text.contains("per fault in this run"), "{text}");
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for line in text.lines().skip(1).take(2) {
+        let f: Vec<f64> = line
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(f64::NAN))
+            .collect();
+        let parts: f64 = ["app", "barrier", "fault", "lock", "segv"]
+            .iter()
+            .map(|p| f[col(p)])
+            .sum();
+        // Printed to 0.01 ms: five roundings.
+        assert!(
+            (parts - f[col("time ms")]).abs() <= 0.03,
+            "parts {parts} against {line}"
+        );
+    }
+}
+
+#[test]
+fn the_cvm_suite_text_ends_with_a_newline_and_costs_its_faults() {
+    let out = run(
+        &[
+            "suite",
+            "cvm",
+            "--ranks",
+            "2",
+            "--apps",
+            "sor",
+            "--protocols",
+            "seq",
+            "--threads",
+            "1,2",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.ends_with('\n'), "no final newline: {text:?}");
+    assert!(text.contains("Remote faults: µs per fault"), "{text}");
+    assert!(text.contains("IO (overlapped)"), "{text}");
+}

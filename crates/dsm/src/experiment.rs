@@ -1,7 +1,8 @@
 //! `dsm run` as an experiment: [`Options`] → [`Plan::resolve`] → [`measure`] inside an MPI
 //! job → records (one per rank, and a summary on rank 0).
 
-use crate::apps::{by_name, max_rel_diff, Input, NAMES};
+use crate::apps::{by_name, costs::Costs, max_rel_diff, App, Input, NAMES};
+use crate::cores::CoreShare;
 use crate::mpi_transport::Mpi;
 use crate::node::Config;
 use crate::proto::ProtocolKind;
@@ -219,17 +220,13 @@ impl Plan {
     }
 }
 
-/// Run the plan on this rank (collective). Rank 0 returns every rank's record and a
-/// summary; a result that differs from the sequential run is an error.
-pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Record>>, String> {
-    let app = by_name(&plan.app, plan.input).expect("resolved app");
-    world
-        .require_multiple("the DSM's service thread")
-        .map_err(|e| e.to_string())?;
-    let comm = world.comm().duplicate();
-    let mpi = Arc::new(Mpi::new(comm, true)?);
-    let cfg = Config {
-        threads: plan.threads,
+/// Repetitions of each mechanism cost measured before a run.
+pub const COST_REPS: usize = 15;
+
+/// A rank's configuration for `app` under the plan, `threads` user-level threads.
+fn rank_config(plan: &Plan, app: &dyn App, threads: usize) -> Config {
+    Config {
+        threads,
         protocol: plan.protocol,
         net_delay: Duration::from_nanos(plan.net_delay_ns),
         pages: app.pages(),
@@ -238,10 +235,46 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         watchdog: Duration::from_secs(120),
         gc_bytes: 64 << 20,
         freeze: Duration::from_nanos(plan.freeze_ns),
-    };
-    let out = run_rank(cfg, Box::new(mpi.clone()), app.as_ref());
+    }
+}
+
+/// Run `app` on this rank over a fresh duplicate of the world communicator.
+fn run_on_world(world: &World, cfg: Config, app: &dyn App) -> Result<crate::RankOutcome, String> {
+    let mpi = Arc::new(Mpi::new(world.comm().duplicate(), true)?);
+    let out = run_rank(cfg, Box::new(mpi.clone()), app);
     mpi.shutdown();
-    let out = out?;
+    out
+}
+
+/// The remote-fault mechanism costs in this job, under the plan's protocol and net
+/// delay, just before the app runs (collective; rank 0 gets them; none on one rank).
+fn mechanism_costs(world: &World, plan: &Plan) -> Result<Option<MechCosts>, String> {
+    if world.size < 2 {
+        return Ok(None);
+    }
+    let app = Costs { reps: COST_REPS };
+    let out = run_on_world(world, rank_config(plan, &app, 1), &app)?;
+    let finite = |v: Option<&f64>| v.copied().filter(|x| x.is_finite());
+    Ok(out.result.map(|r| MechCosts {
+        fault_idle_ns: finite(r.first()),
+        fault_busy_ns: finite(r.get(8)),
+        reps: COST_REPS,
+    }))
+}
+
+/// Run the plan on this rank (collective). Rank 0 returns every rank's record and a
+/// summary; a result that differs from the sequential run is an error.
+pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Record>>, String> {
+    let app = by_name(&plan.app, plan.input).expect("resolved app");
+    world
+        .require_multiple("the DSM's service thread")
+        .map_err(|e| e.to_string())?;
+    let costs = mechanism_costs(world, plan)?;
+    let out = run_on_world(
+        world,
+        rank_config(plan, app.as_ref(), plan.threads),
+        app.as_ref(),
+    )?;
     let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
     let name = format!(
         "{} {} T={} ranks={}",
@@ -253,10 +286,17 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
     let mut rec = Record::new("dsm-rank", &name, prov.clone(), plan.params());
     rec.placement = Some(world.placement_value(&[world.rank]));
     rec.add_samples("time", "ns", &[out.stats.total_ns as f64]);
+    let me = world.me();
+    let on_host = world
+        .placements
+        .iter()
+        .filter(|p| p.host == me.host)
+        .count();
     let mut data = RankData {
         rank: world.rank,
         stats: out.stats.clone(),
         check: None,
+        cores: Some(CoreShare::here(on_host.max(1))),
     };
     if let Some(r) = &out.result {
         let t = Instant::now();
@@ -280,7 +320,7 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
     let Some(mut all) = world.gather_records(&[rec]).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    all.insert(0, summary(plan, &name, prov, world, &all));
+    all.insert(0, summary(plan, &name, prov, world, &all, costs));
     Ok(Some(all))
 }
 
@@ -314,6 +354,22 @@ pub struct RankData {
     /// The result check (on the rank that holds the result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Check>,
+    /// How the rank's compute and service threads sat on the CPUs.
+    #[serde(default)]
+    pub cores: Option<CoreShare>,
+}
+
+/// Remote-fault costs measured in the run's job just before it (the `costs` benchmark
+/// with the run's protocol and net delay): what a run's time per remote fault is to be
+/// read against. Medians in ns; None where not measured (one rank).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MechCosts {
+    /// A remote page fault while the serving rank waits at a barrier.
+    pub fault_idle_ns: Option<f64>,
+    /// A remote page fault while the serving rank computes.
+    pub fault_busy_ns: Option<f64>,
+    /// Repetitions of each.
+    pub reps: usize,
 }
 
 /// `data` of a `dsm` record: the run summed over its ranks.
@@ -329,11 +385,38 @@ pub struct RunData {
     pub speedup_vs_sequential: Option<f64>,
     /// The result check.
     pub check: Option<Check>,
+    /// Mean latency of a remote fault over all ranks, ns.
+    #[serde(default)]
+    pub per_remote_fault_ns: Option<f64>,
+    /// The mechanism costs measured just before the run.
+    #[serde(default)]
+    pub costs: Option<MechCosts>,
+    /// Some rank's compute and service threads shared CPUs (see `dsm-rank` `cores`).
+    #[serde(default)]
+    pub cores_shared: Option<bool>,
 }
 
-fn summary(plan: &Plan, name: &str, prov: Provenance, world: &World, ranks: &[Record]) -> Record {
+/// Whether any rank's threads shared CPUs (None when no rank says).
+fn cores_shared(ranks: &[Record]) -> Option<bool> {
+    let said: Vec<bool> = ranks
+        .iter()
+        .filter(|r| r.kind == "dsm-rank")
+        .filter_map(|r| r.data_as::<RankData>().ok()?.cores.map(|c| c.shared))
+        .collect();
+    (!said.is_empty()).then(|| said.iter().any(|&s| s))
+}
+
+fn summary(
+    plan: &Plan,
+    name: &str,
+    prov: Provenance,
+    world: &World,
+    ranks: &[Record],
+    costs: Option<MechCosts>,
+) -> Record {
     let st = rank_stats(ranks);
     let sum = Stats::sum(&st);
+    let per_fault = sum.per_remote_fault_ns();
     let mut r = Record::new("dsm", name, prov.clone(), plan.params());
     r.placement = Some(world.placement_value(&(0..world.size).collect::<Vec<_>>()));
     let totals: Vec<f64> = st.iter().map(|s| s.total_ns as f64).collect();
@@ -350,6 +433,9 @@ fn summary(plan: &Plan, name: &str, prov: Provenance, world: &World, ranks: &[Re
         sequential_ns: seq,
         speedup_vs_sequential: seq.map(|s| s / time),
         check,
+        per_remote_fault_ns: per_fault,
+        costs,
+        cores_shared: cores_shared(ranks),
     });
     r.warnings = prov.warnings();
     r

@@ -7,6 +7,7 @@
 //! so applications use plain loads and stores.
 
 pub mod apps;
+pub mod cores;
 pub mod diff;
 pub mod experiment;
 pub mod fault;

@@ -3,16 +3,20 @@
 //! Messages up to 1 KiB are sent at once by the calling thread (eager everywhere); larger
 //! ones go through a sender thread, so neither the compute thread nor the service thread
 //! ever blocks in MPI_Send: a page is larger than the shared-memory eager limit, and two
-//! service threads each stuck sending a page to the other would deadlock. The service
-//! thread polls with MPI_Improbe: spinning (with sched_yield) while its rank's threads are
-//! all blocked, and sleeping 20 µs between polls while they compute, so on a 2-core
-//! machine it does not take the CPU from the application.
-
+//! service threads each stuck sending a page to the other would deadlock. The sender
+//! starts each page with MPI_Isend and sleeps between tests (a blocking MPI_Send spins
+//! until the receiver takes the page, on the CPU the rank's compute thread needs).
+//!
+//! Open MPI's shared-memory transport has no blocking receive, so the service thread
+//! polls with MPI_Improbe: sleeping `NUMALAB_DSM_POLL_US` (default 20 µs) between polls
+//! while its rank's threads compute, spinning (with sched_yield) while they are all
+//! blocked, but only for [`SPIN`] after the last message, then sleeping again: a rank
+//! that waits long (at a barrier, for a slow peer) gives its CPU back.
 use crate::transport::Transport;
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -25,6 +29,10 @@ const TAG: i32 = 0x44534d;
 const EAGER: usize = 1024;
 /// Sleep between polls while the rank's threads compute (NUMALAB_DSM_POLL_US overrides).
 const POLL_US: u64 = 20;
+/// How long the service thread spins after its last message while every thread waits.
+pub const SPIN: Duration = Duration::from_micros(200);
+/// Sleep between the sender's tests of a page in flight.
+const SEND_POLL: Duration = Duration::from_micros(10);
 
 struct Comm(SimpleCommunicator);
 // SAFETY: MPI was initialised with MPI_THREAD_MULTIPLE (checked in Mpi::new), under which
@@ -41,6 +49,10 @@ pub struct Mpi {
     sender: Mutex<Option<JoinHandle<()>>>,
     computing: AtomicBool,
     poll: Duration,
+    /// When the service thread last received a message or the threads last blocked
+    /// (ns since `epoch`).
+    last_msg_ns: AtomicU64,
+    epoch: Instant,
 }
 
 impl Mpi {
@@ -56,8 +68,9 @@ impl Mpi {
         let sender = std::thread::Builder::new()
             .name("dsm-sender".into())
             .spawn(move || {
+                crate::cores::latency_thread();
                 for (to, b) in rx {
-                    c2.0.process_at_rank(to as i32).send_with_tag(&b[..], TAG);
+                    send_page(&c2.0, to, &b);
                 }
             })
             .map_err(|e| e.to_string())?;
@@ -74,6 +87,8 @@ impl Mpi {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(POLL_US),
             ),
+            last_msg_ns: AtomicU64::new(0),
+            epoch: Instant::now(),
         })
     }
 
@@ -103,6 +118,41 @@ impl Mpi {
     }
 }
 
+/// Send one page without spinning: start it, then test it with short sleeps (the
+/// service thread's polls progress it meanwhile).
+fn send_page(comm: &SimpleCommunicator, to: usize, b: &[u8]) {
+    mpi::request::scope(|sc| {
+        let mut req = comm
+            .process_at_rank(to as i32)
+            .immediate_send_with_tag(sc, b, TAG);
+        loop {
+            match req.test() {
+                Ok(_) => break,
+                Err(r) => req = r,
+            }
+            std::thread::sleep(SEND_POLL);
+        }
+    });
+}
+
+impl Mpi {
+    fn touch(&self) {
+        self.last_msg_ns
+            .store(self.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Spinning pays while a reply is due soon after the last message; past [`SPIN`]
+    /// the rank sleeps between polls like a computing one.
+    fn may_spin(&self) -> bool {
+        if self.computing.load(Ordering::Relaxed) {
+            return false;
+        }
+        let since = (self.epoch.elapsed().as_nanos() as u64)
+            .saturating_sub(self.last_msg_ns.load(Ordering::Relaxed));
+        since < SPIN.as_nanos() as u64
+    }
+}
+
 impl Transport for Mpi {
     fn rank(&self) -> usize {
         self.rank
@@ -126,6 +176,10 @@ impl Transport for Mpi {
     }
     fn set_computing(&self, on: bool) {
         self.computing.store(on, Ordering::Relaxed);
+        if !on {
+            // The threads just blocked: a reply is due, spin for it.
+            self.touch();
+        }
     }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         let t0 = Instant::now();
@@ -137,15 +191,16 @@ impl Transport for Mpi {
                 .immediate_matched_probe_with_tag(TAG)
             {
                 let (b, st) = ms.matched_receive_vec::<u8>();
+                self.touch();
                 return Some((st.source_rank() as usize, b));
             }
             if t0.elapsed() >= wait {
                 return None;
             }
-            if self.computing.load(Ordering::Relaxed) {
-                std::thread::sleep(self.poll);
-            } else {
+            if self.may_spin() {
                 std::thread::yield_now();
+            } else {
+                std::thread::sleep(self.poll);
             }
         }
     }

@@ -98,6 +98,7 @@ impl Rank {
             idle_ns: 0,
             freeze: cfg.freeze,
             deferred: Vec::new(),
+            asked: Default::default(),
         };
         let proto = proto::new(cfg.protocol, &core);
         let rank = Arc::new(Rank {
@@ -177,6 +178,7 @@ impl Rank {
         let delay = self.cfg.net_delay;
         let mut held: BinaryHeap<Held> = BinaryHeap::new();
         let mut seq = 0u64;
+        crate::cores::latency_thread();
         while !self.stop.load(Ordering::Acquire) {
             for mut h in std::mem::take(&mut *self.later.lock().unwrap()) {
                 seq += 1;

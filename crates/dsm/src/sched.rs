@@ -187,7 +187,10 @@ fn on_fault(ctx: usize, f: &FaultFrame) {
     loop {
         let Node { core, proto } = &mut *g;
         match proto.fault(core, page as usize, write) {
-            Fault::Ok => break,
+            Fault::Ok => {
+                proto.used(page as usize);
+                break;
+            }
             Fault::Wait { joined } => {
                 if joined {
                     g.core.stats.contention_page += 1;

@@ -73,6 +73,8 @@ pub struct Core {
     pub freeze: Duration,
     /// Messages a protocol held back, to handle again at the given time.
     pub deferred: Vec<(Instant, usize, Vec<u8>)>,
+    /// When each page's remote request left (for the fault latency).
+    pub asked: std::collections::HashMap<u32, u64>,
 }
 
 impl Core {
@@ -117,6 +119,20 @@ impl Core {
             self.stats.overlap_faults += self.outstanding;
         }
         self.outstanding += 1;
+    }
+
+    /// A remote fault on page `p` sent its request now.
+    pub fn fault_asked(&mut self, p: usize) {
+        self.start_remote(false);
+        self.asked.insert(p as u32, mono_ns());
+    }
+
+    /// Page `p`'s remote fault is served: its latency is counted.
+    pub fn fault_served(&mut self, p: usize) {
+        self.end_remote();
+        if let Some(t) = self.asked.remove(&(p as u32)) {
+            self.stats.remote_fault_ns += mono_ns().saturating_sub(t);
+        }
     }
 
     /// A remote request finished.

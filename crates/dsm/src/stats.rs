@@ -26,6 +26,10 @@ pub struct Stats {
     pub bytes: u64,
     /// Faults that needed a message.
     pub remote_faults: u64,
+    /// Remote faults' latency summed: from the request leaving to the page (or diffs)
+    /// being installed, before the faulting thread is scheduled again.
+    #[serde(default)]
+    pub remote_fault_ns: u64,
     /// Lock acquires that needed a message.
     pub remote_locks: u64,
     /// Lock messages sent (requests, forwards, grants).
@@ -46,8 +50,9 @@ pub struct Stats {
     /// lazy creation makes `diffs_created` of them.
     #[serde(default)]
     pub page_intervals: u64,
-    /// LSW/SEQ: requests for a page held back because it arrived less than the freeze
-    /// time ago (the seed's anti-thrashing freeze).
+    /// LSW/SEQ: page arrivals whose taking away was held back, because the page arrived
+    /// less than the freeze time ago (the seed's anti-thrashing freeze) or the thread
+    /// that asked for it had not run yet.
     #[serde(default)]
     pub freezes: u64,
     /// Twins made.
@@ -83,6 +88,7 @@ impl Stats {
                 msgs,
                 bytes,
                 remote_faults,
+                remote_fault_ns,
                 remote_locks,
                 lock_msgs,
                 overlap_faults,
@@ -103,6 +109,11 @@ impl Stats {
             );
         }
         s
+    }
+
+    /// Mean latency of a remote fault in ns (None without remote faults).
+    pub fn per_remote_fault_ns(&self) -> Option<f64> {
+        (self.remote_faults > 0).then(|| self.remote_fault_ns as f64 / self.remote_faults as f64)
     }
 
     /// Application time: the rest of the wall time (includes local protocol code).

@@ -1,6 +1,8 @@
 //! The mechanism costs of the seed's Section 4.1, measured on the running DSM: a remote
 //! page fault, a 2-hop and a 3-hop lock acquire (3 ranks: requester 0, manager 1, last
-//! holder 2), plus the local costs (SIGSEGV round trip, mprotect, twin, diff create/apply).
+//! holder 2), plus the local costs (SIGSEGV round trip, mprotect, twin, diff create/apply),
+//! and a remote fault served while the serving rank computes (as in an app run, where
+//! its service thread shares a CPU with its compute thread).
 //! The "result" is the list of per-operation medians in ns, in [`COST_NAMES`] order.
 
 use super::App;
@@ -9,7 +11,7 @@ use crate::Ctx;
 use std::time::Instant;
 
 /// What [`Costs`] reports, in order (ns, medians).
-pub const COST_NAMES: [&str; 8] = [
+pub const COST_NAMES: [&str; 9] = [
     "remote page fault",
     "2-hop lock acquire",
     "3-hop lock acquire",
@@ -18,7 +20,11 @@ pub const COST_NAMES: [&str; 8] = [
     "twin (copy one page)",
     "diff create (one page, 1/8 words changed)",
     "diff apply (one page, 1/8 words changed)",
+    "remote page fault (owner computing)",
 ];
+
+/// How long the serving rank computes while rank 0 takes a remote fault from it.
+const BUSY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Repetitions of each remote operation.
 #[derive(Debug, Clone)]
@@ -44,7 +50,7 @@ impl App for Costs {
         "costs"
     }
     fn pages(&self) -> usize {
-        2 * self.reps + 4
+        3 * self.reps + 4
     }
     fn locks(&self) -> usize {
         2 * self.reps * 8 + 16
@@ -92,6 +98,7 @@ impl App for Costs {
                 c.barrier();
             }
         }
+        let busy = self.busy_faults(c);
         let mut wfault = Vec::new();
         if me == 0 {
             for k in 0..self.reps {
@@ -113,6 +120,7 @@ impl App for Costs {
                 if n > 2 { median(three) } else { f64::NAN },
             ];
             r.extend(local);
+            r.push(median(busy));
             c.with_scratch(|s| *s = r);
         }
     }
@@ -121,6 +129,36 @@ impl App for Costs {
     }
     fn sequential(&self) -> Vec<f64> {
         Vec::new()
+    }
+}
+
+impl Costs {
+    /// Rank 0 faults on pages rank 1 wrote, while rank 1 computes for [`BUSY`].
+    fn busy_faults(&self, c: &Ctx) -> Vec<f64> {
+        let me = c.rank();
+        let mut out = Vec::new();
+        for k in 0..self.reps {
+            let p = c.at::<u64>((2 * self.reps + 2 + k) * PAGE);
+            if me == 1 {
+                // SAFETY: a page of the region written only by rank 1 before the barrier.
+                unsafe { p.write_volatile(k as u64 + 7) };
+            }
+            c.barrier();
+            if me == 1 {
+                let t = Instant::now();
+                while t.elapsed() < BUSY {
+                    std::hint::spin_loop();
+                }
+            } else if me == 0 {
+                let t = Instant::now();
+                // SAFETY: read after the barrier that ordered rank 1's write.
+                let v = unsafe { p.read_volatile() };
+                out.push(ns(t));
+                assert_eq!(v, k as u64 + 7);
+            }
+            c.barrier();
+        }
+        out
     }
 }
 

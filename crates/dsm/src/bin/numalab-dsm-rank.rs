@@ -1,6 +1,6 @@
 //! One DSM rank under `mpirun` (used by the tests and by `numalab dsm run`):
 //! `numalab-dsm-rank APP PROTOCOL THREADS [NET_DELAY_NS] [small|paper] [FREEZE_NS]`
-//! (the LSW/SEQ freeze defaults to proto::single::DEFAULT_FREEZE, none).
+//! (the LSW/SEQ freeze defaults to proto::single::DEFAULT_FREEZE, 30 µs; 0 turns it off).
 //! Every rank prints one line `stats RANK {json}`; rank 0 also prints `check APP DIFF TOL`
 //! and exits 1 when the result differs from the sequential run.
 

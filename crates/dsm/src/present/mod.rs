@@ -69,15 +69,17 @@ fn time_charts(here: &[&Row]) -> String {
             .iter()
             .filter(|r| r.app == app)
             .filter_map(|r| {
-                let (_, parts) = tables::breakdown(r, here)?;
-                Some((format!("{} T={}", r.protocol, r.t), parts.to_vec()))
+                let b = tables::breakdown(r, here)?;
+                Some((format!("{} T={}", r.protocol, r.t), b.parts.to_vec()))
             })
             .collect();
-        if let Some(svg) = plot::stacked_bars(
-            &format!("{app}: time per rank over the T=1 run's"),
-            "share of the T=1 time",
+        // The parts add up to the run's time; a bar above 1 is a run slower than T=1.
+        if let Some(svg) = plot::stacked_bars_fit(
+            &format!("{app}: time per rank over the T=1 run's (IO overlaps, not drawn)"),
+            "time / T=1 time (above 1: slower)",
             &PARTS,
             &bars,
+            1.0,
         ) {
             out.push_str(&format!("<div class=\"chart\">{svg}</div>"));
         }
@@ -99,28 +101,39 @@ fn speedup_chart(here: &[&Row]) -> Option<String> {
     )
 }
 
-/// Figure 7: the share of each switch class, stacked to 100%.
+/// Figure 7: the share of each switch class, stacked to 100%, one chart per app so that
+/// each fits the page.
 fn switch_chart(here: &[&Row]) -> Option<String> {
-    let bars: Vec<(String, Vec<f64>)> = here
-        .iter()
-        .filter(|r| r.t > 1)
-        .filter_map(|r| {
-            let (all, c) = tables::switches(&r.sum);
-            (all > 0).then(|| {
-                let label = format!("{} {} T={}", r.app, r.protocol, r.t);
-                (
-                    label,
-                    c.iter().map(|x| 100.0 * *x as f64 / all as f64).collect(),
-                )
+    let mut apps: Vec<&str> = here.iter().map(|r| r.app.as_str()).collect();
+    apps.sort_unstable();
+    apps.dedup();
+    let mut out = String::new();
+    for app in apps {
+        let bars: Vec<(String, Vec<f64>)> = here
+            .iter()
+            .filter(|r| r.t > 1 && r.app == app)
+            .filter_map(|r| {
+                let (all, c) = tables::switches(&r.sum);
+                (all > 0).then(|| {
+                    let label = format!("{} T={}", r.protocol, r.t);
+                    (
+                        label,
+                        c.iter().map(|x| 100.0 * *x as f64 / all as f64).collect(),
+                    )
+                })
             })
-        })
-        .collect();
-    plot::stacked_bars(
-        "thread switches by class",
-        "% of switches",
-        &SWITCHES,
-        &bars,
-    )
+            .collect();
+        if let Some(svg) = plot::stacked_bars_fit(
+            &format!("{app}: thread switches by class"),
+            "% of switches",
+            &SWITCHES,
+            &bars,
+            100.0,
+        ) {
+            out.push_str(&format!("<div class=\"chart\">{svg}</div>"));
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// The section: per net delay, the seed's figures and tables.
@@ -135,6 +148,7 @@ fn html(records: &[Record]) -> Option<String> {
         ));
         out.push_str(&titled(&tables::fig2(&here), speedup_chart(&here)));
         out.push_str(&titled(&tables::fig356(&here), None));
+        out.push_str(&titled(&tables::fault_costs(&here), None));
         out.push_str(&format!("<div class=\"fig\">{}</div>", time_charts(&here)));
         out.push_str(&titled(&tables::table2(&here), None));
         out.push_str(&titled(&tables::table3(&here), None));
@@ -163,6 +177,8 @@ pub fn run_text(recs: &[Record]) -> String {
                 ms(s.io_ns),
                 ms(s.segv_ns),
                 s.remote_faults.to_string(),
+                s.per_remote_fault_ns()
+                    .map_or("-".into(), |v| format!("{:.1}", v / 1e3)),
                 s.remote_locks.to_string(),
                 s.diffs_created.to_string(),
                 s.diffs_used.to_string(),
@@ -181,6 +197,7 @@ pub fn run_text(recs: &[Record]) -> String {
             "io",
             "segv",
             "rem faults",
+            "µs/fault",
             "rem locks",
             "diffs made",
             "diffs used",
@@ -189,15 +206,34 @@ pub fn run_text(recs: &[Record]) -> String {
         &rows,
     );
     if let Some(d) = recs.first().and_then(|r| r.data_as::<RunData>().ok()) {
-        let diff = d.check.map_or("null".to_string(), |c| {
+        let diff = d.check.as_ref().map_or("null".to_string(), |c| {
             serde_json::json!(c.max_rel_diff).to_string()
         });
         out.push_str(&format!(
-            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {:.2}\n",
+            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {}\n",
             recs[0].name,
             d.sequential_ns.unwrap_or(f64::NAN) / 1e6,
-            d.speedup_vs_sequential.unwrap_or(f64::NAN),
+            tables::ratio(d.speedup_vs_sequential.unwrap_or(f64::NAN)),
         ));
+        out.push_str(&fault_line(&d));
     }
     out
+}
+
+/// The run's time per remote fault beside the mechanism cost, and whether the ranks'
+/// compute and service threads shared CPUs; time parts explained.
+fn fault_line(d: &RunData) -> String {
+    let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1} µs", v / 1e3));
+    let c = d.costs.as_ref();
+    let mut s = format!(
+        "remote fault: {} per fault in this run; measured just before it: {} with the owner waiting, {} with the owner computing\n",
+        us(d.per_remote_fault_ns),
+        us(c.and_then(|c| c.fault_idle_ns)),
+        us(c.and_then(|c| c.fault_busy_ns)),
+    );
+    if d.cores_shared == Some(true) {
+        s.push_str("cores shared: each rank's compute and service threads share CPUs (the service thread asks for a short scheduler slice to answer requests promptly)\n");
+    }
+    s.push_str("app + barrier + fault + lock + segv = time; io is the service thread's, overlapped with them\n");
+    s
 }

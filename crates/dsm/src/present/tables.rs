@@ -1,7 +1,7 @@
 //! The suite's tables in the seed's layout, built once from the `dsm` records and
 //! shown as text (`suite cvm`) or HTML (the report's section).
 
-use crate::experiment::RunData;
+use crate::experiment::{MechCosts, RunData};
 use crate::Stats;
 use numalab_results::output::table;
 use numalab_results::Record;
@@ -16,6 +16,9 @@ pub(super) struct Row {
     pub sum: Stats,
     pub time: f64,
     pub seq: Option<f64>,
+    pub per_fault: Option<f64>,
+    pub costs: Option<MechCosts>,
+    pub cores_shared: Option<bool>,
 }
 
 /// The runs of the `dsm` records (records whose data does not match are left out).
@@ -34,6 +37,9 @@ pub(super) fn rows(recs: &[Record]) -> Vec<Row> {
                 sum: d.sum,
                 time: d.time_ns,
                 seq: d.sequential_ns,
+                per_fault: d.per_remote_fault_ns,
+                costs: d.costs,
+                cores_shared: d.cores_shared,
             })
         })
         .collect()
@@ -62,6 +68,19 @@ fn pct(x: u64, of: u64) -> String {
     }
 }
 
+/// A ratio to two decimals, or to two significant digits when smaller (a measured
+/// ratio never reads 0.00); exact zero as 0.
+pub(super) fn ratio(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 0.01 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let digits = (-x.abs().log10()).ceil() as usize + 1;
+        format!("{x:.digits$}")
+    }
+}
+
 /// Figure 2: speedup of T = 1 runs over the sequential program.
 pub(super) fn fig2(here: &[&Row]) -> Table {
     let rows = here
@@ -73,7 +92,7 @@ pub(super) fn fig2(here: &[&Row]) -> Table {
                 r.protocol.clone(),
                 format!("{:.2}", r.time / 1e6),
                 r.seq.map_or("-".into(), |s| format!("{:.2}", s / 1e6)),
-                r.seq.map_or("-".into(), |s| format!("{:.2}", s / r.time)),
+                r.seq.map_or("-".into(), |s| ratio(s / r.time)),
             ]
         })
         .collect();
@@ -84,12 +103,23 @@ pub(super) fn fig2(here: &[&Row]) -> Table {
     }
 }
 
-/// The parts of a run's time, in the order of [`PARTS`].
-pub(super) const PARTS: [&str; 6] = ["app", "barrier", "fault", "lock", "IO", "segv"];
+/// The parts of a run's time, in the order of [`PARTS`]: the compute thread's, which
+/// do not overlap and add up to its time. IO, the service thread's time handling
+/// messages, runs beside them and is shown apart.
+pub(super) const PARTS: [&str; 5] = ["app", "barrier", "fault", "lock", "segv"];
 
-/// A run's time over its T = 1 twin's, and its parts as per-rank means over the T = 1
-/// per-rank mean (None without a T = 1 run of the same app and protocol).
-pub(super) fn breakdown(r: &Row, here: &[&Row]) -> Option<(f64, [f64; 6])> {
+/// A run's breakdown against its T = 1 twin (per-rank means over the T = 1 per-rank mean).
+pub(super) struct Breakdown {
+    /// The run's time (slowest rank) over the T = 1 run's.
+    pub time: f64,
+    /// [`PARTS`], exclusive: they sum to the run's per-rank mean time over T = 1's.
+    pub parts: [f64; 5],
+    /// IO, overlapping the parts.
+    pub io: f64,
+}
+
+/// A run's breakdown (None without a T = 1 run of the same app and protocol).
+pub(super) fn breakdown(r: &Row, here: &[&Row]) -> Option<Breakdown> {
     let base = here
         .iter()
         .find(|b| b.app == r.app && b.protocol == r.protocol && b.t == 1)?;
@@ -97,17 +127,17 @@ pub(super) fn breakdown(r: &Row, here: &[&Row]) -> Option<(f64, [f64; 6])> {
     let bt = base.sum.total_ns as f64 / n;
     let f = |x: u64| x as f64 / n / bt;
     let s = &r.sum;
-    Some((
-        r.time / base.time,
-        [
+    Some(Breakdown {
+        time: r.time / base.time,
+        parts: [
             f(s.app_ns()),
             f(s.barrier_ns),
             f(s.fault_ns),
             f(s.lock_ns),
-            f(s.io_ns),
             f(s.segv_ns),
         ],
-    ))
+        io: f(s.io_ns),
+    })
 }
 
 /// Figures 3, 5, 6: execution time normalised to T = 1, with the breakdown.
@@ -115,17 +145,70 @@ pub(super) fn fig356(here: &[&Row]) -> Table {
     let rows = here
         .iter()
         .filter_map(|r| {
-            let (time, parts) = breakdown(r, here)?;
+            let b = breakdown(r, here)?;
             let mut row = vec![r.app.clone(), r.protocol.clone(), r.t.to_string()];
-            row.push(format!("{time:.2}"));
-            row.extend(parts.iter().map(|p| format!("{p:.2}")));
+            row.push(ratio(b.time));
+            row.extend(b.parts.iter().map(|p| ratio(*p)));
+            row.push(ratio(b.io));
             Some(row)
         })
         .collect();
     Table {
-        title: "Figures 3/5/6: execution time normalised to T=1, and its parts (per-rank means over the T=1 mean)",
+        title: "Figures 3/5/6: execution time normalised to T=1, and its parts (per-rank means over the T=1 mean; app..segv add up to the rank's time, IO is the service thread's, overlapped with them)",
         header: &[
-            "app", "protocol", "T", "time", "app", "barrier", "fault", "lock", "IO", "segv",
+            "app",
+            "protocol",
+            "T",
+            "time",
+            "app",
+            "barrier",
+            "fault",
+            "lock",
+            "segv",
+            "IO (overlapped)",
+        ],
+        rows,
+    }
+}
+
+fn us(ns: Option<f64>) -> String {
+    ns.map_or("-".into(), |v| format!("{:.1}", v / 1e3))
+}
+
+/// Remote faults: the time each took in the run beside the mechanism cost measured in
+/// the same job just before it.
+pub(super) fn fault_costs(here: &[&Row]) -> Table {
+    let rows = here
+        .iter()
+        .map(|r| {
+            let c = r.costs.as_ref();
+            vec![
+                r.app.clone(),
+                r.protocol.clone(),
+                r.t.to_string(),
+                r.sum.remote_faults.to_string(),
+                us(r.per_fault),
+                us(c.and_then(|c| c.fault_idle_ns)),
+                us(c.and_then(|c| c.fault_busy_ns)),
+                match r.cores_shared {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no".into(),
+                    None => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    Table {
+        title: "Remote faults: µs per fault in the run (request to page installed, mean) beside the mechanism cost measured just before it (median; owner waiting, owner computing)",
+        header: &[
+            "app",
+            "protocol",
+            "T",
+            "rem faults",
+            "µs/fault run",
+            "cost idle µs",
+            "cost busy µs",
+            "cores shared",
         ],
         rows,
     }
@@ -264,6 +347,7 @@ pub fn text(recs: &[Record]) -> String {
         for t in [
             fig2(&here),
             fig356(&here),
+            fault_costs(&here),
             table2(&here),
             table3(&here),
             fig7(&here),
@@ -272,5 +356,65 @@ pub fn text(recs: &[Record]) -> String {
             out.push_str(&table(t.header, &t.rows));
         }
     }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(t: usize, total: u64, io: u64) -> Row {
+        // Two ranks; the compute thread's waits are a fixed share of each rank's time.
+        let one = Stats {
+            total_ns: total,
+            barrier_ns: total / 5,
+            fault_ns: total / 4,
+            lock_ns: total / 10,
+            segv_ns: total / 50,
+            io_ns: io,
+            ..Default::default()
+        };
+        Row {
+            app: "sor".into(),
+            protocol: "lmw".into(),
+            t,
+            delay: 0,
+            ranks: 2,
+            sum: Stats::sum([&one, &one]),
+            time: total as f64,
+            seq: None,
+            per_fault: None,
+            costs: None,
+            cores_shared: None,
+        }
+    }
+
+    #[test]
+    fn small_ratios_keep_two_significant_digits() {
+        assert_eq!(ratio(0.0), "0");
+        assert_eq!(ratio(0.0047), "0.0047");
+        assert_eq!(ratio(0.012), "0.01");
+        assert_eq!(ratio(0.00012345), "0.00012");
+        assert_eq!(ratio(1.5), "1.50");
+    }
+
+    #[test]
+    fn stacked_parts_add_up_to_the_time_and_io_stands_apart() {
+        // IO as large as a fifth of the time: stacked, the parts would reach 1.2.
+        let (base, other) = (row(1, 10_000_000, 2_000_000), row(2, 7_000_000, 3_000_000));
+        let here = [&base, &other];
+        for (r, want) in [(&base, 1.0), (&other, 0.7)] {
+            let b = breakdown(r, &here).unwrap();
+            let sum: f64 = b.parts.iter().sum();
+            assert!((sum - want).abs() < 1e-9, "parts sum to {sum}, want {want}");
+            assert!((b.time - want).abs() < 1e-9);
+            assert!(b.io > 0.0 && b.parts.iter().all(|p| *p >= 0.0));
+        }
+        let t = fig356(&here);
+        assert_eq!(t.header.len(), t.rows[0].len());
+        assert_eq!(*t.header.last().unwrap(), "IO (overlapped)");
+    }
 }

@@ -161,7 +161,7 @@ impl Protocol for Lmw {
                 }
                 page.fetch = Some((by_rank.len(), Vec::new()));
                 c.stats.remote_faults += 1;
-                c.start_remote(false);
+                c.fault_asked(p);
                 for (r, idxs) in by_rank {
                     c.send(
                         r as usize,
@@ -252,7 +252,7 @@ impl Protocol for Lmw {
                 got.extend(diffs.into_iter().map(|(i, d)| (from as u32, i, d)));
                 *waiting -= 1;
                 if *waiting == 0 {
-                    c.end_remote();
+                    c.fault_served(page as usize);
                     c.wake_if(|w| w == Wait::Page(page));
                 }
             }

@@ -85,6 +85,10 @@ impl Protocol for Lsw {
         single::ask(c, p, write)
     }
 
+    fn used(&mut self, p: usize) {
+        self.freeze.used(p);
+    }
+
     fn release(&mut self, c: &mut Core) {
         // Written pages go read-only so the next interval's writes fault and are noticed.
         for &p in &c.lrc.dirty {

@@ -64,6 +64,8 @@ pub trait Protocol: Send {
     fn acquire(&mut self, c: &mut Core, intervals: &[Interval]);
     /// A protocol message.
     fn message(&mut self, c: &mut Core, from: usize, m: Msg);
+    /// A fault on `page` was satisfied (the faulting thread goes on).
+    fn used(&mut self, _page: usize) {}
     /// Whether this rank wants a garbage collection at the next barrier.
     fn wants_gc(&self, _c: &Core) -> bool {
         false

@@ -109,6 +109,10 @@ impl Protocol for Seq {
         single::ask(c, p, write)
     }
 
+    fn used(&mut self, p: usize) {
+        self.freeze.used(p);
+    }
+
     fn release(&mut self, _c: &mut Core) {}
 
     fn acquire(&mut self, _c: &mut Core, _intervals: &[Interval]) {}

@@ -7,8 +7,10 @@ use plotters::prelude::*;
 
 mod heatmap;
 mod loglog;
+mod stacked;
 pub use heatmap::{boundaries, heatmap_domains, permute, Boundary};
 pub use loglog::{binary_ticks, decade_ticks, loglog_marked, Flag, Marks, Segment};
+pub use stacked::stacked_bars_fit;
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
