@@ -144,7 +144,7 @@ fn bad_choices_name_the_value() {
     )
     .unwrap_err();
     assert!(
-        e.is_user_error() && e.to_string().contains("'64'") && e.to_string().contains("1..=63"),
+        e.is_user_error() && e.to_string().contains("'64'") && e.to_string().contains("1 to 63"),
         "{e}"
     );
     let e = Plan::new(
