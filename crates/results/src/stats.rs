@@ -23,6 +23,32 @@ pub struct Summary {
     pub stdev: f64,
 }
 
+/// A figure this few timer steps long is at the timer's resolution.
+pub const FEW_STEPS: f64 = 5.0;
+
+impl Summary {
+    /// Whether these samples are single timer readings at the timer's resolution: the
+    /// median no more than [`FEW_STEPS`] steps of `step_ns`, and the fastest sample and
+    /// the median whole steps (a figure averaged over many operations is not).
+    pub fn at_timer_step(&self, step_ns: Option<f64>) -> bool {
+        let Some(step) = step_ns.filter(|s| *s > 0.0) else {
+            return false;
+        };
+        let whole = |v: f64| {
+            let k = (v / step).round();
+            k >= 1.0 && (v - k * step).abs() <= 0.05 * step
+        };
+        self.median <= FEW_STEPS * step && whole(self.min) && whole(self.median)
+    }
+}
+
+/// The footnote of figures marked `*` by [`Summary::at_timer_step`].
+pub fn timer_step_note(step_ns: f64) -> String {
+    format!(
+        "*: within {FEW_STEPS} steps of the timer, which reads in {step_ns:.1} ns steps here (the samples are whole steps): the figure says only that it takes about that long"
+    )
+}
+
 /// Median of unsorted samples (mean of the middle two for an even count); None when empty.
 pub fn median(samples: &[f64]) -> Option<f64> {
     if samples.is_empty() {
