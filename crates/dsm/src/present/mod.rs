@@ -189,9 +189,9 @@ pub fn run_text(recs: &[Record]) -> String {
         &rows,
     );
     if let Some(d) = recs.first().and_then(|r| r.data_as::<RunData>().ok()) {
-        let diff = d.check.map_or("null".to_string(), |c| {
-            serde_json::json!(c.max_rel_diff).to_string()
-        });
+        let diff = d
+            .check
+            .map_or("-".to_string(), |c| format!("{:.1e}", c.max_rel_diff));
         out.push_str(&format!(
             "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {:.2}\n",
             recs[0].name,

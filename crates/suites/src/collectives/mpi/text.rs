@@ -99,12 +99,15 @@ fn model_line(r: &Record) -> String {
                     None => format!("{}=n/a", c.name),
                 })
                 .collect();
+            // One P leaves nothing for R² to judge: said, not printed as NaN.
+            let r2 =
+                d.r2.filter(|v| v.is_finite())
+                    .map_or("R² -: too few points".into(), |v| format!("R² {v:.3}"));
             format!(
-                "  {:<20} {:<38} {}  (R² {:.3})\n",
+                "  {:<20} {:<38} {}  ({r2})\n",
                 r.name,
                 d.formula,
                 coef.join(" "),
-                d.r2.unwrap_or(f64::NAN)
             )
         }
         Err(_) => format!(
