@@ -101,6 +101,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn whole_timer_steps_a_few_long_are_at_the_resolution() {
+        let step = Some(10.0);
+        let at = |v: &[f64]| Summary::of(v).unwrap().at_timer_step(step);
+        assert!(at(&[20.0, 20.0, 20.0, 30.0]));
+        // Averaged over many operations: not whole steps.
+        assert!(!at(&[27.2, 26.1, 27.4]));
+        // Whole steps, but many of them: the step is a small part of the figure.
+        assert!(!at(&[240.0, 250.0, 260.0]));
+        assert!(!Summary::of(&[20.0]).unwrap().at_timer_step(None));
+        assert!(timer_step_note(10.0).contains("10.0 ns steps"));
+    }
+
+    #[test]
     fn known_values() {
         let s = Summary::of(&[5.0, 1.0, 3.0, 2.0, 4.0]).unwrap();
         assert_eq!(
