@@ -223,14 +223,39 @@ pub fn matrix(records: &[Record]) -> Vec<Card> {
 
 /// One card per prepared coherence state's latency.
 pub fn states(records: &[Record]) -> Vec<Card> {
+    let sweep_stride =
+        of(records, "latency-sweep").find_map(|r| r.parameters["stride_bytes"].as_u64());
+    let c2c = of(records, "c2c").next().is_some() || of(records, "c2c-matrix").next().is_some();
     of(records, "latency")
         .filter(|r| r.parameters["state"].as_str().is_some_and(|s| s != "warm"))
         .filter_map(|r| {
             let st = r.parameters["state"].as_str()?;
             let f = stat_figure(r, "latency", "latency", "ns", 1, "states", "passes")?;
-            Some(Card::one(Group::Coherence, &format!("lines {st}"), f))
+            let mut c = Card::one(Group::Coherence, &format!("lines {st}"), f);
+            let stride = r.parameters["stride_bytes"].as_u64();
+            let bytes = r.parameters["size_bytes"].as_u64();
+            if let (Some(st), Some(b)) = (stride, bytes) {
+                c.detail = Some(format!("{} at stride {st} B", size(b)));
+            }
+            c.remark = state_remark(st, stride, sweep_stride, c2c);
+            Some(c)
         })
         .collect()
+}
+
+/// Why a state's card differs from a figure beside it measured another way: unowned
+/// lines against the sweep's memory plateau (another stride), a line held in another
+/// core against the core-to-core handover (another access pattern).
+fn state_remark(state: &str, stride: Option<u64>, sweep: Option<u64>, c2c: bool) -> Option<String> {
+    match (state, stride, sweep) {
+        ("uown", Some(a), Some(b)) if a != b => Some(format!(
+            "Unowned lines are chased {a} B apart, flushed from every cache, so the adjacent-line prefetcher cannot fetch the next one; the sweep's memory plateau comes from smaller buffers chased {b} B apart, where that prefetcher helps and some lines may still sit in a shared cache, so it reads lower."
+        )),
+        ("cexh" | "cexm" | "dexd" | "dext", _, _) if c2c => Some(format!(
+            "Lines {state} are a chase of many lines a helper core holds, each read a miss served by its cache; the core-to-core figure is one line handed back and forth (half a CAS round trip). On a VM the helper's vCPU may share a host core with the requestor, which makes this figure vary from run to run."
+        )),
+        _ => None,
+    }
 }
 
 /// Reading lines another core holds, with one sharer.
@@ -342,5 +367,48 @@ mod tests {
         );
         // Without a topology record no level can be named, so no card is made.
         assert!(titles(&recs[1..]).is_empty());
+    }
+
+    fn state(st: &str, stride: u64) -> Record {
+        let p = json!({"kernel": "read", "state": st, "size_bytes": 256u64 << 20, "stride_bytes": stride});
+        let mut r = Record::new("latency", st, Provenance::collect("test", "synthetic"), p);
+        r.add_samples("latency", "ns", &[130.0, 136.0, 140.0]);
+        r
+    }
+
+    #[test]
+    fn state_cards_say_why_they_differ_from_the_sweep_and_the_handover() {
+        let sweep = Record::new(
+            "latency-sweep",
+            "sweep",
+            Provenance::collect("test", "synthetic"),
+            json!({"stride_bytes": 64}),
+        );
+        let c2c = Record::new(
+            "c2c",
+            "c2c",
+            Provenance::collect("test", "synthetic"),
+            json!({}),
+        );
+        let cards = states(&[state("uown", 128), state("cexh", 128), sweep.clone(), c2c]);
+        assert_eq!(cards.len(), 2);
+        assert_eq!(cards[0].detail.as_deref(), Some("256 MiB at stride 128 B"));
+        let uown = cards[0].remark.as_deref().unwrap_or("");
+        assert!(
+            uown.contains("128 B apart") && uown.contains("64 B apart"),
+            "{uown}"
+        );
+        assert!(cards[1]
+            .remark
+            .as_deref()
+            .unwrap_or("")
+            .contains("core-to-core"));
+        // The same stride, and no handover measured: nothing to explain.
+        let cards = states(&[state("uown", 64), state("cexh", 128), sweep]);
+        assert!(
+            cards.iter().all(|c| c.remark.is_none()),
+            "{:?}",
+            cards[0].remark
+        );
     }
 }

@@ -108,6 +108,9 @@ fn levels_table(m: &Machine) -> String {
     s
 }
 
+/// Where the node table's total and free come from, and why `monitor` shows less free.
+const MEMORY_SOURCES: &str = "total: the node's memory as hwloc reports it (the tree shows the same); on a single node, /proc/meminfo MemTotal when larger (some guests account only part of it to the node).\nfree now: the node's MemFree in sysfs; on a single node, /proc/meminfo MemAvailable when larger, which counts page cache the kernel can reclaim: more than the free memory `numalab monitor` samples (the node's MemFree).\n";
+
 /// Every NUMA node: memory, free, CPUs, type and huge pages.
 fn nodes_table(m: &Machine) -> String {
     let mut s = String::new();
@@ -147,10 +150,13 @@ fn nodes_table(m: &Machine) -> String {
     }
     s.push_str("\nNUMA nodes\n");
     s.push_str(&table(
-        &["node", "memory", "free", "CPUs", "type", "huge pages"],
+        &["node", "total", "free now", "CPUs", "type", "huge pages"],
         &rows,
     ));
     s.push('\n');
+    if m.this_system {
+        s.push_str(MEMORY_SOURCES);
+    }
 
     s
 }

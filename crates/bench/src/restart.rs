@@ -49,7 +49,7 @@ impl RestartParams {
         }
         if self.max_work > numalab_probe::kernel::MAX_WORK {
             return Err(format!(
-                "invalid restart max work '{}': kernels exist for 0..={}",
+                "invalid restart max work '{}': kernels exist for 0 to {}",
                 self.max_work,
                 numalab_probe::kernel::MAX_WORK
             ));

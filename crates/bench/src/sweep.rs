@@ -58,10 +58,13 @@ fn median(v: &[f64]) -> f64 {
     numalab_results::stats::median(v).unwrap_or(f64::NAN)
 }
 
+/// What a plateau that no cache level explains is called: `UNMATCHED` and where it lies.
+pub const UNMATCHED: &str = "unmatched";
+
 /// Find plateaus: maximal runs of at least two consecutive points within ±`tol`
-/// (relative) of the run's median; points between runs are transitions. Runs are
-/// labelled L1, L2, … in order with the topology's caches; the last run is "memory"
-/// when the sweep went beyond the largest cache.
+/// (relative) of the run's median; points between runs are transitions; runs less
+/// than [`MIN_STEP`] slower than the one before join it. Each is then matched to a
+/// cache by size ([`name_levels`]).
 pub fn plateaus(points: &[(u64, f64)], caches: &[CacheInfo], tol: f64) -> Vec<Plateau> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
@@ -96,32 +99,81 @@ pub fn plateaus(points: &[(u64, f64)], caches: &[CacheInfo], tol: f64) -> Vec<Pl
         }
         merged.push(r);
     }
-    let llc = caches.iter().map(|c| c.bytes).max().unwrap_or(0);
-    let last_size = points.last().map(|p| p.0).unwrap_or(0);
-    let n = merged.len();
-    merged
+    let mut out: Vec<Plateau> = merged
         .iter()
-        .enumerate()
-        .map(|(i, &(a, b))| {
+        .map(|&(a, b)| {
             let vals: Vec<f64> = points[a..b].iter().map(|p| p.1).collect();
-            // The last run is memory when the sweep went past the LLC and it starts
-            // beyond the innermost cache (a noisy last point may end it early).
-            let l1 = caches.first().map(|c| c.bytes).unwrap_or(0);
-            let memory = i + 1 == n && n > 1 && last_size > llc && points[a].0 > l1;
-            let (name, bytes) = match caches.get(i) {
-                _ if memory => ("memory".to_string(), None),
-                Some(c) => (format!("L{}", c.level), Some(c.bytes)),
-                None => (format!("level {}", i + 1), None),
-            };
             Plateau {
                 from_bytes: points[a].0,
                 to_bytes: points[b - 1].0,
                 exceeded_at: points.get(b).map(|p| p.0),
                 median_ns: median(&vals),
                 values_ns: vals,
-                level: name,
-                topology_bytes: bytes,
+                level: String::new(),
+                topology_bytes: None,
             }
+        })
+        .collect();
+    let last_size = points.last().map(|p| p.0).unwrap_or(0);
+    name_levels(&mut out, caches, last_size);
+    out
+}
+
+/// Match plateaus (fastest first, each a latency step above the one before) to the
+/// caches by size: a plateau belongs to the innermost cache that holds its first
+/// size, or, when that cache already has a faster plateau, to the next cache its
+/// last size reaches. Each cache takes one plateau, its fastest: a second step
+/// inside one cache (a TLB's reach, a crowded set) is "unmatched, within Ln", never
+/// a level the topology lacks. Memory is the first plateau past the largest cache, or
+/// the last when the sweep went past it (a crowded shared cache ends early); a step
+/// after memory is "unmatched, beyond memory".
+pub fn name_levels(ps: &mut [Plateau], caches: &[CacheInfo], last_size: u64) {
+    let mut caches: Vec<&CacheInfo> = caches.iter().collect();
+    caches.sort_by_key(|c| c.bytes);
+    let llc = caches.last().map(|c| c.bytes).unwrap_or(0);
+    let l1 = caches.first().map(|c| c.bytes).unwrap_or(0);
+    let n = ps.len();
+    let mut taken = vec![false; caches.len()];
+    let mut memory = false;
+    for (i, p) in ps.iter_mut().enumerate() {
+        let home = caches.iter().position(|c| c.bytes >= p.from_bytes);
+        let last_is_memory = i + 1 == n && n > 1 && last_size > llc && p.from_bytes > l1;
+        if home.is_none() || last_is_memory {
+            p.level = if memory {
+                format!("{UNMATCHED}, beyond memory")
+            } else {
+                "memory".into()
+            };
+            memory = true;
+            continue;
+        }
+        let home = home.unwrap_or(0);
+        // Taken by a faster plateau: the next free cache this plateau's sizes reach.
+        let free = (home..caches.len())
+            .find(|&c| !taken[c] && (c == home || caches[c - 1].bytes < p.to_bytes));
+        match free {
+            Some(c) => {
+                taken[c] = true;
+                p.level = format!("L{}", caches[c].level);
+                p.topology_bytes = Some(caches[c].bytes);
+            }
+            None => p.level = format!("{UNMATCHED}, within L{}", caches[home].level),
+        }
+    }
+}
+
+/// One sentence for each plateau no cache level explains.
+pub fn unmatched_notes(ps: &[Plateau]) -> Vec<String> {
+    ps.iter()
+        .filter(|p| p.level.starts_with(UNMATCHED))
+        .map(|p| {
+            format!(
+                "the plateau at {} – {} ({:.1} ns) is {}: it is a step slower than the plateau before it, yet no further cache level holds those sizes (a TLB's reach, or a share of a cache other tenants crowd, can add such a step)",
+                numalab_topo::fmt_bytes(p.from_bytes),
+                numalab_topo::fmt_bytes(p.to_bytes),
+                p.median_ns,
+                p.level
+            )
         })
         .collect()
 }
@@ -154,6 +206,7 @@ pub fn capacity_warnings(ps: &[Plateau], caches: &[CacheInfo]) -> Vec<String> {
             })
         })
         .chain(missing)
+        .chain(unmatched_notes(ps))
         .collect()
 }
 
@@ -301,15 +354,116 @@ mod tests {
             .collect();
         let p = plateaus(&pts, &caches, 0.1);
         let names: Vec<&str> = p.iter().map(|p| p.level.as_str()).collect();
-        assert_eq!(names, vec!["L1", "L2", "L3", "memory"]);
+        // The 15 ns step at 768 KiB – 1 MiB lies inside the 1 MiB L2: not the L3.
+        assert_eq!(names, vec!["L1", "L2", "unmatched, within L2", "memory"]);
         let w = capacity_warnings(&p, &caches);
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("L3"));
-        // Without the L3 plateau, the missing level is said.
-        let no_l3: Vec<Plateau> = p.into_iter().filter(|p| p.level != "L3").collect();
-        let w = capacity_warnings(&no_l3, &caches);
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("no L3 plateau"));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("no L3 plateau"), "{w:?}");
+        assert!(w[1].contains("unmatched, within L2"), "{w:?}");
+    }
+
+    /// Plateau names of a synthetic sweep whose latency is `lat(size)`.
+    fn names_of(caches: &[CacheInfo], max: u64, lat: impl Fn(u64) -> f64) -> Vec<String> {
+        let pts: Vec<(u64, f64)> = sizes(4 << 10, max)
+            .into_iter()
+            .map(|s| (s, lat(s)))
+            .collect();
+        plateaus(&pts, caches, 0.12)
+            .into_iter()
+            .map(|p| p.level)
+            .collect()
+    }
+
+    #[test]
+    fn this_vms_sweep_names_a_step_inside_l2_unmatched_not_l3() {
+        // This VM (issue 34): L1 48 KiB, L2 1 MiB, L3 32 MiB of which little is
+        // usable; latency steps up at 768 KiB, still inside the L2, and again past it.
+        let caches = [cache(1, 48 << 10), cache(2, 1 << 20), cache(3, 32 << 20)];
+        let lat = |s: u64| match s {
+            s if s <= 32 << 10 => 1.2,
+            s if s <= 512 << 10 => 3.6,
+            s if s <= 1 << 20 => 6.0,
+            s if s <= 3 << 20 => 12.0,
+            _ => 105.0,
+        };
+        let names = names_of(&caches, 64 << 20, lat);
+        assert_eq!(names, ["L1", "L2", "unmatched, within L2", "L3", "memory"]);
+        let pts: Vec<(u64, f64)> = sizes(4 << 10, 64 << 20)
+            .into_iter()
+            .map(|s| (s, lat(s)))
+            .collect();
+        let ps = plateaus(&pts, &caches, 0.12);
+        assert_eq!((ps[2].from_bytes, ps[2].to_bytes), (768 << 10, 1 << 20));
+        assert_eq!(ps[2].topology_bytes, None);
+        let notes = unmatched_notes(&ps);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("768 KiB"), "{notes:?}");
+        // The L3 plateau ends at 3 MiB of the 32 MiB reported: said.
+        let w = capacity_warnings(&ps, &caches);
+        assert!(
+            w.iter().any(|w| w.contains("the L3 plateau ends at 3 MiB")),
+            "{w:?}"
+        );
+        // One step inside the L2 with no faster one there is the L2 itself.
+        let pts = [
+            (4u64 << 10, 1.0),
+            (8 << 10, 1.0),
+            (768 << 10, 6.0),
+            (1 << 20, 6.0),
+        ];
+        let names: Vec<String> = plateaus(&pts, &caches, 0.12)
+            .into_iter()
+            .map(|p| p.level)
+            .collect();
+        assert_eq!(names, ["L1", "L2"]);
+    }
+
+    #[test]
+    fn no_plateau_is_named_a_level_the_topology_lacks() {
+        // Two caches, four steps: never "L3" nor "level 4".
+        let caches = [cache(1, 32 << 10), cache(2, 256 << 10)];
+        let lat = |s: u64| match s {
+            s if s <= 16 << 10 => 1.0,
+            s if s <= 128 << 10 => 3.0,
+            s if s <= 256 << 10 => 5.0,
+            s if s <= 64 << 20 => 80.0,
+            _ => 120.0,
+        };
+        let names = names_of(&caches, 256 << 20, lat);
+        assert_eq!(
+            names,
+            [
+                "L1",
+                "L2",
+                "unmatched, within L2",
+                "memory",
+                "unmatched, beyond memory"
+            ]
+        );
+        let pts: Vec<(u64, f64)> = sizes(4 << 10, 256 << 20)
+            .into_iter()
+            .map(|s| (s, lat(s)))
+            .collect();
+        let notes = unmatched_notes(&plateaus(&pts, &caches, 0.12));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("within L2") && notes[1].contains("beyond memory"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_level_that_starts_early_takes_the_next_cache() {
+        // The L3 plateau begins before the L2's size (a non-inclusive or shared L2)
+        // and runs far past it: it is L3, not a second L2 step.
+        let caches = [cache(1, 32 << 10), cache(2, 1 << 20), cache(3, 16 << 20)];
+        let names = names_of(&caches, 256 << 20, |s| match s {
+            s if s <= 16 << 10 => 1.0,
+            s if s <= 256 << 10 => 4.0,
+            s if s <= 8 << 20 => 14.0,
+            _ => 95.0,
+        });
+        assert_eq!(names, ["L1", "L2", "L3", "memory"]);
     }
 
     fn curve(medians: &[f64]) -> Vec<Spread> {

@@ -16,6 +16,15 @@ pub struct CliError {
     pub msg: String,
 }
 
+/// `--wait`, on every command that measures.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct WaitArg {
+    /// Before measuring, wait for other numalab measurements on this machine to end
+    /// (without it, a run that finds one warns and records it in its provenance).
+    #[arg(long, global = true)]
+    pub wait: bool,
+}
+
 /// A usage error (exit 2) with its one-line message.
 pub fn bad(msg: impl Into<String>) -> CliError {
     CliError {

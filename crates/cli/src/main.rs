@@ -16,32 +16,27 @@ use common::CliError;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Before measuring, wait for other numalab measurements on this machine to end
-    /// (without it, a run that finds one warns and records it in its provenance).
-    #[arg(long, global = true)]
-    wait: bool,
 }
 
 impl Command {
-    /// Commands that time something on this machine, and so disturb (and are
-    /// disturbed by) another measurement running at the same time.
-    fn measures(&self) -> bool {
-        if let Command::Mpi(a) = self {
-            return a.measures();
-        }
-        matches!(
-            self,
-            Command::Survey(_)
-                | Command::Latency(_)
-                | Command::Bandwidth(_)
-                | Command::C2c(_)
-                | Command::Matrix(_)
-                | Command::Invalidate(_)
-                | Command::Intervene(_)
-                | Command::LoadedLatency(_)
-                | Command::Suite(_)
-                | Command::Dsm(_)
-        )
+    /// `Some(--wait)` for the commands that time something on this machine, and so
+    /// disturb (and are disturbed by) another measurement running at the same time.
+    fn wait(&self) -> Option<bool> {
+        let w = match self {
+            Command::Mpi(a) => return a.wait(),
+            Command::Survey(a) => a.wait,
+            Command::Latency(a) => a.wait,
+            Command::Bandwidth(a) => a.wait,
+            Command::C2c(a) => a.wait,
+            Command::Matrix(a) => a.wait,
+            Command::Invalidate(a) => a.wait,
+            Command::Intervene(a) => a.wait,
+            Command::LoadedLatency(a) => a.wait,
+            Command::Suite(a) => a.wait,
+            Command::Dsm(a) => a.wait,
+            _ => return None,
+        };
+        Some(w.wait)
     }
 }
 
@@ -51,7 +46,7 @@ fn registers(cli: &Cli, argv: &[String]) -> bool {
     let planning_only = argv
         .iter()
         .any(|a| a == "--dry-run" || a.starts_with("--topology"));
-    cli.command.measures() && !planning_only
+    cli.command.wait().is_some() && !planning_only
 }
 
 #[derive(Subcommand)]
@@ -96,8 +91,8 @@ enum Command {
     /// at decreasing delays: the latency-versus-bandwidth curve.
     LoadedLatency(commands::loaded::LoadedArgs),
     /// The seed studies as suites: `placement` (KSR1 thread placement, Experiment 0 and
-    /// Suites I–IV), `collectives` (KSR collectives with fitted cost models) and `earth`
-    /// (remote operation costs and latency hiding).
+    /// Suites I–IV), `collectives` (KSR collectives with fitted cost models), `earth`
+    /// (remote operation costs and latency hiding) and `cvm` (the multithreaded DSM).
     Suite(commands::suite::SuiteArgs),
     /// Fit or apply the remote-latency model: latency = local + remote penalty + hops × per-hop delay.
     Model(commands::model::ModelArgs),
@@ -163,11 +158,13 @@ fn run() -> Result<(), CliError> {
     let cli = Cli::try_parse().map_err(parse_error)?;
     // Dry runs and plans against another machine's topology measure nothing and
     // register nothing.
+    let rank = numalab_mpi::JobEnv::detect().map(|j| j.rank);
+    let wait = cli.command.wait().unwrap_or(false);
     let announced = registers(&cli, &std::env::args().collect::<Vec<_>>())
-        .then(|| numalab_results::announce::announce(cli.wait));
+        .then(|| numalab_results::announce::announce(wait, rank));
     let result = dispatch(cli);
     if let (Ok(()), Some(a)) = (&result, &announced) {
-        a.warn_concurrent(numalab_mpi::JobEnv::detect().map(|j| j.rank));
+        a.warn_concurrent(rank);
     }
     result
 }

@@ -120,7 +120,7 @@ fn dry_runs_and_descriptive_commands_neither_warn_nor_wait() {
     wait_for("the first run to register", || a_file.exists());
     for args in [
         vec!["latency", "--dry-run", "--wait"],
-        vec!["topo", "--wait"],
+        vec!["topo"],
         vec!["schema"],
     ] {
         let out = numalab(&dir).args(&args).output().unwrap();
@@ -130,6 +130,15 @@ fn dry_runs_and_descriptive_commands_neither_warn_nor_wait() {
             !err.contains("another numalab measurement") && !err.contains("waiting for"),
             "{args:?}: {err}"
         );
+    }
+    // Commands that measure nothing take no --wait.
+    for cmd in [
+        "topo", "schema", "info", "dump", "report", "compare", "model",
+    ] {
+        let out = numalab(&dir).args([cmd, "--wait"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd} --wait: {err}");
+        assert!(err.contains("'--wait'"), "{cmd} --wait: {err}");
     }
     // Bad input while another run measures: still one line, exit 2.
     let bad = numalab(&dir)

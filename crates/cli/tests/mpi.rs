@@ -419,7 +419,7 @@ fn bad_sizes_pairs_and_operations_are_one_line_errors() {
     );
     one_line_usage_error(
         &mpi_run(&["mpi", "bandwidth", "--ops", "get"], &[]),
-        "--ops get",
+        "'--ops'",
     );
     let out = mpi_run(&["mpi", "latency", "--ranks", "2", "--dry-run"], &[]);
     assert!(out.status.success());

@@ -199,13 +199,16 @@ impl Plan {
     /// One line for --dry-run and progress.
     pub fn describe(&self) -> String {
         format!(
-            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {:?}: {} KiB shared, {} locks",
+            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}: {} KiB shared, {} locks",
             self.app,
             self.protocol.name(),
             self.threads,
             self.ranks,
             self.net_delay_ns,
-            self.input,
+            match self.input {
+                crate::apps::Input::Small => "small",
+                crate::apps::Input::Paper => "paper",
+            },
             self.shared_bytes >> 10,
             self.locks
         )

@@ -75,7 +75,7 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
         Error::bad(
             "work",
             round.work.to_string(),
-            format!("0..={}", kernel::MAX_WORK),
+            format!("0 to {}", kernel::MAX_WORK),
         )
     })?;
     let prepared = setup.state.prepared() && round.target == Target::Chase;

@@ -12,15 +12,26 @@ pub struct Announced {
 
 /// Register this measuring run so others can see it, after waiting for the runs
 /// already measuring when `wait`. The warning about other runs comes after the run
-/// ([`Announced::warn_concurrent`]), so a bad-input error stays one line.
-pub fn announce(wait: bool) -> Announced {
+/// ([`Announced::warn_concurrent`]), so a bad-input error stays one line. `job_rank`
+/// is this process's rank when it is one of an MPI job's.
+pub fn announce(wait: bool, job_rank: Option<usize>) -> Announced {
     let mut others = runlock::others();
-    if wait && !others.is_empty() {
-        for o in &others {
-            eprintln!(
-                "numalab: waiting for pid {} ({}) to finish measuring",
-                o.pid, o.command
-            );
+    // Ranks numalab launched itself: the launcher has waited already.
+    let launched = runlock::parent().is_some();
+    if wait && !launched && !others.is_empty() {
+        // Under the user's own mpirun every rank waits, and rank 0 alone says so, each
+        // line in one write, so ranks never print into one line.
+        if job_rank.unwrap_or(0) == 0 {
+            let lines: String = others
+                .iter()
+                .map(|o| {
+                    format!(
+                        "numalab: waiting for pid {} ({}) to finish measuring\n",
+                        o.pid, o.command
+                    )
+                })
+                .collect();
+            eprint!("{lines}");
         }
         runlock::wait_for_others();
         others.clear();
@@ -59,11 +70,10 @@ impl Announced {
                 seen.push(o);
             }
         }
-        for o in &seen {
-            eprintln!(
-                "numalab: warning: another numalab measurement is running on this machine (pid {}: {}); the figures of both may be disturbed, and --wait waits for it",
-                o.pid, o.command
-            );
-        }
+        let lines: String = seen.iter().map(|o| format!(
+            "numalab: warning: another numalab measurement is running on this machine (pid {}: {}); the figures of both may be disturbed, and --wait waits for it\n",
+            o.pid, o.command
+        )).collect();
+        eprint!("{lines}");
     }
 }

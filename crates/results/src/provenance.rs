@@ -51,6 +51,10 @@ pub struct Provenance {
     /// was made (absent when there were none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub concurrent_runs: Vec<crate::runlock::OtherRun>,
+    /// The step of the timer the figures were read with, ns (its smallest non-zero
+    /// difference between two reads); absent where no timer was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_step_ns: Option<f64>,
 }
 
 fn read(path: &str) -> Option<String> {
@@ -202,6 +206,7 @@ impl Provenance {
             governor: governors(),
             virtualization: virtualization(),
             concurrent_runs: crate::runlock::others(),
+            timer_step_ns: None,
         }
     }
 

@@ -92,7 +92,7 @@ fn flock(f: &File, how: libc::c_int) -> bool {
     unsafe { libc::flock(f.as_raw_fd(), how) == 0 }
 }
 
-fn parent() -> Option<u32> {
+pub(crate) fn parent() -> Option<u32> {
     std::env::var(PARENT_ENV).ok()?.parse().ok()
 }
 

@@ -23,6 +23,32 @@ pub struct Summary {
     pub stdev: f64,
 }
 
+/// A figure this few timer steps long is at the timer's resolution.
+pub const FEW_STEPS: f64 = 5.0;
+
+impl Summary {
+    /// Whether these samples are single timer readings at the timer's resolution: the
+    /// median no more than [`FEW_STEPS`] steps of `step_ns`, and the fastest sample and
+    /// the median whole steps (a figure averaged over many operations is not).
+    pub fn at_timer_step(&self, step_ns: Option<f64>) -> bool {
+        let Some(step) = step_ns.filter(|s| *s > 0.0) else {
+            return false;
+        };
+        let whole = |v: f64| {
+            let k = (v / step).round();
+            k >= 1.0 && (v - k * step).abs() <= 0.05 * step
+        };
+        self.median <= FEW_STEPS * step && whole(self.min) && whole(self.median)
+    }
+}
+
+/// The footnote of figures marked `*` by [`Summary::at_timer_step`].
+pub fn timer_step_note(step_ns: f64) -> String {
+    format!(
+        "*: within {FEW_STEPS} steps of the timer, which reads in {step_ns:.1} ns steps here (the samples are whole steps): the figure says only that it takes about that long"
+    )
+}
+
 /// Median of unsorted samples (mean of the middle two for an even count); None when empty.
 pub fn median(samples: &[f64]) -> Option<f64> {
     if samples.is_empty() {
@@ -73,6 +99,19 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_timer_steps_a_few_long_are_at_the_resolution() {
+        let step = Some(10.0);
+        let at = |v: &[f64]| Summary::of(v).unwrap().at_timer_step(step);
+        assert!(at(&[20.0, 20.0, 20.0, 30.0]));
+        // Averaged over many operations: not whole steps.
+        assert!(!at(&[27.2, 26.1, 27.4]));
+        // Whole steps, but many of them: the step is a small part of the figure.
+        assert!(!at(&[240.0, 250.0, 260.0]));
+        assert!(!Summary::of(&[20.0]).unwrap().at_timer_step(None));
+        assert!(timer_step_note(10.0).contains("10.0 ns steps"));
+    }
 
     #[test]
     fn known_values() {

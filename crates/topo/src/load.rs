@@ -167,6 +167,7 @@ fn build_machine(topology: &Topology, source: &TopologySource) -> Result<Machine
     let levels = build_levels(topology, &pus, &nodes);
     let distances = hops::node_distances(topology, &nodes, &pus);
     let root = topology.root_object();
+    let tree = tree(root, &nodes);
     Ok(Machine {
         source: source.describe(),
         this_system,
@@ -185,7 +186,7 @@ fn build_machine(topology: &Topology, source: &TopologySource) -> Result<Machine
         memattrs: memattrs(topology),
         cpu_kinds: kinds,
         caches: caches(topology),
-        tree: tree(root),
+        tree,
     })
 }
 
@@ -452,9 +453,13 @@ fn label(obj: &TopologyObject) -> Option<String> {
     })
 }
 
-fn node_label(n: &TopologyObject) -> String {
-    let mem = match n.attributes() {
-        Some(ObjectAttributes::NUMANode(a)) => a.local_memory().map(|m| crate::fmt_bytes(m.get())),
+/// A memory node in the tree: its total as the node table has it (`nodes`), so the two
+/// never disagree, else hwloc's.
+fn node_label(n: &TopologyObject, nodes: &[Node]) -> String {
+    let os = n.os_index().map(|o| o as u32);
+    let mem = match (nodes.iter().find(|m| Some(m.os) == os), n.attributes()) {
+        (Some(m), _) if m.total_bytes > 0 => Some(m.total_bytes),
+        (_, Some(ObjectAttributes::NUMANode(a))) => a.local_memory().map(|m| m.get()),
         _ => None,
     };
     let sub = n
@@ -463,28 +468,35 @@ fn node_label(n: &TopologyObject) -> String {
         .unwrap_or_default();
     format!(
         "NUMANode P#{}{sub} ({})",
-        n.os_index().unwrap_or(0),
-        mem.unwrap_or_else(|| "size unknown".into())
+        os.unwrap_or(0),
+        mem.map(|b| format!("{} total", crate::fmt_bytes(b)))
+            .unwrap_or_else(|| "size unknown".into())
     )
 }
 
 /// Compact tree: chains of single children are joined on one line with " + ".
-fn tree(obj: &TopologyObject) -> TreeNode {
+fn tree(obj: &TopologyObject, nodes: &[Node]) -> TreeNode {
+    let mem = |o: &TopologyObject| -> Vec<String> {
+        memory_nodes(o)
+            .iter()
+            .map(|n| node_label(n, nodes))
+            .collect()
+    };
     let mut labels: Vec<String> = label(obj).into_iter().collect();
-    let mut memory: Vec<String> = memory_nodes(obj).iter().map(|n| node_label(n)).collect();
+    let mut memory = mem(obj);
     let mut cur = obj;
     loop {
         let kids: Vec<_> = cur.normal_children().collect();
         if kids.len() == 1 && (memory_nodes(kids[0]).is_empty() || memory.is_empty()) {
             cur = kids[0];
             labels.extend(label(cur));
-            memory.extend(memory_nodes(cur).iter().map(|n| node_label(n)));
+            memory.extend(mem(cur));
             continue;
         }
         return TreeNode {
             label: labels.join(" + "),
             memory,
-            children: kids.into_iter().map(tree).collect(),
+            children: kids.into_iter().map(|k| tree(k, nodes)).collect(),
         };
     }
 }

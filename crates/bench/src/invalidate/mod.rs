@@ -128,7 +128,7 @@ impl InvalidatePlan {
                     "--sharers",
                     k.to_string(),
                     format!(
-                        "1..={available} ({available} CPU(s) off the requestor's core, at most {per_node} per node; raise --per-node for more)"
+                        "1 to {available} ({available} CPU(s) off the requestor's core, at most {per_node} per node; raise --per-node for more)"
                     ),
                 ));
             }

@@ -453,7 +453,7 @@ pub fn records(
                 });
                 if !o.converged {
                     rec.warnings.push(format!(
-                        "restart search did not stabilise within k = 0..={}; the figure is the minimum of the last window",
+                        "restart search did not stabilise within k = 0 to {}; the figure is the minimum of the last window",
                         o.stable_to
                     ));
                 }

@@ -250,8 +250,9 @@ impl Presenter for StatesPresenter {
                 Some((label, r.median("latency")?, r))
             })
             .collect();
+        let restarts: String = of(records, "latency").filter_map(restart_figure).collect();
         if rows.is_empty() {
-            return None;
+            return (!restarts.is_empty()).then_some(restarts);
         }
         let bars: Vec<(String, f64)> = rows.iter().map(|(l, v, _)| (l.clone(), *v)).collect();
         let chart = plot::bar_chart("latency per line state (median, ns)", "ns per load", &bars);
@@ -267,7 +268,7 @@ impl Presenter for StatesPresenter {
                 ]
             })
             .collect();
-        Some(figure(
+        let states = figure(
             chart,
             html_table(
                 &[
@@ -279,9 +280,88 @@ impl Presenter for StatesPresenter {
                 ],
                 &table,
             ),
-        ))
+        );
+        Some(states + &restarts)
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {
         crate::cards::states(records)
+    }
+}
+
+/// The restart search of one record (the thesis' Figures 4.4–4.6): back-to-back,
+/// L1-resident and their difference over the dependent work k, the stable window marked.
+fn restart_figure(r: &Record) -> Option<String> {
+    let o = r.data_as::<LatencyData>().ok()?.restart?;
+    let line = |name: &str, f: fn(&crate::restart::Step) -> f64| Series {
+        name: name.into(),
+        points: o.curve.iter().map(|s| (s.work as f64, f(s))).collect(),
+    };
+    let chart = plot::line_chart(&LineChart {
+        title: format!("{}: restart search", r.name),
+        x_label: "dependent work operations k".into(),
+        y_label: "ns per load".into(),
+        log_x: false,
+        x_bytes: false,
+        series: vec![
+            line("back-to-back", |s| s.b2b_ns),
+            line("L1-resident, same work", |s| s.l1_ns),
+            line("restart = difference", |s| s.restart_ns),
+        ],
+        markers: vec![
+            (o.stable_from as f64, format!("k = {}", o.stable_from)),
+            (o.stable_to as f64, format!("k = {}", o.stable_to)),
+        ],
+    });
+    let found = if o.converged { "stable" } else { "k ran out" };
+    let row = vec![
+        format!("{} to {}", o.stable_from, o.stable_to),
+        found.to_string(),
+        format!("{:.1}", o.restart_ns()),
+        o.curve.len().to_string(),
+    ];
+    let head = ["window k", "search", "restart ns (window minimum)", "steps"];
+    Some(figure(chart, html_table(&head, &[row])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::restart::{RestartOutcome, Step};
+    use numalab_results::Provenance;
+
+    #[test]
+    fn the_restart_search_is_drawn_with_its_stable_window() {
+        let curve: Vec<Step> = (0..12)
+            .map(|k| Step {
+                work: k,
+                b2b_ns: 100.0 + k as f64,
+                l1_ns: 2.0 + k as f64,
+                restart_ns: 98.0,
+            })
+            .collect();
+        let restart = RestartOutcome {
+            curve,
+            converged: true,
+            stable_from: 3,
+            stable_to: 11,
+            window_values: vec![98.0; 9],
+        };
+        let mut r = Record::new(
+            "latency",
+            "read warm",
+            Provenance::collect("test", "synthetic"),
+            serde_json::json!({"state": "warm", "kernel": "read"}),
+        );
+        r.set_data(&LatencyData {
+            samples_ns: vec![100.0],
+            restart: Some(restart),
+        });
+        let html = StatesPresenter.html(&[r]).expect("a restart figure");
+        assert!(
+            html.contains("<svg") && html.contains("restart search"),
+            "{html}"
+        );
+        assert!(html.contains("3 to 11") && html.contains("98.0"), "{html}");
+        assert!(!html.contains("..="));
     }
 }

@@ -8,6 +8,8 @@ use numalab_bench::bandwidth::{self, Options, Plan};
 /// Arguments of `numalab bandwidth`.
 #[derive(Args, Debug)]
 pub struct BandwidthArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// Kernels, comma-separated, or `all`: read, readv, rdsh, rdex, zero, upgrade, nt, copy.
     #[arg(long, default_value = "readv")]
     kernel: String,

@@ -7,6 +7,8 @@ use numalab_bench::c2c::{self, Options, Plan};
 /// Arguments of `numalab c2c`.
 #[derive(Args, Debug)]
 pub struct C2cArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// CPUs to pair (OS numbers, e.g. 0-7,64-71; default: every usable CPU).
     #[arg(long)]
     cpus: Option<String>,

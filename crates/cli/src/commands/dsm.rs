@@ -11,21 +11,23 @@ use numalab_mpi::Threading;
 /// Arguments of `numalab dsm`.
 #[derive(Args, Debug)]
 pub struct DsmArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     #[command(subcommand)]
     cmd: DsmCmd,
 }
 
 #[derive(Subcommand, Debug)]
 enum DsmCmd {
-    /// Run one app (sor, fft, water-nsq) on N ranks × T user-level threads under a
-    /// protocol (lmw, lsw, seq), checked against its sequential run.
+    /// Run one app (sor, swm, fft, water-nsq, ocean, barnes) on N ranks × T user-level
+    /// threads under a protocol (lmw, lsw, seq), checked against its sequential run.
     Run(RunArgs),
 }
 
 /// Arguments of `numalab dsm run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The application: sor, fft or water-nsq.
+    /// The application: sor, swm, fft, water-nsq, ocean or barnes.
     app: String,
     /// User-level threads per rank (1 to 64).
     #[arg(long, default_value_t = 1)]

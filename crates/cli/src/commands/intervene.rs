@@ -7,6 +7,8 @@ use numalab_bench::intervene::{self, Options, Plan};
 /// Arguments of `numalab intervene`.
 #[derive(Args, Debug)]
 pub struct InterveneArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// The requestor (one CPU); distances are counted from its node.
     #[arg(long = "cpu", default_value = "compact")]
     cpu: String,

@@ -7,6 +7,8 @@ use numalab_bench::invalidate::{self, InvalidatePlan, Options};
 /// Arguments of `numalab invalidate`.
 #[derive(Args, Debug)]
 pub struct InvalidateArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// The requestor (one CPU; the language of `numalab plan`).
     #[arg(long = "cpu", default_value = "compact")]
     cpu: String,

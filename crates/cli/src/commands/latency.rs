@@ -10,6 +10,8 @@ use numalab_bench::latency::{self, Options, Plan, DEFAULT_MAX_LOADS};
 #[derive(Args, Debug)]
 pub struct LatencyArgs {
     #[command(flatten)]
+    pub wait: crate::common::WaitArg,
+    #[command(flatten)]
     crew: crew_args::CrewArgs,
     /// Line state before each pass: warm, uown, shrd:K, cexh, cexm, dexd, dext.
     #[arg(long, default_value = "warm")]

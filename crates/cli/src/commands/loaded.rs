@@ -7,6 +7,8 @@ use numalab_bench::loaded::{self, Options, Plan};
 /// Arguments of `numalab loaded-latency`.
 #[derive(Args, Debug)]
 pub struct LoadedArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// The chasing thread (one CPU).
     #[arg(long = "cpu", default_value = "compact")]
     cpu: String,

@@ -7,10 +7,12 @@ use numalab_bench::matrix::{self, Options, Plan};
 /// Arguments of `numalab matrix`.
 #[derive(Args, Debug)]
 pub struct MatrixArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// latency (one chase per cell, first CPU of the domain) or bandwidth (readv, one
     /// requestor per core of the domain, bwmp).
     what: String,
-    /// Initiator domains: node, l3, die, pkg, group (default: node).
+    /// Initiator domains: node, l3, die, pkg or group.
     #[arg(long, default_value = "node")]
     level: String,
     /// Buffer size (latency: per chase, default 256M; bandwidth: per requestor, default 64M).

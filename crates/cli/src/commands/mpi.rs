@@ -2,7 +2,7 @@
 //! job numalab starts `mpirun` on this machine itself; under the user's mpirun it
 //! uses that job. Rank 0 alone emits.
 
-use crate::common::{bad, check_measurable, context, size_opt, CliError, CommonArgs};
+use crate::common::{check_measurable, context, size_opt, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_mpi::kernels::Data;
 use numalab_mpi::launch::{ensure, LaunchRequest, Launched};
@@ -74,27 +74,22 @@ enum MpiCmd {
     Ranks(RanksArgs),
     /// One-way latency between two ranks over a size sweep: ping-pong, and one-sided
     /// get, put and accumulate (passive target: lock, operation, flush).
-    Latency(SweepArgs),
+    Latency(LatencyArgs),
     /// Streaming bandwidth between two ranks over a size sweep (OSU's window method;
     /// --bidirectional: both ranks send at once, as OSU's osu_bibw).
-    Bandwidth(SweepArgs),
+    Bandwidth(BandwidthArgs),
     /// Ping-pong latency between every pair of ranks, grouped by relation.
     Matrix(MatrixArgs),
 }
 
-/// Arguments of `numalab mpi latency` and `bandwidth`.
+/// Options `numalab mpi latency` and `bandwidth` share.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// Message sizes: a list (8,4K,1M) or ranges of powers of two (1:4M).
     #[arg(long, default_value = "1:4M")]
     sizes: String,
-    /// Latency operations: pingpong, get, put, acc (default all four; bandwidth streams).
-    #[arg(long)]
-    ops: Option<String>,
-    /// Bandwidth: both ranks stream to each other at once (OSU's osu_bibw); the
-    /// figure is both directions' bytes over the time.
-    #[arg(long)]
-    bidirectional: bool,
     /// The timing rank and its peer.
     #[arg(long, default_value = "0,1", value_name = "A,B")]
     pair: String,
@@ -104,17 +99,10 @@ pub struct SweepArgs {
     /// Untimed iterations first (default OSU's: 100 / 10; bandwidth 10 / 2).
     #[arg(long)]
     warmup: Option<usize>,
-    /// Sends in flight per bandwidth sample.
-    #[arg(long, default_value_t = 64)]
-    window: usize,
     /// fresh: new bytes before every iteration (outside the timer); same: the same
     /// bytes every time, as OSU and IMB send (the receiver may keep them cached).
     #[arg(long, default_value = "fresh")]
     data: String,
-    /// Latency iterations per timed sample: 1 times each; larger amortises the
-    /// clock reads as OSU's one timer around the loop does (needs --data same).
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
     #[command(flatten)]
     job: JobArgs,
     /// Print the plan without starting ranks.
@@ -124,9 +112,39 @@ pub struct SweepArgs {
     common: CommonArgs,
 }
 
+/// Arguments of `numalab mpi latency`.
+#[derive(Args, Debug)]
+pub struct LatencyArgs {
+    /// Operations: pingpong, get, put, acc (default all four).
+    #[arg(long)]
+    ops: Option<String>,
+    /// Iterations per timed sample: 1 times each; larger amortises the clock reads
+    /// as OSU's one timer around the loop does (needs --data same).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+/// Arguments of `numalab mpi bandwidth`.
+#[derive(Args, Debug)]
+pub struct BandwidthArgs {
+    /// Both ranks stream to each other at once (OSU's osu_bibw); the figure is both
+    /// directions' bytes over the time.
+    #[arg(long)]
+    bidirectional: bool,
+    /// Sends in flight per sample.
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
 /// Arguments of `numalab mpi matrix`.
 #[derive(Args, Debug)]
 pub struct MatrixArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// Message size.
     #[arg(long, default_value = "8")]
     size: String,
@@ -163,44 +181,45 @@ pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
 }
 
 impl SweepArgs {
-    /// The operations: latency's list, or one stream (both ways with --bidirectional).
-    fn ops(&self, bandwidth: bool) -> Result<Vec<Op>, CliError> {
-        match (bandwidth, &self.ops) {
-            (true, Some(o)) => Err(bad(format!(
-                "invalid option '--ops {o}' for mpi bandwidth: it streams sends (--bidirectional streams both ways)"
-            ))),
-            (true, None) if self.bidirectional => Ok(vec![Op::BiStream]),
-            (true, None) => Ok(vec![Op::Stream]),
-            (false, _) if self.bidirectional => Err(bad(
-                "invalid option '--bidirectional' for mpi latency: only mpi bandwidth streams both ways",
-            )),
-            (false, o) => Ok(o
-                .as_deref()
-                .unwrap_or("pingpong,get,put,acc")
-                .split(',')
-                .map(Op::parse_latency)
-                .collect::<Result<Vec<_>, _>>()?),
-        }
-    }
-
-    fn options(&self, bandwidth: bool) -> Result<p2p::Options, CliError> {
+    /// The job's options for these operations, `window` sends per bandwidth sample and
+    /// `batch` latency iterations per timed sample.
+    fn options(&self, ops: Vec<Op>, window: usize, batch: usize) -> Result<p2p::Options, CliError> {
         Ok(p2p::Options {
             job: self.job.options(),
-            ops: self.ops(bandwidth)?,
+            ops,
             sizes: parse_sizes(&self.sizes)?,
             pair: parse_pair(&self.pair)?,
             iterations: self.iterations,
             warmup: self.warmup,
-            window: self.window,
+            window,
             data: Data::parse(&self.data)?,
-            batch: self.batch,
+            batch,
         })
     }
 }
 
-fn run_sweep(a: SweepArgs, bandwidth: bool) -> Result<(), CliError> {
-    a.common.validate()?;
-    let o = a.options(bandwidth)?;
+fn run_latency(a: LatencyArgs) -> Result<(), CliError> {
+    a.sweep.common.validate()?;
+    let ops = a
+        .ops
+        .as_deref()
+        .unwrap_or("pingpong,get,put,acc")
+        .split(',');
+    let ops = ops.map(Op::parse_latency).collect::<Result<Vec<_>, _>>()?;
+    run_sweep(&a.sweep, a.sweep.options(ops, 64, a.batch)?)
+}
+
+fn run_bandwidth(a: BandwidthArgs) -> Result<(), CliError> {
+    a.sweep.common.validate()?;
+    let op = if a.bidirectional {
+        Op::BiStream
+    } else {
+        Op::Stream
+    };
+    run_sweep(&a.sweep, a.sweep.options(vec![op], a.window, 1)?)
+}
+
+fn run_sweep(a: &SweepArgs, o: p2p::Options) -> Result<(), CliError> {
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
@@ -277,9 +296,15 @@ pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<Wo
 }
 
 impl MpiArgs {
-    /// Whether the command times something (`mpi ranks` only shows where ranks run).
-    pub fn measures(&self) -> bool {
-        !matches!(self.cmd, MpiCmd::Ranks(_))
+    /// `Some(--wait)` when the command times something (`mpi ranks` only shows where
+    /// ranks run).
+    pub fn wait(&self) -> Option<bool> {
+        match &self.cmd {
+            MpiCmd::Ranks(_) => None,
+            MpiCmd::Latency(a) => Some(a.sweep.wait.wait),
+            MpiCmd::Bandwidth(a) => Some(a.sweep.wait.wait),
+            MpiCmd::Matrix(a) => Some(a.wait.wait),
+        }
     }
 }
 
@@ -287,8 +312,8 @@ impl MpiArgs {
 pub fn run(a: MpiArgs) -> Result<(), CliError> {
     match a.cmd {
         MpiCmd::Ranks(r) => run_ranks(r),
-        MpiCmd::Latency(r) => run_sweep(r, false),
-        MpiCmd::Bandwidth(r) => run_sweep(r, true),
+        MpiCmd::Latency(r) => run_latency(r),
+        MpiCmd::Bandwidth(r) => run_bandwidth(r),
         MpiCmd::Matrix(r) => run_matrix(r),
     }
 }

@@ -7,6 +7,8 @@ use numalab_suites::placement::{self, Options, Plan};
 /// Arguments of `numalab suite`.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     #[command(subcommand)]
     which: Which,
 }

@@ -20,6 +20,8 @@ use std::time::Instant;
 /// Arguments of `numalab survey`.
 #[derive(Args, Debug)]
 pub struct SurveyArgs {
+    #[command(flatten)]
+    pub wait: crate::common::WaitArg,
     /// Directory for journal.jsonl, results.json, results.csv and report.html (created
     /// if missing; one that holds an earlier survey is refused without --force).
     #[arg(short = 'o', long = "output", default_value = "numalab-survey")]

@@ -206,9 +206,10 @@ pub fn run_text(recs: &[Record]) -> String {
         &rows,
     );
     if let Some(d) = recs.first().and_then(|r| r.data_as::<RunData>().ok()) {
-        let diff = d.check.as_ref().map_or("null".to_string(), |c| {
-            serde_json::json!(c.max_rel_diff).to_string()
-        });
+        let diff = d
+            .check
+            .as_ref()
+            .map_or("-".to_string(), |c| format!("{:.1e}", c.max_rel_diff));
         out.push_str(&format!(
             "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {}\n",
             recs[0].name,

@@ -20,7 +20,8 @@ pub fn measure(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<Option<Vec<Record>>> {
     let timer = Timer::best();
-    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let mut prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    prov.timer_step_ns = Some(timer.resolution_ns);
     let mut mine = Vec::new();
     // Whether the eager and the rendezvous protocols have been primed for streaming.
     let mut primed = [false; 2];

@@ -108,6 +108,19 @@ fn sweep(records: &[Record], kind: &str, metric: &str, unit: &str) -> Option<Str
     Some(format!("<h3>{metric}</h3>") + &figure(chart, html_table(&head, &rows)))
 }
 
+/// Where each latency sample times one iteration: the timer's step, which every
+/// figure is a multiple of (half of it for ping-pong's RTT/2), and how to time more.
+fn step_line(recs: &[Record], unit: &str) -> String {
+    let single = recs.iter().any(|r| r.parameters["batch"] == 1);
+    match recs.iter().find_map(|r| r.provenance.timer_step_ns) {
+        Some(step) if unit == "ns" && single => format!(
+            "each sample times one iteration and the timer reads in {step:.1} ns steps here, so these figures move in steps of {step:.1} ns (ping-pong, RTT/2: {:.1} ns); --batch N --data same times N iterations per sample\n",
+            step / 2.0
+        ),
+        _ => String::new(),
+    }
+}
+
 /// Sizes down, operations across: median and p95 of each.
 fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
     let mut ops: Vec<&str> = Vec::new();
@@ -163,6 +176,7 @@ fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
     }
     s.push_str(&table(&h, &rows));
     s.push('\n');
+    s.push_str(&step_line(recs, unit));
     for r in recs.iter().filter(|r| r.stat(metric).is_none()) {
         for u in &r.unavailable {
             let _ = writeln!(s, "not measured: {}: {}", u.feature, u.reason);

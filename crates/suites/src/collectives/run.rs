@@ -101,7 +101,7 @@ fn thread_counts(threads: Option<&[usize]>, n: usize) -> Result<Vec<usize>> {
                 return Err(Error::bad(
                     "--threads",
                     bad.to_string(),
-                    format!("1..={n} (the usable CPUs)"),
+                    format!("1 to {n} (the usable CPUs)"),
                 ));
             }
             let mut t = t.to_vec();

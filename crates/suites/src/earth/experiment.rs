@@ -358,6 +358,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     }
     for r in &mut recs {
         r.warnings = ctx.warnings.clone();
+        r.provenance.timer_step_ns = Some(timer.resolution_ns);
     }
     Ok(recs)
 }

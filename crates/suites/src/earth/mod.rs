@@ -172,12 +172,12 @@ pub fn check_list(what: &'static str, v: &[usize], max: usize, valid: &str) -> R
         Some(&x) => Err(Error::bad(
             what,
             x.to_string(),
-            format!("1..={max} ({valid})"),
+            format!("1 to {max} ({valid})"),
         )),
         None if v.is_empty() => Err(Error::bad(
             what,
             "",
-            format!("at least one value in 1..={max}"),
+            format!("at least one value in 1 to {max}"),
         )),
         None => Ok(()),
     }
@@ -224,7 +224,7 @@ mod tests {
         assert!(e.to_string().contains("--groups '0'"), "{e}");
         let e = check_list("--chunks", &[5000], 4096, "the loop length").unwrap_err();
         assert!(
-            e.to_string().contains("'5000'") && e.to_string().contains("1..=4096"),
+            e.to_string().contains("'5000'") && e.to_string().contains("1 to 4096"),
             "{e}"
         );
     }

@@ -58,6 +58,12 @@ fn time(v: Option<f64>) -> String {
     }
 }
 
+/// Whether a cell's figure is single timer readings at the timer's resolution.
+fn at_step(r: &Record) -> bool {
+    r.stat("time")
+        .is_some_and(|t| t.summary.at_timer_step(r.provenance.timer_step_ns))
+}
+
 fn part<'a>(recs: &[&'a Record], name: &str) -> Vec<&'a Record> {
     recs.iter()
         .copied()
@@ -88,7 +94,7 @@ fn cells(recs: &[&Record]) -> String {
                     s(r, "op").into(),
                     s(r, "place").into(),
                     s(r, "mode").into(),
-                    time(r.median("time")),
+                    time(r.median("time")) + if at_step(r) { " *" } else { "" },
                 ]
             })
             .collect();
@@ -97,6 +103,9 @@ fn cells(recs: &[&Record]) -> String {
             "\n{title}\n{}\n",
             table(&["operation", "where", "mode", "median"], &rows)
         );
+        if let Some(step) = cells.iter().find(|r| at_step(r)).and_then(|r| r.provenance.timer_step_ns) {
+            let _ = writeln!(out, "{}", numalab_results::stats::timer_step_note(step));
+        }
         if name == "ops" {
             for r in recs.iter().filter(|r| r.parameters["part"].is_null()) {
                 for u in &r.unavailable {

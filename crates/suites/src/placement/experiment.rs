@@ -167,6 +167,7 @@ pub fn plan_records(plan: &Plan, a: &Options, ctx: &Context) -> Vec<Record> {
     );
     r.data = Some(serde_json::to_value(plan).unwrap_or_default());
     r.warnings = warnings;
+    r.warnings.extend(one_point_notes(plan));
     let mut recs = vec![r];
     recs.extend(skipped_record(plan, prov));
     recs
@@ -182,9 +183,40 @@ pub fn run(host: &Host, plan: &Plan, a: &Options, progress: Progress) -> Result<
 
 /// The measured points as records.
 pub fn records(plan: &Plan, points: &[Point], a: &Options, ctx: &Context) -> Vec<Record> {
-    let mut recs = point_records(plan, points, a.iterations, &ctx.prov, &ctx.warnings);
+    let mut warnings = ctx.warnings.clone();
+    warnings.extend(one_point_notes(plan));
+    let mut recs = point_records(plan, points, a.iterations, &ctx.prov, &warnings);
     recs.extend(skipped_record(plan, &ctx.prov));
     recs
+}
+
+/// Parts that come out as one point here, each with why: with too few CPUs per domain
+/// their curves cannot form, and on 2 cores Suites I–III would otherwise each print
+/// the same one-reader row without a word.
+pub(super) fn one_point_notes(plan: &Plan) -> Vec<String> {
+    let mut parts: Vec<Part> = plan.curves.iter().map(|c| c.part).collect();
+    parts.dedup();
+    let widest = plan.domains.iter().map(|d| d.cpus.len()).max().unwrap_or(0);
+    parts
+        .into_iter()
+        .filter(|&p| plan.curves.iter().filter(|c| c.part == p).all(|c| c.counts.len() <= 1))
+        .map(|p| {
+            let readers = plan.curves.iter().filter(|c| c.part == p).map(|c| c.readers.len()).max().unwrap_or(0);
+            let shape = match p {
+                Part::Exp0 => "readers added one at a time",
+                Part::Suite1 => "the owner first, midway and last in its domain, readers added one at a time",
+                Part::Suite2 => "remote readers beside 0, a third, two thirds and all local ones",
+                Part::Suite3 => "batches of readers alternating domains",
+                Part::Suite4 => "staggered readers and several owners",
+            };
+            format!(
+                "{} is one point here: {readers} reader CPU(s) besides the owner, {} {} domain(s) of at most {widest} CPU(s), so its curve ({shape}) cannot form; the row is the one-reader case, not the seed's shape (a machine with more CPUs per domain shows it)",
+                p.name(),
+                plan.domains.len(),
+                plan.level
+            )
+        })
+        .collect()
 }
 
 fn params(plan: &Plan, c: usize, k: usize, iterations: usize) -> serde_json::Value {

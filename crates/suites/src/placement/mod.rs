@@ -381,11 +381,11 @@ fn first_threads(m: &Machine, a: &Ordered) -> Vec<u32> {
 /// At most this many readers: `--readers`, checked against the CPUs there are.
 fn reader_cap(c: &Config, all: usize) -> Result<usize> {
     match c.max_readers {
-        Some(0) => Err(Error::bad("--readers", "0", format!("1..={all}"))),
+        Some(0) => Err(Error::bad("--readers", "0", format!("1 to {all}"))),
         Some(r) if r > all => Err(Error::bad(
             "--readers",
             r.to_string(),
-            format!("1..={all} (the CPUs other than the owner's)"),
+            format!("1 to {all} (the CPUs other than the owner's)"),
         )),
         Some(r) => Ok(r),
         None => Ok(all),

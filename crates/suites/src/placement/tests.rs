@@ -144,7 +144,7 @@ fn bad_choices_name_the_value() {
     )
     .unwrap_err();
     assert!(
-        e.is_user_error() && e.to_string().contains("'64'") && e.to_string().contains("1..=63"),
+        e.is_user_error() && e.to_string().contains("'64'") && e.to_string().contains("1 to 63"),
         "{e}"
     );
     let e = Plan::new(
@@ -179,4 +179,26 @@ fn bad_choices_name_the_value() {
     assert!(e.to_string().contains("--size"), "{e}");
     assert_eq!(Part::parse("iii"), Ok(Part::Suite3));
     assert!(Part::parse("5").unwrap_err().contains("'5'"));
+}
+
+#[test]
+fn parts_that_are_one_point_on_two_cores_say_why() {
+    let m = Host::load(&TopologySource::Synthetic("pack:1 l3:1 core:2 pu:1".into()))
+        .unwrap()
+        .machine;
+    let p = Plan::new(&m, &config()).unwrap();
+    let notes = super::experiment::one_point_notes(&p);
+    let said: Vec<bool> = ["Experiment 0", "Suite I ", "Suite II ", "Suite III "]
+        .iter()
+        .map(|part| {
+            notes
+                .iter()
+                .any(|n| n.starts_with(part) && n.contains("one point here"))
+        })
+        .collect();
+    assert_eq!(said, [true; 4], "{notes:#?}");
+    assert!(notes[0].contains("1 reader CPU(s)"), "{notes:#?}");
+    // Sixty-four cores: every curve has its points, nothing to say.
+    let p = Plan::new(&xml("64amd64-4s2n4ca2co.xml"), &config()).unwrap();
+    assert!(super::experiment::one_point_notes(&p).is_empty());
 }

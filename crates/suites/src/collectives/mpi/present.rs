@@ -130,10 +130,10 @@ fn table(runs: &[&Record]) -> String {
             "P",
             "collective",
             "block B",
-            "seed µs",
+            "seed alg. µs",
             "MPI's own",
             "MPI µs",
-            "seed/MPI",
+            "seed alg./MPI",
         ],
         &rows,
     )

@@ -66,16 +66,16 @@ pub(super) fn collectives_text(recs: &[Record]) -> String {
         })
         .map(|r| row(&runs, r))
         .collect();
-    let mut s = String::from("collectives between MPI ranks: median completion time (µs, slowest rank per pass); every moved word checked\n");
+    let mut s = String::from("collectives between MPI ranks: median completion time (µs, slowest rank per pass); every moved word checked\n(seed alg.: the KSR study's algorithm, timed here over MPI; MPI's own: the library's collective)\n");
     s.push_str(&table(
         &[
             "P",
             "collective",
             "block B",
-            "seed µs",
+            "seed alg. µs",
             "MPI's own",
             "MPI µs",
-            "seed/MPI",
+            "seed alg./MPI",
         ],
         &rows,
     ));
@@ -99,12 +99,15 @@ fn model_line(r: &Record) -> String {
                     None => format!("{}=n/a", c.name),
                 })
                 .collect();
+            // One P leaves nothing for R² to judge: said, not printed as NaN.
+            let r2 =
+                d.r2.filter(|v| v.is_finite())
+                    .map_or("R² -: too few points".into(), |v| format!("R² {v:.3}"));
             format!(
-                "  {:<20} {:<38} {}  (R² {:.3})\n",
+                "  {:<20} {:<38} {}  ({r2})\n",
                 r.name,
                 d.formula,
                 coef.join(" "),
-                d.r2.unwrap_or(f64::NAN)
             )
         }
         Err(_) => format!(

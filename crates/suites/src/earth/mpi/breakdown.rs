@@ -173,10 +173,35 @@ pub fn measure(
     if world.rank != a {
         return Ok(Vec::new());
     }
-    Ok(vec![
+    let mut recs = vec![
         am_record(world, timer, prov, pair, &stamps),
         rma_record(world, prov, pair, &rma),
-    ])
+    ];
+    for r in &mut recs {
+        r.provenance.timer_step_ns = Some(timer.resolution_ns);
+    }
+    Ok(recs)
+}
+
+/// A stage's median, marked `*` when it is single timer readings at the timer's step.
+fn stage_cell(r: &Record, metric: &str) -> String {
+    let step = r.provenance.timer_step_ns;
+    match r.stat(metric) {
+        Some(t) if t.summary.at_timer_step(step) => format!("{:.0} ns *", t.summary.median),
+        Some(t) => format!("{:.0} ns", t.summary.median),
+        None => "-".into(),
+    }
+}
+
+/// The footnote when some stage of `r` is marked by [`stage_cell`].
+fn step_note(r: &Record) -> String {
+    let step = r.provenance.timer_step_ns;
+    match step {
+        Some(st) if r.stats.iter().any(|t| t.summary.at_timer_step(step)) => {
+            numalab_results::stats::timer_step_note(st) + "\n"
+        }
+        _ => String::new(),
+    }
 }
 
 /// The active-message form's record: each stage from the issuer's and the server's
@@ -342,7 +367,7 @@ fn table4_rows(r: &Record) -> Vec<Vec<String>> {
                     String::new()
                 },
                 if k == 0 {
-                    m.map_or("-".into(), |v| format!("{v:.0} ns"))
+                    stage_cell(r, &st.metric)
                 } else {
                     String::new()
                 },
@@ -396,6 +421,7 @@ pub fn text(recs: &[Record]) -> String {
         let rows = table4_rows(r);
         s.push_str(&table(&TABLE4_HEADER, &rows));
         s.push('\n');
+        s.push_str(&step_note(r));
         for u in &r.unavailable {
             s.push_str(&format!("unavailable: {}: {}\n", u.feature, u.reason));
         }
@@ -405,7 +431,7 @@ pub fn text(recs: &[Record]) -> String {
             "\nthe same load one-sided (median ns of {} loads; the target's CPU takes no part)\n",
             r.parameters["loads"]
         ));
-        let cell = |m: &str| r.median(m).map_or("-".into(), |v| format!("{v:.0} ns"));
+        let cell = |m: &str| stage_cell(r, m);
         s.push_str(&table(
             &["operation", "delay"],
             &[
@@ -422,6 +448,7 @@ pub fn text(recs: &[Record]) -> String {
             ],
         ));
         s.push('\n');
+        s.push_str(&step_note(r));
     }
     s
 }
