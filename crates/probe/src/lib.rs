@@ -17,6 +17,7 @@ pub mod kernel;
 pub mod layout;
 pub mod loop7;
 pub mod mix;
+pub mod mixed;
 pub mod mlp;
 pub mod overlap;
 pub mod per_call;
