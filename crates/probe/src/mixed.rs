@@ -108,6 +108,11 @@ impl MixKernel {
         (steps * m.reads as u64 * l, steps * m.writes as u64 * l)
     }
 
+    /// Issued bytes (reads and writes) for `steps` steps.
+    pub fn bytes(&self, steps: u64) -> u64 {
+        steps * self.mix().streams() as u64 * LINE as u64
+    }
+
     /// Estimated memory traffic (read, write) of issued bytes; an update's own read
     /// is the write-allocate, so it adds none.
     pub fn traffic(&self, store: Store, issued_read: u64, issued_write: u64) -> (u64, u64) {
