@@ -76,7 +76,7 @@ impl MixPlan {
 }
 
 /// The mixes and stores asked for: `--mix` crossed with `--store` (a mix without
-/// writes once), or the injection table's rows.
+/// writes once, update with regular stores only), or the injection table's rows.
 fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
     let stores: Vec<Store> = o
         .store
@@ -90,9 +90,16 @@ fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
             Vec::new()
         });
     };
+    for s in &stores {
+        s.check().map_err(Error::Input)?;
+    }
     let mut out = Vec::new();
     for k in MixKernel::parse_list(list).map_err(Error::Input)? {
         for &s in &stores {
+            // In a list of stores, each mix takes those that apply to it.
+            if stores.len() > 1 && k.check_store(s).is_err() {
+                continue;
+            }
             k.check_store(s).map_err(Error::Input)?;
             let s = if k.mix().writes == 0 {
                 Store::Regular
