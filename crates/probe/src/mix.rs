@@ -201,8 +201,8 @@ pub fn nt_available() -> bool {
 /// non-temporal store writes the line only. An estimate: caches, prefetchers and
 /// partial lines can move more or less.
 pub fn traffic_estimate(mix: Mix, store: Store, issued_read: u64, issued_write: u64) -> (u64, u64) {
-    // The mix is in the signature so callers need not split bytes themselves in future
-    // forms (e.g. an update kernel); today the issued split already carries it.
+    // The issued split already carries the mix; the parameter names which mix the
+    // bytes came from, for callers and readers.
     let _ = mix;
     match store {
         Store::Regular => (issued_read + issued_write, issued_write),
