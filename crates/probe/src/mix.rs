@@ -173,7 +173,12 @@ impl Store {
 
     /// Whether this CPU can issue this kind of store; Err names what it lacks.
     pub fn check(self) -> Result<(), String> {
-        if self == Store::Nt && !nt_available() {
+        self.check_on(nt_available())
+    }
+
+    /// [`Store::check`] on a CPU that has non-temporal stores or not.
+    pub fn check_on(self, nt: bool) -> Result<(), String> {
+        if self == Store::Nt && !nt {
             return Err(format!(
                 "--store nt: this CPU ({}) has no non-temporal stores; expected --store regular",
                 std::env::consts::ARCH
@@ -267,5 +272,14 @@ mod tests {
         assert_eq!(Store::parse("nt"), Ok(Store::Nt));
         assert!(Store::parse("fast").unwrap_err().contains("'fast'"));
         assert_eq!(Store::Regular.check(), Ok(()));
+        assert_eq!(Store::Regular.check_on(false), Ok(()));
+        let e = Store::Nt.check_on(false).unwrap_err();
+        assert!(
+            e.contains("--store nt")
+                && e.contains("no non-temporal stores")
+                && e.contains("--store regular"),
+            "{e}"
+        );
+        assert_eq!(Store::Nt.check_on(true), Ok(()));
     }
 }
