@@ -12,6 +12,7 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &numalab_bench::latency::StatesPresenter,
     &numalab_bench::latency::SweepPresenter,
     &numalab_bench::bandwidth::BandwidthPresenter,
+    &numalab_bench::bandwidth::MixPresenter,
     &numalab_bench::c2c::C2cPresenter,
     &numalab_bench::matrix::MatrixPresenter,
     &numalab_bench::invalidate::InvalidatePresenter,

@@ -1,5 +1,6 @@
 //! Bandwidth kernels as an experiment: options, plan, records and text.
 
+use super::mixed::{self, MixPlan};
 use super::{default_size, default_state, measure, parameters, records, BwPlan};
 use crate::crew::CrewOptions;
 use crate::experiment::{check_iterations, opt_size, Context};
@@ -27,6 +28,19 @@ pub struct Options {
     pub mp: bool,
     /// Page size: 4k, thp, 2m or 1g.
     pub page_size: String,
+    /// Mixed kernels instead of `kernel`: "R:W", "triad" or "update", comma-separated.
+    #[serde(default)]
+    pub mix: Option<String>,
+    /// Stores of the mixed kernels: regular, nt, or both comma-separated.
+    #[serde(default = "regular")]
+    pub store: String,
+    /// The injection table: all cores against each memory node, MLC's mixes.
+    #[serde(default)]
+    pub injection: bool,
+}
+
+fn regular() -> String {
+    "regular".into()
 }
 
 impl Default for Options {
@@ -39,6 +53,9 @@ impl Default for Options {
             iterations: 10,
             mp: false,
             page_size: "4k".into(),
+            mix: None,
+            store: regular(),
+            injection: false,
         }
     }
 }
@@ -64,7 +81,8 @@ impl Options {
             .transpose()
             .map_err(Error::Input)?;
         opt_size(self.size.as_deref())?;
-        check_iterations(self.iterations)
+        check_iterations(self.iterations)?;
+        mixed::check(self)
     }
 }
 
@@ -73,12 +91,20 @@ impl Options {
 pub struct Plan {
     /// The measurements, in the order of the kernels.
     pub runs: Vec<BwPlan>,
+    /// Mixed measurements (`--mix`, `--injection`): per memory node, per mix.
+    pub mixes: Vec<MixPlan>,
 }
 
 impl Plan {
     /// Resolve the options on a machine.
     pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
         o.check()?;
+        if o.mix.is_some() || o.injection {
+            return Ok(Plan {
+                runs: Vec::new(),
+                mixes: mixed::resolve(m, o)?,
+            });
+        }
         let a = o;
         let ks = kernels(&o.kernel)?;
         let (spec, mem) = o.crew.specs()?;
@@ -114,7 +140,10 @@ impl Plan {
             plan.shape()?;
             plans.push(plan);
         }
-        Ok(Plan { runs: plans })
+        Ok(Plan {
+            runs: plans,
+            mixes: Vec::new(),
+        })
     }
 
     /// The plan as records (what `--dry-run` emits).
@@ -127,6 +156,11 @@ impl Plan {
                 r.warnings = ctx.warnings.clone();
                 r
             })
+            .chain(
+                self.mixes
+                    .iter()
+                    .map(|p| mixed::plan_record(&ctx.prov, &ctx.warnings, p)),
+            )
             .collect()
     }
 }
@@ -138,6 +172,10 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
     for p in &plan.runs {
         let r = measure(host, &timer, p)?;
         out.extend(records(&ctx.prov, &ctx.warnings, p, &timer, &r));
+    }
+    for p in &plan.mixes {
+        let r = mixed::measure(host, &timer, p)?;
+        out.push(mixed::record(&ctx.prov, &ctx.warnings, p, &timer, &r));
     }
     Ok(out)
 }

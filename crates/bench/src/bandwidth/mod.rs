@@ -1,11 +1,17 @@
 //! `bandwidth`: bandwidth kernels per requestor, all starting on a barrier, with
-//! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all).
+//! lines prepared in a composite state and snbench's `bwmp` (first finisher stops all);
+//! mixed read/write traffic and the injection table in [`mixed`].
 
 mod experiment;
 pub mod groups;
+pub mod imc;
+mod mix_present;
+pub mod mixed;
 mod present;
 mod text;
 pub use experiment::{run, Options, Plan};
+pub use mix_present::MixPresenter;
+pub use mixed::{MixData, MixPlan};
 pub use present::{BandwidthData, BandwidthPresenter};
 
 use crate::sizing;

@@ -32,6 +32,19 @@ pub struct BandwidthArgs {
     /// Page size: 4k, thp, 2m or 1g.
     #[arg(long, default_value = "4k")]
     page_size: String,
+    /// Mixed read/write traffic instead of --kernel, comma-separated: READS:WRITES
+    /// streams per requestor (1:0, 3:1, 2:1, 1:1, 0:1 …), triad (a = b + s*c) or
+    /// update (read-modify-write).
+    #[arg(long)]
+    mix: Option<String>,
+    /// Stores of the mixed kernels: regular, nt (non-temporal), or regular,nt for both.
+    #[arg(long, default_value = "regular")]
+    store: String,
+    /// MLC-style injection table: all reads, 3:1, 2:1, 1:1, writes only (regular and nt)
+    /// and stream-triad-like, one requestor per core (or --cpu/--count) against each
+    /// memory node (or --mem-node); --mix replaces the rows.
+    #[arg(long)]
+    injection: bool,
     /// Print the plan without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -49,6 +62,9 @@ impl BandwidthArgs {
             iterations: self.iterations,
             mp: self.mp,
             page_size: self.page_size.clone(),
+            mix: self.mix.clone(),
+            store: self.store.clone(),
+            injection: self.injection,
         }
     }
 }
