@@ -7,6 +7,7 @@
 
 pub mod announce;
 pub mod compare;
+pub mod disturb;
 pub mod journal;
 pub mod linfit;
 pub mod model;
