@@ -376,13 +376,16 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     })
 }
 
+/// One requestor's passes: ns and timer ticks per load.
+type NsTicks = disturb::Passes<(f64, f64)>;
+
 /// The timed passes of every requestor (ns and ticks per load), disturbed ones
 /// measured again as the plan's rules say, and the first round's pinning proof.
 fn main_passes(
     setup: &Setup,
     plan: &LatencyPlan,
     shape: &Shape,
-) -> Result<(Vec<disturb::Passes<(f64, f64)>>, Vec<PinProof>)> {
+) -> Result<(Vec<NsTicks>, Vec<PinProof>)> {
     let mut pins = None;
     let passes = disturb::measure(&plan.rules, plan.iterations, |n| -> Result<_> {
         let r = run_round(

@@ -60,6 +60,8 @@ pub fn text(records: &[Record]) -> Option<String> {
         plan_text(planned.first()?, &planned)
     };
     let all: Vec<Record> = measured.into_iter().chain(planned).cloned().collect();
+    let (all, folded) = numalab_results::disturb::fold_warnings(&all, "measurements");
+    s.push_str(&folded);
     s.push_str(&warning_lines(&all));
     Some(s)
 }

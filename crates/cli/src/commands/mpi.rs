@@ -115,6 +115,14 @@ pub struct SweepArgs {
     /// clock reads as OSU's one timer around the loop does (needs --data same).
     #[arg(long, default_value_t = 1)]
     batch: usize,
+    /// A step disturbed on either rank (see `numalab latency --help`): remeasure (up to
+    /// 3 times), exclude or keep.
+    #[arg(
+        long,
+        default_value = "remeasure",
+        value_name = "keep|remeasure|exclude"
+    )]
+    disturbed: String,
     #[command(flatten)]
     job: JobArgs,
     /// Print the plan without starting ranks.
@@ -194,6 +202,8 @@ impl SweepArgs {
             window: self.window,
             data: Data::parse(&self.data)?,
             batch: self.batch,
+            disturbed: numalab_results::disturb::Policy::parse(&self.disturbed)
+                .map_err(numalab_mpi::Error::Usage)?,
         })
     }
 }

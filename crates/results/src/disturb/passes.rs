@@ -10,6 +10,34 @@ use serde::{Deserialize, Serialize};
 /// Key of a record's `data` that holds its [`PassLog`] (every kind uses this one).
 pub const DATA_KEY: &str = "disturbance";
 
+/// How the warning of a record built mostly from disturbed passes begins.
+pub const MOSTLY: &str = "most passes behind these figures were disturbed:";
+
+/// For a table of many records: the records without their [`MOSTLY`] warnings, and
+/// one warning line counting them ("warning: 3 of 40 measurements' figures …").
+pub fn fold_warnings(records: &[Record], what: &str) -> (Vec<Record>, String) {
+    let mut n = 0;
+    let kept = records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let before = r.warnings.len();
+            r.warnings.retain(|w| !w.starts_with(MOSTLY));
+            n += usize::from(r.warnings.len() < before);
+            r
+        })
+        .collect();
+    let line = if n > 0 {
+        format!(
+            "warning: {n} of {} {what}' figures come mostly from disturbed passes (each record's warnings say which)\n",
+            records.len()
+        )
+    } else {
+        String::new()
+    };
+    (kept, line)
+}
+
 /// Default number of times a disturbed pass is measured again.
 pub const DEFAULT_MAX_REMEASURE: usize = 3;
 
@@ -57,7 +85,7 @@ impl Policy {
 /// wait over 5 % of the pass, steal over 1 %, any cgroup throttling, any other numalab
 /// run. An SMT sibling's load is recorded but flags nothing by default (a measurement's
 /// own helper may run there).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Threshold {
     /// Most involuntary context switches an undisturbed pass may have.
     pub involuntary_switches: u64,
@@ -120,7 +148,7 @@ impl Threshold {
 }
 
 /// How an experiment treats disturbed passes (part of its serde `Options`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rules {
     /// Keep, exclude, or measure again.
     pub policy: Policy,
@@ -243,7 +271,7 @@ impl PassLog {
     pub fn warning(&self) -> Option<String> {
         self.mostly_disturbed().then(|| {
             format!(
-                "most passes behind these figures were disturbed: {} — measure on a quieter machine, or see --disturbed",
+                "{MOSTLY} {} — measure on a quieter machine, or see --disturbed",
                 self.summary()
             )
         })
@@ -274,7 +302,7 @@ impl PassLog {
         let logs: Vec<PassLog> = records.iter().filter_map(PassLog::of).collect();
         let first = logs.first()?;
         let all = PassLog {
-            rules: first.rules.clone(),
+            rules: first.rules,
             passes: logs.iter().flat_map(|l| l.passes.clone()).collect(),
         };
         Some(all.summary())
@@ -361,7 +389,7 @@ fn judge<T>(rules: &Rules, passes: Vec<(T, Disturbance, usize)>) -> Passes<T> {
     Passes {
         values,
         log: PassLog {
-            rules: rules.clone(),
+            rules: *rules,
             passes: marks,
         },
     }
