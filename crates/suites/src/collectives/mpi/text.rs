@@ -94,17 +94,14 @@ fn model_line(r: &Record) -> String {
             let coef: Vec<String> = d
                 .coefficients
                 .iter()
-                .map(|c| match c.value {
-                    Some(x) => format!("{}={x:.4}", c.name),
-                    None => format!("{}=n/a", c.name),
-                })
+                .filter_map(|c| c.value.map(|x| format!("{}={x:.4}", c.name)))
                 .collect();
             format!(
-                "  {:<20} {:<38} {}  (R² {:.3})\n",
+                "  {:<20} {:<38} {}  {}\n",
                 r.name,
                 d.formula,
                 coef.join(" "),
-                d.r2.unwrap_or(f64::NAN)
+                d.quality()
             )
         }
         Err(_) => format!(
