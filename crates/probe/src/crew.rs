@@ -6,6 +6,7 @@ use crate::barrier::SpinBarrier;
 use crate::flush;
 use crate::state::LineState;
 use crate::timer::Timer;
+use numalab_results::disturb::{Disturbance, Sampler};
 use numalab_topo::bind::{pin_current_thread, PinProof};
 use numalab_topo::{Error, Host, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,6 +68,8 @@ pub struct Timed {
 pub struct CrewResult {
     /// Timed passes, one vector per requestor.
     pub samples: Vec<Vec<Timed>>,
+    /// What disturbed each timed pass, as `samples`.
+    pub disturb: Vec<Vec<Disturbance>>,
     /// Pinning proof.
     pub pins: Vec<PinProof>,
 }
@@ -130,45 +133,51 @@ impl Crew<'_> {
                 .iter()
                 .enumerate()
                 .map(|(i, m)| {
-                    s.spawn(move || -> Result<(PinProof, Vec<Timed>)> {
-                        let (pin, abort) = start(m.cpu);
-                        if abort {
-                            return pin.map(|p| (p, Vec::new()));
-                        }
-                        let mut work = make(i);
-                        if !prepared {
-                            work(&Pass { timed: false, stop });
-                        }
-                        let mut out = Vec::with_capacity(samples);
-                        for _ in 0..samples {
-                            if prepared {
+                    s.spawn(
+                        move || -> Result<(PinProof, Vec<Timed>, Vec<Disturbance>)> {
+                            let (pin, abort) = start(m.cpu);
+                            if abort {
+                                return pin.map(|p| (p, Vec::new(), Vec::new()));
+                            }
+                            let mut work = make(i);
+                            if !prepared {
+                                work(&Pass { timed: false, stop });
+                            }
+                            let mut out = Vec::with_capacity(samples);
+                            let mut dist = Vec::with_capacity(samples);
+                            for _ in 0..samples {
+                                if prepared {
+                                    barrier.wait();
+                                    // SAFETY: the member's own lines, in its live buffer.
+                                    unsafe { flush::flush_lines(m.base, m.lines, m.line) };
+                                    barrier.wait();
+                                    barrier.wait(); // helpers prepare between these two
+                                    if self.preread {
+                                        std::hint::black_box(touch_read(m.base, m.lines, m.line));
+                                    }
+                                }
+                                // Read before the barrier, so the threads still start together.
+                                let sampler = Sampler::start(Some(m.cpu));
                                 barrier.wait();
-                                // SAFETY: the member's own lines, in its live buffer.
-                                unsafe { flush::flush_lines(m.base, m.lines, m.line) };
+                                let t0 = self.timer.start();
+                                let units = work(&Pass { timed: true, stop });
+                                let t1 = self.timer.stop();
+                                dist.push(sampler.finish());
+                                if self.first_stops {
+                                    stop.store(true, Ordering::Relaxed);
+                                }
+                                out.push(Timed {
+                                    ticks: t1.saturating_sub(t0).saturating_sub(overhead),
+                                    units,
+                                });
                                 barrier.wait();
-                                barrier.wait(); // helpers prepare between these two
-                                if self.preread {
-                                    std::hint::black_box(touch_read(m.base, m.lines, m.line));
+                                if i == 0 {
+                                    stop.store(false, Ordering::Relaxed);
                                 }
                             }
-                            barrier.wait();
-                            let t0 = self.timer.start();
-                            let units = work(&Pass { timed: true, stop });
-                            let t1 = self.timer.stop();
-                            if self.first_stops {
-                                stop.store(true, Ordering::Relaxed);
-                            }
-                            out.push(Timed {
-                                ticks: t1.saturating_sub(t0).saturating_sub(overhead),
-                                units,
-                            });
-                            barrier.wait();
-                            if i == 0 {
-                                stop.store(false, Ordering::Relaxed);
-                            }
-                        }
-                        Ok((pin?, out))
-                    })
+                            Ok((pin?, out, dist))
+                        },
+                    )
                 })
                 .collect();
             let help: Vec<_> = helpers
@@ -222,16 +231,19 @@ impl Crew<'_> {
         });
         let mut pins = Vec::new();
         let mut samples_out = Vec::new();
+        let mut disturb = Vec::new();
         for r in req_out {
-            let (pin, s) = r?;
+            let (pin, s, d) = r?;
             pins.push(pin);
             samples_out.push(s);
+            disturb.push(d);
         }
         for h in help_out {
             pins.push(h?);
         }
         Ok(CrewResult {
             samples: samples_out,
+            disturb,
             pins,
         })
     }

@@ -4,6 +4,7 @@
 use crate::crew::{Crew, Member, Pass};
 use crate::state::LineState;
 use crate::timer::Timer;
+use numalab_results::disturb::Disturbance;
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Error, Host, Result};
@@ -14,6 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct PingPong {
     /// ns per round trip, one per pass (timed on the initiator).
     pub rtt_ns: Vec<f64>,
+    /// What disturbed each pass on either CPU (both sides' counts merged).
+    pub disturb: Vec<Disturbance>,
     /// Pinning proof of initiator and responder.
     pub pins: Vec<PinProof>,
 }
@@ -98,8 +101,14 @@ pub fn ping_pong(
         .iter()
         .map(|t| timer.ns(t.ticks) / t.units as f64)
         .collect();
+    // A round trip needs both threads: a pass is disturbed if either side was.
+    let mut disturb = res.disturb[0].clone();
+    for (d, o) in disturb.iter_mut().zip(&res.disturb[1]) {
+        d.merge(o);
+    }
     Ok(PingPong {
         rtt_ns,
+        disturb,
         pins: res.pins,
     })
 }

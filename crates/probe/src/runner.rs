@@ -6,6 +6,7 @@ use crate::crew::{Crew, Member, Pass};
 use crate::kernel::{self, Access, KernelFn};
 use crate::state::{LineState, Request};
 use crate::timer::Timer;
+use numalab_results::disturb::Disturbance;
 use numalab_topo::bind::PinProof;
 use numalab_topo::{Error, Host, Result};
 
@@ -64,6 +65,8 @@ pub struct RoundResult {
     pub ns_per_load: Vec<Vec<f64>>,
     /// Timer ticks per load, one vector per requestor.
     pub ticks_per_load: Vec<Vec<f64>>,
+    /// What disturbed each pass, one vector per requestor.
+    pub disturb: Vec<Vec<Disturbance>>,
     /// Pinning proof of the requestors, then the helpers.
     pub pins: Vec<PinProof>,
 }
@@ -147,6 +150,7 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
             .iter()
             .map(|v| v.iter().map(|t| t.ticks as f64 / per_load).collect())
             .collect(),
+        disturb: res.disturb,
         pins: res.pins,
     })
 }

@@ -2,6 +2,7 @@
 //! name, metric) in A and B, their medians and B/A, and whether B/A is beyond the
 //! two runs' run-to-run spread (their p5–p95 ranges do not overlap) or within it.
 
+use crate::disturb::PassLog;
 use crate::record::{Record, Stat};
 use crate::report::{esc, html_table};
 use crate::summary::{self, Card};
@@ -30,23 +31,26 @@ pub struct Row {
     pub b_spread: (f64, f64),
     /// The ratio's interval from the spreads: B p5 / A p95 to B p95 / A p5 (None unless all are positive).
     pub ratio_interval: Option<(f64, f64)>,
-    /// "beyond" the run-to-run spread, "within" it, or "few samples" (under 3 in a run).
+    /// "beyond" the run-to-run spread, "within" it, or "few samples" (under 3 in a run,
+    /// or a figure built mostly from disturbed passes).
     pub change: String,
     /// Size of the change: |ln(B/A)| (0 when there is no ratio).
     pub effect: f64,
 }
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond when the two runs' p5–p95 ranges do not overlap (B/A's interval, B p5/A p95 to B p95/A p5, excludes 1), within when they overlap, few samples when a run has under 3; rows sorted beyond first, then by effect |ln(B/A)|";
+pub const RULE: &str = "change: beyond when the two runs' p5–p95 ranges do not overlap (B/A's interval, B p5/A p95 to B p95/A p5, excludes 1), within when they overlap, few samples when a run has under 3 or its figure comes mostly from disturbed passes; rows sorted beyond first, then by effect |ln(B/A)|";
 
 /// Minimum samples per run for a verdict: with fewer, p5–p95 is not a spread.
 const MIN_SAMPLES: usize = 3;
 
-fn row(ra: &Record, sa: &Stat, sb: &Stat) -> Row {
+fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat) -> Row {
     let (a, b) = (&sa.summary, &sb.summary);
     let ratio = (a.median != 0.0).then(|| b.median / a.median);
     let positive = a.p5 > 0.0 && b.p5 > 0.0;
-    let change = if a.n < MIN_SAMPLES || b.n < MIN_SAMPLES {
+    // A figure built mostly from disturbed passes measured the machine's other work.
+    let disturbed = |r: &Record| PassLog::of(r).is_some_and(|l| l.mostly_disturbed());
+    let change = if a.n < MIN_SAMPLES || b.n < MIN_SAMPLES || disturbed(ra) || disturbed(rb) {
         "few samples"
     } else if b.p5 > a.p95 || b.p95 < a.p5 {
         "beyond"
@@ -83,13 +87,14 @@ pub fn compare(a: &[Record], b: &[Record]) -> (Vec<Row>, usize, usize) {
                         rb.stats
                             .iter()
                             .find(|s| s.metric == sa.metric && s.unit == sa.unit)
+                            .map(|s| (rb, s))
                     })
                     .flatten()
             });
             match hit {
-                Some(sb) => {
+                Some((rb, sb)) => {
                     matched_b += 1;
-                    rows.push(row(ra, sa, sb));
+                    rows.push(row(ra, rb, sa, sb));
                 }
                 None => unmatched_a += 1,
             }

@@ -7,6 +7,7 @@
 
 pub mod announce;
 pub mod compare;
+pub mod disturb;
 mod fingerprint;
 pub mod journal;
 pub mod linfit;

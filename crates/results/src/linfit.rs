@@ -35,6 +35,27 @@ pub struct LinearFit {
 }
 
 impl LinearFit {
+    /// The fit's quality in words: "(R² 0.987)", or, where the data could not
+    /// determine a coefficient or R² means nothing, what is missing and why (never
+    /// "n/a" or NaN).
+    pub fn quality(&self) -> String {
+        let undetermined = self.coefficients.iter().any(|c| c.value.is_none());
+        let fitted = self
+            .coefficients
+            .iter()
+            .filter(|c| c.value.is_some())
+            .count();
+        match self.r2 {
+            Some(r2) if !undetermined && self.n > fitted && r2.is_finite() => {
+                format!("(R² {r2:.3})")
+            }
+            _ if undetermined || self.n <= fitted => {
+                format!("(not enough points to fit the model: {})", self.note)
+            }
+            _ => "(R² undefined: every observation is equal)".into(),
+        }
+    }
+
     /// The fitted value of coefficient `name`.
     pub fn get(&self, name: &str) -> Option<f64> {
         self.coefficients
@@ -200,6 +221,13 @@ mod tests {
         assert_eq!(f.get("C1"), None);
         assert!(f.get("C2").is_some());
         assert!(f.note.contains("C1 (P)"), "{}", f.note);
+        // Said in words, never "n/a" or "NaN".
+        let q = f.quality();
+        assert!(
+            q.starts_with("(not enough points") && q.contains("C1 (P)"),
+            "{q}"
+        );
+        assert!(!q.contains("NaN") && !q.contains("n/a"), "{q}");
     }
 
     #[test]

@@ -17,6 +17,19 @@ pub struct C2cMatrixData {
     pub statistic: String,
 }
 
+/// `data` of a `c2c` record (one pair): what disturbed its passes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct C2cPairData {
+    /// Every pass, CAS then read, as one log (what `compare` and the summary read).
+    pub disturbance: numalab_results::disturb::PassLog,
+    /// The CAS passes alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cas: Option<numalab_results::disturb::PassLog>,
+    /// The modified-read passes alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<numalab_results::disturb::PassLog>,
+}
+
 /// `data` of a `c2c-plan` record: pairs in rounds that run at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct C2cPlanData {

@@ -3,6 +3,7 @@
 use super::{measure, pairs, schedule, C2cSettings, Home, Pair, PairResult};
 use crate::experiment::{Context, Progress};
 use numalab_probe::Timer;
+use numalab_results::disturb::{PassLog, Policy, Rules};
 use numalab_results::Record;
 use numalab_topo::spec::parse_size;
 use numalab_topo::{cpulist, Error, Host, Machine, Result};
@@ -24,6 +25,13 @@ pub struct Options {
     pub iterations: usize,
     /// Bytes of Modified lines the reader reads per pass.
     pub read_size: String,
+    /// What is done with a disturbed pass: keep, remeasure (up to 3 times) or exclude.
+    #[serde(default = "default_disturbed")]
+    pub disturbed: String,
+}
+
+fn default_disturbed() -> String {
+    Policy::default().name().into()
 }
 
 impl Default for Options {
@@ -35,6 +43,7 @@ impl Default for Options {
             round_trips: 20_000,
             iterations: 5,
             read_size: "64K".into(),
+            disturbed: default_disturbed(),
         }
     }
 }
@@ -72,6 +81,10 @@ impl Options {
             read,
             home,
             read_bytes: parse_size(&self.read_size)?,
+            rules: Rules {
+                policy: Policy::parse(&self.disturbed).map_err(Error::Input)?,
+                ..Rules::default()
+            },
         })
     }
 
@@ -135,7 +148,7 @@ impl Plan {
         json!({
             "cpus": cpulist::format(cpus), "metric": a.metric, "home": a.home,
             "round_trips": a.round_trips, "iterations": a.iterations, "read_bytes": self.settings.read_bytes,
-            "pairs": pairs.len(), "rounds": rounds.len(),
+            "pairs": pairs.len(), "rounds": rounds.len(), "disturbed": a.disturbed,
         })
     }
 
@@ -182,27 +195,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     );
     let mut records: Vec<Record> = results
         .iter()
-        .map(|r| {
-            let mut p = params.clone();
-            p["writer_cpu"] = json!(r.pair.a);
-            p["reader_cpu"] = json!(r.pair.b);
-            p["smt_siblings"] = json!(r.pair.smt_siblings);
-            p["home_node"] = json!(r.home_node);
-            let mut rec = Record::new(
-                "c2c",
-                &format!("cpu{}-cpu{}", r.pair.a, r.pair.b),
-                prov.clone(),
-                p,
-            );
-            if let Some(v) = &r.cas_half_ns {
-                rec.add_samples("cas_rtt_half", "ns", v);
-            }
-            if let Some(v) = &r.modified_read_ns {
-                rec.add_samples("modified_read", "ns", v);
-            }
-            rec.warnings = warnings.clone();
-            rec
-        })
+        .map(|r| pair_record(r, &params, &prov, &warnings))
         .collect();
     let matrix = |f: fn(&PairResult) -> Option<&Vec<f64>>| -> Vec<Vec<Option<f64>>> {
         cpus.iter()
@@ -242,4 +235,46 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
         read: read_m,
         records,
     })
+}
+
+/// One pair's record: its statistics (from undisturbed passes) and its pass logs.
+fn pair_record(
+    r: &PairResult,
+    params: &serde_json::Value,
+    prov: &numalab_results::Provenance,
+    warnings: &[String],
+) -> Record {
+    let mut p = params.clone();
+    p["writer_cpu"] = json!(r.pair.a);
+    p["reader_cpu"] = json!(r.pair.b);
+    p["smt_siblings"] = json!(r.pair.smt_siblings);
+    p["home_node"] = json!(r.home_node);
+    let mut rec = Record::new(
+        "c2c",
+        &format!("cpu{}-cpu{}", r.pair.a, r.pair.b),
+        prov.clone(),
+        p,
+    );
+    if let Some(v) = &r.cas_half_ns {
+        rec.add_samples("cas_rtt_half", "ns", v);
+    }
+    if let Some(v) = &r.modified_read_ns {
+        rec.add_samples("modified_read", "ns", v);
+    }
+    rec.warnings = warnings.to_vec();
+    // One log for the record (CAS passes, then read passes) and one per metric.
+    let both: Vec<&PassLog> = r.cas_passes.iter().chain(&r.read_passes).collect();
+    if let Some(first) = both.first() {
+        let log = PassLog {
+            rules: first.rules,
+            passes: both.iter().flat_map(|l| l.passes.clone()).collect(),
+        };
+        rec.warnings.extend(log.warning());
+        rec.set_data(&super::C2cPairData {
+            disturbance: log,
+            cas: r.cas_passes.clone(),
+            read: r.read_passes.clone(),
+        });
+    }
+    rec
 }

@@ -6,12 +6,13 @@ mod experiment;
 pub mod order;
 mod present;
 mod text;
-pub use data::{C2cMatrixData, C2cPlanData};
+pub use data::{C2cMatrixData, C2cPairData, C2cPlanData};
 pub use experiment::{run, Measured, Options, Plan};
 pub use present::C2cPresenter;
 
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{pingpong, LineState, Request, Timer};
+use numalab_results::disturb::{self, PassLog, Rules};
 use numalab_topo::buffer::Buffer;
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Host, Machine, MemSpec, PageSize, Pu, Result, ThreadPlacement};
@@ -94,10 +95,14 @@ pub fn schedule(m: &Machine, pairs: &[Pair]) -> Vec<Vec<Pair>> {
 pub struct PairResult {
     /// The pair.
     pub pair: Pair,
-    /// CAS round trip / 2, ns per pass.
+    /// CAS round trip / 2, ns per undisturbed pass (see `cas_passes`).
     pub cas_half_ns: Option<Vec<f64>>,
-    /// Reading lines Modified in `a`'s cache from `b`, ns per load per pass.
+    /// Reading lines Modified in `a`'s cache from `b`, ns per load per undisturbed pass.
     pub modified_read_ns: Option<Vec<f64>>,
+    /// What disturbed each CAS pass.
+    pub cas_passes: Option<PassLog>,
+    /// What disturbed each read pass.
+    pub read_passes: Option<PassLog>,
     /// Node the line(s) lived on.
     pub home_node: Option<u32>,
 }
@@ -117,6 +122,8 @@ pub struct C2cSettings {
     pub home: Home,
     /// Bytes of Modified lines read per pass.
     pub read_bytes: u64,
+    /// What is done with a disturbed pass.
+    pub rules: Rules,
 }
 
 fn placement(m: &Machine, cpu: u32) -> Option<ThreadPlacement> {
@@ -149,21 +156,21 @@ pub fn measure_pair(host: &Host, timer: &Timer, p: Pair, s: &C2cSettings) -> Res
     )?;
     let cas = if s.cas {
         let buf = Buffer::allocate(host, &mem, 4096)?;
-        let pp = pingpong::ping_pong(
-            host,
-            timer,
-            p.a,
-            p.b,
-            &buf,
-            s.round_trips.max(1),
-            s.iterations,
-        )?;
-        Some(pp.rtt_ns.iter().map(|r| r / 2.0).collect())
+        let mut p = disturb::measure(&s.rules, s.iterations, |n| -> Result<_> {
+            let pp = pingpong::ping_pong(host, timer, p.a, p.b, &buf, s.round_trips.max(1), n)?;
+            Ok(vec![pp
+                .rtt_ns
+                .iter()
+                .map(|r| r / 2.0)
+                .zip(pp.disturb)
+                .collect()])
+        })?;
+        Some(p.remove(0))
     } else {
         None
     };
     let read = if s.read {
-        let plan = LatencyPlan::basic(
+        let mut plan = LatencyPlan::basic(
             vec![reader.clone()],
             vec![writer.clone()],
             mem.clone(),
@@ -172,18 +179,21 @@ pub fn measure_pair(host: &Host, timer: &Timer, p: Pair, s: &C2cSettings) -> Res
             s.iterations,
             0,
         );
+        plan.rules = s.rules;
         Some(
-            latency::measure(host, timer, &plan, s.read_bytes)?.requestors[0]
-                .ns
-                .clone(),
+            latency::measure(host, timer, &plan, s.read_bytes)?
+                .requestors
+                .remove(0),
         )
     } else {
         None
     };
     Ok(PairResult {
         pair: p,
-        cas_half_ns: cas,
-        modified_read_ns: read,
+        cas_half_ns: cas.as_ref().map(|c| c.used()),
+        modified_read_ns: read.as_ref().map(|r| r.ns.clone()),
+        cas_passes: cas.map(|c| c.log),
+        read_passes: read.map(|r| r.passes),
         home_node: mem.nodes.first().copied(),
     })
 }

@@ -2,6 +2,7 @@
 //! SMT siblings marked.
 
 use super::data::{C2cMatrixData, C2cPlanData};
+use numalab_results::disturb::PassLog;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
 use numalab_results::Record;
@@ -52,13 +53,17 @@ pub(super) fn matrix_text(records: &[Record]) -> Option<String> {
         if on {
             let _ = writeln!(
                 s,
-                "{title}, median of {iterations} passes; '*' marks SMT siblings"
+                "{title}, median of the undisturbed of {iterations} passes; '*' marks SMT siblings"
             );
             s.push_str(&grid(&d, m));
             s.push_str("\n\n");
         }
     }
+    let pairs: Vec<Record> = of(records, "c2c").cloned().collect();
+    s.push_str(&PassLog::line_of(&pairs).unwrap_or_default());
     s.push_str(&warning_lines(std::slice::from_ref(r)));
+    // One line for all pairs: a big machine has thousands of them.
+    s.push_str(&numalab_results::disturb::fold_warnings(&pairs, "pairs").1);
     Some(s)
 }
 

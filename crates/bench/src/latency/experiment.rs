@@ -10,6 +10,7 @@ use crate::sweep;
 use numalab_probe::kernel::{MAX_WORK, UNROLL};
 use numalab_probe::layout::DEFAULT_WINDOW_PAGES;
 use numalab_probe::{Layout, LineState, Order, Request, Timer};
+use numalab_results::disturb::{Policy, Rules};
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
@@ -53,6 +54,9 @@ pub struct Options {
     pub seed: u64,
     /// Most loads per timed pass.
     pub max_loads: usize,
+    /// What is done with a disturbed pass: keep, remeasure (up to 3 times) or exclude.
+    #[serde(default = "default_disturbed")]
+    pub disturbed: String,
 }
 
 /// Default of `Options::restart_max_work`.
@@ -80,8 +84,13 @@ impl Default for Options {
             page_size: "4k".into(),
             seed: 1,
             max_loads: DEFAULT_MAX_LOADS,
+            disturbed: default_disturbed(),
         }
     }
+}
+
+fn default_disturbed() -> String {
+    Policy::default().name().into()
 }
 
 fn parse_range(s: &str) -> Result<(u64, u64)> {
@@ -114,6 +123,7 @@ struct Parsed {
     size: Option<u64>,
     sweep: Option<(u64, u64)>,
     restart: Option<RestartParams>,
+    disturbed: Policy,
 }
 
 fn parse(a: &Options) -> Result<Parsed> {
@@ -193,6 +203,7 @@ fn parse(a: &Options) -> Result<Parsed> {
         size: a.size.as_deref().map(parse_size).transpose()?,
         sweep: a.sweep.as_deref().map(parse_range).transpose()?,
         restart,
+        disturbed: Policy::parse(&a.disturbed).map_err(Error::Input)?,
     })
 }
 
@@ -355,6 +366,10 @@ fn build_plan(a: &Options, p: &Parsed, m: &Machine) -> Result<(LatencyPlan, Vec<
         restart: p.restart,
         evict_bytes,
         warnings,
+        rules: Rules {
+            policy: p.disturbed,
+            ..Rules::default()
+        },
     };
     // Shapes are checked for every size before anything is measured.
     for &s in &sizes {

@@ -18,6 +18,7 @@ use numalab_probe::kernel::{self, UNROLL};
 use numalab_probe::{
     flush, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target, Timer,
 };
+use numalab_results::disturb::{self, PassLog, Policy, Rules};
 use numalab_results::{Provenance, Record};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
@@ -73,6 +74,8 @@ pub struct LatencyPlan {
     pub evict_bytes: usize,
     /// Things the reader should know about this plan.
     pub warnings: Vec<String>,
+    /// What is done with a disturbed pass.
+    pub rules: Rules,
 }
 
 /// How one size will be run.
@@ -116,6 +119,12 @@ impl LatencyPlan {
             restart: None,
             evict_bytes,
             warnings: Vec::new(),
+            // Experiments built on this plan record no pass log, so they keep every
+            // pass (nothing is left out unsaid).
+            rules: Rules {
+                policy: Policy::Keep,
+                ..Rules::default()
+            },
         }
     }
 
@@ -208,10 +217,14 @@ impl LatencyPlan {
 pub struct RequestorResult {
     /// Requestor index.
     pub requestor: usize,
-    /// ns per load, one per pass.
+    /// ns per load of each pass the statistics use (the undisturbed ones, see `passes`).
     pub ns: Vec<f64>,
-    /// Timer ticks (TSC cycles on x86) per load, one per pass.
+    /// Timer ticks (TSC cycles on x86) per load, as `ns`.
     pub ticks: Vec<f64>,
+    /// ns per load of every pass, disturbed and re-measured ones included, as `passes`.
+    pub all_ns: Vec<f64>,
+    /// What disturbed each pass and which ones the statistics use.
+    pub passes: PassLog,
     /// Where its buffer landed.
     pub memory: MemProof,
     /// Restart search, when asked for.
@@ -275,15 +288,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         request: plan.request,
         evict_bytes: plan.evict_bytes,
     };
-    let main = run_round(
-        &setup,
-        &Round {
-            work: 0,
-            samples: plan.iterations,
-            loads: shape.loads,
-            target: Target::Chase,
-        },
-    )?;
+    let (main, pins) = main_passes(&setup, plan, &shape)?;
     let mut restarts: Vec<Option<RestartOutcome>> = vec![None; chases.len()];
     if let Some(p) = &plan.restart {
         // All requestors run every round together; each gets its own curve.
@@ -350,11 +355,14 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     };
     let requestors = chases
         .iter()
+        .zip(main)
         .enumerate()
-        .map(|(i, c)| RequestorResult {
+        .map(|(i, (c, p))| RequestorResult {
             requestor: i,
-            ns: main.ns_per_load[i].clone(),
-            ticks: main.ticks_per_load[i].clone(),
+            ns: p.used().iter().map(|v| v.0).collect(),
+            ticks: p.used().iter().map(|v| v.1).collect(),
+            all_ns: p.values.iter().map(|v| v.0).collect(),
+            passes: p.log,
             memory: c.buffer.proof.clone(),
             restart: restarts[i].take(),
             own_cache_ns: own.as_ref().map(|o| o.ns_per_load[i].clone()),
@@ -363,9 +371,41 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     Ok(SizeResult {
         shape,
         requestors,
-        pins: main.pins,
+        pins,
         warnings: plan.size_warnings(&host.machine, &shape),
     })
+}
+
+/// One requestor's passes: ns and timer ticks per load.
+type NsTicks = disturb::Passes<(f64, f64)>;
+
+/// The timed passes of every requestor (ns and ticks per load), disturbed ones
+/// measured again as the plan's rules say, and the first round's pinning proof.
+fn main_passes(
+    setup: &Setup,
+    plan: &LatencyPlan,
+    shape: &Shape,
+) -> Result<(Vec<NsTicks>, Vec<PinProof>)> {
+    let mut pins = None;
+    let passes = disturb::measure(&plan.rules, plan.iterations, |n| -> Result<_> {
+        let r = run_round(
+            setup,
+            &Round {
+                work: 0,
+                samples: n,
+                loads: shape.loads,
+                target: Target::Chase,
+            },
+        )?;
+        pins.get_or_insert(r.pins);
+        Ok(r.ns_per_load
+            .into_iter()
+            .zip(r.ticks_per_load)
+            .zip(r.disturb)
+            .map(|((ns, ticks), d)| ns.into_iter().zip(ticks).zip(d).collect())
+            .collect())
+    })?;
+    Ok((passes, pins.unwrap_or_default()))
 }
 
 /// Parameters common to every record of a plan.
@@ -392,6 +432,7 @@ pub fn parameters(plan: &LatencyPlan, timer: Option<&Timer>, shape: &Shape) -> s
         "unroll": UNROLL,
         "flush": plan.state.prepared().then(flush::method),
         "timer": timer,
+        "disturbed": plan.rules.policy.name(),
     })
 }
 
@@ -430,9 +471,11 @@ pub fn records(
                 rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);
             }
             rec.set_data(&LatencyData {
-                samples_ns: q.ns.clone(),
+                samples_ns: q.all_ns.clone(),
                 restart: None,
+                disturbance: Some(q.passes.clone()),
             });
+            rec.warnings.extend(q.passes.warning());
             if let Some(own) = &q.own_cache_ns {
                 rec.add_samples("own_cache_reference", "ns", own);
                 let med = |v: &[f64]| numalab_results::stats::median(v).unwrap_or(f64::NAN);
@@ -448,8 +491,9 @@ pub fn records(
             if let Some(o) = &q.restart {
                 rec.add_samples("restart", "ns", &o.window_values);
                 rec.set_data(&LatencyData {
-                    samples_ns: q.ns.clone(),
+                    samples_ns: q.all_ns.clone(),
                     restart: Some(o.clone()),
+                    disturbance: Some(q.passes.clone()),
                 });
                 if !o.converged {
                     rec.warnings.push(format!(

@@ -67,11 +67,16 @@ pub struct SweepData {
 /// `data` of a `latency` record: every pass, and the restart search when run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyData {
-    /// ns per load of every timed pass.
+    /// ns per load of every timed pass (disturbed and re-measured ones included, in
+    /// the order of `disturbance.passes`).
     pub samples_ns: Vec<f64>,
     /// The restart search's outcome (only with `--restart`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<crate::restart::RestartOutcome>,
+    /// What disturbed each pass, and which ones the statistics use (absent in older
+    /// records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<numalab_results::disturb::PassLog>,
 }
 
 /// The memory-hierarchy sweep.
@@ -355,6 +360,7 @@ mod tests {
         r.set_data(&LatencyData {
             samples_ns: vec![100.0],
             restart: Some(restart),
+            disturbance: None,
         });
         let html = StatesPresenter.html(&[r]).expect("a restart figure");
         assert!(

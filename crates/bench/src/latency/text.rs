@@ -3,6 +3,7 @@
 
 use super::{LatencyData, SweepData};
 use crate::sweep::Plateau;
+use numalab_results::disturb::PassLog;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
 use numalab_results::Record;
@@ -59,6 +60,8 @@ pub fn text(records: &[Record]) -> Option<String> {
         plan_text(planned.first()?, &planned)
     };
     let all: Vec<Record> = measured.into_iter().chain(planned).cloned().collect();
+    let (all, folded) = numalab_results::disturb::fold_warnings(&all, "measurements");
+    s.push_str(&folded);
     s.push_str(&warning_lines(&all));
     Some(s)
 }
@@ -92,6 +95,7 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
         "p95",
         "stdev",
         "TSC cycles",
+        "disturbed",
     ];
     if restart {
         header.push("restart ns");
@@ -101,6 +105,9 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
     }
     let rows: Vec<Vec<String>> = records.iter().map(|r| row(r, restart, own)).collect();
     s.push_str(&table(&header, &rows));
+    s.push('\n');
+    let owned: Vec<Record> = records.iter().map(|r| (*r).clone()).collect();
+    s.push_str(&PassLog::line_of(&owned).unwrap_or_default());
     s.push('\n');
     if let Some(o) = first.data_as::<LatencyData>().ok().and_then(|d| d.restart) {
         let _ = writeln!(
@@ -134,6 +141,7 @@ fn row(r: &Record, restart: bool, own: bool) -> Vec<String> {
         l.map(|x| f(x.summary.p95)).unwrap_or_default(),
         l.map(|x| f(x.summary.stdev)).unwrap_or_default(),
         r.median("latency_tsc").map(f).unwrap_or_else(dash),
+        PassLog::cell(r),
     ];
     if restart {
         row.push(

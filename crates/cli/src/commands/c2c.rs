@@ -27,6 +27,13 @@ pub struct C2cArgs {
     /// Bytes of Modified lines the reader reads per pass.
     #[arg(long, default_value = "64K")]
     read_size: String,
+    /// A disturbed pass (see `numalab latency --help`): remeasure (up to 3 times), exclude or keep.
+    #[arg(
+        long,
+        default_value = "remeasure",
+        value_name = "keep|remeasure|exclude"
+    )]
+    disturbed: String,
     /// Print the pairs and the concurrent rounds without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -43,6 +50,7 @@ impl C2cArgs {
             round_trips: self.round_trips,
             iterations: self.iterations,
             read_size: self.read_size.clone(),
+            disturbed: self.disturbed.clone(),
         }
     }
 }

@@ -65,6 +65,15 @@ pub struct LatencyArgs {
     /// Most loads per timed pass (and lines prepared per pass).
     #[arg(long, default_value_t = DEFAULT_MAX_LOADS)]
     max_loads: usize,
+    /// A pass disturbed by the machine (involuntary switch, run-queue wait, steal,
+    /// cgroup throttling, another numalab run): remeasure it (up to 3 times) and leave
+    /// it out, exclude it, or keep it; every pass is flagged in the record either way.
+    #[arg(
+        long,
+        default_value = "remeasure",
+        value_name = "keep|remeasure|exclude"
+    )]
+    disturbed: String,
     /// Print the plan (placements, sizes, loads, helpers) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -92,6 +101,7 @@ impl LatencyArgs {
             page_size: self.page_size.clone(),
             seed: self.seed,
             max_loads: self.max_loads,
+            disturbed: self.disturbed.clone(),
         }
     }
 }

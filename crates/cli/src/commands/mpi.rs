@@ -103,6 +103,14 @@ pub struct SweepArgs {
     /// bytes every time, as OSU and IMB send (the receiver may keep them cached).
     #[arg(long, default_value = "fresh")]
     data: String,
+    /// A step disturbed on either rank (see `numalab latency --help`): remeasure (up to
+    /// 3 times), exclude or keep.
+    #[arg(
+        long,
+        default_value = "remeasure",
+        value_name = "keep|remeasure|exclude"
+    )]
+    disturbed: String,
     #[command(flatten)]
     job: JobArgs,
     /// Print the plan without starting ranks.
@@ -194,6 +202,8 @@ impl SweepArgs {
             window,
             data: Data::parse(&self.data)?,
             batch,
+            disturbed: numalab_results::disturb::Policy::parse(&self.disturbed)
+                .map_err(numalab_mpi::Error::Usage)?,
         })
     }
 }

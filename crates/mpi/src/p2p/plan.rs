@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::job::{JobOptions, Launch};
 use crate::kernels::{self, Data, Method};
 use crate::sizes::{check_nonzero, check_pair, check_sizes};
+use numalab_results::disturb::{Policy, Rules};
 use numalab_results::{Provenance, Record};
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +109,9 @@ pub struct Options {
     /// Latency iterations per timed sample (1: each timed; OSU times the whole loop).
     #[serde(default = "one")]
     pub batch: usize,
+    /// What is done with a step disturbed on either rank of the pair.
+    #[serde(default)]
+    pub disturbed: Policy,
 }
 
 fn one() -> usize {
@@ -127,6 +131,7 @@ impl Default for Options {
             window: 64,
             data: Data::Fresh,
             batch: 1,
+            disturbed: Policy::default(),
         }
     }
 }
@@ -196,6 +201,8 @@ pub struct Plan {
     pub method: Method,
     /// Measurements in order.
     pub steps: Vec<Step>,
+    /// What is done with a disturbed step.
+    pub rules: Rules,
 }
 
 impl Plan {
@@ -253,6 +260,10 @@ impl Plan {
             window: o.window,
             method,
             steps,
+            rules: Rules {
+                policy: o.disturbed,
+                ..Rules::default()
+            },
         })
     }
 

@@ -3,6 +3,7 @@
 //! the plan of a dry run.
 
 use super::plan::{Plan, KIND_BANDWIDTH, KIND_BANDWIDTH_PLAN, KIND_LATENCY, KIND_LATENCY_PLAN};
+use numalab_results::disturb;
 use numalab_results::output::table;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, warning_lines, Presenter};
@@ -182,6 +183,10 @@ fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
             let _ = writeln!(s, "not measured: {}: {}", u.feature, u.reason);
         }
     }
-    s.push_str(&warning_lines(recs));
+    let owned: Vec<Record> = recs.iter().map(|r| (*r).clone()).collect();
+    s.push_str(&disturb::PassLog::line_of(&owned).unwrap_or_default());
+    let (rest, folded) = disturb::fold_warnings(&owned, "steps");
+    s.push_str(&folded);
+    s.push_str(&warning_lines(&rest));
     s
 }

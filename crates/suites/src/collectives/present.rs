@@ -97,8 +97,8 @@ impl Presenter for CollectivesPresenter {
                 let f: LinearFit = r.data_as().ok()?;
                 Some(vec![
                     r.parameters["collective"].as_str().unwrap_or("").into(),
-                    f.formula,
-                    num(f.r2, 3),
+                    f.formula.clone(),
+                    f.quality(),
                 ])
             })
             .collect();

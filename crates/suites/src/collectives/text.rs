@@ -319,7 +319,7 @@ fn fit_row(k: Kind, f: &LinearFit) -> Vec<String> {
         k.name(),
         f.formula.clone(),
         coef.join(" "),
-        f.r2.map(|r| format!("{r:.3}")).unwrap_or("-".into()),
+        f.quality(),
         format!("{maxres:.3}"),
         f.n.to_string(),
     ]

@@ -50,6 +50,39 @@ fn head(r: &Record) -> String {
 }
 
 /// A time with its unit: ns below 10 µs, µs above.
+/// A metric's p5 and p95, if measured.
+fn spread(r: &Record, metric: &str) -> Option<(f64, f64)> {
+    r.stat(metric).map(|s| (s.summary.p5, s.summary.p95))
+}
+
+/// A percentage with its p5–p95 interval `(lo, hi)`: the figure when the interval
+/// keeps clear of 0 (and, when `bounded`, the figure lies in 0–100 %, the range an
+/// overlap can have); otherwise "within noise (lo…hi %)", since the passes' spread,
+/// not the effect, made the figure.
+fn pct_or_noise(figure: String, pct: f64, (lo, hi): (f64, f64), bounded: bool) -> String {
+    let clear = lo > 0.0 || hi < 0.0;
+    let possible = !bounded || (0.0..=100.0).contains(&pct);
+    if !pct.is_finite() || (clear && possible) || !lo.is_finite() || !hi.is_finite() {
+        figure
+    } else {
+        format!("within noise ({lo:.0}…{hi:.0}%)")
+    }
+}
+
+/// The masked share's interval: the baseline's p5–p95 against the masked loop's.
+fn masking_interval(b: &Record, r: &Record) -> Option<(f64, f64)> {
+    let (comm, (c5, c95), (p5, p95), (t5, t95)) = (
+        b.median("communication_time")?,
+        spread(b, "communication_time")?,
+        spread(b, "computation_time")?,
+        spread(r, "time")?,
+    );
+    Some((
+        100.0 * (c5 + p5 - t95) / comm,
+        100.0 * (c95 + p95 - t5) / comm,
+    ))
+}
+
 fn time(v: Option<f64>) -> String {
     match v {
         Some(v) if v.is_finite() && v >= 10_000.0 => format!("{:.1} µs", v / 1000.0),
@@ -128,7 +161,7 @@ fn mask_text(recs: &[&Record]) -> String {
     if baselines.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\nlatency masking with Livermore Loop 7 (seed Fig. 3): % of the baseline's communication hidden, by chunk size T (or how many times the baseline's whole time the masked loop took)\n");
+    let mut out = String::from("\nlatency masking with Livermore Loop 7 (seed Fig. 3): % of the baseline's communication hidden, by chunk size T (or how many times the baseline's whole time the masked loop took); \"within noise\" where the p5–p95 interval includes 0\n");
     let points = |b: &Record| -> Vec<&Record> {
         mask.iter()
             .copied()
@@ -166,7 +199,11 @@ fn mask_text(recs: &[&Record]) -> String {
                 let pct = r.parameters["masked_pct"]
                     .as_f64()
                     .filter(|p| p.is_finite());
-                row.push(masking_text(pct, r.median("time"), whole));
+                let text = masking_text(pct, r.median("time"), whole);
+                row.push(match (pct, masking_interval(b, r)) {
+                    (Some(p), Some(iv)) => pct_or_noise(text, p, iv, false),
+                    _ => text,
+                });
             }
             let p = &b.parameters;
             row.push(
@@ -298,7 +335,7 @@ fn threads_text(recs: &[&Record]) -> String {
             ks.push(k);
         }
     }
-    let mut out = String::from("\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller\n");
+    let mut out = String::from("\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller; \"within noise\" where its p5–p95 interval includes 0 or the median lies outside 0–100 %\n");
     let body: Vec<Vec<String>> = ks
         .iter()
         .map(|&k| {
@@ -311,20 +348,33 @@ fn threads_text(recs: &[&Record]) -> String {
                 .first()
                 .and_then(|r| r.median("create_join_time"))
                 .unwrap_or(f64::NAN);
+            let find = |w: &str| mine.iter().find(|r| r.parameters["work"] == w);
             let get = |w: &str| {
-                mine.iter()
-                    .find(|r| r.parameters["work"] == w)
+                find(w)
                     .and_then(|r| r.median("time"))
                     .map_or(f64::NAN, |t| t - e)
             };
+            let sp = |w: &str| {
+                find(w)
+                    .and_then(|r| spread(r, "time"))
+                    .unwrap_or((f64::NAN, f64::NAN))
+            };
             let (c, m, b) = (get("computation"), get("communication"), get("both"));
+            let ((c5, c95), (m5, m95), (b5, b95)) =
+                (sp("computation"), sp("communication"), sp("both"));
+            let ov = 100.0 * (c + m - b) / c.min(m);
+            // p5/p95 of each time: the overlap's interval (create+join cancels to one e).
+            let iv = (
+                100.0 * (c5 + m5 - b95 - e) / c.min(m),
+                100.0 * (c95 + m95 - b5 - e) / c.min(m),
+            );
             vec![
                 k.to_string(),
                 format!("{:.1}", e / 1000.0),
                 format!("{:.1}", c / 1000.0),
                 format!("{:.1}", m / 1000.0),
                 format!("{:.1}", b / 1000.0),
-                format!("{:.0}%", 100.0 * (c + m - b) / c.min(m)),
+                pct_or_noise(format!("{ov:.0}%"), ov, iv, true),
             ]
         })
         .collect();
@@ -341,4 +391,20 @@ fn threads_text(recs: &[&Record]) -> String {
     ));
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pct_or_noise;
+
+    #[test]
+    fn a_figure_whose_interval_holds_zero_or_leaves_the_range_is_noise() {
+        let f = |p: f64, iv, bounded| pct_or_noise(format!("{p:.0}%"), p, iv, bounded);
+        assert_eq!(f(35.0, (20.0, 50.0), true), "35%");
+        assert_eq!(f(104.0, (60.0, 140.0), true), "within noise (60…140%)");
+        assert_eq!(f(-226.0, (-400.0, 30.0), true), "within noise (-400…30%)");
+        // A masked loop may really be slower: negative is a figure when clear of 0.
+        assert_eq!(f(-56.0, (-70.0, -40.0), false), "-56%");
+        assert_eq!(f(10.0, (-5.0, 25.0), false), "within noise (-5…25%)");
+    }
 }

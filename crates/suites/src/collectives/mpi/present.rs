@@ -147,9 +147,14 @@ fn models(records: &[Record]) -> String {
                 let coef: Vec<String> = f
                     .coefficients
                     .iter()
-                    .map(|c| format!("{}={}", c.name, num(c.value, 4)))
+                    .filter_map(|c| c.value.map(|x| format!("{}={x:.4}", c.name)))
                     .collect();
-                vec![r.name.clone(), f.formula, coef.join(" "), num(f.r2, 3)]
+                vec![
+                    r.name.clone(),
+                    f.formula.clone(),
+                    coef.join(" "),
+                    f.quality(),
+                ]
             }
             Err(_) => vec![
                 r.name.clone(),

@@ -94,20 +94,15 @@ fn model_line(r: &Record) -> String {
             let coef: Vec<String> = d
                 .coefficients
                 .iter()
-                .map(|c| match c.value {
-                    Some(x) => format!("{}={x:.4}", c.name),
-                    None => format!("{}=n/a", c.name),
-                })
+                .filter_map(|c| c.value.map(|x| format!("{}={x:.4}", c.name)))
                 .collect();
-            // One P leaves nothing for R² to judge: said, not printed as NaN.
-            let r2 =
-                d.r2.filter(|v| v.is_finite())
-                    .map_or("R² -: too few points".into(), |v| format!("R² {v:.3}"));
+            // One P leaves nothing for R² to judge: quality() says so in words.
             format!(
-                "  {:<20} {:<38} {}  ({r2})\n",
+                "  {:<20} {:<38} {}  {}\n",
                 r.name,
                 d.formula,
                 coef.join(" "),
+                d.quality()
             )
         }
         Err(_) => format!(
