@@ -198,13 +198,13 @@ impl Plan {
     /// One line for --dry-run and progress.
     pub fn describe(&self) -> String {
         format!(
-            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {:?}: {} KiB shared, {} locks",
+            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}: {} KiB shared, {} locks",
             self.app,
             self.protocol.name(),
             self.threads,
             self.ranks,
             self.net_delay_ns,
-            self.input,
+            self.input.name(),
             self.shared_bytes >> 10,
             self.locks
         )
