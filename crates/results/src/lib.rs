@@ -17,6 +17,7 @@ pub mod present;
 pub mod provenance;
 pub mod record;
 pub mod report;
+pub mod rescue;
 pub mod runlock;
 pub mod stats;
 pub mod summary;

@@ -47,7 +47,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
 }
 
 /// The records of one input and the plan's steps it lacks.
-fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), CliError> {
+fn read_input(path: &Path) -> Result<numalab_suites::survey::files::Input, CliError> {
     numalab_suites::survey::files::read_input(path).map_err(bad)
 }
 
@@ -72,10 +72,26 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     }
     let mut records = Vec::new();
     let mut missing = Vec::new();
+    let mut notes = Vec::new();
     for f in &a.files {
-        let (r, m) = read_input(f)?;
-        records.extend(r);
-        missing.extend(m);
+        let input = read_input(f)?;
+        records.extend(input.records);
+        missing.extend(input.missing);
+        notes.extend(input.notes);
+    }
+    if records.is_empty() {
+        return Err(bad(format!(
+            "nothing to report: {} hold(s) no records{}",
+            names(&a.files),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} planned step(s) not measured)", missing.len())
+            }
+        )));
+    }
+    for n in &notes {
+        eprintln!("numalab: note: {n}");
     }
     let host = records.first().map(|r| r.provenance.hostname.as_str());
     let title = format!("numalab report: {}", host.unwrap_or("no records"));
@@ -95,6 +111,12 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
         records.len()
     );
     Ok(())
+}
+
+/// The input files, quoted and joined.
+fn names(files: &[PathBuf]) -> String {
+    let q: Vec<String> = files.iter().map(|f| format!("'{}'", f.display())).collect();
+    q.join(", ")
 }
 
 /// Run `numalab compare`.

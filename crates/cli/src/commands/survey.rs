@@ -126,7 +126,14 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
 /// The start line: steps, planned time, the folder and what a resume found.
 fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log) {
     let resumed = a.resume.is_some();
-    let done = log.journal.entries.len();
+    // Counted as the start line counts: the steps that run here, not the skipped ones.
+    let j = &log.journal;
+    let done = j
+        .header
+        .plan
+        .iter()
+        .filter(|p| p.skip.is_none() && j.entry(&p.id).is_some())
+        .count();
     eprintln!(
         "numalab survey: {} steps, planned about {:.0} s; {}{}{}{}",
         plan.runnable(),
@@ -134,12 +141,15 @@ fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log) {
         if resumed { "continuing " } else { "writing " },
         dir.display(),
         if resumed {
-            format!(" ({done} of {} steps finished before)", plan.steps.len())
+            format!(" ({done} of {} steps finished before)", plan.runnable())
         } else {
             String::new()
         },
         plan.cap_note()
     );
+    for n in &log.notes {
+        eprintln!("numalab: note: {n}");
+    }
 }
 
 /// Write the files, print the summary and the steps' table, and say how it ended.
