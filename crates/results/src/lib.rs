@@ -12,6 +12,7 @@ pub mod linfit;
 pub mod model;
 pub mod model_present;
 pub mod output;
+pub mod partial;
 pub mod plot;
 pub mod present;
 pub mod provenance;

@@ -234,13 +234,15 @@ pub fn run_job(
     if dry_run {
         return common.show(&plan(&context(host).prov));
     }
-    let world = start(host, &launch.req, &launch.world)?;
+    let world = start_keeping(host, launch, common, None)?;
     let recs = measure(&world).unwrap_or_else(|e| fail(Some(&world), &e));
-    match (recs, layout) {
+    let shown = match (recs, layout) {
         (Some(recs), Some(text)) => common.emit(&recs, || text(&recs)),
         (Some(recs), None) => common.show(&recs),
-        (None, _) => Ok(()),
-    }
+        (None, _) => return Ok(()),
+    };
+    numalab_results::partial::delivered();
+    shown
 }
 
 fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
@@ -272,6 +274,33 @@ pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<Wo
         std::process::exit(code);
     }
     Ok(World::start(host, opts).unwrap_or_else(|e| fail(None, &e)))
+}
+
+/// [`start`] for a job of `total` configurations: when the job fails, the ones its
+/// ranks finished (see `numalab_results::partial`) go to `-o` or a named fallback file.
+pub fn start_keeping(
+    host: &Host,
+    launch: &Launch,
+    common: &CommonArgs,
+    total: Option<usize>,
+) -> Result<World, CliError> {
+    use numalab_results::partial;
+    let kept = partial::path_for_launcher();
+    if numalab_mpi::env::JobEnv::detect().is_none() {
+        let _ = std::fs::remove_file(&kept);
+        std::env::set_var(partial::VAR, &kept);
+    }
+    if let Launched::Parent(code) = ensure(&launch.req)? {
+        if code != 0 {
+            let out = common.output.as_deref();
+            if let Some(msg) = partial::salvage(&kept, out, total) {
+                eprintln!("numalab: {msg}");
+            }
+        }
+        let _ = std::fs::remove_file(&kept);
+        std::process::exit(code);
+    }
+    Ok(World::start(host, &launch.world).unwrap_or_else(|e| fail(None, &e)))
 }
 
 impl MpiArgs {
