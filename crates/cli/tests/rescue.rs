@@ -139,6 +139,15 @@ fn records_go_to_a_second_place_when_output_and_tmpdir_are_full() {
     assert_eq!(recs[0]["kind"], "topo");
 }
 
+/// Damage a line in its middle: a control character, which no JSON may hold unescaped.
+fn corrupt(line: &mut String) {
+    let (i, c) = line
+        .char_indices()
+        .find(|(i, _)| *i >= line.len() / 2)
+        .unwrap();
+    line.replace_range(i..i + c.len_utf8(), "\u{1}");
+}
+
 /// A survey journal made by hand: steps a, b, c, each finished with `topo` records.
 fn journal_text(continues: Option<String>, steps: &[&str]) -> String {
     let topo = numalab(&["topo", "--json"]);
@@ -180,8 +189,7 @@ fn report_reads_a_journal_past_its_damaged_lines_and_names_them() {
     let text = journal_text(None, &["a", "b", "c"]);
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     // Step b's line corrupted in its middle; garbage appended after the last.
-    let mid = lines[2].len() / 2;
-    lines[2].replace_range(mid..mid + 1, "#");
+    corrupt(&mut lines[2]);
     lines.push("\u{1}garbage".into());
     let jp = dir.join(journal::FILE_NAME);
     std::fs::write(&jp, lines.join("\n") + "\n").unwrap();
@@ -209,7 +217,7 @@ fn report_reads_a_journal_past_its_damaged_lines_and_names_them() {
     );
     assert!(std::fs::read_to_string(&html).unwrap().contains("step b"));
     // A damaged header still refuses the journal: nothing in it can be trusted.
-    lines[0].replace_range(5..6, "#");
+    corrupt(&mut lines[0]);
     std::fs::write(&jp, lines.join("\n") + "\n").unwrap();
     let out = numalab(&[
         "report",
@@ -395,4 +403,60 @@ fn a_killed_mpi_suite_keeps_the_configurations_it_finished() {
     runs.dedup();
     assert_eq!(runs.len(), n, "{runs:?}");
     assert!(!partial.exists(), "the launcher leaves no partial file");
+}
+
+#[test]
+fn resume_measures_again_only_the_steps_whose_journal_lines_are_damaged() {
+    let dir = tmpdir("rescue-resume").join("s");
+    let d = dir.to_str().unwrap();
+    let plan = ["survey", "--quick", "--max-size", "256K"];
+    let run = |extra: &[&str]| {
+        let mut a: Vec<&str> = vec!["600"];
+        a.extend(plan);
+        a.extend_from_slice(extra);
+        let out = common::bounded("600", &a[1..], &[]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{extra:?}: {err}");
+        err
+    };
+    run(&["-o", d]);
+    let jp = dir.join(journal::FILE_NAME);
+    let whole = journal::read(&jp).unwrap();
+    let mut lines: Vec<String> = std::fs::read_to_string(&jp)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    corrupt(&mut lines[2]);
+    lines.push("garbage".into());
+    std::fs::write(&jp, lines.join("\n") + "\n").unwrap();
+    let survey_steps = |p: &Path| {
+        let recs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        recs.iter().filter(|r| r["kind"] == "survey").count()
+    };
+    let before = survey_steps(&dir.join("results.json"));
+    std::fs::remove_file(dir.join("results.json")).unwrap();
+    let err = run(&["--resume", d]);
+    let damaged_step = &whole.entries[1].step;
+    assert!(
+        err.contains(&format!("line 3 (step '{damaged_step}')")) && err.contains("line "),
+        "{err}"
+    );
+    // The start line counts one plan: "N steps … (K of N steps finished before)".
+    let start = err
+        .lines()
+        .find(|l| l.starts_with("numalab survey:"))
+        .unwrap();
+    let n = start.split(' ').nth(2).unwrap();
+    assert!(
+        start.contains(&format!(" of {n} steps finished before")),
+        "{start}"
+    );
+    let j = journal::read(&jp).unwrap();
+    assert!(j.missing().is_empty());
+    // Only the damaged step ran again; the damaged lines stay, named, for a person.
+    assert_eq!(j.entries.len(), whole.entries.len());
+    assert_eq!(j.damaged.len(), 2);
+    assert_eq!(&j.entries.last().unwrap().step, damaged_step);
+    assert_eq!(survey_steps(&dir.join("results.json")), before);
 }

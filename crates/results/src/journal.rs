@@ -446,7 +446,8 @@ mod tests {
         let a = serde_json::to_string(&entry("a", 1)).unwrap();
         let b = serde_json::to_string(&entry("b", 2)).unwrap();
         // b's line corrupted in its middle, and garbage appended after c's.
-        let bad_b = format!("{}#{}", &b[..b.len() / 2], &b[b.len() / 2 + 1..]);
+        // A control character: no JSON holds one unescaped, inside a string or out.
+        let bad_b = format!("{}\u{1}{}", &b[..b.len() / 2], &b[b.len() / 2 + 1..]);
         let c = serde_json::to_string(&entry("c", 1)).unwrap();
         let text = format!("{h}\n{a}\n{bad_b}\n{c}\n{{garbage\n");
         let j = parse(&text).unwrap();
@@ -475,7 +476,7 @@ mod tests {
     fn bad_headers_are_errors() {
         let h = serde_json::to_string(&header()).unwrap();
         let e = serde_json::to_string(&entry("a", 1)).unwrap();
-        let bad_h = format!("{}#{}", &h[..h.len() / 2], &h[h.len() / 2 + 1..]);
+        let bad_h = format!("{}\u{1}{}", &h[..h.len() / 2], &h[h.len() / 2 + 1..]);
         let err = parse(&format!("{bad_h}\n{e}\n")).unwrap_err();
         assert!(err.contains("no header"), "{err}");
         assert!(parse("").is_err());
