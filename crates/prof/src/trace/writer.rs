@@ -4,7 +4,7 @@
 //! cut-short original is removed, so no empty or torn file is left behind.
 
 use super::{Entry, Header};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Streams entries to a file, one JSON object per line.
@@ -93,8 +93,17 @@ impl Writer {
 
     /// Continue the trace at `from` in a fallback file after writing it failed with `e`.
     fn rescue(&mut self, from: &Path, e: std::io::Error) -> std::io::Result<()> {
-        let mut prefix = std::fs::read(from).unwrap_or_default();
-        prefix.truncate(self.written);
+        // Only a regular file can be read back (never /dev/full or a pipe), and only
+        // a whole prefix makes a whole trace.
+        if !std::fs::metadata(from).is_ok_and(|m| m.is_file()) {
+            return Err(e);
+        }
+        let mut prefix = Vec::new();
+        let read = std::fs::File::open(from)
+            .and_then(|f| f.take(self.written as u64).read_to_end(&mut prefix));
+        if read.is_err() || prefix.len() != self.written {
+            return Err(e);
+        }
         let mut file = None;
         let kept = numalab_results::rescue::keep(from, "trace", |to| {
             let mut f = std::fs::File::create_new(to)?;
