@@ -460,3 +460,75 @@ fn resume_measures_again_only_the_steps_whose_journal_lines_are_damaged() {
     assert_eq!(&j.entries.last().unwrap().step, damaged_step);
     assert_eq!(survey_steps(&dir.join("results.json")), before);
 }
+
+#[test]
+fn ctrl_c_on_mpi_latency_keeps_the_steps_it_finished() {
+    let root = tmpdir("rescue-sigint");
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let file = root.join("lat.json");
+    let mut child = Command::new(EXE)
+        .args([
+            "mpi",
+            "latency",
+            "--ranks",
+            "2",
+            "--ops",
+            "pingpong,get,put",
+        ])
+        .args([
+            "--sizes",
+            "8,64,512,4K,32K,256K,1M",
+            "--iterations",
+            "20000",
+            "-o",
+        ])
+        .arg(&file)
+        .env("TMPDIR", &tmp)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let partial = loop {
+        match partial_in(&tmp) {
+            Some((p, n)) if n >= 1 => break p,
+            _ => {}
+        }
+        if child.try_wait().unwrap().is_some() || t0.elapsed().as_secs() > 300 {
+            let _ = child.kill();
+            panic!("the job ended, or no step finished in 300 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signalling the launcher this test started, as a terminal's Ctrl-C would.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() > 400 {
+            let _ = child.kill();
+            panic!("the job did not end after Ctrl-C");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(0) {
+        return; // every step finished before the signal arrived: nothing to keep
+    }
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    let said = err
+        .lines()
+        .find(|l| l.contains("configurations had finished"))
+        .unwrap_or_else(|| panic!("nothing kept: {err}"));
+    let recs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(!recs.is_empty());
+    assert!(
+        said.contains(&format!("their {} records are written to", recs.len())),
+        "{said}"
+    );
+    assert!(recs.iter().all(|r| r["kind"] == "mpi-latency"), "{recs:?}");
+    assert!(!partial.exists());
+}

@@ -291,11 +291,13 @@ pub fn start_keeping(
         std::env::set_var(partial::VAR, &kept);
     }
     if let Launched::Parent(code) = ensure(&launch.req)? {
-        if code != 0 {
-            let out = common.output.as_deref();
-            if let Some(msg) = partial::salvage(&kept, out, total) {
-                eprintln!("numalab: {msg}");
-            }
+        let out = common.output.as_deref();
+        let salvaged = (code != 0).then(|| partial::salvage(&kept, out, total));
+        match (code, salvaged.flatten()) {
+            (_, Some(msg)) => eprintln!("numalab: {msg}"),
+            // Interrupted (128 + the signal) before anything finished: said, not guessed.
+            (129.., None) => eprintln!("numalab: nothing had finished, so no records were written"),
+            _ => {}
         }
         let _ = std::fs::remove_file(&kept);
         std::process::exit(code);
