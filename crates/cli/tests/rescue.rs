@@ -532,3 +532,33 @@ fn ctrl_c_on_mpi_latency_keeps_the_steps_it_finished() {
     assert!(recs.iter().all(|r| r["kind"] == "mpi-latency"), "{recs:?}");
     assert!(!partial.exists());
 }
+
+#[test]
+fn a_monitor_trace_on_a_full_disk_continues_in_a_named_file() {
+    let root = tmpdir("rescue-monitor");
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mnt = root.join("m");
+    let script = format!(
+        "timeout -k 5 120 '{EXE}' monitor -i 10 -c 20 -o '{m}/out/t.trace' >/dev/null; echo \"rc=$?\"; ls '{m}/out'",
+        m = mnt.display()
+    );
+    let Some(out) = on_full_tmpfs(&mnt, "64k", 64, &script, &[("TMPDIR", &tmp)]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("rc=1") && !stdout.contains("t.trace"),
+        "{stdout} {err}"
+    );
+    let moved = named(&err, "numalab-rescued-");
+    assert!(moved.starts_with(&tmp), "{moved:?}");
+    let info = numalab(&["info", moved.to_str().unwrap()]);
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    std::fs::remove_file(&moved).unwrap();
+}
