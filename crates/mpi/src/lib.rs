@@ -15,6 +15,7 @@ pub mod env;
 pub mod error;
 pub mod gather;
 pub mod job;
+pub mod keep;
 pub mod kernels;
 pub mod launch;
 pub mod launch_notice;

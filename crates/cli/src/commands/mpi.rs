@@ -276,30 +276,16 @@ pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<Wo
     Ok(World::start(host, opts).unwrap_or_else(|e| fail(None, &e)))
 }
 
-/// [`start`] for a job of `total` configurations: when the job fails, the ones its
-/// ranks finished (see `numalab_results::partial`) go to `-o` or a named fallback file.
+/// [`start`] for a job of `total` configurations: when it fails, the finished ones go
+/// to `-o` or a named fallback file (`numalab_mpi::keep`).
 pub fn start_keeping(
     host: &Host,
     launch: &Launch,
     common: &CommonArgs,
     total: Option<usize>,
 ) -> Result<World, CliError> {
-    use numalab_results::partial;
-    let kept = partial::path_for_launcher();
-    if numalab_mpi::env::JobEnv::detect().is_none() {
-        let _ = std::fs::remove_file(&kept);
-        std::env::set_var(partial::VAR, &kept);
-    }
-    if let Launched::Parent(code) = ensure(&launch.req)? {
-        let out = common.output.as_deref();
-        let salvaged = (code != 0).then(|| partial::salvage(&kept, out, total));
-        match (code, salvaged.flatten()) {
-            (_, Some(msg)) => eprintln!("numalab: {msg}"),
-            // Interrupted (128 + the signal) before anything finished: said, not guessed.
-            (129.., None) => eprintln!("numalab: nothing had finished, so no records were written"),
-            _ => {}
-        }
-        let _ = std::fs::remove_file(&kept);
+    let out = common.output.as_deref();
+    if let Launched::Parent(code) = numalab_mpi::keep::ensure_keeping(&launch.req, out, total)? {
         std::process::exit(code);
     }
     Ok(World::start(host, &launch.world).unwrap_or_else(|e| fail(None, &e)))

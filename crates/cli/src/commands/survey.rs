@@ -126,14 +126,7 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
 /// The start line: steps, planned time, the folder and what a resume found.
 fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log) {
     let resumed = a.resume.is_some();
-    // Counted as the start line counts: the steps that run here, not the skipped ones.
-    let j = &log.journal;
-    let done = j
-        .header
-        .plan
-        .iter()
-        .filter(|p| p.skip.is_none() && j.entry(&p.id).is_some())
-        .count();
+    let done = log.finished_runnable();
     eprintln!(
         "numalab survey: {} steps, planned about {:.0} s; {}{}{}{}",
         plan.runnable(),

@@ -96,3 +96,27 @@ pub fn read_input(path: &Path) -> Result<Input, String> {
     }
     from_records(path)
 }
+
+/// Every input's records, missing steps and notes, in order; files that hold no record
+/// at all are refused (there is nothing to report).
+pub fn read_inputs(paths: &[std::path::PathBuf]) -> Result<Input, String> {
+    let mut all = Input::default();
+    for p in paths {
+        let one = read_input(p)?;
+        all.records.extend(one.records);
+        all.missing.extend(one.missing);
+        all.notes.extend(one.notes);
+    }
+    if !all.records.is_empty() {
+        return Ok(all);
+    }
+    let names: Vec<String> = paths.iter().map(|p| format!("'{}'", p.display())).collect();
+    let lacking = match all.missing.len() {
+        0 => String::new(),
+        n => format!(" ({n} planned step(s) not measured)"),
+    };
+    Err(format!(
+        "nothing to report: {} hold(s) no records{lacking}",
+        names.join(", ")
+    ))
+}

@@ -58,6 +58,17 @@ pub struct Log {
 }
 
 impl Log {
+    /// Finished steps that run here, counted as the start line counts the plan's steps
+    /// (skipped ones left out).
+    pub fn finished_runnable(&self) -> usize {
+        let j = &self.journal;
+        j.header
+            .plan
+            .iter()
+            .filter(|p| p.skip.is_none() && j.entry(&p.id).is_some())
+            .count()
+    }
+
     /// Record a finished step: in memory always, in the file while it can be written.
     /// When the journal cannot be written (disk full, folder removed), it continues in
     /// a fallback file (see `numalab_results::rescue`) whose header names this journal,
