@@ -73,9 +73,15 @@ fn from_records(path: &Path) -> Result<Input, String> {
 }
 
 /// The records of one input (a record file, a survey folder or its journal) and the
-/// plan's steps it lacks. A folder's journal is read when results.json is missing or
-/// older than it (a survey killed, or killed again while resumed).
-pub fn read_input(path: &Path) -> Result<Input, String> {
+/// plan's steps it lacks ([`read_one`] without its notes).
+pub fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), String> {
+    read_one(path).map(|i| (i.records, i.missing))
+}
+
+/// What one input holds (a record file, a survey folder or its journal). A folder's
+/// journal is read when results.json is missing or older than it (a survey killed, or
+/// killed again while resumed).
+pub fn read_one(path: &Path) -> Result<Input, String> {
     if path.is_dir() {
         let j = path.join(numalab_results::journal::FILE_NAME);
         let r = path.join("results.json");
@@ -102,7 +108,7 @@ pub fn read_input(path: &Path) -> Result<Input, String> {
 pub fn read_inputs(paths: &[std::path::PathBuf]) -> Result<Input, String> {
     let mut all = Input::default();
     for p in paths {
-        let one = read_input(p)?;
+        let one = read_one(p)?;
         all.records.extend(one.records);
         all.missing.extend(one.missing);
         all.notes.extend(one.notes);

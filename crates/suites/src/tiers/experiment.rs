@@ -103,9 +103,8 @@ pub struct Plan {
 }
 
 fn read_measured(path: &str, m: &Machine) -> Result<Measured> {
-    let mut records = crate::survey::files::read_input(Path::new(path))
-        .map_err(|e| Error::input(format!("invalid --from '{path}': {e}")))?
-        .records;
+    let (mut records, _) = crate::survey::files::read_input(Path::new(path))
+        .map_err(|e| Error::input(format!("invalid --from '{path}': {e}")))?;
     // A matrix file of its own carries no topology: its CPUs are this machine's.
     if !records.iter().any(|r| r.kind == "topo") {
         let prov = numalab_results::Provenance::collect(&m.summary(), &m.source);
