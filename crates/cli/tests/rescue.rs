@@ -562,3 +562,57 @@ fn a_monitor_trace_on_a_full_disk_continues_in_a_named_file() {
     );
     std::fs::remove_file(&moved).unwrap();
 }
+
+#[test]
+fn resume_takes_the_steps_a_continued_journal_holds() {
+    let root = tmpdir("rescue-adopt");
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let dir = root.join("s");
+    let (d, t) = (dir.to_str().unwrap(), tmp.to_str().unwrap());
+    let plan = ["survey", "--quick", "--max-size", "256K"];
+    let run = |extra: &[&str]| {
+        let mut a: Vec<&str> = plan.to_vec();
+        a.extend_from_slice(extra);
+        let out = common::bounded("600", &a, &[("TMPDIR", t)]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{extra:?}: {err}");
+        err
+    };
+    run(&["-o", d]);
+    // The journal kept its first three steps; the rest went on in a fallback journal
+    // (a full disk), which names it.
+    let jp = dir.join(journal::FILE_NAME);
+    let text = std::fs::read_to_string(&jp).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&jp, lines[..4].join("\n") + "\n").unwrap();
+    let mut header: Value = serde_json::from_str(lines[0]).unwrap();
+    header["continues"] = std::fs::canonicalize(&jp)
+        .unwrap()
+        .display()
+        .to_string()
+        .into();
+    let moved = tmp.join("numalab-rescued-1-2.jsonl");
+    let rest = lines[1..].join("\n");
+    std::fs::write(&moved, format!("{header}\n{rest}\n")).unwrap();
+    std::fs::remove_file(dir.join("results.json")).unwrap();
+    let err = run(&["--resume", d]);
+    let taken = format!(
+        "{} finished step(s) taken from '{}'",
+        lines.len() - 4,
+        moved.display()
+    );
+    assert!(err.contains(&taken), "{err}");
+    let start = err
+        .lines()
+        .find(|l| l.starts_with("numalab survey:"))
+        .unwrap();
+    let n = start.split(' ').nth(2).unwrap();
+    assert!(
+        start.contains(&format!("({n} of {n} steps finished before)")),
+        "{start}"
+    );
+    let j = journal::read(&jp).unwrap();
+    assert!(j.missing().is_empty() && j.damaged.is_empty());
+    assert_eq!(j.entries.len(), lines.len() - 1, "nothing measured twice");
+}
