@@ -205,10 +205,7 @@ impl Plan {
             self.threads,
             self.ranks,
             self.net_delay_ns,
-            match self.input {
-                crate::apps::Input::Small => "small",
-                crate::apps::Input::Paper => "paper",
-            },
+            self.input.name(),
             self.shared_bytes >> 10,
             self.locks
         )

@@ -439,7 +439,7 @@ fn verdict(code: i32, notices: &[Notice], killed_for: Option<String>, req: &Laun
         };
         let _ = writeln!(
             err,
-            "numalab: error: interrupted by {name}: the MPI job was ended before rank 0 had its records, so none were written"
+            "numalab: error: interrupted by {name}: the MPI job was ended before it finished"
         );
         return 128 + passed;
     }

@@ -16,6 +16,7 @@ pub mod error;
 pub mod gather;
 pub mod hostfile;
 pub mod job;
+pub mod keep;
 pub mod kernels;
 pub mod launch;
 pub mod launch_notice;

@@ -186,6 +186,10 @@ pub fn monitor(
     if let Some(w) = w.as_mut() {
         w.put(&Entry::End(end.clone())).map_err(|e| e.to_string())?;
         w.flush().map_err(|e| e.to_string())?;
+        // The trace is whole in a fallback file: said as the error that names it.
+        if let Some(why) = w.moved() {
+            return Err(why.to_string());
+        }
     }
     t.end = Some(end);
     Ok(t)

@@ -59,8 +59,10 @@ pub struct Outcome {
     pub exit: Exit,
     /// Sampling rounds taken.
     pub rounds: u64,
-    /// Trace path.
+    /// Trace path (a fallback file's when the one asked for could not be written).
     pub trace: PathBuf,
+    /// When the trace moved to a fallback file: one line saying why and where.
+    pub moved: Option<String>,
     /// Wall time from the target's start to its end.
     pub elapsed_ns: u64,
     /// CPU time the recorder used while the target ran.
@@ -295,7 +297,8 @@ pub fn record(
     Ok(Outcome {
         exit,
         rounds,
-        trace: opts.output.clone(),
+        trace: w.path().unwrap_or(&opts.output).to_path_buf(),
+        moved: w.moved().map(str::to_string),
         elapsed_ns: t_ns,
         sampler_cpu_ns: own_cpu_ns().zip(cpu0).map(|(b, a)| b - a),
     })

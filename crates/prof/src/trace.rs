@@ -6,8 +6,11 @@
 use numalab_results::Provenance;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufWriter, Write};
+use std::io::BufRead;
 use std::path::Path;
+
+mod writer;
+pub use writer::Writer;
 
 /// The format name in every header.
 pub const FORMAT: &str = "numalab-trace";
@@ -257,40 +260,6 @@ pub enum TraceError {
         /// Reason.
         why: String,
     },
-}
-
-/// Streams entries to a file, one JSON object per line.
-pub struct Writer {
-    out: BufWriter<Box<dyn Write + Send>>,
-}
-
-impl Writer {
-    /// Create (truncate) the file and write the header.
-    pub fn create(path: &Path, header: &Header) -> std::io::Result<Writer> {
-        let f = std::fs::File::create(path)?;
-        Self::to(Box::new(f), header)
-    }
-
-    /// Write to any sink (tests, stdout).
-    pub fn to(sink: Box<dyn Write + Send>, header: &Header) -> std::io::Result<Writer> {
-        let mut w = Writer {
-            out: BufWriter::new(sink),
-        };
-        w.put(&Entry::Header(Box::new(header.clone())))?;
-        w.flush()?;
-        Ok(w)
-    }
-
-    /// Append one entry (buffered until the next flush).
-    pub fn put(&mut self, e: &Entry) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, e)?;
-        self.out.write_all(b"\n")
-    }
-
-    /// Push buffered entries to the file; called once per interval.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
 }
 
 /// True when the file starts with a numalab trace header.

@@ -77,6 +77,10 @@ pub struct Header {
     pub fingerprint: Fingerprint,
     /// The resolved plan, in order.
     pub plan: Vec<PlannedStep>,
+    /// In a fallback journal: the journal it continues (absolute path), which could no
+    /// longer be written; `numalab report` of that journal follows it here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
 }
 
 /// One finished step.
@@ -103,6 +107,30 @@ pub struct Journal {
     pub valid_len: usize,
     /// True when the last line was cut short (the step running when the run died).
     pub truncated: bool,
+    /// Whole lines that are no step's entry (corrupted, or garbage appended): skipped,
+    /// so their steps count as not finished and a resume measures them again.
+    pub damaged: Vec<Damaged>,
+}
+
+/// A journal line that could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Damaged {
+    /// Its line number in the file (the header is line 1).
+    pub line: usize,
+    /// The plan step it seems to belong to, when its start is still legible.
+    pub step: Option<String>,
+    /// Why it could not be read.
+    pub why: String,
+}
+
+impl Damaged {
+    /// "line 5 (step 'a')" or "line 5".
+    pub fn name(&self) -> String {
+        match &self.step {
+            Some(s) => format!("line {} (step '{s}')", self.line),
+            None => format!("line {}", self.line),
+        }
+    }
 }
 
 impl Journal {
@@ -113,7 +141,22 @@ impl Journal {
             entries: Vec::new(),
             valid_len: 0,
             truncated: false,
+            damaged: Vec::new(),
         }
+    }
+
+    /// One line naming the damaged lines that were skipped, or None when there are none.
+    pub fn damage_note(&self) -> Option<String> {
+        if self.damaged.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = self.damaged.iter().map(Damaged::name).collect();
+        Some(format!(
+            "{} damaged journal line(s) skipped: {} ({}); their steps count as not measured",
+            names.len(),
+            names.join(", "),
+            self.damaged[0].why
+        ))
     }
 
     /// The entry of a finished step (the last one, should a step appear twice).
@@ -180,8 +223,19 @@ impl Journal {
     }
 }
 
-/// Read a journal's text. Errors (a bad header, a damaged line before the last) are one
-/// line; a last line without its newline that does not parse is the unfinished step.
+/// The step id a damaged line starts with (`{"step":"ID",`), when it is one of the plan's.
+fn legible_step(line: &str, plan: &[PlannedStep]) -> Option<String> {
+    plan.iter()
+        .find(|p| {
+            serde_json::to_string(&p.id)
+                .is_ok_and(|id| line.starts_with(&format!("{{\"step\":{id},")))
+        })
+        .map(|p| p.id.clone())
+}
+
+/// Read a journal's text. A bad header is an error (one line): without it nothing can
+/// be trusted. A damaged step line is skipped and named in [`Journal::damaged`]; a last
+/// line without its newline that does not parse is the unfinished step.
 pub fn parse(text: &str) -> Result<Journal, String> {
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().ok_or("empty file, no journal header")?;
@@ -207,7 +261,15 @@ pub fn parse(text: &str) -> Result<Journal, String> {
             }
             // A line cut short is the step that was running: never an error.
             _ if !whole => j.truncated = true,
-            Err(e) => return Err(format!("line {} is damaged ({e})", n + 2)),
+            Err(e) => {
+                // Appends continue after it: the damaged bytes stay for a person to see.
+                j.valid_len += line.len();
+                j.damaged.push(Damaged {
+                    line: n + 2,
+                    step: legible_step(line, &j.header.plan),
+                    why: e.to_string(),
+                });
+            }
             Ok(_) => unreachable!("whole lines are handled above"),
         }
     }
@@ -220,6 +282,23 @@ pub fn read(path: &Path) -> Result<Journal, String> {
         std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
     parse(&text).map_err(|e| format!("invalid journal '{}': {e}", path.display()))
+}
+
+/// The journal `path` went on in when it could no longer be written (see
+/// [`Header::continues`]): the fallback journal, in the places of
+/// [`crate::rescue::places`], that continues it and holds the most finished steps.
+pub fn continuation(path: &Path) -> Option<(std::path::PathBuf, Journal)> {
+    let me = std::fs::canonicalize(path).ok()?;
+    crate::rescue::candidates(path, "jsonl")
+        .into_iter()
+        .filter_map(|p| read(&p).ok().map(|j| (p, j)))
+        .filter(|(_, j)| {
+            j.header
+                .continues
+                .as_ref()
+                .is_some_and(|c| Path::new(c) == me)
+        })
+        .max_by_key(|(_, j)| j.entries.len())
 }
 
 /// Appends entries to a journal file, each one written and fsync'd.
@@ -282,6 +361,7 @@ mod tests {
             command_line: vec!["numalab".into(), "survey".into()],
             fingerprint: Fingerprint::of(&prov()),
             plan: vec![step("a"), step("b"), step("c")],
+            continues: None,
         }
     }
 
@@ -348,11 +428,44 @@ mod tests {
     }
 
     #[test]
-    fn damage_before_the_end_and_bad_headers_are_errors() {
+    fn damaged_step_lines_are_skipped_and_named() {
+        let h = serde_json::to_string(&header()).unwrap();
+        let a = serde_json::to_string(&entry("a", 1)).unwrap();
+        let b = serde_json::to_string(&entry("b", 2)).unwrap();
+        // b's line corrupted in its middle, and garbage appended after c's.
+        // A control character: no JSON holds one unescaped, inside a string or out.
+        let bad_b = format!("{}\u{1}{}", &b[..b.len() / 2], &b[b.len() / 2 + 1..]);
+        let c = serde_json::to_string(&entry("c", 1)).unwrap();
+        let text = format!("{h}\n{a}\n{bad_b}\n{c}\n{{garbage\n");
+        let j = parse(&text).unwrap();
+        let ids: Vec<&str> = j.entries.iter().map(|e| e.step.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        let missing: Vec<&str> = j.missing().iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(missing, ["b"]);
+        let lines: Vec<usize> = j.damaged.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [3, 5]);
+        assert_eq!(j.damaged[0].step.as_deref(), Some("b"));
+        assert_eq!(j.damaged[1].step, None);
+        assert_eq!(
+            j.valid_len,
+            text.len(),
+            "appends go after the damaged lines"
+        );
+        let note = j.damage_note().unwrap();
+        assert!(
+            note.contains("line 3 (step 'b')") && note.contains("line 5"),
+            "{note}"
+        );
+        assert_eq!(note.lines().count(), 1);
+    }
+
+    #[test]
+    fn bad_headers_are_errors() {
         let h = serde_json::to_string(&header()).unwrap();
         let e = serde_json::to_string(&entry("a", 1)).unwrap();
-        let err = parse(&format!("{h}\n{{garbage\n{e}\n")).unwrap_err();
-        assert!(err.contains("line 2"), "{err}");
+        let bad_h = format!("{}\u{1}{}", &h[..h.len() / 2], &h[h.len() / 2 + 1..]);
+        let err = parse(&format!("{bad_h}\n{e}\n")).unwrap_err();
+        assert!(err.contains("no header"), "{err}");
         assert!(parse("").is_err());
         assert!(parse("[1,2]\n")
             .unwrap_err()

@@ -128,58 +128,46 @@ pub fn check_fresh(path: &Path, force: bool) -> Result<(), OutputError> {
     }
 }
 
-/// Where records go when their destination cannot be written:
-/// `$TMPDIR/numalab-rescued-<pid>-<unix time>.json`.
-pub fn rescue_path() -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    std::env::temp_dir().join(format!(
-        "numalab-rescued-{}-{secs}.json",
-        std::process::id()
-    ))
+/// Keep records in a fallback file after `path` failed with `why`: the first place of
+/// [`crate::rescue::places`] that takes them, else standard output when it is a file or
+/// a pipe; the error names where they are, or says that keeping them failed too.
+pub fn rescue(path: &Path, why: String, records: &[Record]) -> OutputError {
+    let text = to_json(records);
+    let kept = crate::rescue::keep(path, "json", |to| {
+        let mut f = std::fs::File::create_new(to)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    let rescued = match kept {
+        Ok(to) => to.display().to_string(),
+        Err(tried) => match to_stdout(&text) {
+            Ok(()) => "standard output (after what was printed before)".to_string(),
+            Err(e) => {
+                return OutputError::Io {
+                    path: path.display().to_string(),
+                    why: format!("{why}; {tried}; and standard output: {e}"),
+                }
+            }
+        },
+    };
+    OutputError::Rescued {
+        path: path.display().to_string(),
+        why,
+        n: records.len(),
+        rescued,
+    }
 }
 
-/// Keep records in a fallback file (see [`rescue_path`]) after `path` failed with `why`;
-/// the error names the file that holds them, or says that keeping them failed too.
-pub fn rescue(path: &Path, why: String, records: &[Record]) -> OutputError {
-    let base = rescue_path();
-    let mut to = base.clone();
-    let mut kept = Err(std::io::Error::other("not tried"));
-    // Two failures within one second in one process: never overwrite the first.
-    for k in 1..100 {
-        kept = (|| {
-            let mut f = std::fs::File::create_new(&to)?;
-            f.write_all(to_json(records).as_bytes())?;
-            f.sync_all()
-        })();
-        match &kept {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                to = base.with_extension(format!("{k}.json"));
-            }
-            _ => break,
-        }
+/// The last place records can go: standard output, when it is no terminal.
+fn to_stdout(text: &str) -> std::io::Result<()> {
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(1) } == 1 {
+        return Err(std::io::Error::other("a terminal, not a file or pipe"));
     }
-    match kept {
-        Ok(()) => OutputError::Rescued {
-            path: path.display().to_string(),
-            why,
-            n: records.len(),
-            rescued: to.display().to_string(),
-        },
-        Err(e) => {
-            if e.kind() != std::io::ErrorKind::AlreadyExists {
-                let _ = std::fs::remove_file(&to);
-            }
-            OutputError::Io {
-                path: path.display().to_string(),
-                why: format!(
-                    "{why}; keeping the records in '{}' failed too: {e}",
-                    to.display()
-                ),
-            }
-        }
-    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
 }
 
 /// The temporary name a file is written under before it is renamed to `path`.

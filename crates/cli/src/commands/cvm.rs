@@ -1,7 +1,7 @@
 //! `numalab suite cvm`: the seed's multithreaded-CVM study (seed 003) as one MPI job of
 //! `dsm run`s; rank 0 prints the seed's tables.
 
-use super::mpi::{start, JobArgs};
+use super::mpi::{start_keeping, JobArgs};
 use crate::common::{check_measurable, context, CliError, CommonArgs};
 use clap::Args;
 use numalab_mpi::sizes::{parse_counts, parse_list};
@@ -58,14 +58,14 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
             .common
             .show(&cvm::plan_records(&plans, &context(&host).prov));
     }
-    let world = start(&host, &launch.req, &launch.world)?;
     let n = plans.len();
+    let world = start_keeping(&host, &launch, &a.common, Some(n))?;
     let recs = cvm::run(&world, &host, &plans, &|i, p| {
         eprintln!("[{}/{n}] {}", i + 1, p.describe())
     })
     .unwrap_or_else(|e| fail(Some(&world), &numalab_mpi::Error::System(e)));
-    match recs {
-        Some(recs) => a.common.show(&recs),
-        None => Ok(()),
-    }
+    let Some(recs) = recs else { return Ok(()) };
+    let shown = a.common.show(&recs);
+    numalab_results::partial::delivered();
+    shown
 }

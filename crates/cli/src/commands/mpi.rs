@@ -264,13 +264,15 @@ pub fn run_job(
     if dry_run {
         return common.show(&plan(&context(host).prov));
     }
-    let world = start(host, &launch.req, &launch.world)?;
+    let world = start_keeping(host, launch, common, None)?;
     let recs = measure(&world).unwrap_or_else(|e| fail(Some(&world), &e));
-    match (recs, layout) {
+    let shown = match (recs, layout) {
         (Some(recs), Some(text)) => common.emit(&recs, || text(&recs)),
         (Some(recs), None) => common.show(&recs),
-        (None, _) => Ok(()),
-    }
+        (None, _) => return Ok(()),
+    };
+    numalab_results::partial::delivered();
+    shown
 }
 
 fn run_matrix(a: MatrixArgs) -> Result<(), CliError> {
@@ -303,6 +305,21 @@ pub fn start(host: &Host, req: &LaunchRequest, opts: &WorldOptions) -> Result<Wo
         std::process::exit(code);
     }
     Ok(World::start(host, opts).unwrap_or_else(|e| fail(None, &e)))
+}
+
+/// [`start`] for a job of `total` configurations: when it fails, the finished ones go
+/// to `-o` or a named fallback file (`numalab_mpi::keep`).
+pub fn start_keeping(
+    host: &Host,
+    launch: &Launch,
+    common: &CommonArgs,
+    total: Option<usize>,
+) -> Result<World, CliError> {
+    let out = common.output.as_deref();
+    if let Launched::Parent(code) = numalab_mpi::keep::ensure_keeping(&launch.req, out, total)? {
+        std::process::exit(code);
+    }
+    Ok(World::start(host, &launch.world).unwrap_or_else(|e| fail(None, &e)))
 }
 
 impl MpiArgs {

@@ -74,7 +74,11 @@ pub fn run(a: RecordArgs) -> Result<i32, CliError> {
         msg: e.msg,
     })?;
     eprintln!("{}", summary(&a, &out));
-    Ok(out.exit.status())
+    match out.moved {
+        // The trace is whole, but not where it was asked for: a script must notice.
+        Some(why) => Err(CliError { code: 1, msg: why }),
+        None => Ok(out.exit.status()),
+    }
 }
 
 /// The flags checked before anything starts: page sampling and the command itself.

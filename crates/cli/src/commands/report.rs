@@ -46,11 +46,6 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
     numalab_results::output::read_records(path).map_err(bad)
 }
 
-/// The records of one input and the plan's steps it lacks.
-fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), CliError> {
-    numalab_suites::survey::files::read_input(path).map_err(bad)
-}
-
 /// An HTML output that can be created and holds nothing yet (unless `force`).
 fn html_path(p: &Path, force: bool) -> Result<(), CliError> {
     if p.extension().is_some_and(|e| e == "html" || e == "htm") {
@@ -70,13 +65,11 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     if a.files.iter().any(|f| numalab_prof::trace::is_trace(f)) {
         return trace_report(&a);
     }
-    let mut records = Vec::new();
-    let mut missing = Vec::new();
-    for f in &a.files {
-        let (r, m) = read_input(f)?;
-        records.extend(r);
-        missing.extend(m);
+    let input = numalab_suites::survey::files::read_inputs(&a.files).map_err(bad)?;
+    for n in &input.notes {
+        eprintln!("numalab: note: {n}");
     }
+    let (records, missing) = (input.records, input.missing);
     let host = records.first().map(|r| r.provenance.hostname.as_str());
     let title = format!("numalab report: {}", host.unwrap_or("no records"));
     let html = if missing.is_empty() {

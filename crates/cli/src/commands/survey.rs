@@ -128,7 +128,7 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
 /// The start line: steps, planned time, the folder and what a resume found.
 fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log) {
     let resumed = a.resume.is_some();
-    let done = log.journal.entries.len();
+    let done = log.finished_runnable();
     eprintln!(
         "numalab survey: {} steps, planned about {:.0} s; {}{}{}{}",
         plan.runnable(),
@@ -136,12 +136,15 @@ fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log) {
         if resumed { "continuing " } else { "writing " },
         dir.display(),
         if resumed {
-            format!(" ({done} of {} steps finished before)", plan.steps.len())
+            format!(" ({done} of {} steps finished before)", plan.runnable())
         } else {
             String::new()
         },
         plan.cap_note()
     );
+    for n in &log.notes {
+        eprintln!("numalab: note: {n}");
+    }
 }
 
 /// Write the files, print the summary and the steps' table, and say how it ended.

@@ -76,6 +76,14 @@ impl Input {
             _ => None,
         }
     }
+
+    /// The flag's spelling (`small`, `paper`), as progress lines and plans show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Input::Small => "small",
+            Input::Paper => "paper",
+        }
+    }
 }
 
 /// The app called `name` at `input` size.

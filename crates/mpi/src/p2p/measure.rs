@@ -28,7 +28,10 @@ pub fn measure(
     let mut mine = Vec::new();
     // Whether the eager and the rendezvous protocols have been primed for streaming.
     let mut primed = [false; 2];
+    // Each step kept as it ends, so a job that dies keeps the steps it finished.
+    let mut kept = numalab_results::partial::Sink::from_env();
     for (i, st) in plan.steps.iter().enumerate() {
+        let before = mine.len();
         if world.is_root() {
             progress(i, plan.steps.len());
         }
@@ -57,6 +60,7 @@ pub fn measure(
             Err(Error::Check(_)) => {}
             Err(e) => return Err(e),
         }
+        kept.add(&mine[before..]);
     }
     world.gather_records(&mine)
 }

@@ -115,3 +115,19 @@ fn a_torn_last_line_is_skipped_but_damage_elsewhere_is_an_error() {
     assert!(parse(b"").unwrap_err().contains("empty"));
     std::fs::remove_file(&d).unwrap();
 }
+
+#[test]
+fn a_device_that_refuses_writes_is_an_error_never_moved_or_removed() {
+    // /dev/full takes no bytes and reads back endless zeros: nothing to copy, and the
+    // device must stay.
+    let full = Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    }
+    let e = Writer::create(full, &header())
+        .err()
+        .expect("no room on /dev/full");
+    assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+    assert!(full.exists());
+}

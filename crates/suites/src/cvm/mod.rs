@@ -107,6 +107,8 @@ pub fn run(
     progress: &dyn Fn(usize, &Plan),
 ) -> Result<Option<Vec<Record>>, String> {
     let mut all = Vec::new();
+    // Kept as each run ends, so a job that dies keeps the runs it finished.
+    let mut kept = numalab_results::partial::Sink::from_env();
     for (i, p) in plans.iter().enumerate() {
         if world.rank == 0 {
             progress(i, p);
@@ -116,6 +118,7 @@ pub fn run(
             for rec in &mut r {
                 rec.parameters[SUITE_PARAM] = "cvm".into();
             }
+            kept.add(&r);
             all.extend(r);
         }
     }

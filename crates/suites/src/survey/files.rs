@@ -27,22 +27,69 @@ pub fn write_all(dir: &Path, records: &[Record], missing: &[String]) -> Result<(
     write_atomic(&dir.join("report.html"), html.as_bytes())
 }
 
+/// What one input holds.
+#[derive(Debug, Default)]
+pub struct Input {
+    /// Its records.
+    pub records: Vec<Record>,
+    /// The plan's steps it lacks, in words.
+    pub missing: Vec<String>,
+    /// What the reader should know about how it was read (one line each).
+    pub notes: Vec<String>,
+}
+
+/// A survey's journal, followed into the fallback journal it continued in when it could
+/// no longer be written there; damaged lines are skipped and named.
+fn from_journal(path: &Path) -> Result<Input, String> {
+    let mut j = numalab_results::journal::read(path)?;
+    let mut notes = Vec::new();
+    if let Some((to, c)) = numalab_results::journal::continuation(path) {
+        if c.entries.len() >= j.entries.len() {
+            notes.push(format!(
+                "the journal '{}' could not be written to its end; it continues in '{}', read from there",
+                path.display(),
+                to.display()
+            ));
+            j = c;
+        }
+    }
+    notes.extend(
+        j.damage_note()
+            .map(|n| format!("'{}': {n}", path.display())),
+    );
+    Ok(Input {
+        records: j.records(),
+        missing: super::journal::missing(&j),
+        notes,
+    })
+}
+
+/// Records from a record file, all of them finished.
+fn from_records(path: &Path) -> Result<Input, String> {
+    Ok(Input {
+        records: read_records(path)?,
+        ..Input::default()
+    })
+}
+
 /// The records of one input (a record file, a survey folder or its journal) and the
-/// plan's steps it lacks. A folder's journal is read when results.json is missing or
-/// older than it (a survey killed, or killed again while resumed).
+/// plan's steps it lacks ([`read_one`] without its notes).
 pub fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), String> {
-    let from_journal = |j: &Path| -> Result<(Vec<Record>, Vec<String>), String> {
-        let journal = numalab_results::journal::read(j)?;
-        Ok((journal.records(), super::journal::missing(&journal)))
-    };
+    read_one(path).map(|i| (i.records, i.missing))
+}
+
+/// What one input holds (a record file, a survey folder or its journal). A folder's
+/// journal is read when results.json is missing or older than it (a survey killed, or
+/// killed again while resumed).
+pub fn read_one(path: &Path) -> Result<Input, String> {
     if path.is_dir() {
         let j = path.join(numalab_results::journal::FILE_NAME);
         let r = path.join("results.json");
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         return match (modified(&j), modified(&r)) {
-            (Some(tj), Some(tr)) if tr >= tj => Ok((read_records(&r)?, Vec::new())),
+            (Some(tj), Some(tr)) if tr >= tj => from_records(&r),
             (Some(_), _) => from_journal(&j),
-            (None, Some(_)) => Ok((read_records(&r)?, Vec::new())),
+            (None, Some(_)) => from_records(&r),
             (None, None) => Err(format!(
                 "invalid folder '{}': it holds no results.json or {} (give a survey's folder or record files)",
                 path.display(),
@@ -53,5 +100,29 @@ pub fn read_input(path: &Path) -> Result<(Vec<Record>, Vec<String>), String> {
     if path.extension().is_some_and(|e| e == "jsonl") {
         return from_journal(path);
     }
-    Ok((read_records(path)?, Vec::new()))
+    from_records(path)
+}
+
+/// Every input's records, missing steps and notes, in order; files that hold no record
+/// at all are refused (there is nothing to report).
+pub fn read_inputs(paths: &[std::path::PathBuf]) -> Result<Input, String> {
+    let mut all = Input::default();
+    for p in paths {
+        let one = read_one(p)?;
+        all.records.extend(one.records);
+        all.missing.extend(one.missing);
+        all.notes.extend(one.notes);
+    }
+    if !all.records.is_empty() {
+        return Ok(all);
+    }
+    let names: Vec<String> = paths.iter().map(|p| format!("'{}'", p.display())).collect();
+    let lacking = match all.missing.len() {
+        0 => String::new(),
+        n => format!(" ({n} planned step(s) not measured)"),
+    };
+    Err(format!(
+        "nothing to report: {} hold(s) no records{lacking}",
+        names.join(", ")
+    ))
 }

@@ -51,14 +51,28 @@ pub struct Log {
     writer: Option<Writer>,
     /// Why the journal could not be written, once it could not.
     pub broken: Option<String>,
+    /// What a resume found in the journal (damaged lines, a continuation), one line each.
+    pub notes: Vec<String>,
     /// The folder's one-writer lock, held while this log lives.
     _lock: FolderLock,
 }
 
 impl Log {
+    /// Finished steps that run here, counted as the start line counts the plan's steps
+    /// (skipped ones left out).
+    pub fn finished_runnable(&self) -> usize {
+        let j = &self.journal;
+        j.header
+            .plan
+            .iter()
+            .filter(|p| p.skip.is_none() && j.entry(&p.id).is_some())
+            .count()
+    }
+
     /// Record a finished step: in memory always, in the file while it can be written.
     /// When the journal cannot be written (disk full, folder removed), it continues in
-    /// a fallback file under $TMPDIR, so a later kill still keeps every step; returns
+    /// a fallback file (see `numalab_results::rescue`) whose header names this journal,
+    /// so a later kill still keeps every step and `numalab report` finds it; returns
     /// the warning to show then.
     pub fn finish(&mut self, e: Entry) -> Option<String> {
         let failed = match self.writer.as_mut() {
@@ -70,26 +84,35 @@ impl Log {
         let why = format!("writing '{}' failed: {err}", self.path.display());
         self.broken = Some(why.clone());
         self.writer = None;
-        let to = numalab_results::output::rescue_path().with_extension("jsonl");
-        let moved = Writer::create(&to, &self.journal.header).and_then(|mut w| {
+        // Names the survey's own journal, also when a fallback fails in turn.
+        if self.journal.header.continues.is_none() {
+            let p = std::fs::canonicalize(&self.path)
+                .or_else(|_| std::path::absolute(&self.path))
+                .unwrap_or_else(|_| self.path.clone());
+            self.journal.header.continues = Some(p.display().to_string());
+        }
+        let header = self.journal.header.clone();
+        let mut moved = None;
+        let kept = numalab_results::rescue::keep(&self.path, "jsonl", |to| {
+            let mut w = Writer::create(to, &header)?;
             for e in &self.journal.entries {
                 w.append(e)?;
             }
-            Ok(w)
+            moved = Some(w);
+            Ok(())
         });
-        Some(match moved {
-            Ok(w) => {
-                self.writer = Some(w);
+        Some(match kept {
+            Ok(to) => {
+                self.writer = moved;
                 self.path = to;
                 format!(
                     "{why}; the journal continues in '{}' (numalab report takes it)",
                     self.path.display()
                 )
             }
-            Err(e2) => format!(
-                "{why}, and so did '{}' ({e2}); the survey goes on and keeps its records in memory",
-                to.display()
-            ),
+            Err(tried) => {
+                format!("{why}; {tried}; the survey goes on and keeps its records in memory")
+            }
         })
     }
 }
@@ -140,6 +163,7 @@ pub fn start(
         command_line: prov.command_line.clone(),
         fingerprint: Fingerprint::of(prov),
         plan,
+        continues: None,
     };
     let path = dir.join(journal::FILE_NAME);
     let writer = Writer::create(&path, &header).map_err(|e| {
@@ -154,6 +178,7 @@ pub fn start(
         path,
         writer: Some(writer),
         broken: None,
+        notes: Vec::new(),
         _lock: lock,
     })
 }
@@ -176,27 +201,67 @@ pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log
             j.header.command_line.join(" ")
         )));
     }
-    let writer = Writer::resume(&path, &j).map_err(|e| cannot(e.to_string()))?;
+    let mut writer = Writer::resume(&path, &j).map_err(|e| cannot(e.to_string()))?;
+    let mut notes: Vec<String> = j.damage_note().into_iter().collect();
+    let mut j = j;
+    notes.extend(adopt_continuation(&path, &mut j, &mut writer).map_err(cannot)?);
     Ok(Log {
         journal: j,
         path,
         writer: Some(writer),
         broken: None,
+        notes,
         _lock: lock,
     })
 }
 
-/// Each missing step of a journal as "step 'TITLE' (interrupted)", saying so when the
-/// plan would have skipped it anyway.
+/// Steps a fallback journal holds (the journal went on there when it could not be
+/// written) are copied back into the journal being resumed, and not measured again.
+fn adopt_continuation(
+    path: &Path,
+    j: &mut Journal,
+    w: &mut Writer,
+) -> Result<Option<String>, String> {
+    let Some((to, c)) = journal::continuation(path) else {
+        return Ok(None);
+    };
+    if c.header.plan != j.header.plan {
+        return Ok(None);
+    }
+    let new: Vec<Entry> = c
+        .entries
+        .into_iter()
+        .filter(|e| j.entry(&e.step).is_none())
+        .collect();
+    for e in &new {
+        w.append(e).map_err(|e| e.to_string())?;
+    }
+    let n = new.len();
+    j.entries.extend(new);
+    Ok(Some(format!(
+        "{n} finished step(s) taken from '{}', where the journal continued when it could not be written",
+        to.display()
+    )))
+}
+
+/// Each missing step of a journal as "step 'TITLE' (interrupted)", saying so when its
+/// journal line is damaged, or when the plan would have skipped it anyway.
 pub fn missing(j: &Journal) -> Vec<String> {
     j.missing()
         .iter()
-        .map(|s| match &s.skip {
-            None => format!("step '{}' (interrupted)", s.title),
-            Some(why) => format!(
-                "step '{}' (interrupted before it; it would be skipped here: {why})",
-                s.title
-            ),
+        .map(|s| {
+            let damaged = j.damaged.iter().find(|d| d.step.as_ref() == Some(&s.id));
+            match (&s.skip, damaged) {
+                (_, Some(d)) => format!(
+                    "step '{}' (its journal line {} is damaged; --resume measures it again)",
+                    s.title, d.line
+                ),
+                (None, None) => format!("step '{}' (interrupted)", s.title),
+                (Some(why), None) => format!(
+                    "step '{}' (interrupted before it; it would be skipped here: {why})",
+                    s.title
+                ),
+            }
         })
         .collect()
 }

@@ -124,10 +124,11 @@ pub fn run_step(exe: &Path, s: &Step) -> Outcome {
     let stderr = re.join().unwrap_or_default();
     let seconds = t0.elapsed().as_secs_f64();
     if !status.is_some_and(|s| s.success()) {
-        let why = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
+        // The error line, not a note printed after it (what an MPI job kept, say).
+        let lines = || stderr.lines().rev();
+        let why = lines()
+            .find(|l| l.starts_with("numalab: error: "))
+            .or_else(|| lines().find(|l| !l.trim().is_empty()))
             .unwrap_or("failed without a message")
             .trim_start_matches("numalab: error: ")
             .to_string();

@@ -290,6 +290,8 @@ pub fn measure(
     let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
     let mut out = Vec::new();
     let mut points: Vec<(Item, f64)> = Vec::new();
+    // Each item kept as it ends, so a job that dies keeps the items it finished.
+    let mut kept = numalab_results::partial::Sink::from_env();
     for &p in &plan.ps {
         let sub = first_ranks(world.comm(), p);
         for (i, item) in plan.items.iter().enumerate().filter(|(_, it)| it.p == p) {
@@ -302,6 +304,7 @@ pub fn measure(
             let Some(all) = all else { continue };
             let (r, med) = item_record(world, &prov, plan, item, &all[..p]);
             points.push((*item, med));
+            kept.add(std::slice::from_ref(&r));
             out.push(r);
         }
     }

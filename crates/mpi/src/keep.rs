@@ -1,0 +1,36 @@
+//! A job of many configurations keeps what it finished: its ranks append each finished
+//! configuration to the file the launcher names (`numalab_results::partial`), and when
+//! the job fails (a rank killed, Ctrl-C, `NUMALAB_MPI_TIMEOUT`) the launcher writes
+//! them to the output, or to a named fallback file, and says how many.
+
+use crate::error::Result;
+use crate::launch::{ensure, LaunchRequest, Launched};
+use numalab_results::partial;
+use std::path::Path;
+
+/// [`ensure`] for a job of `total` configurations (when known) whose records go to
+/// `output` (when given): a job that fails has the finished ones kept, and one line
+/// on stderr says how many and where.
+pub fn ensure_keeping(
+    req: &LaunchRequest,
+    output: Option<&Path>,
+    total: Option<usize>,
+) -> Result<Launched> {
+    let kept = partial::path_for_launcher();
+    if crate::env::JobEnv::detect().is_none() {
+        let _ = std::fs::remove_file(&kept);
+        std::env::set_var(partial::VAR, &kept);
+    }
+    let launched = ensure(req)?;
+    if let Launched::Parent(code) = launched {
+        let salvaged = (code != 0).then(|| partial::salvage(&kept, output, total));
+        match (code, salvaged.flatten()) {
+            (_, Some(msg)) => eprintln!("numalab: {msg}"),
+            // Interrupted (128 + the signal) before anything finished: said, not guessed.
+            (129.., None) => eprintln!("numalab: nothing had finished, so no records were written"),
+            _ => {}
+        }
+        let _ = std::fs::remove_file(&kept);
+    }
+    Ok(launched)
+}
