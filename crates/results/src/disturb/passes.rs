@@ -81,8 +81,8 @@ impl Policy {
     }
 }
 
-/// When a pass counts as disturbed. Defaults: any involuntary context switch, run-queue
-/// wait over 5 % of the pass, steal over 1 %, any cgroup throttling, any other numalab
+/// When a pass counts as disturbed. Defaults: any involuntary context switch that cost
+/// the pass at least 1 % of its time in run-queue wait, run-queue wait over 5 % of the pass, steal over 1 %, any cgroup throttling, any other numalab
 /// run. An SMT sibling's load is recorded but flags nothing by default (a measurement's
 /// own helper may run there).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -101,6 +101,9 @@ pub struct Threshold {
     #[serde(default)]
     pub sibling_busy: Option<f64>,
 }
+
+/// The run-queue wait share from which involuntary switches count as a disturbance.
+const SWITCH_WAIT_SHARE: f64 = 0.01;
 
 impl Default for Threshold {
     fn default() -> Threshold {
@@ -129,7 +132,11 @@ impl Threshold {
         if d.runq_share() > self.runq_share {
             c.push(format!("run-queue wait {}", pc(d.runq_share())));
         }
-        if d.involuntary_switches > self.involuntary_switches {
+        // A preemption that left the thread runnable but waiting for no measurable time
+        // (a timer tick on an idle CPU) disturbs nothing: on a long pass every tick
+        // would otherwise flag it.
+        if d.involuntary_switches > self.involuntary_switches && d.runq_share() >= SWITCH_WAIT_SHARE
+        {
             c.push(format!(
                 "{} involuntary context switches",
                 d.involuntary_switches
@@ -445,6 +452,23 @@ mod tests {
         let s = p.log.summary();
         assert!(s.starts_with("3 of 13 passes disturbed (steal 12 %"), "{s}");
         assert!(p.log.warning().is_none());
+    }
+
+    #[test]
+    fn a_switch_counts_only_when_it_cost_run_queue_wait() {
+        let t = Threshold::default();
+        let tick = Disturbance {
+            wall_ns: 100_000_000,
+            involuntary_switches: 3,
+            runq_wait_ns: 20_000,
+            ..Default::default()
+        };
+        assert!(t.causes(&tick).is_empty(), "{:?}", t.causes(&tick));
+        let waited = Disturbance {
+            runq_wait_ns: 2_000_000,
+            ..tick
+        };
+        assert_eq!(t.causes(&waited), ["3 involuntary context switches"]);
     }
 
     #[test]
