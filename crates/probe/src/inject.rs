@@ -1,6 +1,7 @@
 //! Paced traffic for loaded latency (MLC's injectors): touch one line, spin a delay,
 //! touch the next, until told to stop. Delay 0 streams as fast as one core can.
 
+use crate::mix::Mix;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -98,28 +99,28 @@ pub unsafe fn inject(
     delay: u64,
     stop: Option<&AtomicBool>,
 ) -> u64 {
-    let (r, w) = match traffic {
-        Traffic::Read => (1, 0),
-        Traffic::Write => (0, 1),
+    let mix = match traffic {
+        Traffic::Read => Mix::READS,
+        Traffic::Write => Mix::WRITES,
     };
-    inject_mix((r, w), base, lines, delay, stop).lines()
+    inject_mix(mix, base, lines, delay, stop).lines()
 }
 
 /// As [`inject`], but interleaving reads and writes line by line in the ratio
-/// `reads:writes` (3:1 reads three lines, writes the fourth, and so on), the phase
+/// of `mix` (3:1 reads three lines, writes the fourth, and so on), the phase
 /// carried across passes over the region so the issued share is the ratio's.
 ///
 /// # Safety
 /// As [`inject`].
 pub unsafe fn inject_mix(
-    (reads, writes): (u32, u32),
+    mix: Mix,
     base: *mut u8,
     lines: usize,
     delay: u64,
     stop: Option<&AtomicBool>,
 ) -> Touched {
     let mut t = Touched::default();
-    let period = (reads + writes) as usize;
+    let (reads, period) = (mix.reads as usize, mix.streams() as usize);
     if lines == 0 || period == 0 {
         return t;
     }
@@ -130,7 +131,7 @@ pub unsafe fn inject_mix(
             let end = (i + CHECK_LINES).min(lines);
             for l in i..end {
                 let p = base.add(l * 64) as *mut u64;
-                if phase < reads as usize {
+                if phase < reads {
                     sink = sink.wrapping_add(p.read_volatile());
                     t.reads += 1;
                 } else {
@@ -195,17 +196,50 @@ mod tests {
     fn a_mix_issues_its_ratio_across_passes() {
         let mut m = vec![0u64; 8 * 10];
         // SAFETY: 10 lines, one pass.
-        let t = unsafe { inject_mix((3, 1), m.as_mut_ptr() as *mut u8, 10, 0, None) };
+        let t = unsafe {
+            inject_mix(
+                Mix {
+                    reads: 3,
+                    writes: 1,
+                },
+                m.as_mut_ptr() as *mut u8,
+                10,
+                0,
+                None,
+            )
+        };
         assert_eq!((t.reads, t.writes), (8, 2));
         // Lines 3 and 7 were written (second word), the rest only read.
         let written: Vec<usize> = (0..10).filter(|l| m[l * 8 + 1] != 0).collect();
         assert_eq!(written, vec![3, 7]);
         let (stop, mut big) = (AtomicBool::new(true), vec![0u64; 8 * 1000]);
         // SAFETY: 1000 lines; one check's worth (64 lines) before the raised stop is seen.
-        let t = unsafe { inject_mix((1, 1), big.as_mut_ptr() as *mut u8, 1000, 0, Some(&stop)) };
+        let t = unsafe {
+            inject_mix(
+                Mix {
+                    reads: 1,
+                    writes: 1,
+                },
+                big.as_mut_ptr() as *mut u8,
+                1000,
+                0,
+                Some(&stop),
+            )
+        };
         assert_eq!((t.reads, t.writes), (32, 32));
         // SAFETY: nothing is touched.
-        let t = unsafe { inject_mix((0, 0), m.as_mut_ptr() as *mut u8, 10, 0, None) };
+        let t = unsafe {
+            inject_mix(
+                Mix {
+                    reads: 0,
+                    writes: 0,
+                },
+                m.as_mut_ptr() as *mut u8,
+                10,
+                0,
+                None,
+            )
+        };
         assert_eq!(t.lines(), 0);
     }
 }
