@@ -21,6 +21,8 @@ pub struct CurvePoint {
     pub gbps_mean: f64,
     /// Its standard deviation over passes.
     pub gbps_std: f64,
+    /// Its smallest and largest pass.
+    pub gbps_span: (f64, f64),
     /// Bytes the injectors issued, GB/s: median.
     pub issued_gbps: f64,
     /// Lines read over lines touched by the injectors (mean over passes).
@@ -88,6 +90,10 @@ fn curve_point(p: &Point) -> Option<CurvePoint> {
         gbps: median(&gbps)?,
         gbps_mean: mean(&gbps)?,
         gbps_std: std_dev(&gbps),
+        gbps_span: (
+            gbps.iter().copied().fold(f64::INFINITY, f64::min),
+            gbps.iter().copied().fold(0.0, f64::max),
+        ),
         issued_gbps: median(&p.issued_gbps).unwrap_or(0.0),
         read_share: mean(&p.read_share).unwrap_or(f64::NAN),
         latency: [
@@ -216,6 +222,7 @@ mod tests {
             gbps,
             gbps_mean: gbps,
             gbps_std: 0.0,
+            gbps_span: (gbps, gbps),
             issued_gbps: gbps,
             read_share: 1.0,
             latency: [lat, lat, 0.0, lat, lat],

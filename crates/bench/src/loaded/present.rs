@@ -7,7 +7,7 @@ use super::mess::ReferenceData;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
-use numalab_results::summary::{Card, Figure, Group};
+use numalab_results::summary::{Card, Figure, Group, Spread};
 use numalab_results::Record;
 
 /// Loaded latency (and its dry-run plan), and reference curves from Mess.
@@ -161,14 +161,24 @@ fn saturation_cards(records: &[Record]) -> Vec<Card> {
         .filter_map(|(w, title)| {
             let c = fam.curve(w)?;
             let (max, l50, l90) = fam.saturation(c);
-            let mut figs = vec![Figure::new("bandwidth", max, "GB/s", 1, "loaded")];
-            figs.extend(l50.map(|l| Figure::new("latency at 50 %", l, "ns", 1, "loaded")));
-            figs.extend(l90.map(|l| Figure::new("latency at 90 %", l, "ns", 1, "loaded")));
+            let top = c.points.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+            let spread = Spread {
+                lo: top.gbps_span.0,
+                hi: top.gbps_span.1,
+                what: "slowest to fastest pass at that point".into(),
+            };
+            let fig = Figure::new("bandwidth", max, "GB/s", 1, "loaded").with(Some(spread));
+            let ns = |l: Option<f64>| l.map_or("-".into(), |l| format!("{l:.0} ns"));
             Some(Card {
                 group: Group::Coherence,
                 title: title.into(),
-                detail: Some(format!("memory node {}", fam.node)),
-                figures: figs,
+                detail: Some(format!(
+                    "node {}: latency {} at 50 %, {} at 90 % of it",
+                    fam.node,
+                    ns(l50),
+                    ns(l90)
+                )),
+                figures: vec![fig],
                 remark: None,
             })
         })
