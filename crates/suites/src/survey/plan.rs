@@ -305,10 +305,12 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
             0.5 * nodes.max(1) as f64 + 0.5,
         ));
         // Mess's family, compact: reads only, 50/50 and writes only, seven paces from
-        // near idle to unthrottled, against every memory node (CPU-less ones from the
-        // nearest CPUs).
+        // near idle to unthrottled, against every memory node from its nearest CPUs.
         for node in m.memory_nodes() {
+            // The chase on the node's own first CPU; a CPU-less node's is the nearest one's.
+            let cpu = m.pus.iter().find(|p| p.node == Some(node));
             let loaded = loaded::Options {
+                cpu: cpu.map_or("compact".into(), |p| p.os.to_string()),
                 mem_node: node.to_string(),
                 writes: Some("0,50,100".into()),
                 delays: Some("5000,1000,400,150,50,10,0".into()),
