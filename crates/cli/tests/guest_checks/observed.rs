@@ -169,10 +169,12 @@ impl Checks<'_> {
         };
         let mut seen = Vec::new();
         for (&node, cpus) in &self.l.cpus {
+            // The survey's records name the node as text, as --mem-node takes it.
+            let key = node.to_string();
             let recs: Vec<&Value> = r
                 .iter()
                 .filter(|x| {
-                    x["kind"] == "loaded-latency" && x["parameters"]["mem_node"] == node.to_string()
+                    x["kind"] == "loaded-latency" && x["parameters"]["mem_node"] == key.as_str()
                 })
                 .collect();
             let pcts: BTreeSet<u64> = recs
