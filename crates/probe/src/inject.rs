@@ -1,6 +1,7 @@
 //! Paced traffic for loaded latency (MLC's injectors): touch one line, spin a delay,
 //! touch the next, until told to stop. Delay 0 streams as fast as one core can.
 
+use crate::mix::Mix;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -69,6 +70,22 @@ pub fn spin(n: u64) {
     }
 }
 
+/// Lines read and lines written by one injector pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Touched {
+    /// Lines loaded.
+    pub reads: u64,
+    /// Lines stored to.
+    pub writes: u64,
+}
+
+impl Touched {
+    /// Every line touched.
+    pub fn lines(self) -> u64 {
+        self.reads + self.writes
+    }
+}
+
 /// Touch `lines` 64-byte lines from `base` in order, `delay` spins after each,
 /// cycling over the region until `stop` is raised (or once, when `stop` is None).
 /// Returns the lines touched.
@@ -82,36 +99,57 @@ pub unsafe fn inject(
     delay: u64,
     stop: Option<&AtomicBool>,
 ) -> u64 {
-    let mut done = 0u64;
-    let mut sink = 0u64;
-    if lines == 0 {
-        return 0;
+    let mix = match traffic {
+        Traffic::Read => Mix::READS,
+        Traffic::Write => Mix::WRITES,
+    };
+    inject_mix(mix, base, lines, delay, stop).lines()
+}
+
+/// As [`inject`], but interleaving reads and writes line by line in the ratio
+/// of `mix` (3:1 reads three lines, writes the fourth, and so on), the phase
+/// carried across passes over the region so the issued share is the ratio's.
+///
+/// # Safety
+/// As [`inject`].
+pub unsafe fn inject_mix(
+    mix: Mix,
+    base: *mut u8,
+    lines: usize,
+    delay: u64,
+    stop: Option<&AtomicBool>,
+) -> Touched {
+    let mut t = Touched::default();
+    let (reads, period) = (mix.reads as usize, mix.streams() as usize);
+    if lines == 0 || period == 0 {
+        return t;
     }
+    let (mut phase, mut sink) = (0usize, 0u64);
     loop {
         let mut i = 0;
         while i < lines {
             let end = (i + CHECK_LINES).min(lines);
             for l in i..end {
                 let p = base.add(l * 64) as *mut u64;
-                match traffic {
-                    Traffic::Read => sink = sink.wrapping_add(p.read_volatile()),
-                    Traffic::Write => p.add(1).write_volatile(l as u64),
+                if phase < reads {
+                    sink = sink.wrapping_add(p.read_volatile());
+                    t.reads += 1;
+                } else {
+                    p.add(1).write_volatile(l as u64);
+                    t.writes += 1;
                 }
+                phase = if phase + 1 == period { 0 } else { phase + 1 };
                 spin(delay);
             }
-            done += (end - i) as u64;
             i = end;
-            match stop {
-                Some(s) if s.load(Ordering::Relaxed) => {
-                    std::hint::black_box(sink);
-                    return done;
-                }
-                _ => {}
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                std::hint::black_box(sink);
+                return t;
             }
         }
         if stop.is_none() {
             std::hint::black_box(sink);
-            return done;
+            return t;
         }
     }
 }
@@ -152,5 +190,56 @@ mod tests {
         assert_eq!(n, CHECK_LINES as u64);
         assert_eq!(Traffic::parse("write").unwrap().traffic_per_line(), 128);
         assert!(Traffic::parse("rw").unwrap_err().contains("'rw'"));
+    }
+
+    #[test]
+    fn a_mix_issues_its_ratio_across_passes() {
+        let mut m = vec![0u64; 8 * 10];
+        // SAFETY: 10 lines, one pass.
+        let t = unsafe {
+            inject_mix(
+                Mix {
+                    reads: 3,
+                    writes: 1,
+                },
+                m.as_mut_ptr() as *mut u8,
+                10,
+                0,
+                None,
+            )
+        };
+        assert_eq!((t.reads, t.writes), (8, 2));
+        // Lines 3 and 7 were written (second word), the rest only read.
+        let written: Vec<usize> = (0..10).filter(|l| m[l * 8 + 1] != 0).collect();
+        assert_eq!(written, vec![3, 7]);
+        let (stop, mut big) = (AtomicBool::new(true), vec![0u64; 8 * 1000]);
+        // SAFETY: 1000 lines; one check's worth (64 lines) before the raised stop is seen.
+        let t = unsafe {
+            inject_mix(
+                Mix {
+                    reads: 1,
+                    writes: 1,
+                },
+                big.as_mut_ptr() as *mut u8,
+                1000,
+                0,
+                Some(&stop),
+            )
+        };
+        assert_eq!((t.reads, t.writes), (32, 32));
+        // SAFETY: nothing is touched.
+        let t = unsafe {
+            inject_mix(
+                Mix {
+                    reads: 0,
+                    writes: 0,
+                },
+                m.as_mut_ptr() as *mut u8,
+                10,
+                0,
+                None,
+            )
+        };
+        assert_eq!(t.lines(), 0);
     }
 }

@@ -15,4 +15,7 @@ pub struct LoadedData {
 pub struct LoadedPlanData {
     /// Injector delays, in the order they run.
     pub delays: Vec<u64>,
+    /// The family's write percentages, one curve each (None: one `traffic` curve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_pcts: Option<Vec<u32>>,
 }

@@ -1,9 +1,10 @@
 //! Loaded latency as an experiment: options, plan, records and text.
 
-use super::{measure, LoadedPlan, Point, DEFAULT_DELAYS};
+use super::{measure, Load, LoadedPlan, Point, DEFAULT_DELAYS};
 use crate::experiment::{Context, Progress};
 use numalab_probe::inject::Traffic;
 use numalab_probe::kernel::UNROLL;
+use numalab_probe::mix::Mix;
 use numalab_probe::Timer;
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
@@ -28,6 +29,10 @@ pub struct Options {
     pub mem_node: String,
     /// Injected traffic: read or write.
     pub traffic: String,
+    /// Write percentages, comma-separated: one curve per mix (Mess's family); None:
+    /// one curve of `traffic`.
+    #[serde(default)]
+    pub writes: Option<String>,
     /// Injector delays, comma-separated (None: 20000 down to 0).
     pub delays: Option<String>,
     /// Chase buffer bytes (None: streaming past every cache).
@@ -45,6 +50,7 @@ impl Default for Options {
             injectors: None,
             mem_node: "local".into(),
             traffic: "read".into(),
+            writes: None,
             delays: None,
             size: None,
             inject_size: None,
@@ -59,6 +65,7 @@ struct Parsed {
     inj_spec: Option<ThreadSpec>,
     mem_spec: MemSpec,
     traffic: Traffic,
+    mixes: Option<Vec<Mix>>,
     delays: Vec<u64>,
     size: Option<u64>,
     inject_size: Option<u64>,
@@ -71,6 +78,13 @@ impl Options {
         let inj_spec = o.injectors.as_deref().map(ThreadSpec::parse).transpose()?;
         let mem_spec = MemSpec::parse(&o.mem_node)?;
         let traffic = Traffic::parse(&o.traffic).map_err(Error::Input)?;
+        let mixes = o.writes.as_deref().map(parse_writes).transpose()?;
+        if mixes.is_some() && traffic != Traffic::Read {
+            return Err(Error::input(format!(
+                "invalid --traffic '{}' with --writes: the write percentages set the traffic; give one of them",
+                o.traffic
+            )));
+        }
         let delays: Vec<u64> = match &o.delays {
             Some(d) => d
                 .split(',')
@@ -92,6 +106,7 @@ impl Options {
             inj_spec,
             mem_spec,
             traffic,
+            mixes,
             delays,
             size,
             inject_size,
@@ -104,6 +119,45 @@ impl Options {
     }
 }
 
+/// Write percentages ("0,25,50,75,100") as mixes, each named in the error if bad.
+fn parse_writes(s: &str) -> Result<Vec<Mix>> {
+    let valid = "expected write percentages from 0 to 100, comma-separated, such as 0,25,50,75,100";
+    let mut v: Vec<Mix> = Vec::new();
+    for x in s.split(',') {
+        let pct: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| Error::input(format!("invalid write percentage '{x}': {valid}")))?;
+        let mix = Mix::from_write_pct(pct)
+            .map_err(|_| Error::input(format!("invalid write percentage '{x}': {valid}")))?;
+        if v.contains(&mix) {
+            return Err(Error::input(format!(
+                "invalid write percentage '{x}': it gives the mix {mix} again; {valid}"
+            )));
+        }
+        v.push(mix);
+    }
+    Ok(v)
+}
+
+/// A CPU-less node's traffic comes from the CPUs nearest it: the default chaser
+/// moves to the first CPU of the nearest node that has CPUs.
+fn chaser_spec(m: &Machine, spec: ThreadSpec, mem: &MemSpec, given: &str) -> ThreadSpec {
+    let MemSpec::Node(n) = mem else { return spec };
+    if given != "compact" || m.pus.iter().any(|p| p.node == Some(*n)) {
+        return spec;
+    }
+    let near = m
+        .pus
+        .iter()
+        .filter_map(|p| Some((m.distances.distance(*n, p.node?)?, p.os)))
+        .min();
+    match near {
+        Some((_, cpu)) => ThreadSpec::parse(&cpu.to_string()).unwrap_or(spec),
+        None => spec,
+    }
+}
+
 impl LoadedPlan {
     /// Resolve the options on a machine.
     pub fn resolve(m: &Machine, o: &Options) -> Result<LoadedPlan> {
@@ -112,10 +166,12 @@ impl LoadedPlan {
             inj_spec,
             mem_spec,
             traffic,
+            mixes,
             delays,
             size,
             inject_size,
         } = o.parsed()?;
+        let spec = chaser_spec(m, spec, &mem_spec, &o.cpu);
         let req = vec![crate::crew::one(m, spec)?];
         let r = &req[0];
         let injectors: Vec<ThreadPlacement> = match inj_spec {
@@ -169,6 +225,8 @@ impl LoadedPlan {
             injectors,
             mem,
             traffic,
+            family: mixes.is_some(),
+            mixes: mixes.unwrap_or_else(|| vec![traffic_mix(traffic)]),
             delays,
             chase_bytes,
             inject_bytes,
@@ -187,18 +245,41 @@ impl LoadedPlan {
         warnings
     }
 
-    fn params(&self, d: Option<u64>) -> serde_json::Value {
-        let (plan, traffic, r) = (self, self.traffic, &self.requestor);
-        json!({
-            "delay": d, "delay_unit": "spin-loop iterations after each injected line",
-            "traffic": traffic.name(), "traffic_bytes_per_line": traffic.traffic_per_line(),
+    fn params(&self, load: Load) -> serde_json::Value {
+        let (plan, r) = (self, &self.requestor);
+        let traffic = if plan.family {
+            "mix"
+        } else {
+            plan.traffic.name()
+        };
+        let mut p = json!({
+            "delay": load.map(|l| l.1), "delay_unit": "spin-loop iterations after each injected line",
+            "traffic": traffic,
             "requestor_cpu": r.pu.os,
             "injector_cpus": cpulist::format(&plan.injectors.iter().map(|t| t.pu.os).collect::<Vec<_>>()),
-            "injectors": if d.is_some() { plan.injectors.len() } else { 0 },
+            "injectors": if load.is_some() { plan.injectors.len() } else { 0 },
             "chase_bytes": plan.chase_bytes, "inject_bytes": plan.inject_bytes,
             "loads_per_pass": plan.loads, "iterations": plan.iterations,
             "chase": "random, 128-byte stride, 4 KiB pages, 256 KiB TLB windows",
-        })
+            "mem_node": cpulist::format(&plan.mem.nodes),
+        });
+        if !plan.family {
+            p["traffic_bytes_per_line"] = plan.traffic.traffic_per_line().into();
+        }
+        if let Some((mix, _)) = load {
+            p["mix"] = mix.to_string().into();
+            p["write_pct"] = write_pct(mix).into();
+        }
+        p
+    }
+
+    /// A point's record name: "unloaded", "delay D", or "W% writes, delay D" in a family.
+    fn point_name(&self, load: Load) -> String {
+        match load {
+            None => "unloaded".into(),
+            Some((m, d)) if self.family => format!("{}% writes, delay {d}", write_pct(m)),
+            Some((_, d)) => format!("delay {d}"),
+        }
     }
 
     /// The plan as a record (what `--dry-run` emits).
@@ -212,6 +293,9 @@ impl LoadedPlan {
         );
         rec.set_data(&super::LoadedPlanData {
             delays: plan.delays.clone(),
+            write_pcts: plan
+                .family
+                .then(|| plan.mixes.iter().map(|m| write_pct(*m)).collect()),
         });
         rec.placement = Some(
             json!({ "resolved": { "requestor": plan.requestor, "injectors": plan.injectors, "memory": plan.mem } }),
@@ -221,7 +305,20 @@ impl LoadedPlan {
     }
 }
 
-/// Measure the unloaded point, then every delay: the points and their records.
+/// The issued write percentage of a mix, rounded as Mess rounds it.
+pub fn write_pct(m: Mix) -> u32 {
+    (m.write_share() * 100.0).round() as u32
+}
+
+/// The one-mix curve `--traffic` asks for.
+fn traffic_mix(t: Traffic) -> Mix {
+    match t {
+        Traffic::Read => Mix::READS,
+        Traffic::Write => Mix::WRITES,
+    }
+}
+
+/// Measure the unloaded point, then every mix's delays: the points and their records.
 pub fn run(
     host: &Host,
     plan: &LoadedPlan,
@@ -233,18 +330,17 @@ pub fn run(
         progress(&format!("loaded-latency: point {}/{n}", i + 1))
     })?;
     let (prov, warnings) = (&ctx.prov, plan.warnings(ctx));
-    let params = |d| plan.params(d);
     let records: Vec<Record> = points
         .iter()
         .map(|p| {
-            let name = p
-                .delay
-                .map(|d| format!("delay {d}"))
-                .unwrap_or_else(|| "unloaded".into());
-            let mut rec = Record::new("loaded-latency", &name, prov.clone(), params(p.delay));
+            let load = p.mix.zip(p.delay);
+            let name = plan.point_name(load);
+            let mut rec = Record::new("loaded-latency", &name, prov.clone(), plan.params(load));
             rec.add_samples("latency", "ns", &p.latency_ns);
-            if p.delay.is_some() {
+            if load.is_some() {
                 rec.add_samples("injected_bandwidth", "GB/s", &p.injected_gbps);
+                rec.add_samples("issued_bandwidth", "GB/s", &p.issued_gbps);
+                rec.add_samples("read_share", "fraction", &p.read_share);
             }
             rec.add_samples("chase_bandwidth", "GB/s", &p.chase_gbps);
             rec.placement = Some(json!({ "verified": { "threads": p.pins, "memory": landed } }));

@@ -1,10 +1,11 @@
-//! Loaded-latency records as terminal text: the plan, or the latency-versus-injected
-//! bandwidth curve from the unloaded point to the smallest delay.
+//! Loaded-latency records as terminal text: the plan, or per mix the latency-versus-
+//! bandwidth curve from the unloaded point to the smallest delay, each curve's knee
+//! and saturation.
 
-use super::data::{LoadedData, LoadedPlanData};
+use super::curve::{curves, Family};
+use super::data::LoadedPlanData;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
-use numalab_results::stats::{median, percentile};
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
 use std::fmt::Write;
@@ -15,29 +16,109 @@ fn bytes(r: &Record, key: &str) -> String {
 
 /// The dry run's plan: the chase, the injectors, the memory and the delays.
 pub(super) fn plan_text(r: &Record) -> Option<String> {
-    let delays = r.data_as::<LoadedPlanData>().ok()?.delays;
+    let d = r.data_as::<LoadedPlanData>().ok()?;
     let (p, placed) = (&r.parameters, r.placement.as_ref()?);
     let injectors = placed["resolved"]["injectors"]
         .as_array()
         .map_or(0, |v| v.len());
     let nodes: Vec<u32> =
         serde_json::from_value(placed["resolved"]["memory"]["nodes"].clone()).ok()?;
+    let traffic = match &d.write_pcts {
+        Some(w) => format!("mixed ({} % writes)", list(w)),
+        None => p["traffic"].as_str().unwrap_or("?").to_string(),
+    };
     let mut s = format!(
-        "loaded latency: chase on CPU {} over {}, {} {} injector(s) on CPUs {} with {} each, memory {}; an unloaded point, then delays {:?}\n",
+        "loaded latency: chase on CPU {} over {}, {} {traffic} injector(s) on CPUs {} with {} each, memory {}; an unloaded point, then delays {:?}{}\n",
         p["requestor_cpu"],
         bytes(r, "chase_bytes"),
         injectors,
-        p["traffic"].as_str().unwrap_or("?"),
         p["injector_cpus"].as_str().unwrap_or(""),
         bytes(r, "inject_bytes"),
         numalab_topo::cpulist::format(&nodes),
-        delays
+        d.delays,
+        if d.write_pcts.is_some() { " for each mix" } else { "" }
     );
     s.push_str(&warning_lines(std::slice::from_ref(r)));
     Some(s)
 }
 
-/// The curve: per delay, injected bandwidth and the chase's latency (median, min, p90).
+fn list(v: &[u32]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn f(v: Option<f64>, p: usize) -> String {
+    v.filter(|x| x.is_finite())
+        .map(|x| format!("{x:.p$}"))
+        .unwrap_or("-".into())
+}
+
+/// Every point of a family: mix, delay, bandwidths, read share, latency spread.
+fn points_table(fam: &Family) -> String {
+    let rows: Vec<Vec<String>> = fam
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(move |p| (c, p)))
+        .map(|(c, p)| {
+            vec![
+                format!("{}% ({})", c.write_pct, c.mix.label()),
+                p.delay.to_string(),
+                f(Some(p.gbps), 2),
+                f(Some(p.issued_gbps), 2),
+                f(Some(p.read_share), 3),
+                f(Some(p.latency[0]), 1),
+                f(Some(p.latency[3]), 1),
+                f(Some(p.latency[4]), 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "writes",
+            "delay",
+            "traffic GB/s",
+            "issued GB/s",
+            "read share",
+            "latency ns",
+            "min",
+            "p95",
+        ],
+        &rows,
+    )
+}
+
+/// Per curve: the saturation bandwidth, the knee, and the latency at 50 % and 90 % of saturation.
+fn curves_table(fam: &Family) -> String {
+    let rows: Vec<Vec<String>> = fam
+        .curves
+        .iter()
+        .map(|c| {
+            let (max, l50, l90) = fam.saturation(c);
+            vec![
+                format!("{}% ({})", c.write_pct, c.mix.label()),
+                f(Some(max), 2),
+                c.knee_gbps
+                    .map_or("not reached".into(), |k| format!("{k:.2}")),
+                f(l50, 1),
+                f(l90, 1),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "writes",
+            "max GB/s",
+            "knee GB/s (2× idle)",
+            "ns at 50% of max",
+            "ns at 90% of max",
+        ],
+        &rows,
+    )
+}
+
+/// The curves: per point, bandwidth and the chase's latency; per curve, knee and saturation.
 pub(super) fn curve_text(records: &[Record]) -> Option<String> {
     let recs: Vec<&Record> = of(records, "loaded-latency").collect();
     let first = recs.first()?;
@@ -46,42 +127,23 @@ pub(super) fn curve_text(records: &[Record]) -> Option<String> {
         .filter_map(|r| r.parameters["injectors"].as_u64())
         .max();
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "Loaded latency: chase on CPU {} over {}; {} {} injector(s); median of {} passes\n",
-        first.parameters["requestor_cpu"],
-        bytes(first, "chase_bytes"),
-        injectors.unwrap_or(0),
-        first.parameters["traffic"].as_str().unwrap_or("?"),
-        first.parameters["iterations"]
-    );
-    let f = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
-    let rows: Vec<Vec<String>> = recs
-        .iter()
-        .filter_map(|r| r.data_as::<LoadedData>().ok())
-        .map(|d| {
-            let p = d.samples;
-            let mut l = p.latency_ns.clone();
-            l.sort_by(f64::total_cmp);
-            vec![
-                p.delay.map(|d| d.to_string()).unwrap_or("unloaded".into()),
-                if p.delay.is_some() {
-                    f(median(&p.injected_gbps), 2)
-                } else {
-                    "-".into()
-                },
-                f(median(&p.latency_ns), 1),
-                f(l.first().copied(), 1),
-                f(Some(percentile(&l, 0.9)), 1),
-            ]
-        })
-        .collect();
-    s.push_str(&table(
-        &["delay", "injected GB/s", "latency ns", "min", "p90"],
-        &rows,
-    ));
-    s.push('\n');
-    let _ = writeln!(s, "\ninjected GB/s counts memory traffic: 64 bytes per line read, 128 per line written (read-for-ownership plus writeback)");
+    for fam in curves(records) {
+        let _ = writeln!(
+            s,
+            "Loaded latency: chase on CPU {} over {}, memory node {}; {} injector(s); median of {} passes; unloaded {} ns\n",
+            first.parameters["requestor_cpu"],
+            bytes(first, "chase_bytes"),
+            if fam.node.is_empty() { "?" } else { &fam.node },
+            injectors.unwrap_or(0),
+            first.parameters["iterations"],
+            f(Some(fam.idle.0), 1),
+        );
+        s.push_str(&points_table(&fam));
+        s.push('\n');
+        s.push_str(&curves_table(&fam));
+        s.push('\n');
+    }
+    let _ = writeln!(s, "traffic GB/s estimates memory traffic, injectors and chase: 64 bytes per line read, 128 per line written (read-for-ownership plus writeback); issued GB/s counts 64 bytes per line the injectors touched; read share is of the lines they touched");
     s.push_str(&warning_lines(records));
     Some(s)
 }

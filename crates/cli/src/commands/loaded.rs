@@ -3,6 +3,7 @@
 use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::loaded::{self, Options, Plan};
+use numalab_results::output::{check_creatable, check_fresh, write_atomic};
 
 /// Arguments of `numalab loaded-latency`.
 #[derive(Args, Debug)]
@@ -21,6 +22,12 @@ pub struct LoadedArgs {
     /// Injected traffic: read (loads) or write (stores: read-for-ownership plus writeback).
     #[arg(long, default_value = "read")]
     traffic: String,
+    /// Write percentages (e.g. 0,25,50,75,100): one curve per mix (default: --traffic).
+    #[arg(long)]
+    writes: Option<String>,
+    /// Also write the curves in Mess's memory_curves.csv columns to FILE.
+    #[arg(long, value_name = "FILE.csv")]
+    mess_csv: Option<std::path::PathBuf>,
     /// Injector delays (spin-loop iterations after each line), comma-separated, in the
     /// order measured (default: 20000 down to 0, as MLC).
     #[arg(long)]
@@ -48,6 +55,7 @@ impl LoadedArgs {
             injectors: self.injectors.clone(),
             mem_node: self.mem_node.clone(),
             traffic: self.traffic.clone(),
+            writes: self.writes.clone(),
             delays: self.delays.clone(),
             size: self.size.clone(),
             inject_size: self.inject_size.clone(),
@@ -59,10 +67,16 @@ impl LoadedArgs {
 /// Run `numalab loaded-latency`.
 pub fn run(a: LoadedArgs) -> Result<(), CliError> {
     let o = a.options();
+    let csv = a.mess_csv.as_deref();
+    csv.map(|p| check_creatable(p).and(check_fresh(p, a.common.force)))
+        .transpose()?;
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         return a.common.show(&[plan.record(&ctx)]);
     }
     let (_, records) = with_progress(|p| loaded::run(&host, &plan, &ctx, p))?;
+    if let (Some(p), Ok(text)) = (csv, loaded::mess_csv(&records)) {
+        write_atomic(p, text.as_bytes())?;
+    }
     a.common.show(&records)
 }

@@ -21,6 +21,9 @@ pub struct ReportArgs {
     /// Replace the -o file even if it already holds something.
     #[arg(long)]
     force: bool,
+    /// A published Mess memory_curves.csv to draw beside the loaded-latency curves.
+    #[arg(long, value_name = "FILE.csv")]
+    reference: Vec<PathBuf>,
 }
 
 /// Arguments of `numalab compare`.
@@ -69,7 +72,8 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     for n in &input.notes {
         eprintln!("numalab: note: {n}");
     }
-    let (records, missing) = (input.records, input.missing);
+    let (mut records, missing) = (input.records, input.missing);
+    records.extend(numalab_bench::loaded::reference_files(&a.reference).map_err(bad)?);
     let host = records.first().map(|r| r.provenance.hostname.as_str());
     let title = format!("numalab report: {}", host.unwrap_or("no records"));
     let html = if missing.is_empty() {

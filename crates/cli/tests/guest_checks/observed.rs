@@ -89,6 +89,7 @@ impl Checks<'_> {
         let Some(r) = self.records("survey-results") else {
             return;
         };
+        self.loaded_family(&r);
         let kinds: BTreeSet<&str> = r.iter().filter_map(|x| x["kind"].as_str()).collect();
         for k in [
             "matrix-latency",
@@ -149,6 +150,89 @@ impl Checks<'_> {
                 "{} records; multi-node report sections with data: {with_data:?}; summary node classes: local, {}",
                 r.len(),
                 remote.join(", ")
+            ),
+        );
+    }
+
+    /// The survey's loaded-latency family: every memory node, CPU-less ones included,
+    /// has reads-only, 50/50 and writes-only points; the chase runs on a CPU of the
+    /// nearest node with CPUs; every page of the chase and of each injector is on the
+    /// node and every thread ran where it was bound.
+    fn loaded_family(&mut self, r: &[Value]) {
+        let pages_on = |m: &Value, n: u32| {
+            m["pages_per_node"]
+                .as_object()
+                .is_some_and(|p| p.len() == 1)
+                && m["pages_missing"] == 0
+                && m["pages_checked"].as_u64().unwrap_or(0) > 0
+                && m["pages_per_node"][n.to_string()] == m["pages_checked"]
+        };
+        let mut seen = Vec::new();
+        for (&node, cpus) in &self.l.cpus {
+            // The survey's records name the node as text, as --mem-node takes it.
+            let key = node.to_string();
+            let recs: Vec<&Value> = r
+                .iter()
+                .filter(|x| {
+                    x["kind"] == "loaded-latency" && x["parameters"]["mem_node"] == key.as_str()
+                })
+                .collect();
+            let pcts: BTreeSet<u64> = recs
+                .iter()
+                .filter_map(|x| x["parameters"]["write_pct"].as_u64())
+                .collect();
+            let what = format!("survey loaded family, node {node}");
+            if !self.expect(&what, pcts == BTreeSet::from([0, 50, 100]), || {
+                format!(
+                    "write percentages {pcts:?} (expected 0, 50, 100) in {} records",
+                    recs.len()
+                )
+            }) {
+                continue;
+            }
+            // The nearest node with CPUs (by SLIT) holds the chaser.
+            let row = &self.l.distances[node as usize];
+            let near = self
+                .l
+                .cpus
+                .iter()
+                .filter(|(_, c)| !c.is_empty())
+                .min_by_key(|(n, _)| row[**n as usize]);
+            let chaser = recs[0]["parameters"]["requestor_cpu"]
+                .as_u64()
+                .unwrap_or(u64::MAX) as u32;
+            let near_ok = near.is_some_and(|(_, c)| c.contains(&chaser));
+            self.expect(&what, near_ok, || {
+                format!(
+                    "chase on CPU {chaser}, not on the nearest node's CPUs (node CPUs {cpus:?})"
+                )
+            });
+            for x in &recs {
+                let v = &x["placement"]["verified"];
+                let mem = &v["memory"];
+                let inj = mem["injectors"].as_array().cloned().unwrap_or_default();
+                let ok = pages_on(&mem["chase"], node)
+                    && !inj.is_empty()
+                    && inj.iter().all(|m| pages_on(m, node))
+                    && v["threads"]
+                        .as_array()
+                        .is_some_and(|t| t.iter().all(|t| t["cpu"] == t["observed_cpu"]));
+                if !self.expect(&what, ok, || {
+                    format!("{}: pages or threads not proved: {v}", x["name"])
+                }) {
+                    break;
+                }
+            }
+            seen.push(format!(
+                "{node}: {} points, chase on CPU {chaser}",
+                recs.len()
+            ));
+        }
+        self.said(
+            "survey",
+            format!(
+                "loaded-latency families proved on memory nodes {}",
+                seen.join("; ")
             ),
         );
     }

@@ -1,6 +1,7 @@
 //! The machine as a survey measured it: the topology, the node × node latency and
 //! bandwidth matrices with the record each cell came from, and the hierarchy plateaus.
 
+use numalab_bench::loaded::Family;
 use numalab_results::Record;
 use numalab_topo::{Error, Machine, Result};
 use std::collections::BTreeMap;
@@ -35,6 +36,8 @@ pub struct Measured {
     pub plateaus: BTreeMap<u32, (f64, String)>,
     /// What the survey lacks, with its own reason where it gave one.
     pub missing: Vec<String>,
+    /// Loaded-latency families (bandwidth–latency curves) by memory node.
+    pub curves: BTreeMap<u32, Family>,
 }
 
 fn stat_of(r: &Record, metric: &str) -> Option<Cell> {
@@ -45,6 +48,17 @@ fn stat_of(r: &Record, metric: &str) -> Option<Cell> {
         p95: s.summary.p95,
         record: format!("{}: {}", r.kind, r.name),
     })
+}
+
+/// The loaded-latency families by memory node (the first of a node's).
+fn families(records: &[Record]) -> BTreeMap<u32, Family> {
+    let mut out = BTreeMap::new();
+    for f in numalab_bench::loaded::curves(records) {
+        if let Ok(n) = f.node.parse::<u32>() {
+            out.entry(n).or_insert(f);
+        }
+    }
+    out
 }
 
 impl Measured {
@@ -79,6 +93,7 @@ impl Measured {
             bw: BTreeMap::new(),
             plateaus: BTreeMap::new(),
             missing: Vec::new(),
+            curves: families(records),
         };
         for r in records {
             let (map, metric) = match r.kind.as_str() {
@@ -156,6 +171,21 @@ impl Measured {
     /// Memory of node `n` in bytes (0 when unknown).
     pub fn capacity(&self, n: u32) -> u64 {
         self.machine.node(n).map_or(0, |x| x.total_bytes)
+    }
+
+    /// Latency added by load on memory node `n` (ns, never negative) at `gbps` of traffic
+    /// whose reads are `reads` percent, from the family curve nearest that mix; past the
+    /// curve's last point, its most loaded point's. None without a family for `n`.
+    pub fn queueing(&self, n: u32, reads: u32, gbps: f64) -> Option<f64> {
+        let f = self.curves.get(&n)?;
+        let want = 100 - reads.min(100);
+        let c = f.curves.iter().min_by_key(|c| c.write_pct.abs_diff(want))?;
+        let at_max = || {
+            let p = c.points.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+            Some(p.latency_ns())
+        };
+        let lat = c.latency_at(f.idle, gbps).or_else(at_max)?;
+        Some((lat - f.idle.0).max(0.0))
     }
 
     /// CPU-less memory nodes (CXL-like tiers).

@@ -116,7 +116,7 @@ impl<'a> Plan<'a> {
             } else {
                 placements = workload::rank(m, w, &self.options.program)?;
                 notes.push(if w.streaming {
-                    "bandwidth-bound (--access stream): ranked by predicted bandwidth; each node's threads stream from every node at once (the slowest flow bounds them), threads scale linearly to the node's cores, a memory node serves at most the most any node drew from it; stores count twice (write-allocate + writeback)".into()
+                    format!("bandwidth-bound (--access stream): ranked by predicted bandwidth; each node's threads stream from every node at once (the slowest flow bounds them), threads scale linearly to the node's cores, a memory node serves at most the most any node drew from it; stores count twice (write-allocate + writeback); {}", loaded_note(m))
                 } else {
                     "latency-bound (--access random): ranked by predicted mean load latency, the share-weighted medians of the latency matrix; queueing under load is not modelled".into()
                 });
@@ -193,3 +193,17 @@ fn cache_note(m: &Measured, w: &Workload) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// How a streaming placement's latency is priced: at its predicted load on each memory
+/// node's loaded-latency family, where the survey measured one.
+fn loaded_note(m: &measured::Measured) -> String {
+    if m.curves.is_empty() {
+        "latency at idle: the survey holds no loaded-latency family".into()
+    } else {
+        let nodes: Vec<u32> = m.curves.keys().copied().collect();
+        format!(
+            "latency at the predicted load, from the loaded-latency family of memory node(s) {} (the curve nearest the read share; idle elsewhere)",
+            numalab_topo::cpulist::format(&nodes)
+        )
+    }
+}

@@ -525,3 +525,48 @@ fn weighted_interleave_with_measured_weights_is_ranked_and_its_gain_predicted() 
     let a = advise(&survey(false), &opts(2, "1G", "random", false));
     assert_eq!(best(&a).memory, Memory::Local);
 }
+
+/// A loaded-latency family of node 0, reads only: idle 90 ns, 100 ns at 50 GB/s, 180 at 100.
+fn family() -> Vec<Record> {
+    let point = |delay: Option<u64>, gbps: f64, lat: f64| {
+        let mut r = Record::new(
+            "loaded-latency",
+            "point",
+            prov(),
+            json!({ "mem_node": "0", "traffic": "mix" }),
+        );
+        let loaded = delay.is_some();
+        r.data = Some(json!({ "samples": {
+            "delay": delay, "mix": loaded.then_some(json!({ "reads": 1, "writes": 0 })),
+            "latency_ns": [lat], "injected_gbps": if loaded { vec![gbps] } else { vec![] },
+            "issued_gbps": [], "read_share": [1.0],
+            "chase_gbps": [if loaded { 0.0 } else { gbps }], "pins": [] } }));
+        r
+    };
+    vec![
+        point(None, 0.0, 90.0),
+        point(Some(100), 50.0, 100.0),
+        point(Some(0), 100.0, 180.0),
+    ]
+}
+
+#[test]
+fn a_streaming_placement_is_priced_at_the_latency_of_its_load() {
+    let mut s = survey(false);
+    let idle = advise(&s, &opts(4, "8G", "stream", true));
+    assert_eq!(best(&idle).latency_ns, Some(120.0));
+    assert!(idle.notes.iter().any(|n| n.contains("latency at idle")));
+    s.extend(family());
+    let a = advise(&s, &opts(4, "8G", "stream", true));
+    let b = best(&a);
+    assert_eq!(b.memory, Memory::Interleave { nodes: vec![0, 1] });
+    // Node 0 serves 80 GB/s: 148 ns on its curve, 58 above idle; node 1 has no family.
+    assert!((b.latency_ns.unwrap() - 149.0).abs() < 1e-9, "{b:?}");
+    assert!(b
+        .basis
+        .iter()
+        .any(|x| x.contains("family, memory node 0: +58.0 ns")));
+    // Latency-bound work is priced at idle as before.
+    let r = advise(&s, &opts(2, "1G", "random", false));
+    assert_eq!(best(&r).latency_ns, Some(90.0));
+}

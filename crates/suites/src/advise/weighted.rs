@@ -46,7 +46,9 @@ pub fn weighted_gain(m: &Measured, d: u32, weights: &[(u32, u32)]) -> Option<Wei
     let t = BTreeMap::from([(d, cores)]);
     let mut basis = Vec::new();
     let mut predict = |row: BTreeMap<u32, f64>| {
-        bandwidth(m, &w, &t, &BTreeMap::from([(d, row)]), &mut basis).ok()
+        bandwidth(m, &w, &t, &BTreeMap::from([(d, row)]), &mut basis)
+            .ok()
+            .map(|b| b.0)
     };
     let nodes: Vec<u32> = weights.iter().map(|x| x.0).collect();
     let ws: Vec<u32> = weights.iter().map(|x| x.1).collect();

@@ -257,14 +257,26 @@ fn shares(
     Ok(out)
 }
 
-/// Mean latency over the threads, and the cells used; Err names a missing cell.
+/// Mean latency over the threads, and the cells used; Err names a missing cell. With
+/// `loads` (a streaming workload's predicted traffic per memory node, GB/s), each node's
+/// cells are priced at the latency its loaded-latency family gives at that load.
 fn latency(
     m: &Measured,
     w: &Workload,
     t: &BTreeMap<u32, usize>,
     s: &BTreeMap<u32, BTreeMap<u32, f64>>,
+    loads: Option<&BTreeMap<u32, f64>>,
     basis: &mut Vec<String>,
 ) -> std::result::Result<f64, String> {
+    let mut queue: BTreeMap<u32, f64> = BTreeMap::new();
+    for (x, load) in loads.into_iter().flatten() {
+        if let Some(q) = m.queueing(*x, w.reads, *load) {
+            basis.push(format!(
+                "loaded-latency family, memory node {x}: +{q:.1} ns at {load:.1} GB/s"
+            ));
+            queue.insert(*x, q);
+        }
+    }
     let mut total = 0.0;
     for (d, row) in s {
         let k = t[d] as f64 / w.threads as f64;
@@ -273,7 +285,7 @@ fn latency(
                 .lat(*d, *x)
                 .ok_or_else(|| format!("no measured latency from node {d} to node {x}"))?;
             basis.push(c.record.clone());
-            total += k * share * c.median;
+            total += k * share * (c.median + queue.get(x).copied().unwrap_or(0.0));
         }
     }
     Ok(total)
@@ -282,13 +294,14 @@ fn latency(
 /// Bandwidth of all threads: each node's threads stream from every node at once, so the
 /// slowest flow bounds them (threads scale linearly up to the node's cores, where the
 /// matrix was measured); a memory node serves at most the most any node drew from it.
+/// Also each memory node's predicted traffic, GB/s.
 pub(super) fn bandwidth(
     m: &Measured,
     w: &Workload,
     t: &BTreeMap<u32, usize>,
     s: &BTreeMap<u32, BTreeMap<u32, f64>>,
     basis: &mut Vec<String>,
-) -> std::result::Result<f64, String> {
+) -> std::result::Result<(f64, BTreeMap<u32, f64>), String> {
     let mut flows: BTreeMap<u32, f64> = BTreeMap::new();
     let mut traffic: BTreeMap<u32, f64> = BTreeMap::new();
     let mut total = 0.0;
@@ -322,7 +335,8 @@ pub(super) fn bandwidth(
     }
     // Stores cost a write-allocate read and a writeback per line: two bytes moved per byte written.
     let r = w.reads as f64 / 100.0;
-    Ok(total * cut / (r + 2.0 * (1.0 - r)))
+    let loads = traffic.into_iter().map(|(x, l)| (x, l * cut)).collect();
+    Ok((total * cut / (r + 2.0 * (1.0 - r)), loads))
 }
 
 fn commands(
@@ -462,8 +476,11 @@ fn predict(
     c: &mut Candidate,
 ) {
     let mut basis = Vec::new();
-    let lat = latency(m, w, t, &s, &mut basis);
     let bw = bandwidth(m, w, t, &s, &mut basis);
+    // A streaming workload's loads are priced at its predicted traffic, not at idle.
+    let loads = bw.as_ref().ok().filter(|_| w.streaming).map(|b| &b.1);
+    let lat = latency(m, w, t, &s, loads, &mut basis);
+    let bw = bw.map(|b| b.0);
     c.latency_ns = lat.as_ref().ok().copied();
     c.bandwidth_gbps = bw.as_ref().ok().copied();
     let needed = if w.streaming { &bw } else { &lat };

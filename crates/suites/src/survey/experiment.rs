@@ -158,6 +158,7 @@ fn loaded_args(o: &loaded::Options) -> Vec<String> {
     a.opt("--injectors", &o.injectors, &d.injectors);
     a.set("--mem-node", &o.mem_node, &d.mem_node);
     a.set("--traffic", &o.traffic, &d.traffic);
+    a.opt("--writes", &o.writes, &d.writes);
     a.opt("--delays", &o.delays, &d.delays);
     a.set("--iterations", &o.iterations, &d.iterations);
     a.opt("--size", &o.size, &d.size);

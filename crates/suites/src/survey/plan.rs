@@ -304,25 +304,27 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
             }),
             0.5 * nodes.max(1) as f64 + 0.5,
         ));
-        let loaded = if quick {
-            loaded::Options {
-                delays: Some("1000,100,0".into()),
+        // Mess's family, compact: reads only, 50/50 and writes only, seven paces from
+        // near idle to unthrottled, against every memory node from its nearest CPUs.
+        for node in m.memory_nodes() {
+            // The chase on the node's own first CPU; a CPU-less node's is the nearest one's.
+            let cpu = m.pus.iter().find(|p| p.node == Some(node));
+            let loaded = loaded::Options {
+                cpu: cpu.map_or("compact".into(), |p| p.os.to_string()),
+                mem_node: node.to_string(),
+                writes: Some("0,50,100".into()),
+                delays: Some("5000,1000,400,150,50,10,0".into()),
                 iterations: iters,
-                size: Some("64M".into()),
+                size: quick.then(|| "64M".into()),
                 ..Default::default()
-            }
-        } else {
-            loaded::Options {
-                iterations: iters,
-                ..Default::default()
-            }
-        };
-        v.push(step(
-            "loaded",
-            "loaded latency",
-            Experiment::Loaded(loaded),
-            if quick { 2.0 } else { 6.0 },
-        ));
+            };
+            v.push(step(
+                "loaded",
+                &format!("loaded latency family, memory node {node}"),
+                Experiment::Loaded(loaded),
+                if quick { 3.0 } else { 12.0 },
+            ));
+        }
     } else {
         v.push(skipped("invalidate", "invalidation sweep", one_core()));
         v.push(skipped(

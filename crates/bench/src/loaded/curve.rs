@@ -1,0 +1,253 @@
+//! A run's loaded-latency records as bandwidth–latency curves, one per read/write
+//! mix: each point's bandwidth and latency statistics, each curve's knee (the
+//! bandwidth where latency reaches twice the unloaded latency) and its maximum
+//! sustained bandwidth.
+
+use super::data::LoadedData;
+use super::Point;
+use numalab_probe::mix::Mix;
+use numalab_results::present::of;
+use numalab_results::stats::{median, percentile};
+use numalab_results::Record;
+
+/// One point of a curve: statistics over its passes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurvePoint {
+    /// Injector delay (spin-loop iterations after each line).
+    pub delay: u64,
+    /// Memory traffic (estimate: write-allocate counted), injectors and chase, GB/s: median.
+    pub gbps: f64,
+    /// Its mean over passes.
+    pub gbps_mean: f64,
+    /// Its standard deviation over passes.
+    pub gbps_std: f64,
+    /// Its smallest and largest pass.
+    pub gbps_span: (f64, f64),
+    /// Bytes the injectors issued, GB/s: median.
+    pub issued_gbps: f64,
+    /// Lines read over lines touched by the injectors (mean over passes).
+    pub read_share: f64,
+    /// Chase latency, ns per load: median, mean, standard deviation, min and p95.
+    pub latency: [f64; 5],
+}
+
+impl CurvePoint {
+    /// Median latency, ns.
+    pub fn latency_ns(&self) -> f64 {
+        self.latency[0]
+    }
+}
+
+/// One mix's curve, in the order measured (lightest load first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    /// The injectors' mix.
+    pub mix: Mix,
+    /// Its issued write percentage, rounded.
+    pub write_pct: u32,
+    /// The points.
+    pub points: Vec<CurvePoint>,
+    /// Bandwidth where latency first reaches twice the unloaded latency (None: never).
+    pub knee_gbps: Option<f64>,
+    /// The largest median bandwidth of any point.
+    pub max_gbps: f64,
+}
+
+/// One run: the unloaded point and a curve per mix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// Memory node(s) of the run, as recorded.
+    pub node: String,
+    /// Unloaded latency (median, ns) and the chase's own traffic then (GB/s).
+    pub idle: (f64, f64),
+    /// One curve per mix, in the order measured.
+    pub curves: Vec<Curve>,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn std_dev(v: &[f64]) -> f64 {
+    let Some(m) = mean(v) else { return 0.0 };
+    if v.len() < 2 {
+        return 0.0;
+    }
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+fn curve_point(p: &Point) -> Option<CurvePoint> {
+    let gbps: Vec<f64> = p
+        .injected_gbps
+        .iter()
+        .zip(&p.chase_gbps)
+        .map(|(a, b)| a + b)
+        .collect();
+    let mut l = p.latency_ns.clone();
+    l.sort_by(f64::total_cmp);
+    Some(CurvePoint {
+        delay: p.delay?,
+        gbps: median(&gbps)?,
+        gbps_mean: mean(&gbps)?,
+        gbps_std: std_dev(&gbps),
+        gbps_span: (
+            gbps.iter().copied().fold(f64::INFINITY, f64::min),
+            gbps.iter().copied().fold(0.0, f64::max),
+        ),
+        issued_gbps: median(&p.issued_gbps).unwrap_or(0.0),
+        read_share: mean(&p.read_share).unwrap_or(f64::NAN),
+        latency: [
+            median(&l)?,
+            mean(&l)?,
+            std_dev(&l),
+            *l.first()?,
+            percentile(&l, 0.95),
+        ],
+    })
+}
+
+/// Linear interpolation of y at `x` between two (x, y) points.
+fn lerp(a: (f64, f64), b: (f64, f64), x: f64) -> f64 {
+    if (b.0 - a.0).abs() < 1e-12 {
+        return b.1;
+    }
+    a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)
+}
+
+impl Curve {
+    fn new(mix: Mix, points: Vec<CurvePoint>, idle: (f64, f64)) -> Curve {
+        let max_gbps = points.iter().map(|p| p.gbps).fold(0.0, f64::max);
+        let mut prev = (idle.1, idle.0);
+        let mut knee_gbps = None;
+        for p in &points {
+            let here = (p.gbps, p.latency_ns());
+            if here.1 >= 2.0 * idle.0 {
+                // Bandwidth where the line from the last point crosses 2× idle latency.
+                knee_gbps = Some(lerp((prev.1, prev.0), (here.1, here.0), 2.0 * idle.0));
+                break;
+            }
+            prev = here;
+        }
+        Curve {
+            mix,
+            write_pct: super::experiment::write_pct(mix),
+            points,
+            knee_gbps,
+            max_gbps,
+        }
+    }
+
+    /// Latency (median, ns) the curve gives at `gbps`, interpolated between the points
+    /// ordered by bandwidth from the unloaded point; None past the curve's last point.
+    pub fn latency_at(&self, idle: (f64, f64), gbps: f64) -> Option<f64> {
+        let mut pts: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .map(|p| (p.gbps, p.latency_ns()))
+            .collect();
+        pts.push((idle.1, idle.0));
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if gbps <= pts[0].0 {
+            return Some(pts[0].1);
+        }
+        pts.windows(2)
+            .find(|w| gbps <= w[1].0)
+            .map(|w| lerp(w[0], w[1], gbps))
+    }
+}
+
+impl Family {
+    /// The curve of a write percentage, if measured.
+    pub fn curve(&self, write_pct: u32) -> Option<&Curve> {
+        self.curves.iter().find(|c| c.write_pct == write_pct)
+    }
+
+    /// A curve's saturation: its maximum bandwidth and the latency at 50 % and 90 % of it.
+    pub fn saturation(&self, c: &Curve) -> (f64, Option<f64>, Option<f64>) {
+        let at = |f: f64| c.latency_at(self.idle, f * c.max_gbps);
+        (c.max_gbps, at(0.5), at(0.9))
+    }
+}
+
+/// The families in `records`: each `unloaded` record starts one, and the loaded points
+/// after it form one curve per mix (records without a mix count as reads only or
+/// writes only by their `traffic`).
+pub fn curves(records: &[Record]) -> Vec<Family> {
+    let mut out: Vec<Family> = Vec::new();
+    for r in of(records, "loaded-latency") {
+        let Ok(d) = r.data_as::<LoadedData>() else {
+            continue;
+        };
+        let p = d.samples;
+        if p.delay.is_none() {
+            let node = r.parameters["mem_node"].as_str().unwrap_or("").to_string();
+            let idle = (
+                median(&p.latency_ns).unwrap_or(f64::NAN),
+                median(&p.chase_gbps).unwrap_or(0.0),
+            );
+            out.push(Family {
+                node,
+                idle,
+                curves: Vec::new(),
+            });
+            continue;
+        }
+        let Some(f) = out.last_mut() else { continue };
+        let mix = p.mix.unwrap_or(match r.parameters["traffic"].as_str() {
+            Some("write") => Mix::WRITES,
+            _ => Mix::READS,
+        });
+        let Some(cp) = curve_point(&p) else { continue };
+        match f.curves.iter_mut().find(|c| c.mix == mix) {
+            Some(c) => c.points.push(cp),
+            None => f.curves.push(Curve::new(mix, vec![cp], f.idle)),
+        }
+    }
+    for f in &mut out {
+        let idle = f.idle;
+        for c in &mut f.curves {
+            *c = Curve::new(c.mix, std::mem::take(&mut c.points), idle);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(delay: u64, gbps: f64, lat: f64) -> CurvePoint {
+        CurvePoint {
+            delay,
+            gbps,
+            gbps_mean: gbps,
+            gbps_std: 0.0,
+            gbps_span: (gbps, gbps),
+            issued_gbps: gbps,
+            read_share: 1.0,
+            latency: [lat, lat, 0.0, lat, lat],
+        }
+    }
+
+    #[test]
+    fn the_knee_is_where_latency_crosses_twice_idle() {
+        let idle = (100.0, 1.0);
+        let c = Curve::new(
+            Mix::READS,
+            vec![
+                pt(1000, 5.0, 110.0),
+                pt(100, 10.0, 150.0),
+                pt(0, 12.0, 250.0),
+            ],
+            idle,
+        );
+        assert_eq!(c.max_gbps, 12.0);
+        // 200 ns lies halfway from (10, 150) to (12, 250).
+        assert!((c.knee_gbps.unwrap() - 11.0).abs() < 1e-9);
+        assert!((c.latency_at(idle, 7.5).unwrap() - 130.0).abs() < 1e-9);
+        assert_eq!(c.latency_at(idle, 0.5), Some(100.0));
+        assert_eq!(c.latency_at(idle, 13.0), None);
+        let flat = Curve::new(Mix::READS, vec![pt(0, 12.0, 150.0)], idle);
+        assert_eq!(flat.knee_gbps, None);
+    }
+}
