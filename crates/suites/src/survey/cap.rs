@@ -84,7 +84,16 @@ fn cap(
                 o.size = cap;
             }
         }
-        Experiment::Loaded(o) if max < given(&o.size, sizing::streaming(m, 1)) => o.size = cap,
+        Experiment::Loaded(o) => {
+            if max < given(&o.size, sizing::streaming(m, 1)) {
+                o.size = cap.clone();
+            }
+            // The injectors' buffers too: together they are sized beyond the caches,
+            // which on a small node (a guest's 512 MiB) leaves no room for them.
+            if max < given(&o.inject_size, sizing::streaming(m, 1)) {
+                o.inject_size = cap;
+            }
+        }
         Experiment::Invalidate(o) if max < given(&o.size, half_l2) => o.size = cap,
         Experiment::Intervene(o) if max < given(&o.size, half_l2) => o.size = cap,
         _ => {}
@@ -182,6 +191,10 @@ mod tests {
                 || line.contains("--state uown")
             {
                 assert_eq!(size_of(s), Some(4 << 20), "{line}");
+            }
+            // The injectors' buffers are capped with the chase's.
+            if s.args[0] == "loaded-latency" {
+                assert!(line.contains("--inject-size 4M"), "{line}");
             }
             // Lines held in a helper's cache (half an L2 here) keep their default.
             if line.contains("--state cexh") || s.args[0] == "intervene" {
