@@ -279,6 +279,13 @@ fn mlp_text(recs: &[&Record]) -> String {
     out.push_str(&table(&head, &rows));
     out.push('\n');
     let top = inter.iter().map(|r| g(r)).max().unwrap_or(0) as usize;
+    out.push_str(&mlp_summary_text(&mlp, top));
+    out
+}
+
+/// The MLP summary's lines: each mode's best G and what switching alone costs.
+fn mlp_summary_text(mlp: &[&Record], top: usize) -> String {
+    let mut out = String::new();
     let floor = mlp.iter().find(|r| !r.parameters["chains_in_l1"].is_null());
     if let Some(EarthData::MlpSummary {
         best_interleaved: bi,
