@@ -162,6 +162,25 @@ impl Family {
         self.curves.iter().find(|c| c.write_pct == write_pct)
     }
 
+    /// One row per curve, for the text and the HTML alike: mix, saturation bandwidth,
+    /// knee, and the latency at 50 % and 90 % of saturation, numbers through `fmt`.
+    pub fn saturation_rows(&self, fmt: fn(Option<f64>, usize) -> String) -> Vec<Vec<String>> {
+        self.curves
+            .iter()
+            .map(|c| {
+                let (max, l50, l90) = self.saturation(c);
+                vec![
+                    format!("{}% ({})", c.write_pct, c.mix.label()),
+                    fmt(Some(max), 2),
+                    c.knee_gbps
+                        .map_or("not reached".into(), |k| format!("{k:.2}")),
+                    fmt(l50, 1),
+                    fmt(l90, 1),
+                ]
+            })
+            .collect()
+    }
+
     /// A curve's saturation: its maximum bandwidth and the latency at 50 % and 90 % of it.
     pub fn saturation(&self, c: &Curve) -> (f64, Option<f64>, Option<f64>) {
         let at = |f: f64| c.latency_at(self.idle, f * c.max_gbps);

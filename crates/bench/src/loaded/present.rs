@@ -120,21 +120,7 @@ fn family_figure(fam: &Family, refs: &[(String, Vec<(f64, f64)>)]) -> String {
         series,
         markers,
     });
-    let rows: Vec<Vec<String>> = fam
-        .curves
-        .iter()
-        .map(|c| {
-            let (max, l50, l90) = fam.saturation(c);
-            vec![
-                format!("{}% ({})", c.write_pct, c.mix.label()),
-                num(Some(max), 2),
-                c.knee_gbps
-                    .map_or("not reached".into(), |k| format!("{k:.2}")),
-                num(l50, 1),
-                num(l90, 1),
-            ]
-        })
-        .collect();
+    let rows = fam.saturation_rows(num);
     figure(
         chart,
         html_table(

@@ -91,21 +91,7 @@ fn points_table(fam: &Family) -> String {
 
 /// Per curve: the saturation bandwidth, the knee, and the latency at 50 % and 90 % of saturation.
 fn curves_table(fam: &Family) -> String {
-    let rows: Vec<Vec<String>> = fam
-        .curves
-        .iter()
-        .map(|c| {
-            let (max, l50, l90) = fam.saturation(c);
-            vec![
-                format!("{}% ({})", c.write_pct, c.mix.label()),
-                f(Some(max), 2),
-                c.knee_gbps
-                    .map_or("not reached".into(), |k| format!("{k:.2}")),
-                f(l50, 1),
-                f(l90, 1),
-            ]
-        })
-        .collect();
+    let rows = fam.saturation_rows(f);
     table(
         &[
             "writes",
