@@ -1,7 +1,7 @@
 //! Memory-level parallelism of one core: G independent random pointer chains,
 //! advanced either hand-interleaved (G loads in flight from one loop) or as G
 //! stackful coroutines that prefetch their next line and yield, so the other
-//! chains' misses overlap theirs, or as G stackless state machines (`async` blocks
+//! chains' misses overlap theirs, or as G stackless state machines (futures
 //! polled round-robin) doing the same.
 //!
 //! The chains carry on from pass to pass rather than restarting, so a pass never
@@ -168,58 +168,59 @@ pub fn coroutines(at: &mut [*const u8], steps: usize, stacks: &mut Stacks) {
     stacks.0.extend(coros.into_iter().map(|c| c.into_stack()));
 }
 
-/// Pending on its first poll, ready on the second: one switch back to the scheduler.
-struct Yield(bool);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            Poll::Pending
-        }
-    }
+/// One chain as a stackless state machine (a frame and a resume point, as EARTH's
+/// fibers are): prefetch and return pending; on the next poll load the line
+/// prefetched, `left` times. Written by hand rather than as an `async fn`: the
+/// compiler's state machine dispatched every poll through a jump table on a 48-byte
+/// frame and reached 0.89–0.90× the interleaved loop on a 2-vCPU EPYC VM, where
+/// this one reached 0.99–1.00× (G = 64, three runs each, same binary).
+struct Chase {
+    p: *const u8,
+    left: usize,
+    primed: bool,
 }
 
-/// One chain as a state machine: prefetch, yield, load, `steps` times.
-async fn chain(mut p: *const u8, steps: usize) -> *const u8 {
-    for _ in 0..steps {
-        prefetch(p);
-        Yield(false).await;
-        p = next(p);
+impl Future for Chase {
+    type Output = *const u8;
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<*const u8> {
+        if self.primed {
+            self.p = next(self.p);
+            self.left -= 1;
+        }
+        if self.left == 0 {
+            return Poll::Ready(self.p);
+        }
+        prefetch(self.p);
+        self.primed = true;
+        Poll::Pending
     }
-    p
 }
 
 /// Advance every chain `steps` times, each chain a stackless state machine that
-/// prefetches its next line and yields before loading it; round-robin polling.
-/// A switch is a return from `poll` and a jump on the saved state, with no stack to
+/// prefetches its next line and returns pending before loading it; round-robin
+/// polling through `Future::poll`. A switch is a return from `poll`, with no stack to
 /// swap: the stackful switch cost about what G = 32 chains leave per access.
 pub fn stackless(at: &mut [*const u8], steps: usize) {
     let mut cx = Context::from_waker(Waker::noop());
-    // One contiguous block of state machines (no box per chain): polling walks it in
-    // order, as the interleaved loop walks its array of pointers.
-    let mut chains: Pin<Box<[_]>> = at
+    // One contiguous block of state machines: polling walks it in order, as the
+    // interleaved loop walks its array of pointers.
+    let mut chains: Vec<Chase> = at
         .iter()
-        .map(|&s| chain(s, steps))
-        .collect::<Box<[_]>>()
-        .into();
-    let mut poll = |i: usize| {
-        // SAFETY: the boxed slice never moves or shrinks while pinned; element i is
-        // only reached through this pinned projection.
-        let c = unsafe { chains.as_mut().map_unchecked_mut(|v| &mut v[i]) };
-        c.poll(&mut cx)
-    };
+        .map(|&p| Chase {
+            p,
+            left: steps,
+            primed: false,
+        })
+        .collect();
     // As with coroutines: every chain is pending `steps` times, then ready.
     for _ in 0..steps {
-        for i in 0..at.len() {
-            let _ = poll(i);
+        for c in chains.iter_mut() {
+            let _ = Pin::new(c).poll(&mut cx);
         }
     }
-    for (i, slot) in at.iter_mut().enumerate() {
-        if let Poll::Ready(p) = poll(i) {
+    for (c, slot) in chains.iter_mut().zip(at.iter_mut()) {
+        if let Poll::Ready(p) = Pin::new(c).poll(&mut cx) {
             *slot = p;
         }
     }
