@@ -3,8 +3,9 @@
 //! form (a = b + s·c: 2 reads, 1 write) and a read-modify-write `update` form, at the
 //! widest vector width this CPU has.
 //!
-//! Streams advance together in blocks of [`BLOCK_LINES`] lines, so every stream has
-//! done the same number of lines whenever the kernel stops: the issued read share is
+//! Streams advance together line by line (every read stream's line, then every write
+//! stream's), so every stream has done the same number of lines whenever the kernel
+//! stops: the issued read share is
 //! exactly the mix's. Bytes are counted as issued (STREAM's and likwid's convention);
 //! [`MixKernel::traffic`] estimates what memory moved.
 
@@ -13,8 +14,8 @@ use crate::mix::{traffic_estimate, Mix, Store};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Lines of one stream done before moving to the next (512 bytes): long enough for
-/// tight vector loops, short enough that all streams stay in flight together.
+/// Lines per inner loop (512 bytes of every stream): the write streams store the
+/// block's first line number, so a test can tell which pass wrote a line.
 pub const BLOCK_LINES: usize = 8;
 /// Line size the kernels work in.
 pub const LINE: usize = 64;
