@@ -380,7 +380,10 @@ mod tests {
     fn ratios_write_their_write_buffers_only_and_count_steps() {
         for (mix, store) in [
             ("3:1", Store::Regular),
+            ("1:1", Store::Nt),
+            ("2:1", Store::Regular),
             ("1:2", Store::Nt),
+            ("5:3", Store::Regular),
             ("1:0", Store::Regular),
             ("0:1", Store::Nt),
         ] {
