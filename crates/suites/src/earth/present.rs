@@ -129,10 +129,14 @@ impl Presenter for EarthPresenter {
 }
 
 /// A sized record's passes in words ([`Sizing::text`] without the figure, which the
-/// HTML table does not show): "(14 passes)", "within noise (lo…hi%)" or nothing.
+/// HTML table does not show): "14 passes", "within noise (lo…hi%)" or nothing.
 fn noise_words(r: &Record) -> String {
     r.data_as::<EarthData>()
         .ok()
-        .and_then(|d| d.noise().map(|n| n.text(String::new()).trim().to_string()))
+        .and_then(|d| d.noise().map(|n| n.text(String::new())))
+        .map(|w| match w.trim().strip_prefix('(') {
+            Some(passes) => passes.trim_end_matches(')').to_string(),
+            None => w,
+        })
         .unwrap_or_default()
 }

@@ -71,6 +71,15 @@ fn noise(r: &Record) -> Option<Sizing> {
     r.data_as::<EarthData>().ok()?.noise().cloned()
 }
 
+/// A masking interval wholly below −100 % in the form its figure takes, times the
+/// baseline's whole time ("within noise (64…88× slower)"), from the baseline's
+/// communication and whole time; None when it is not below −100 %.
+fn noise_slower([lo, hi]: [f64; 2], (comm, whole): (f64, f64)) -> Option<String> {
+    let times = |pct: f64| (whole - pct * comm / 100.0) / whole;
+    (hi < -100.0 && whole > 0.0)
+        .then(|| format!("within noise ({:.1}…{:.1}× slower)", times(hi), times(lo)))
+}
+
 /// How the mask and threads tables say a figure is noise.
 const NOISE_WORDS: &str = "\"(n passes)\" where the initial passes left the figure's interval too wide and more were taken; \"within noise (lo…hi%)\" where, the noise budget spent, the interval (each median's 95 % order-statistic interval, combined) was still wider than ±10 points and ±10 % of the figure, held 0 beside a figure of 10 % or more, or lay wholly outside the possible range (records from before sizing: the p5–p95 interval held 0 or the figure left the range)";
 
@@ -226,7 +235,12 @@ fn mask_text(recs: &[&Record]) -> String {
                     .filter(|p| p.is_finite());
                 let text = masking_text(pct, r.median("time"), whole);
                 row.push(match (noise(r), pct, masking_interval(b, r)) {
-                    (Some(n), ..) => n.text(text),
+                    (Some(n), ..) => match (n.interval_pct, comm.zip(whole)) {
+                        (Some(iv), Some(cw)) if !n.converged => {
+                            noise_slower(iv, cw).unwrap_or_else(|| n.text(text))
+                        }
+                        _ => n.text(text),
+                    },
                     (None, Some(p), Some(iv)) => pct_or_noise(text, p, iv, false),
                     _ => text,
                 });
@@ -442,5 +456,15 @@ mod tests {
         // A masked loop may really be slower: negative is a figure when clear of 0.
         assert_eq!(f(-56.0, (-70.0, -40.0), false), "-56%");
         assert_eq!(f(10.0, (-5.0, 25.0), false), "within noise (-5…25%)");
+    }
+
+    #[test]
+    fn a_noisy_loss_beyond_the_whole_baseline_reads_in_times_slower() {
+        // Baseline 100 ns communication of 400 ns: -3600 % is a 4000 ns run, 10×.
+        assert_eq!(
+            super::noise_slower([-7600.0, -3600.0], (100.0, 400.0)).as_deref(),
+            Some("within noise (10.0…20.0× slower)")
+        );
+        assert_eq!(super::noise_slower([-150.0, 20.0], (100.0, 400.0)), None);
     }
 }
