@@ -139,6 +139,84 @@ fn the_earth_suite_runs_here_with_small_sizes() {
     }
 }
 
+/// Every sized record of a small mask and threads run: its `data.noise`.
+fn sized(budget: &str) -> Vec<(String, serde_json::Value, f64)> {
+    let v = run_json(
+        "suite",
+        &[
+            "earth",
+            "--parts",
+            "mask,threads",
+            "--chunks",
+            "64,1024",
+            "--multipliers",
+            "1",
+            "--loop-n",
+            "1024",
+            "--iterations",
+            "3",
+            "--noise-budget",
+            budget,
+        ],
+    );
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let name = r["name"].as_str().unwrap().to_string();
+            let metric = if name.contains("baseline") {
+                "communication_time"
+            } else {
+                "time"
+            };
+            (name, r["data"]["noise"].clone(), stat(r, metric, "n"))
+        })
+        .collect()
+}
+
+#[test]
+fn mask_and_threads_points_record_how_their_passes_were_sized() {
+    let recs = sized("30ms");
+    // Two ways u travels × (baseline + 2 T) and 5 threads rows × 3 kinds of work.
+    assert_eq!(recs.len(), 2 * 3 + 15, "{recs:?}");
+    for (name, noise, n) in &recs {
+        let passes = noise["passes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: {noise}"));
+        assert_eq!(noise["initial"], 3, "{name}");
+        assert!(passes >= 3, "{name}: {noise}");
+        // The record's samples are the passes taken.
+        assert_eq!(*n, passes as f64, "{name}: {noise}");
+        let converged = noise["converged"].as_bool().expect("converged");
+        match noise["interval_pct"].as_array() {
+            Some(iv) => {
+                let (lo, hi) = (iv[0].as_f64().unwrap(), iv[1].as_f64().unwrap());
+                assert!(lo <= hi, "{name}: {noise}");
+            }
+            // Only a figure that cannot be formed has no interval, and it never settles.
+            None => assert!(!converged, "{name}: {noise}"),
+        }
+    }
+    // No budget: exactly the initial passes, the fixed count of before.
+    for (name, noise, n) in sized("0") {
+        assert_eq!((noise["passes"].as_u64(), n), (Some(3), 3.0), "{name}");
+    }
+}
+
+#[test]
+fn the_dry_run_shows_the_noise_budget_and_its_bound() {
+    let out = numalab(&["suite", "earth", "--dry-run", "--noise-budget", "40ms"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    // 2 ways × 5 multipliers × (13 T + baseline) + 5 threads rows = 145 points × 40 ms.
+    assert!(
+        text.contains("up to 40 ms a point, at most 5.8 s more in all"),
+        "{text}"
+    );
+    let v = run_json("suite", &["earth", "--dry-run", "--noise-budget", "0"]);
+    assert_eq!(v[0]["data"]["noise_bound_s"], 0.0);
+}
+
 #[test]
 fn bad_earth_input_exits_2_naming_the_value() {
     for (args, want) in [
@@ -155,6 +233,9 @@ fn bad_earth_input_exits_2_naming_the_value() {
             vec!["--mlp-size", "1M", "--accesses", "20000"],
             "--accesses '20000'",
         ),
+        (vec!["--noise-budget", "5"], "--noise-budget '5'"),
+        (vec!["--noise-budget", "2min"], "--noise-budget '2min'"),
+        (vec!["--noise-budget", "61s"], "--noise-budget '61s'"),
     ] {
         let mut a = vec!["suite", "earth"];
         a.extend(args.iter().copied());

@@ -42,9 +42,13 @@ pub struct EarthArgs {
     /// Computation : communication of the threads table is 1 : RATIO (the seed's 1, 3, 6).
     #[arg(long, default_value_t = 1)]
     ratio: usize,
-    /// Timed passes per measurement.
+    /// Timed passes per measurement (the initial ones, for mask and threads points).
     #[arg(long, default_value_t = 5)]
     iterations: usize,
+    /// Wall time each mask and threads point may take for more passes while its
+    /// figure's interval is wide (ns, us, ms or s; 0: only --iterations passes).
+    #[arg(long, default_value = earth::NOISE_BUDGET)]
+    noise_budget: String,
     /// Print the CPUs and parts without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -68,6 +72,7 @@ impl EarthArgs {
             accesses: self.accesses,
             ratio: self.ratio,
             iterations: self.iterations,
+            noise_budget: self.noise_budget.clone(),
         }
     }
 }
@@ -106,6 +111,10 @@ impl EarthArgs {
             ("--mlp-size", self.mlp_size.clone()),
             ("--accesses", n(self.accesses.map(|v| v as u64))),
             ("--ratio", n((self.ratio != 1).then_some(self.ratio as u64))),
+            (
+                "--noise-budget",
+                (self.noise_budget != earth::NOISE_BUDGET).then(|| self.noise_budget.clone()),
+            ),
         ] {
             if let Some(v) = v {
                 return Err(bad(format!(

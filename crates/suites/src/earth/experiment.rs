@@ -2,6 +2,7 @@
 
 use super::hide as earth_hide;
 use super::ops::{self as earth_ops, Cell};
+use super::sizing::Rule;
 use super::view::{mask_records, mlp_records, threads_records};
 use super::{check_list, cpus, Cpus, Part};
 use numalab_bench::experiment::{size_opt, Context, Progress};
@@ -10,6 +11,7 @@ use numalab_results::{Provenance, Record, Unavailable};
 use numalab_topo::{Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::time::Duration;
 
 /// What the user asks of `suite earth`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,7 +38,21 @@ pub struct Options {
     pub ratio: usize,
     /// Timed passes per measurement.
     pub iterations: usize,
+    /// Wall time each mask and threads point may take to settle its figure (passes
+    /// beyond `iterations` are added while its interval is wide): "0" for none.
+    #[serde(default = "default_noise_budget")]
+    pub noise_budget: String,
 }
+
+/// The default `noise_budget`.
+pub const NOISE_BUDGET: &str = "100ms";
+
+fn default_noise_budget() -> String {
+    NOISE_BUDGET.into()
+}
+
+/// The largest `noise_budget`: a point beyond it is a study of its own.
+const MAX_NOISE_BUDGET: Duration = Duration::from_secs(60);
 
 impl Default for Options {
     fn default() -> Self {
@@ -52,6 +68,7 @@ impl Default for Options {
             accesses: None,
             ratio: 1,
             iterations: 5,
+            noise_budget: default_noise_budget(),
         }
     }
 }
@@ -63,6 +80,7 @@ struct Parsed {
     chunks: Vec<usize>,
     multipliers: Vec<usize>,
     mlp_size: Option<u64>,
+    budget: Duration,
 }
 
 impl Options {
@@ -129,12 +147,21 @@ impl Options {
                 "invalid --iterations or --ratio '0': at least 1",
             ));
         }
+        let budget = numalab_dsm::experiment::parse_duration(&a.noise_budget)
+            .filter(|d| *d <= MAX_NOISE_BUDGET)
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "invalid --noise-budget '{}': a duration up to 60s with its unit, such as 20ms, 0.5s or 0",
+                    a.noise_budget
+                ))
+            })?;
         Ok(Parsed {
             parts,
             groups,
             chunks,
             multipliers,
             mlp_size,
+            budget,
         })
     }
 
@@ -167,6 +194,12 @@ pub struct PlanData {
     pub multipliers: Vec<usize>,
     /// Loop 7 iterations.
     pub loop_n: usize,
+    /// Wall time a mask or threads point may take to settle its figure, ms.
+    pub noise_budget_ms: f64,
+    /// Points that budget applies to.
+    pub sized_points: usize,
+    /// The most the budget can add to the run: every sized point spending it, s.
+    pub noise_bound_s: f64,
 }
 
 /// The suite, resolved: CPUs, parts and their sizes.
@@ -186,6 +219,8 @@ pub struct Plan {
     pub mlp_size: u64,
     /// Accesses per MLP pass.
     pub accesses: usize,
+    /// Wall time a mask or threads point may take to settle its figure.
+    pub noise_budget: Duration,
     /// The options (loop, ratio, passes).
     pub options: Options,
 }
@@ -200,6 +235,7 @@ impl Plan {
             chunks,
             multipliers,
             mlp_size,
+            budget,
         } = o.parsed()?;
         let cpus = cpus(m, a.cpu, a.helper)?;
         let mlp_size = mlp_size.unwrap_or_else(|| numalab_bench::sizing::beyond_caches(m));
@@ -221,8 +257,28 @@ impl Plan {
             multipliers,
             mlp_size,
             accesses,
+            noise_budget: budget,
             options: o.clone(),
         })
+    }
+
+    /// The rule sizing the mask and threads points' passes.
+    pub fn rule(&self) -> Rule {
+        Rule::pct(self.options.iterations, self.noise_budget)
+    }
+
+    /// Points sized to their noise: each Loop 7 baseline and T, both ways u travels,
+    /// and each threads row.
+    pub fn sized_points(&self) -> usize {
+        let mask = 2 * self.multipliers.len() * (self.chunks.len() + 1);
+        let has = |p: Part| usize::from(self.parts.contains(&p));
+        has(Part::Mask) * mask + has(Part::Threads) * 5
+    }
+
+    /// The most the noise budget can add to a run: every sized point spending all of
+    /// it (each stops within one pass of it), seconds.
+    pub fn noise_bound_s(&self) -> f64 {
+        self.sized_points() as f64 * self.noise_budget.as_secs_f64()
     }
 
     /// Parameters every record of the suite carries.
@@ -235,6 +291,7 @@ impl Plan {
         "helper_node": cpus.helper.pu.node,
         "remote_node": cpus.remote_node,
         "iterations": a.iterations,
+        "noise_budget_ms": self.noise_budget.as_secs_f64() * 1e3,
         "parts": self.parts.iter().map(|p| p.name()).collect::<Vec<_>>(),
         })
     }
@@ -262,6 +319,9 @@ impl Plan {
             chunks: chunks.clone(),
             multipliers: multipliers.clone(),
             loop_n: a.loop_n,
+            noise_budget_ms: self.noise_budget.as_secs_f64() * 1e3,
+            sized_points: self.sized_points(),
+            noise_bound_s: self.noise_bound_s(),
         });
         r.warnings = warnings;
         r
@@ -272,15 +332,8 @@ impl Plan {
 fn mask_curves(host: &Host, timer: &Timer, plan: &Plan) -> Result<Vec<earth_hide::MaskCurve>> {
     let (a, cpus, chunks, multipliers) =
         (&plan.options, &plan.cpus, &plan.chunks, &plan.multipliers);
-    let mut curves = earth_hide::mask(
-        host,
-        timer,
-        cpus,
-        a.loop_n,
-        chunks,
-        multipliers,
-        a.iterations,
-    )?;
+    let rule = plan.rule();
+    let mut curves = earth_hide::mask(host, timer, cpus, a.loop_n, chunks, multipliers, &rule)?;
     curves.extend(earth_hide::mask_memory(
         host,
         timer,
@@ -288,7 +341,7 @@ fn mask_curves(host: &Host, timer: &Timer, plan: &Plan) -> Result<Vec<earth_hide
         a.loop_n,
         chunks,
         multipliers,
-        a.iterations,
+        &rule,
     )?);
     Ok(curves)
 }
@@ -351,7 +404,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                 recs.extend(mlp_records(&curve, mlp_size, &base, prov));
             }
             Part::Threads => {
-                let (rows, iters) = earth_hide::threads(host, &timer, cpus, a.ratio, a.iterations)?;
+                let (rows, iters) = earth_hide::threads(host, &timer, cpus, a.ratio, &plan.rule())?;
                 recs.extend(threads_records(&rows, a.ratio, iters, &base, prov));
             }
         }
@@ -401,4 +454,60 @@ fn cell_records(
             r
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::earth::EarthData;
+    use numalab_topo::{Host, TopologySource};
+
+    #[test]
+    fn options_and_records_from_before_sizing_still_read() {
+        let mut v = serde_json::to_value(Options::default()).unwrap();
+        v.as_object_mut().unwrap().remove("noise_budget");
+        let o: Options = serde_json::from_value(v).unwrap();
+        assert_eq!(o.noise_budget, NOISE_BUDGET);
+        let old: EarthData = serde_json::from_value(json!({ "data_checked": true })).unwrap();
+        assert_eq!(old.noise(), None);
+    }
+
+    #[test]
+    fn the_noise_budget_is_a_duration_with_its_unit_and_bounds_the_plan() {
+        for bad in ["5", "2min", "61s", "-1ms"] {
+            let o = Options {
+                noise_budget: bad.into(),
+                ..Default::default()
+            };
+            let e = o.check().unwrap_err();
+            assert!(
+                e.is_user_error() && e.to_string().contains(&format!("--noise-budget '{bad}'")),
+                "{e}"
+            );
+        }
+        let m = Host::load(&TopologySource::Synthetic("pack:1 core:2 pu:1".into()))
+            .unwrap()
+            .machine;
+        let o = Options {
+            parts: "mask,threads".into(),
+            chunks: Some("64,1024".into()),
+            multipliers: "1,4".into(),
+            noise_budget: "0.5s".into(),
+            ..Default::default()
+        };
+        let p = Plan::resolve(&m, &o).unwrap();
+        // 2 ways u travels × 2 multipliers × (baseline + 2 T), and 5 threads rows.
+        assert_eq!(p.sized_points(), 12 + 5);
+        assert_eq!(p.noise_bound_s(), 8.5);
+        assert_eq!(p.rule(), Rule::pct(5, Duration::from_millis(500)));
+        let ops = Plan::resolve(
+            &m,
+            &Options {
+                parts: "ops".into(),
+                ..o
+            },
+        )
+        .unwrap();
+        assert_eq!(ops.noise_bound_s(), 0.0);
+    }
 }

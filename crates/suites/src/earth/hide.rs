@@ -1,6 +1,7 @@
 //! How much latency threads hide: Loop 7 masking over thread size (seed 001 Fig. 3),
 //! memory-level parallelism with G chains, and the KSR overlap table.
 
+use super::sizing::{self, size, Rule, Sizing};
 use super::Cpus;
 use crate::memory::buffer_near;
 use numalab_probe::compute_rate;
@@ -31,6 +32,10 @@ pub struct MaskCurve {
     pub points: Vec<(usize, Vec<f64>)>,
     /// Where u's pages were found, when u is homed on a node (the memory variant).
     pub proof: Option<MemProof>,
+    /// How the baseline's passes were sized (None: a fixed count).
+    pub base_sizing: Option<Sizing>,
+    /// How each T's passes were sized, in the order of `points` (empty: a fixed count).
+    pub sizing: Vec<Sizing>,
 }
 
 impl MaskCurve {
@@ -88,34 +93,53 @@ fn check(a: &Arrays, want: &Arrays, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The curves for every multiplier: `base(m)` and `masked(T, m)` each run one checked pass.
+/// The curves for every multiplier: `base(m)` and `masked(T, m)` each run one checked
+/// pass; after a warm-up pass each, the baseline and then every T are sized by `rule`.
 fn curves(
     via: &str,
     chunks: &[usize],
     multipliers: &[usize],
-    it: usize,
+    rule: &Rule,
     base: &mut dyn FnMut(usize) -> Result<(f64, f64)>,
     masked: &mut dyn FnMut(usize, usize) -> Result<f64>,
 ) -> Result<Vec<MaskCurve>> {
+    // The baseline brings half of what a masking figure may be off by.
+    let base_rule = Rule {
+        half_width_pts: rule.half_width_pts / 2.0,
+        half_width_fraction: 0.0,
+        ..*rule
+    };
     let mut out = Vec::new();
     for &m in multipliers {
-        let (mut comm, mut comp) = (Vec::new(), Vec::new());
-        for pass in 0..=it {
-            let (f, k) = base(m)?;
-            if pass > 0 {
-                comm.push(f);
-                comp.push(k);
-            }
-        }
-        let mut points = Vec::new();
+        base(m)?;
+        let mut b: (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        let base_sizing = size(
+            &base_rule,
+            &mut sizing::clock(),
+            &mut b,
+            &mut |b| {
+                let (f, k) = base(m)?;
+                b.0.push(f);
+                b.1.push(k);
+                Ok(())
+            },
+            &|b| sizing::baseline_figure(&b.0, &b.1),
+        )?;
+        let (comm, comp) = b;
+        let (mut points, mut sized) = (Vec::new(), Vec::new());
         for &t in chunks {
+            masked(t, m)?;
             let mut v = Vec::new();
-            for pass in 0..=it {
-                let ns = masked(t, m)?;
-                if pass > 0 {
-                    v.push(ns);
-                }
-            }
+            sized.push(size(
+                rule,
+                &mut sizing::clock(),
+                &mut v,
+                &mut |v| {
+                    v.push(masked(t, m)?);
+                    Ok(())
+                },
+                &|v| sizing::mask_figure(&comm, &comp, v),
+            )?);
             points.push((t, v));
         }
         out.push(MaskCurve {
@@ -125,6 +149,8 @@ fn curves(
             comp_ns: comp,
             points,
             proof: None,
+            base_sizing: Some(base_sizing),
+            sizing: sized,
         });
     }
     Ok(out)
@@ -152,7 +178,7 @@ pub fn mask(
     n: usize,
     chunks: &[usize],
     multipliers: &[usize],
-    it: usize,
+    rule: &Rule,
 ) -> Result<Vec<MaskCurve>> {
     let ubuf = buffer_near(host, c.helper.pu.os, ((n + 6) * 8) as u64, PageSize::Base)?;
     let u = ubuf.as_ptr() as *mut f64;
@@ -166,7 +192,7 @@ pub fn mask(
             &via,
             chunks,
             multipliers,
-            it,
+            rule,
             &mut |m| {
                 let mut a = Arrays::new(n);
                 let (f, k) = loop7::baseline(&mut cl.borrow_mut(), timer, &mut a, u, m);
@@ -195,7 +221,7 @@ pub fn mask_memory(
     n: usize,
     chunks: &[usize],
     multipliers: &[usize],
-    it: usize,
+    rule: &Rule,
 ) -> Result<Vec<MaskCurve>> {
     let m = &host.machine;
     let (node, via) = match c.remote_node {
@@ -231,7 +257,7 @@ pub fn mask_memory(
         &via,
         chunks,
         multipliers,
-        it,
+        rule,
         &mut |mu| {
             let mut a = Arrays::new(n);
             flush();
@@ -397,50 +423,67 @@ pub struct ThreadsRow {
     pub times: Vec<(Work, Vec<f64>)>,
     /// Creating and joining the k threads with no work, ns per pass.
     pub empty: Vec<f64>,
+    /// How the row's passes were sized (its figure is the overlap).
+    pub sizing: Sizing,
 }
+
+/// The kinds of work of a threads row, in the order of its passes.
+const WORKS: [Work; 3] = [Work::Compute, Work::Communicate, Work::Both];
 
 /// k = 1…5 threads on the worker's CPU sharing computation, communication (lines
 /// the helper just wrote) and both; computation sized to `ratio` times less than
-/// the communication of one thread (the seed's DS1 1:1, DS2 1:3, DS3 1:6).
+/// the communication of one thread (the seed's DS1 1:1, DS2 1:3, DS3 1:6). A pass
+/// of a row runs each work and the empty run once; `rule` sizes the row's passes
+/// on its overlap, bounded to 0–100 %.
 pub fn threads(
     host: &Host,
     timer: &Timer,
     c: &Cpus,
     ratio: usize,
-    it: usize,
+    rule: &Rule,
 ) -> Result<(Vec<ThreadsRow>, u64)> {
     // Large enough that the work dwarfs creating five threads (tens of µs each).
     let buf = buffer_near(host, c.worker.pu.os, 8 << 20, PageSize::Base)?;
     let (w, h) = (c.worker.pu.os, c.helper.pu.os);
+    let run = |k: usize, work: Work, iters: u64, p: usize| {
+        overlap::pass(host, timer, w, h, k, work, &buf, 64, iters, p)
+    };
     // Size the computation from one thread's communication time, less the cost of
     // creating and joining the thread (a pass with no work).
-    let empty =
-        |k: usize, p: usize| overlap::pass(host, timer, w, h, k, Work::Compute, &buf, 64, 0, p);
     let comm: Vec<f64> = (0..5)
-        .map(|p| {
-            Ok(
-                overlap::pass(host, timer, w, h, 1, Work::Communicate, &buf, 64, 0, p)?
-                    - empty(1, p)?,
-            )
-        })
+        .map(|p| Ok(run(1, Work::Communicate, 0, p)? - run(1, Work::Compute, 0, p)?))
         .collect::<Result<_>>()?;
     pin_current_thread(host, w)?;
     let per_iter = compute_rate::ns_per_iteration(timer);
     let iters = (median(&comm).unwrap_or(0.0).max(0.0) / per_iter / ratio.max(1) as f64) as u64;
+    let rule = Rule {
+        range: Some((0.0, 100.0)),
+        ..*rule
+    };
     let mut rows = Vec::new();
     for k in 1..=5 {
-        let mut times = Vec::new();
-        for work in [Work::Compute, Work::Communicate, Work::Both] {
-            let v: Result<Vec<f64>> = (0..it)
-                .map(|p| overlap::pass(host, timer, w, h, k, work, &buf, 64, iters, p + 1))
-                .collect();
-            times.push((work, v?));
-        }
-        let e: Result<Vec<f64>> = (0..it).map(|p| empty(k, p + 1)).collect();
+        // Samples of computation, communication, both, and the empty run.
+        let mut st: [Vec<f64>; 4] = Default::default();
+        let sizing = size(
+            &rule,
+            &mut sizing::clock(),
+            &mut st,
+            &mut |st| {
+                let p = st[3].len() + 1;
+                for (i, work) in WORKS.into_iter().enumerate() {
+                    st[i].push(run(k, work, iters, p)?);
+                }
+                st[3].push(run(k, Work::Compute, 0, p)?);
+                Ok(())
+            },
+            &|st| sizing::overlap_figure(&st[0], &st[1], &st[2], &st[3]),
+        )?;
+        let [comp, comm, both, empty] = st;
         rows.push(ThreadsRow {
             k,
-            times,
-            empty: e?,
+            times: WORKS.into_iter().zip([comp, comm, both]).collect(),
+            empty,
+            sizing,
         });
     }
     Ok((rows, iters))
@@ -473,6 +516,8 @@ mod tests {
                 (64, vec![350.0; 3]),
             ],
             proof: None,
+            base_sizing: None,
+            sizing: Vec::new(),
         };
         assert_eq!(c.masked_text(), ["20.0× slower", "-50%", "50%"]);
         assert_eq!(masking_text(None, None, None), "-");

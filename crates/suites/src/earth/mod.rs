@@ -8,12 +8,13 @@
 mod experiment;
 pub mod mpi;
 mod present;
+pub mod sizing;
 pub use present::{BestG, EarthData, EarthPresenter};
 pub mod hide;
 pub mod ops;
 mod text;
 mod view;
-pub use experiment::{run as run_suite, Options, Plan, PlanData};
+pub use experiment::{run as run_suite, Options, Plan, PlanData, NOISE_BUDGET};
 pub use text::text;
 
 use crate::domains;

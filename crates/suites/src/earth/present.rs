@@ -1,5 +1,6 @@
 //! How the earth suite's records are shown: every operation's median and the MLP curve.
 
+use super::sizing::Sizing;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
@@ -44,7 +45,26 @@ pub enum EarthData {
     Checked {
         /// Always true when recorded.
         data_checked: bool,
+        /// How its passes were sized to its noise (absent in older records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        noise: Option<Sizing>,
     },
+    /// A point whose passes were sized to its noise (a Loop 7 baseline, a threads row).
+    Sized {
+        /// How.
+        noise: Sizing,
+    },
+}
+
+impl EarthData {
+    /// How a record's passes were sized, if they were.
+    pub fn noise(&self) -> Option<&Sizing> {
+        match self {
+            EarthData::Checked { noise, .. } => noise.as_ref(),
+            EarthData::Sized { noise } => Some(noise),
+            EarthData::MlpSummary { .. } => None,
+        }
+    }
 }
 
 /// The earth suite (and its dry-run plan).
@@ -97,12 +117,26 @@ impl Presenter for EarthPresenter {
                     r.name.clone(),
                     metric.metric.clone(),
                     num(Some(metric.summary.median), 1),
+                    noise_words(r),
                 ])
             })
             .collect();
         Some(figure(
             chart,
-            html_table(&["measurement", "metric", "ns (median)"], &rows),
+            html_table(&["measurement", "metric", "ns (median)", "passes"], &rows),
         ))
     }
+}
+
+/// A sized record's passes in words ([`Sizing::text`] without the figure, which the
+/// HTML table does not show): "14 passes", "within noise (lo…hi%)" or nothing.
+fn noise_words(r: &Record) -> String {
+    r.data_as::<EarthData>()
+        .ok()
+        .and_then(|d| d.noise().map(|n| n.text(String::new())))
+        .map(|w| match w.trim().strip_prefix('(') {
+            Some(passes) => passes.trim_end_matches(')').to_string(),
+            None => w,
+        })
+        .unwrap_or_default()
 }

@@ -2,6 +2,7 @@
 //! (all a `--dry-run` prints), then each measured part's table.
 
 use super::hide::masking_text;
+use super::sizing::Sizing;
 use super::EarthData;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
@@ -37,7 +38,7 @@ fn head(r: &Record) -> String {
         .collect();
     let node = |k: &str| p[k].as_u64().map_or_else(|| "-".into(), |n| n.to_string());
     format!(
-        "earth suite (seed 001, with seed 002 §6 and seed 003 §4.1) on {}: worker CPU {} (node {}), helper CPU {} (node {}){}; parts {}; {} passes\n",
+        "earth suite (seed 001, with seed 002 §6 and seed 003 §4.1) on {}: worker CPU {} (node {}), helper CPU {} (node {}){}; parts {}; {} passes{}\n",
         r.provenance.topology,
         p["worker_cpu"],
         node("worker_node"),
@@ -45,11 +46,43 @@ fn head(r: &Record) -> String {
         node("helper_node"),
         p["remote_node"].as_u64().map_or_else(|| ", no remote node".into(), |n| format!(", remote node {n}")),
         parts.join(", "),
-        p["iterations"]
+        p["iterations"],
+        budget_text(r)
     )
 }
 
-/// A time with its unit: ns below 10 µs, µs above.
+/// What the noise budget allows (and, in a plan, the most it can add to the run).
+fn budget_text(r: &Record) -> String {
+    let ms = match r.parameters["noise_budget_ms"].as_f64() {
+        Some(ms) if ms > 0.0 => ms,
+        _ => return String::new(),
+    };
+    let bound = r
+        .data
+        .as_ref()
+        .and_then(|d| d["noise_bound_s"].as_f64())
+        .map(|b| format!(", at most {b:.1} s more in all"))
+        .unwrap_or_default();
+    format!(", more where a mask or threads figure is noisy, up to {ms:.0} ms a point{bound}")
+}
+
+/// How a record's passes were sized, if they were (records from before sizing were not).
+fn noise(r: &Record) -> Option<Sizing> {
+    r.data_as::<EarthData>().ok()?.noise().cloned()
+}
+
+/// A masking interval wholly below −100 % in the form its figure takes, times the
+/// baseline's whole time ("within noise (64…88× slower)"), from the baseline's
+/// communication and whole time; None when it is not below −100 %.
+fn noise_slower([lo, hi]: [f64; 2], (comm, whole): (f64, f64)) -> Option<String> {
+    let times = |pct: f64| (whole - pct * comm / 100.0) / whole;
+    (hi < -100.0 && whole > 0.0)
+        .then(|| format!("within noise ({:.1}…{:.1}× slower)", times(hi), times(lo)))
+}
+
+/// How the mask and threads tables say a figure is noise.
+const NOISE_WORDS: &str = "\"(n passes)\" where the initial passes left the figure's interval too wide and more were taken; \"within noise (lo…hi%)\" where, the noise budget spent, the interval (each median's 95 % order-statistic interval, combined) was still wider than ±10 points and ±10 % of the figure, held 0 beside a figure of 10 % or more, or lay wholly outside the possible range (records from before sizing: the p5–p95 interval held 0 or the figure left the range)";
+
 /// A metric's p5 and p95, if measured.
 fn spread(r: &Record, metric: &str) -> Option<(f64, f64)> {
     r.stat(metric).map(|s| (s.summary.p5, s.summary.p95))
@@ -83,6 +116,7 @@ fn masking_interval(b: &Record, r: &Record) -> Option<(f64, f64)> {
     ))
 }
 
+/// A time with its unit: ns below 10 µs, µs above.
 fn time(v: Option<f64>) -> String {
     match v {
         Some(v) if v.is_finite() && v >= 10_000.0 => format!("{:.1} µs", v / 1000.0),
@@ -161,7 +195,7 @@ fn mask_text(recs: &[&Record]) -> String {
     if baselines.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\nlatency masking with Livermore Loop 7 (seed Fig. 3): % of the baseline's communication hidden, by chunk size T (or how many times the baseline's whole time the masked loop took); \"within noise\" where the p5–p95 interval includes 0\n");
+    let mut out = format!("\nlatency masking with Livermore Loop 7 (seed Fig. 3): % of the baseline's communication hidden, by chunk size T (or how many times the baseline's whole time the masked loop took); {NOISE_WORDS}\n");
     let points = |b: &Record| -> Vec<&Record> {
         mask.iter()
             .copied()
@@ -200,8 +234,14 @@ fn mask_text(recs: &[&Record]) -> String {
                     .as_f64()
                     .filter(|p| p.is_finite());
                 let text = masking_text(pct, r.median("time"), whole);
-                row.push(match (pct, masking_interval(b, r)) {
-                    (Some(p), Some(iv)) => pct_or_noise(text, p, iv, false),
+                row.push(match (noise(r), pct, masking_interval(b, r)) {
+                    (Some(n), ..) => match (n.interval_pct, comm.zip(whole)) {
+                        (Some(iv), Some(cw)) if !n.converged => {
+                            noise_slower(iv, cw).unwrap_or_else(|| n.text(text))
+                        }
+                        _ => n.text(text),
+                    },
+                    (None, Some(p), Some(iv)) => pct_or_noise(text, p, iv, false),
                     _ => text,
                 });
             }
@@ -342,7 +382,7 @@ fn threads_text(recs: &[&Record]) -> String {
             ks.push(k);
         }
     }
-    let mut out = String::from("\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller; \"within noise\" where its p5–p95 interval includes 0 or the median lies outside 0–100 %\n");
+    let mut out = format!("\nthreads on one CPU sharing work (KSR Table 5): µs, median, creating and joining the threads (no work) subtracted; overlap = (computation + communication − both) / the smaller, possible in 0–100 %; {NOISE_WORDS}\n");
     let body: Vec<Vec<String>> = ks
         .iter()
         .map(|&k| {
@@ -381,7 +421,10 @@ fn threads_text(recs: &[&Record]) -> String {
                 format!("{:.1}", c / 1000.0),
                 format!("{:.1}", m / 1000.0),
                 format!("{:.1}", b / 1000.0),
-                pct_or_noise(format!("{ov:.0}%"), ov, iv, true),
+                match mine.iter().find_map(|r| noise(r)) {
+                    Some(n) => n.text(format!("{ov:.0}%")),
+                    None => pct_or_noise(format!("{ov:.0}%"), ov, iv, true),
+                },
             ]
         })
         .collect();
@@ -413,5 +456,15 @@ mod tests {
         // A masked loop may really be slower: negative is a figure when clear of 0.
         assert_eq!(f(-56.0, (-70.0, -40.0), false), "-56%");
         assert_eq!(f(10.0, (-5.0, 25.0), false), "within noise (-5…25%)");
+    }
+
+    #[test]
+    fn a_noisy_loss_beyond_the_whole_baseline_reads_in_times_slower() {
+        // Baseline 100 ns communication of 400 ns: -3600 % is a 4000 ns run, 10×.
+        assert_eq!(
+            super::noise_slower([-7600.0, -3600.0], (100.0, 400.0)).as_deref(),
+            Some("within noise (10.0…20.0× slower)")
+        );
+        assert_eq!(super::noise_slower([-150.0, 20.0], (100.0, 400.0)), None);
     }
 }

@@ -38,8 +38,11 @@ pub(super) fn mask_records(
             .as_ref()
             .map(|pr| json!({ "verified": { "memory": pr } }));
         r.placement = placement.clone();
+        if let Some(noise) = c.base_sizing.clone() {
+            r.set_data(&super::EarthData::Sized { noise });
+        }
         out.push(r);
-        for ((t, v), (_, pct)) in c.points.iter().zip(c.masked_pct()) {
+        for (i, ((t, v), (_, pct))) in c.points.iter().zip(c.masked_pct()).enumerate() {
             let mut q = p.clone();
             q["chunk"] = json!(t);
             q["masked_pct"] = json!(pct);
@@ -55,7 +58,10 @@ pub(super) fn mask_records(
                 q,
             );
             r.add_samples("time", "ns", v);
-            r.set_data(&super::EarthData::Checked { data_checked: true });
+            r.set_data(&super::EarthData::Checked {
+                data_checked: true,
+                noise: c.sizing.get(i).cloned(),
+            });
             r.placement = placement.clone();
             out.push(r);
         }
@@ -165,6 +171,9 @@ pub(super) fn threads_records(
             );
             r.add_samples("time", "ns", v);
             r.add_samples("create_join_time", "ns", &row.empty);
+            r.set_data(&super::EarthData::Sized {
+                noise: row.sizing.clone(),
+            });
             out.push(r);
         }
     }

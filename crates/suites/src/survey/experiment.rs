@@ -228,6 +228,7 @@ fn earth_args(o: &earth::Options) -> Vec<String> {
     a.opt("--accesses", &o.accesses, &d.accesses);
     a.set("--ratio", &o.ratio, &d.ratio);
     a.set("--iterations", &o.iterations, &d.iterations);
+    a.set("--noise-budget", &o.noise_budget, &d.noise_budget);
     a.0
 }
 

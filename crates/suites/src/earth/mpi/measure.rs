@@ -281,6 +281,8 @@ fn mask_records(
                 points: c.points.clone(),
                 // u lives in another rank's memory; its placement is that rank's.
                 proof: None,
+                base_sizing: None,
+                sizing: Vec::new(),
             };
             let mut r = Record::new(
                 "suite-earth-mpi-mask",
