@@ -79,9 +79,16 @@ impl MaskCurve {
 pub fn masking_text(pct: Option<f64>, masked_ns: Option<f64>, baseline_ns: Option<f64>) -> String {
     match (pct, masked_ns, baseline_ns) {
         (Some(p), Some(t), Some(b)) if p < -100.0 && b > 0.0 => format!("{:.1}× slower", t / b),
-        (Some(p), ..) => format!("{p:.0}%"),
+        (Some(p), ..) => whole_pct(p),
         (None, ..) => "-".into(),
     }
+}
+
+/// A percentage to the whole point, without the "-0%" that a figure just below zero
+/// rounds to.
+pub fn whole_pct(p: f64) -> String {
+    let r = p.round();
+    format!("{}%", if r == 0.0 { 0.0 } else { r })
 }
 
 fn check(a: &Arrays, want: &Arrays, what: &str) -> Result<()> {
@@ -521,6 +528,9 @@ mod tests {
         };
         assert_eq!(c.masked_text(), ["20.0× slower", "-50%", "50%"]);
         assert_eq!(masking_text(None, None, None), "-");
+        assert_eq!(masking_text(Some(-0.3), None, None), "0%");
+        assert_eq!(whole_pct(-0.6), "-1%");
+        assert_eq!(whole_pct(35.4), "35%");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The text of `suite earth` (the threads form), from its records alone: the head
 //! (all a `--dry-run` prints), then each measured part's table.
 
-use super::hide::masking_text;
+use super::hide::{masking_text, whole_pct};
 use super::sizing::Sizing;
 use super::EarthData;
 use numalab_results::output::table;
@@ -288,7 +288,7 @@ fn mlp_text(recs: &[&Record]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\nmemory-level parallelism: G random chains on one core ({}); ns per access, median; hidden = 1 − ns/ns(G=1); throughput relative to interleaved", s(inter[0], "pages"));
     let hid = |v: Option<f64>| match (one, v) {
-        (Some(o), Some(v)) => format!("{:.0}%", 100.0 * (1.0 - v / o)),
+        (Some(o), Some(v)) => whole_pct(100.0 * (1.0 - v / o)),
         _ => "-".into(),
     };
     let rows: Vec<Vec<String>> = inter
@@ -422,8 +422,8 @@ fn threads_text(recs: &[&Record]) -> String {
                 format!("{:.1}", m / 1000.0),
                 format!("{:.1}", b / 1000.0),
                 match mine.iter().find_map(|r| noise(r)) {
-                    Some(n) => n.text(format!("{ov:.0}%")),
-                    None => pct_or_noise(format!("{ov:.0}%"), ov, iv, true),
+                    Some(n) => n.text(whole_pct(ov)),
+                    None => pct_or_noise(whole_pct(ov), ov, iv, true),
                 },
             ]
         })
