@@ -248,11 +248,10 @@ unsafe fn block_rw<I: Isa, const R: usize, const W: usize>(
     }
 }
 
-/// The pass loop over `w`'s lines in blocks, `f` doing one block; returns the steps
-/// done (lines per buffer).
+/// The pass loop over `w`'s lines in blocks, `f(at, n)` doing one block; returns the
+/// steps done (lines per buffer).
 #[inline(always)]
-unsafe fn walk<I: Isa>(w: &Walk, mut f: impl FnMut(usize, usize, I::V) -> I::V) -> u64 {
-    let mut acc = I::zero();
+fn walk(w: &Walk, mut f: impl FnMut(usize, usize)) -> u64 {
     let mut done = 0u64;
     'outer: for _ in 0..w.reps {
         let mut i = 0;
@@ -260,7 +259,7 @@ unsafe fn walk<I: Isa>(w: &Walk, mut f: impl FnMut(usize, usize, I::V) -> I::V) 
             let (start, end) = (i, (i + CHUNK_LINES).min(w.lines));
             while i < end {
                 let n = BLOCK_LINES.min(end - i);
-                acc = f(i, n, acc);
+                f(i, n);
                 i += n;
             }
             done += (end - start) as u64;
@@ -269,7 +268,6 @@ unsafe fn walk<I: Isa>(w: &Walk, mut f: impl FnMut(usize, usize, I::V) -> I::V) 
             }
         }
     }
-    std::hint::black_box(I::fold(acc));
     done
 }
 
@@ -279,9 +277,8 @@ unsafe fn drive_rw<I: Isa, const R: usize, const W: usize>(nt: bool, w: &Walk) -
     let rb: [*mut u8; R] = std::array::from_fn(|i| w.bufs[i]);
     let wb: [*mut u8; W] = std::array::from_fn(|i| w.bufs[R + i]);
     let mut accs = [I::zero(); R];
-    let done = walk::<I>(w, |at, n, acc| {
-        block_rw::<I, R, W>(&rb, &wb, nt, at, n, &mut accs);
-        acc
+    let done = walk(w, |at, n| {
+        block_rw::<I, R, W>(&rb, &wb, nt, at, n, &mut accs)
     });
     for a in accs {
         std::hint::black_box(I::fold(a));
@@ -301,23 +298,26 @@ unsafe fn drive<I: Isa>(k: MixKernel, nt: bool, w: Walk) -> u64 {
             (1, 1) => drive_rw::<I, 1, 1>(nt, &w),
             (2, 1) => drive_rw::<I, 2, 1>(nt, &w),
             (3, 1) => drive_rw::<I, 3, 1>(nt, &w),
-            _ => walk::<I>(&w, |at, n, acc| block::<I>(m, nt, &w, at, n, acc)),
+            _ => {
+                let mut acc = I::zero();
+                let done = walk(&w, |at, n| acc = block::<I>(m, nt, &w, at, n, acc));
+                std::hint::black_box(I::fold(acc));
+                done
+            }
         },
         MixKernel::Triad => {
             let (b, c) = (w.bufs[1], w.bufs[2]);
-            walk::<I>(&w, |at, n, acc| {
+            walk(&w, |at, n| {
                 for l in at..at + n {
                     let o = l * LINE;
                     I::triad(b0.add(o), b.add(o), c.add(o), nt);
                 }
-                acc
             })
         }
-        MixKernel::Update => walk::<I>(&w, |at, n, acc| {
+        MixKernel::Update => walk(&w, |at, n| {
             for l in at..at + n {
                 I::update(b0.add(l * LINE));
             }
-            acc
         }),
     };
     if nt {
