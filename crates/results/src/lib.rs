@@ -28,5 +28,5 @@ pub mod summary;
 pub use output::{write_records, OutputError, OutputFormat};
 pub use present::Presenter;
 pub use provenance::Provenance;
-pub use record::{DataError, Record, Stat, Unavailable, SCHEMA_ID, SCHEMA_JSON};
+pub use record::{DataError, Record, Settle, Stat, Unavailable, SCHEMA_ID, SCHEMA_JSON};
 pub use stats::Summary;

@@ -56,6 +56,31 @@ pub struct Record {
     pub warnings: Vec<String>,
     /// Features not available on this run.
     pub unavailable: Vec<Unavailable>,
+    /// Whether the record's headline figure settled inside its step's budget; absent
+    /// for records that measure nothing or were made before figures were settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<Settle>,
+}
+
+/// How a record's headline figure settled: passes were added until its interval was
+/// within the tolerance, inside a time budget, or the budget ran out (`settled: false`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settle {
+    /// The interval was within the tolerance when the step ended.
+    pub settled: bool,
+    /// The metric the interval is of (a stat's `metric`).
+    pub metric: String,
+    /// Passes measured, disturbed ones included.
+    pub passes: u32,
+    /// The interval's lower and upper bounds, in the metric's unit.
+    pub interval: [f64; 2],
+    /// The interval's half-width the step accepts, in percent of the figure.
+    pub tolerance_pct: f64,
+    /// The time the step was allowed, in milliseconds.
+    pub budget_ms: f64,
+    /// Why it did not settle (the machine was busy: what was seen), when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Record {
@@ -72,7 +97,14 @@ impl Record {
             data: None,
             warnings: Vec::new(),
             unavailable: Vec::new(),
+            settle: None,
         }
+    }
+
+    /// False only when the record says its figure did not settle; a record without
+    /// a `settle` entry (descriptive, or older) is taken as it stands.
+    pub fn settled(&self) -> bool {
+        self.settle.as_ref().is_none_or(|s| s.settled)
     }
 
     /// Set `data` from the kind's typed data (its JSON keys are the struct's fields).
