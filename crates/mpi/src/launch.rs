@@ -255,11 +255,13 @@ fn run(
     });
     let (status, mut notices, killed_for) = wait(&mut child, &rx, limit, &mut watch)?;
     // Killed by us, or by a signal from outside: ranks it left run on as orphans (each
-    // in its own process group), so they and the rest of its group go too.
+    // in its own process group), so they go too.
     if killed_for.is_some() || exit_code(status) > 128 {
         watch.kill_ranks();
-        kill_group(&child, libc::SIGKILL);
     }
+    // Whatever the launcher's end, nothing it started outlives the job: what is left
+    // in its group once it exited (a child a wrapper script backgrounded) is a stray.
+    kill_group(&child, libc::SIGKILL);
     // Never wait on the pipe past the bound: a reader still blocked is left behind.
     let _ = done_rx.recv_timeout(STDERR_DRAIN);
     // Once the launcher ended the job, what mpirun says of it is an echo.
