@@ -196,6 +196,19 @@ impl Plan {
         r
     }
 
+    /// How long the run may take with `crowding` ranks per CPU, generously: the apps'
+    /// runs on a 2-vCPU VM took up to 1.2 s (small) and 13 s (paper, sor with a 1 ms
+    /// net delay), each message's delay adding to the run; the launcher's bound is ten
+    /// times this (see `numalab_mpi::liveness::default_bound`).
+    pub fn estimate(&self, crowding: f64) -> Duration {
+        let base = match self.input {
+            Input::Small => 2.0,
+            Input::Paper => 15.0,
+        };
+        let delay = 1.0 + self.net_delay_ns as f64 / 250_000.0;
+        Duration::from_secs_f64(base * delay * crowding.max(1.0))
+    }
+
     /// One line for --dry-run and progress.
     pub fn describe(&self) -> String {
         format!(

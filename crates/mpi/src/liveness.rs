@@ -152,11 +152,32 @@ struct Seen {
     stopped_since: Option<Instant>,
 }
 
-/// A rank that stopped answering.
+impl Seen {
+    fn new(rank: usize, ticks: u64, now: Instant) -> Seen {
+        Seen {
+            rank,
+            ticks,
+            progressed: now,
+            stopped_since: None,
+        }
+    }
+
+    /// Take in a fresh `stat` read at `now`.
+    fn update(&mut self, (state, _, ticks): (char, i32, u64), now: Instant) {
+        if ticks != self.ticks {
+            self.ticks = ticks;
+            self.progressed = now;
+        }
+        // 'T': stopped by a signal. A debugger's stop ('t') is someone looking.
+        self.stopped_since = (state == 'T').then(|| self.stopped_since.unwrap_or(now));
+    }
+}
+
+/// A rank, or the launcher itself, that stopped answering.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Silent {
-    /// Its rank.
-    pub rank: usize,
+    /// Its rank; None: the launcher (mpirun), whose stop hangs the ranks as surely.
+    pub rank: Option<usize>,
     /// Its process.
     pub pid: i32,
     /// How long since it last ran.
@@ -168,9 +189,12 @@ pub struct Silent {
 impl Silent {
     /// The one line that says so.
     pub fn message(&self, bound: Duration) -> String {
+        let who = match self.rank {
+            Some(r) => format!("rank {r}"),
+            None => "the launcher (mpirun)".to_string(),
+        };
         format!(
-            "rank {} (pid {}) stopped answering {:.1} s ago (state: {}); the job was ended after it stayed so for {:.0} s ({STALL_VAR} sets how long)",
-            self.rank,
+            "{who} (pid {}) stopped answering {:.1} s ago (state: {}); the job was ended after it stayed so for {:.0} s ({STALL_VAR} sets how long)",
             self.pid,
             self.quiet.as_secs_f64(),
             self.state,
@@ -187,6 +211,8 @@ pub struct Watch {
     /// How long a rank may stay stopped.
     pub bound: Duration,
     seen: HashMap<i32, Seen>,
+    /// What the watch knows of the launcher itself.
+    launcher: Option<Seen>,
     next: Instant,
 }
 
@@ -198,6 +224,7 @@ impl Watch {
             token,
             bound,
             seen: HashMap::new(),
+            launcher: None,
             next: Instant::now(),
         }
     }
@@ -211,32 +238,34 @@ impl Watch {
         }
         self.next = now + EVERY;
         for (pid, rank) in ranks_under(self.root, &self.token) {
-            let Some((state, _, ticks)) = stat(pid) else {
-                continue;
-            };
-            let s = self.seen.entry(pid).or_insert(Seen {
-                rank,
-                ticks,
-                progressed: now,
-                stopped_since: None,
-            });
-            if ticks != s.ticks {
-                s.ticks = ticks;
-                s.progressed = now;
+            if let Some(st) = stat(pid) {
+                let s = self.seen.entry(pid).or_insert(Seen::new(rank, st.2, now));
+                s.update(st, now);
             }
-            // 'T': stopped by a signal. A debugger's stop ('t') is someone looking.
-            s.stopped_since = (state == 'T').then(|| s.stopped_since.unwrap_or(now));
+        }
+        // A stopped mpirun never reaps nor releases its ranks, which then wait in
+        // their finalisation without being stopped themselves: it is watched too.
+        if let Some(st) = stat(self.root) {
+            let l = self
+                .launcher
+                .get_or_insert_with(|| Seen::new(usize::MAX, st.2, now));
+            l.update(st, now);
+        }
+        let over = |s: &&Seen| s.stopped_since.is_some_and(|t| now - t >= self.bound);
+        let silent = |pid: i32, s: &Seen, rank: Option<usize>| Silent {
+            rank,
+            pid,
+            quiet: now - s.progressed,
+            state: "stopped",
+        };
+        if let Some(l) = self.launcher.as_ref().filter(over) {
+            return Some(silent(self.root, l, None));
         }
         self.seen
             .iter()
-            .filter(|(_, s)| s.stopped_since.is_some_and(|t| now - t >= self.bound))
+            .filter(|(_, s)| over(s))
             .min_by_key(|(_, s)| s.rank)
-            .map(|(&pid, s)| Silent {
-                rank: s.rank,
-                pid,
-                quiet: now - s.progressed,
-                state: "stopped",
-            })
+            .map(|(&pid, s)| silent(pid, s, Some(s.rank)))
     }
 
     /// Kill every rank seen that is still this job's (a pid is checked against the
@@ -288,7 +317,10 @@ mod tests {
             assert!(t.elapsed() < Duration::from_secs(20), "never named");
             std::thread::sleep(Duration::from_millis(50));
         };
-        assert_eq!((silent.rank, silent.pid, silent.state), (3, pid, "stopped"));
+        assert_eq!(
+            (silent.rank, silent.pid, silent.state),
+            (Some(3), pid, "stopped")
+        );
         assert!(silent
             .message(w.bound)
             .starts_with(&format!("rank 3 (pid {pid}) stopped answering")));

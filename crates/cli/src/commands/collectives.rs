@@ -102,8 +102,9 @@ fn run_mpi(a: &CollectivesArgs, threads: &Options) -> Result<(), CliError> {
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let launch = o.job.resolve(&host.machine, 2)?;
+    let mut launch = o.job.resolve(&host.machine, 2)?;
     let plan = mpi::Plan::resolve(&host.machine, &launch, &o)?;
+    launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
     run_job(
         (&a.common, a.dry_run),
         &host,

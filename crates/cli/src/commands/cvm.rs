@@ -53,6 +53,8 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
     let mut launch = o.job.resolve(&host.machine, 2)?;
     launch.world.threading = Threading::Multiple;
     let plans = cvm::resolve(&host.machine, &launch, &o)?;
+    let crowding = launch.req.crowding();
+    launch.req.estimate = Some(plans.iter().map(|p| p.estimate(crowding)).sum());
     if a.dry_run {
         return a
             .common

@@ -68,6 +68,7 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
     let mut launch = o.job.resolve(&host.machine, 1)?;
     launch.world.threading = Threading::Multiple;
     let plan = Plan::resolve(&host.machine, &launch, &o)?;
+    launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
     if a.dry_run {
         return a.common.show(&[plan.record(&context(&host).prov)]);
     }

@@ -353,8 +353,10 @@ fn run_ranks(a: RanksArgs) -> Result<(), CliError> {
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
-    let launch = o.job.resolve(&host.machine, 1)?;
+    let mut launch = o.job.resolve(&host.machine, 1)?;
     let plan = ranks::Plan::resolve(&host.machine, &launch, &o)?;
+    // Nothing is timed: the job's start is all it takes.
+    launch.req.estimate = Some(numalab_mpi::sizes::JOB_START.mul_f64(launch.req.crowding()));
     run_job(
         (&a.common, a.dry_run),
         &host,

@@ -121,6 +121,20 @@ impl Plan {
         })
     }
 
+    /// How long the job may take with `crowding` ranks per CPU, generously: every row's
+    /// passes as messages of a line (G chains each for MLP), Loop 7's chunks at every
+    /// multiplier as one message per element, and a quarter second of setup per row.
+    pub fn estimate(&self, crowding: f64) -> std::time::Duration {
+        let o = &self.options;
+        let g = o.groups.iter().copied().max().unwrap_or(1) as u64;
+        let rows = self.rows.len() as u64 * o.ops_per_pass as u64 * g;
+        let mask = (o.chunks.len() * o.multipliers.iter().sum::<usize>() * o.loop_n) as u64;
+        let messages = o.iterations as u64 * (rows + mask);
+        let setup = std::time::Duration::from_millis(250) * self.rows.len() as u32;
+        numalab_mpi::sizes::transfer_estimate(messages, 64, crowding)
+            + (setup + numalab_mpi::sizes::JOB_START).mul_f64(crowding.max(1.0))
+    }
+
     /// The plan as one record (its `data` is the plan), what `--dry-run` emits.
     pub fn records(&self, prov: &Provenance) -> Vec<Record> {
         let mut r = Record::new(

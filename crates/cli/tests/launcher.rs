@@ -1,0 +1,112 @@
+//! The launcher numalab starts is watched and cleaned up after (issue 40 items 11 and
+//! 15): a launcher that stops itself ends the job, naming it, whatever command started
+//! it; a child the launcher left behind does not outlive the job. The launchers are
+//! scripts this test writes (`NUMALAB_MPIRUN`); every run is bounded by `timeout`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A stand-in for mpirun running `body`, in a fresh folder of its own.
+fn launcher(tag: &str, body: &str) -> (PathBuf, PathBuf) {
+    let dir = common::tmpdir(tag);
+    let script = dir.join("mpirun");
+    let text = format!("#!/bin/sh\n{body}\n");
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (script, dir)
+}
+
+/// The pid a script wrote to `file`.
+fn pid_in(file: &Path) -> i32 {
+    std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether `pid` still runs (a zombie its new parent has not reaped yet does not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_string()))
+        .is_some_and(|r| !r.starts_with('Z'))
+}
+
+/// Waits up to 10 s for `pid` to be gone; kills it (so the test leaves nothing) and
+/// fails when it is not.
+fn assert_gone(pid: i32, what: &str) {
+    let t = Instant::now();
+    while running(pid) && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if running(pid) {
+        // SAFETY: ending a process this test's script started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("{what} (pid {pid}) outlived the job");
+    }
+}
+
+/// A launcher that stops itself must end the job within the stall bound, naming the
+/// launcher, exit 1, and leave no stopped process behind.
+fn a_stopped_launcher_ends(tag: &str, args: &[&str], env: &[(&str, &str)]) {
+    // It says the ranks started, as mpirun's rank 0 would, then stops.
+    let body = "touch \"$NUMALAB_LAUNCH_TOKEN\"\necho $$ > \"$(dirname \"$0\")/launcher.pid\"\nkill -STOP $$\nexit 0";
+    let (script, dir) = launcher(tag, body);
+    let mut all = vec![("NUMALAB_MPIRUN", script.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let out = common::bounded("120", args, &all);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    let pid = pid_in(&dir.join("launcher.pid"));
+    assert!(
+        err.contains(&format!(
+            "numalab: error: the launcher (mpirun) (pid {pid}) stopped answering"
+        )) && err.contains("NUMALAB_MPI_STALL sets how long"),
+        "{args:?}: {err}"
+    );
+    assert_gone(pid, "the stopped launcher");
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
+#[test]
+fn a_stopped_launcher_of_mpi_latency_is_named_and_ends_the_job() {
+    a_stopped_launcher_ends(
+        "stopped-launcher-latency",
+        &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
+        &[("NUMALAB_MPI_STALL", "1")],
+    );
+}
+
+#[test]
+fn a_stopped_launcher_of_suite_cvm_ends_the_job_without_any_variable() {
+    // No NUMALAB_MPI_STALL nor NUMALAB_MPI_TIMEOUT: the default stall bound (10 s)
+    // ends it, well inside the test's bound.
+    a_stopped_launcher_ends(
+        "stopped-launcher-cvm",
+        &["suite", "cvm", "--ranks", "2", "--apps", "sor", "--threads", "1"],
+        &[],
+    );
+}
+
+#[test]
+fn a_child_the_launcher_backgrounded_does_not_outlive_the_job() {
+    for (tag, end, code) in [("stray-ok", "exit 0", 1), ("stray-fail", "exit 3", 3)] {
+        let (script, dir) = launcher(
+            tag,
+            &format!("sleep 600 &\necho $! > \"$(dirname \"$0\")/child.pid\"\n{end}"),
+        );
+        let out = common::bounded(
+            "120",
+            &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
+            &[("NUMALAB_MPIRUN", script.to_str().unwrap())],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        // It started no rank: a failure whatever it returned (its own status, if one).
+        assert_eq!(out.status.code(), Some(code), "{tag}: {err}");
+        assert!(err.contains("without starting numalab's ranks"), "{tag}: {err}");
+        assert_gone(pid_in(&dir.join("child.pid")), "the launcher's child");
+    }
+}
