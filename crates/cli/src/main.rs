@@ -156,6 +156,7 @@ fn parse_error(e: clap::Error) -> CliError {
 
 fn run() -> Result<(), CliError> {
     let cli = Cli::try_parse().map_err(parse_error)?;
+    numalab_results::envvars::check_all().map_err(common::bad)?;
     // Dry runs and plans against another machine's topology measure nothing and
     // register nothing.
     let rank = numalab_mpi::JobEnv::detect().map(|j| j.rank);

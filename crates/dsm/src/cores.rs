@@ -75,9 +75,10 @@ fn affinity_cpus() -> usize {
 pub fn latency_thread() {
     // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, SLACK_NS, 0, 0, 0) };
-    let ns = std::env::var("NUMALAB_DSM_SLICE_NS")
+    // Checked when numalab starts (numalab_results::envvars): a bad value never gets here.
+    let ns = numalab_results::envvars::whole("NUMALAB_DSM_SLICE_NS")
         .ok()
-        .and_then(|v| v.parse().ok())
+        .flatten()
         .unwrap_or(SERVICE_SLICE_NS);
     let got = if ns > 0 && short_slice(ns).is_ok() {
         ns

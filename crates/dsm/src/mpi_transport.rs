@@ -82,10 +82,7 @@ impl Mpi {
             sender: Mutex::new(Some(sender)),
             computing: AtomicBool::new(false),
             poll: Duration::from_micros(
-                std::env::var("NUMALAB_DSM_POLL_US")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(POLL_US),
+                numalab_results::envvars::whole("NUMALAB_DSM_POLL_US")?.unwrap_or(POLL_US),
             ),
             last_msg_ns: AtomicU64::new(0),
             epoch: Instant::now(),

@@ -37,13 +37,11 @@ pub fn run_rank(
     let result = Mutex::new(None);
     let stats = Mutex::new(None);
     let t0 = mono_ns();
-    let kill = std::env::var("NUMALAB_DSM_KILL_RANK")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok());
+    let kill = numalab_results::envvars::whole("NUMALAB_DSM_KILL_RANK")?.map(|r| r as usize);
     // With NUMALAB_DSM_KILL_SIGNAL=SEGV the rank sends itself SIGSEGV instead, as
     // `kill -SEGV` would: the fault handler must let it end the rank.
-    let signal = match std::env::var("NUMALAB_DSM_KILL_SIGNAL").as_deref() {
-        Ok("SEGV") => libc::SIGSEGV,
+    let signal = match numalab_results::envvars::choice("NUMALAB_DSM_KILL_SIGNAL")?.as_deref() {
+        Some("SEGV") => libc::SIGSEGV,
         _ => libc::SIGKILL,
     };
     let body = |tid: usize| {

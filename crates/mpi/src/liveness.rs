@@ -19,27 +19,10 @@ pub const DEFAULT_STALL: Duration = Duration::from_secs(10);
 const EVERY: Duration = Duration::from_millis(250);
 
 /// A number of seconds from the environment variable `var`; a value that is not a
-/// positive number of seconds is refused rather than ignored.
+/// positive number of seconds is refused rather than ignored (the rule is
+/// `numalab_results::envvars`', where every variable's is).
 pub fn seconds_from_env(var: &str) -> Result<Option<Duration>> {
-    parse_seconds(var, std::env::var_os(var))
-}
-
-/// [`seconds_from_env`] on the variable's value `v`.
-fn parse_seconds(var: &str, v: Option<OsString>) -> Result<Option<Duration>> {
-    let Some(v) = v else {
-        return Ok(None);
-    };
-    let text = v.to_string_lossy();
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-        .map(|s| Some(Duration::from_secs_f64(s)))
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "invalid {var} '{text}': a number of seconds above 0, e.g. 600"
-            ))
-        })
+    numalab_results::envvars::duration(var).map_err(Error::Usage)
 }
 
 /// The bound on a job's run time, and where it came from.
@@ -347,25 +330,5 @@ mod tests {
             why.contains("past 300 s, ten times its plan's estimate of 30.0 s"),
             "{why}"
         );
-    }
-
-    #[test]
-    fn a_bound_that_is_not_a_positive_number_is_refused() {
-        let v = |s: &str| Some(OsString::from(s));
-        let e = parse_seconds(STALL_VAR, v("abc")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid NUMALAB_MPI_STALL 'abc': a number of seconds above 0, e.g. 600"
-        );
-        for bad in ["0", "-5", "inf", ""] {
-            assert!(parse_seconds(STALL_VAR, v(bad))
-                .unwrap_err()
-                .is_user_error());
-        }
-        assert_eq!(
-            parse_seconds(STALL_VAR, v(" 2.5 ")),
-            Ok(Some(Duration::from_millis(2500)))
-        );
-        assert_eq!(parse_seconds(STALL_VAR, None), Ok(None));
     }
 }

@@ -239,10 +239,11 @@ impl World {
 /// Fault injection for the launcher's tests: `NUMALAB_MPI_KILL_RANK=R` makes rank R
 /// kill itself with SIGKILL once MPI is up, as a crashed rank would die.
 fn kill_for_tests(rank: usize) {
-    if std::env::var("NUMALAB_MPI_KILL_RANK")
+    // Checked when numalab starts (numalab_results::envvars).
+    if numalab_results::envvars::whole("NUMALAB_MPI_KILL_RANK")
         .ok()
-        .and_then(|v| v.parse().ok())
-        == Some(rank)
+        .flatten()
+        == Some(rank as u64)
     {
         // SAFETY: raising a signal at ourselves has no memory-safety preconditions.
         unsafe {
@@ -255,10 +256,12 @@ fn kill_for_tests(rank: usize) {
 /// serialized` treats the thread level MPI provided as at most that, as a library
 /// built without thread support would provide.
 fn cap_for_tests(provided: Threading) -> Threading {
-    let cap = match std::env::var("NUMALAB_MPI_THREAD_CAP").as_deref() {
-        Ok("single") => Threading::Single,
-        Ok("funneled") => Threading::Funneled,
-        Ok("serialized") => Threading::Serialized,
+    // Checked when numalab starts (numalab_results::envvars).
+    let cap = numalab_results::envvars::choice("NUMALAB_MPI_THREAD_CAP");
+    let cap = match cap.ok().flatten().as_deref() {
+        Some("single") => Threading::Single,
+        Some("funneled") => Threading::Funneled,
+        Some("serialized") => Threading::Serialized,
         _ => return provided,
     };
     provided.min(cap)

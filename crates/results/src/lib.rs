@@ -8,6 +8,7 @@
 pub mod announce;
 pub mod compare;
 pub mod disturb;
+pub mod envvars;
 mod fingerprint;
 pub mod journal;
 pub mod linfit;

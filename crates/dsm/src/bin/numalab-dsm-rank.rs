@@ -96,6 +96,9 @@ fn report_result(app: &dyn App, costs: bool, result: Option<Vec<f64>>) {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
+    if let Err(e) = numalab_results::envvars::check_all() {
+        usage(e);
+    }
     if a.len() < 4 {
         usage(
             "usage: numalab-dsm-rank APP lmw|lsw|seq THREADS [NET_DELAY_NS] [small|paper]".into(),
