@@ -1,7 +1,7 @@
 //! What every command shares: topology choice, output options, errors and exit codes.
 
 use clap::Args;
-use numalab_results::{output, OutputError, Record};
+use numalab_results::{interrupt, output, OutputError, Record};
 use numalab_topo::{Host, TopologySource};
 use std::path::PathBuf;
 
@@ -115,7 +115,15 @@ impl CommonArgs {
 
     /// Emit records: the file (if asked), then JSON or the readable text on stdout. A
     /// file that cannot be written leaves the records in a fallback file the error names.
+    /// A signal that came meanwhile ends the command after them (128 + the signal).
     pub fn emit(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
+        interrupt::finishing();
+        self.write_out(records, text)?;
+        interrupt::exit_if_signalled();
+        Ok(())
+    }
+
+    fn write_out(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
         let write = |p: &std::path::Path| output::write_records(p, records);
         self.output.as_deref().map(write).transpose()?;
         if self.json {
@@ -124,6 +132,17 @@ impl CommonArgs {
             print!("{}", text());
         }
         Ok(())
+    }
+
+    /// From now on SIGINT, SIGTERM and SIGHUP end the command with the records of the
+    /// parts that finished, shown as [`CommonArgs::show`] shows them, each marked
+    /// interrupted (`numalab_results::interrupt`).
+    pub fn keep_on_signal(&self) {
+        let me = self.clone();
+        interrupt::arm(Box::new(move |recs: &[Record]| {
+            me.write_out(recs, || numalab_suites::registry::text(recs))
+                .map_err(|e| e.msg)
+        }));
     }
 }
 
@@ -146,6 +165,9 @@ where
     let host = common.host()?;
     let plan = resolve(&host.machine)?;
     let ctx = context(&host);
+    if !dry_run {
+        common.keep_on_signal();
+    }
     Ok((host, plan, ctx))
 }
 

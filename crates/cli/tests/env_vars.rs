@@ -8,11 +8,27 @@ mod common;
 #[test]
 fn a_bad_value_of_any_variable_is_named_with_its_range_and_exit_2() {
     let cases = [
-        ("NUMALAB_DSM_POLL_US", "99999999999999", "a whole number from 1 to 1000000 µs"),
-        ("NUMALAB_DSM_POLL_US", "abc", "a whole number from 1 to 1000000 µs"),
-        ("NUMALAB_DSM_SLICE_NS", "-1", "a whole number from 100000 to 100000000 ns, or 0"),
+        (
+            "NUMALAB_DSM_POLL_US",
+            "99999999999999",
+            "a whole number from 1 to 1000000 µs",
+        ),
+        (
+            "NUMALAB_DSM_POLL_US",
+            "abc",
+            "a whole number from 1 to 1000000 µs",
+        ),
+        (
+            "NUMALAB_DSM_SLICE_NS",
+            "-1",
+            "a whole number from 100000 to 100000000 ns, or 0",
+        ),
         ("NUMALAB_MPI_STALL", "abc", "a number of seconds above 0"),
-        ("NUMALAB_MPI_THREAD_CAP", "multiple", "one of single, funneled, serialized"),
+        (
+            "NUMALAB_MPI_THREAD_CAP",
+            "multiple",
+            "one of single, funneled, serialized",
+        ),
         ("NUMALAB_DSM_KILL_SIGNAL", "TERM", "one of KILL, SEGV"),
         ("NUMALAB_PARENT_RUN", "-3", "a whole number from 1 to"),
     ];

@@ -86,7 +86,16 @@ fn a_stopped_launcher_of_suite_cvm_ends_the_job_without_any_variable() {
     // ends it, well inside the test's bound.
     a_stopped_launcher_ends(
         "stopped-launcher-cvm",
-        &["suite", "cvm", "--ranks", "2", "--apps", "sor", "--threads", "1"],
+        &[
+            "suite",
+            "cvm",
+            "--ranks",
+            "2",
+            "--apps",
+            "sor",
+            "--threads",
+            "1",
+        ],
         &[],
     );
 }
@@ -106,7 +115,10 @@ fn a_child_the_launcher_backgrounded_does_not_outlive_the_job() {
         let err = String::from_utf8_lossy(&out.stderr);
         // It started no rank: a failure whatever it returned (its own status, if one).
         assert_eq!(out.status.code(), Some(code), "{tag}: {err}");
-        assert!(err.contains("without starting numalab's ranks"), "{tag}: {err}");
+        assert!(
+            err.contains("without starting numalab's ranks"),
+            "{tag}: {err}"
+        );
         assert_gone(pid_in(&dir.join("child.pid")), "the launcher's child");
     }
 }

@@ -99,12 +99,13 @@ pub fn last_lines(t: &Trace, nodes: &[u32]) -> Vec<Line> {
         .collect()
 }
 
-/// Sample every interval; `on_lines` gets each interval's lines (after the first sample).
+/// Sample every interval; `on_lines` gets each interval's lines (after the first sample);
+/// `stop` gives the signal that ends the sampling, once one came.
 pub fn monitor(
     host: &numalab_topo::Host,
     opts: &Options,
     provenance: Provenance,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Fn() -> Option<i32>,
     on_lines: &mut dyn FnMut(&Trace, &[Line]),
 ) -> Result<Trace, String> {
     let nodes: Vec<NodeInfo> = crate::system::nodes_of(&host.machine);
@@ -167,18 +168,18 @@ pub fn monitor(
             on_lines(&t, &last_lines(&t, &opts.nodes));
         }
         if opts.count.is_some_and(|c| k >= c) {
-            break "count reached";
+            break "count reached".to_string();
         }
         k += 1;
         let next = opts.interval * (k as u32);
         std::thread::sleep(next.saturating_sub(start.elapsed()));
-        if stop() {
-            break "interrupted";
+        if let Some(sig) = stop() {
+            break format!("interrupted by {}", numalab_results::interrupt::name(sig));
         }
     };
     let end = End {
         t_ns: start.elapsed().as_nanos() as u64,
-        reason: reason.into(),
+        reason,
         exit_code: None,
         signal: None,
         sampler_cpu_ns: crate::record::own_cpu_ns(),

@@ -224,10 +224,14 @@ pub fn record(
             msg: e.to_string(),
         })?;
     }
-    // The terminal's Ctrl-C reaches the target; the recorder stays to write the end.
+    // SIGTERM and SIGHUP are passed on to the target (below); the terminal's Ctrl-C
+    // reaches the target itself. The recorder stays to write the end either way.
+    numalab_results::interrupt::catch();
+    // SAFETY: ignoring a signal has no preconditions.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
+    let mut passed_on = false;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
@@ -261,6 +265,11 @@ pub fn record(
         }
         w.flush().map_err(io)?;
         rounds += 1;
+        if let Some(sig) = numalab_results::interrupt::pending().filter(|_| !passed_on) {
+            // SAFETY: signalling the child we spawned, which we have not reaped yet.
+            unsafe { libc::kill(pid, sig) };
+            passed_on = true;
+        }
         let next = opts.interval * (rounds as u32);
         let wait = next.saturating_sub(start.elapsed());
         match rx.recv_timeout(wait) {

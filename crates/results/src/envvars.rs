@@ -46,19 +46,98 @@ const RANK_MAX: u64 = 1 << 20;
 
 /// Every variable numalab reads, once.
 pub const VARS: &[Var] = &[
-    Var { name: "NUMALAB_MPIRUN", kind: Kind::Path, what: "the mpirun to launch ranks with (an executable file)" },
-    Var { name: "NUMALAB_MPI_TIMEOUT", kind: Kind::Seconds, what: "bound on an MPI job's run time (default: ten times its plan's estimate, at least 60 s)" },
-    Var { name: "NUMALAB_MPI_STALL", kind: Kind::Seconds, what: "how long a rank or the launcher may stay stopped before the job is ended (default 10)" },
-    Var { name: "NUMALAB_DSM_POLL_US", kind: Kind::Whole { min: 1, max: 1_000_000, unit: "µs", zero: None }, what: "the DSM's sleep between polls for messages (default 20)" },
-    Var { name: "NUMALAB_DSM_SLICE_NS", kind: Kind::Whole { min: 100_000, max: 100_000_000, unit: "ns", zero: Some("the scheduler's default slice") }, what: "the scheduler slice the DSM's service thread asks for (default 100000)" },
-    Var { name: "NUMALAB_RUN_DIR", kind: Kind::Path, what: "the folder where measuring runs announce themselves (default $TMPDIR/numalab-runs)" },
-    Var { name: "NUMALAB_MPI_KILL_RANK", kind: Kind::Whole { min: 0, max: RANK_MAX, unit: "", zero: None }, what: "tests only: this rank kills itself once MPI is up" },
-    Var { name: "NUMALAB_MPI_THREAD_CAP", kind: Kind::Choice(&["single", "funneled", "serialized"]), what: "tests only: treat MPI's thread level as at most this" },
-    Var { name: "NUMALAB_DSM_KILL_RANK", kind: Kind::Whole { min: 0, max: RANK_MAX, unit: "", zero: None }, what: "tests only: this DSM rank kills itself mid-run" },
-    Var { name: "NUMALAB_DSM_KILL_SIGNAL", kind: Kind::Choice(&["KILL", "SEGV"]), what: "tests only: the signal NUMALAB_DSM_KILL_RANK uses (default KILL)" },
-    Var { name: "NUMALAB_PARENT_RUN", kind: Kind::Whole { min: 1, max: PID_MAX, unit: "", zero: None }, what: "set by numalab for its children: the pid of the run they belong to" },
-    Var { name: "NUMALAB_PARTIAL", kind: Kind::Path, what: "set by numalab's launcher for its ranks: where finished configurations are kept" },
-    Var { name: "NUMALAB_LAUNCH_TOKEN", kind: Kind::Path, what: "set by numalab's launcher for its ranks: the file rank 0 creates when it starts" },
+    Var {
+        name: "NUMALAB_MPIRUN",
+        kind: Kind::Path,
+        what: "the mpirun to launch ranks with (an executable file)",
+    },
+    Var {
+        name: "NUMALAB_MPI_TIMEOUT",
+        kind: Kind::Seconds,
+        what:
+            "bound on an MPI job's run time (default: ten times its plan's estimate, at least 60 s)",
+    },
+    Var {
+        name: "NUMALAB_MPI_STALL",
+        kind: Kind::Seconds,
+        what:
+            "how long a rank or the launcher may stay stopped before the job is ended (default 10)",
+    },
+    Var {
+        name: "NUMALAB_DSM_POLL_US",
+        kind: Kind::Whole {
+            min: 1,
+            max: 1_000_000,
+            unit: "µs",
+            zero: None,
+        },
+        what: "the DSM's sleep between polls for messages (default 20)",
+    },
+    Var {
+        name: "NUMALAB_DSM_SLICE_NS",
+        kind: Kind::Whole {
+            min: 100_000,
+            max: 100_000_000,
+            unit: "ns",
+            zero: Some("the scheduler's default slice"),
+        },
+        what: "the scheduler slice the DSM's service thread asks for (default 100000)",
+    },
+    Var {
+        name: "NUMALAB_RUN_DIR",
+        kind: Kind::Path,
+        what: "the folder where measuring runs announce themselves (default $TMPDIR/numalab-runs)",
+    },
+    Var {
+        name: "NUMALAB_MPI_KILL_RANK",
+        kind: Kind::Whole {
+            min: 0,
+            max: RANK_MAX,
+            unit: "",
+            zero: None,
+        },
+        what: "tests only: this rank kills itself once MPI is up",
+    },
+    Var {
+        name: "NUMALAB_MPI_THREAD_CAP",
+        kind: Kind::Choice(&["single", "funneled", "serialized"]),
+        what: "tests only: treat MPI's thread level as at most this",
+    },
+    Var {
+        name: "NUMALAB_DSM_KILL_RANK",
+        kind: Kind::Whole {
+            min: 0,
+            max: RANK_MAX,
+            unit: "",
+            zero: None,
+        },
+        what: "tests only: this DSM rank kills itself mid-run",
+    },
+    Var {
+        name: "NUMALAB_DSM_KILL_SIGNAL",
+        kind: Kind::Choice(&["KILL", "SEGV"]),
+        what: "tests only: the signal NUMALAB_DSM_KILL_RANK uses (default KILL)",
+    },
+    Var {
+        name: "NUMALAB_PARENT_RUN",
+        kind: Kind::Whole {
+            min: 1,
+            max: PID_MAX,
+            unit: "",
+            zero: None,
+        },
+        what: "set by numalab for its children: the pid of the run they belong to",
+    },
+    Var {
+        name: "NUMALAB_PARTIAL",
+        kind: Kind::Path,
+        what: "set by numalab's launcher for its ranks: where finished configurations are kept",
+    },
+    Var {
+        name: "NUMALAB_LAUNCH_TOKEN",
+        kind: Kind::Path,
+        what: "set by numalab's launcher for its ranks: the file rank 0 creates when it starts",
+    },
 ];
 
 impl Kind {
@@ -66,8 +145,17 @@ impl Kind {
     pub fn valid(&self) -> String {
         match self {
             Kind::Seconds => "a number of seconds above 0 (and below 1e9), e.g. 600".into(),
-            Kind::Whole { min, max, unit, zero } => {
-                let unit = if unit.is_empty() { String::new() } else { format!(" {unit}") };
+            Kind::Whole {
+                min,
+                max,
+                unit,
+                zero,
+            } => {
+                let unit = if unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {unit}")
+                };
                 let zero = zero.map_or(String::new(), |z| format!(", or 0 for {z}"));
                 format!("a whole number from {min} to {max}{unit}{zero}")
             }
@@ -201,7 +289,12 @@ mod tests {
     #[test]
     fn every_variable_is_listed_once_and_says_what_is_valid() {
         for v in VARS {
-            assert_eq!(VARS.iter().filter(|x| x.name == v.name).count(), 1, "{}", v.name);
+            assert_eq!(
+                VARS.iter().filter(|x| x.name == v.name).count(),
+                1,
+                "{}",
+                v.name
+            );
             assert!(!v.kind.valid().is_empty() && !v.what.is_empty());
         }
         assert!(table().contains("| `NUMALAB_DSM_SLICE_NS` | a whole number from 100000 to 100000000 ns, or 0 for the scheduler's default slice |"));

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod disturb;
 pub mod envvars;
 mod fingerprint;
+pub mod interrupt;
 pub mod journal;
 pub mod linfit;
 pub mod model;

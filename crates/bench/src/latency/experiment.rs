@@ -291,7 +291,16 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                 fmt_bytes(s)
             ));
         }
-        results.push(measure(host, &timer, &plan.latency, s)?);
+        let r = measure(host, &timer, &plan.latency, s)?;
+        // Kept should a signal end the sizes after it (a sweep's summaries need them all).
+        numalab_results::interrupt::keep(size_records(
+            prov,
+            base_warnings,
+            &plan.latency,
+            &timer,
+            &r,
+        ));
+        results.push(r);
     }
     // A sweep point far above both neighbours is measured once more (library, not
     // CLI: every sweep does it); the second run is the one kept.

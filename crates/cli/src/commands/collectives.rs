@@ -77,6 +77,7 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     if a.dry_run {
         return a.common.show(&[collectives::plan_record(&plan, &o, &ctx)]);
     }
+    a.common.keep_on_signal();
     let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, p))?;
     let recs = collectives::records(&plan, &res, &o, &ctx);
     if a.osu {

@@ -93,6 +93,7 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     if a.dry_run {
         return a.common.show(&[plan.record(&ctx)]);
     }
+    a.common.keep_on_signal();
     let recs = with_progress(|p| earth::run_suite(&host, &plan, &ctx, p))?;
     a.common.show(&recs)
 }

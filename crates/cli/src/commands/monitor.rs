@@ -4,10 +4,10 @@ use crate::common::{bad, context, CliError};
 use crate::prof_args;
 use clap::Args;
 use numalab_prof::monitor::{self, Options};
+use numalab_results::interrupt;
 use numalab_topo::{Host, TopologySource};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Arguments of `numalab monitor`.
 #[derive(Args, Debug)]
@@ -38,12 +38,6 @@ pub struct MonitorArgs {
     /// Do not open memory-controller counters.
     #[arg(long = "no-counters")]
     no_counters: bool,
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
 }
 
 /// `--node`: a node list of nodes in `all` (`listed` is how the error names them).
@@ -77,10 +71,8 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
     let runon = prof_args::runon(&host, a.runon)?;
     let path = |p: &std::path::Path| prof_args::trace_path(p, a.force);
     a.output.as_deref().map(path).transpose()?;
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-    }
+    // Ctrl-C, SIGTERM and SIGHUP end the sampling: the trace gets its end entry.
+    interrupt::catch();
     let prov = context(&host).prov;
     let opts = Options {
         interval: iv,
@@ -91,7 +83,7 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
         counters: !a.no_counters,
     };
     let mut first = true;
-    let stop = || STOP.load(Ordering::SeqCst);
+    let stop = || interrupt::pending();
     let mut out = std::io::stdout();
     monitor::monitor(&host, &opts, prov, &stop, &mut |t, lines| {
         if first {
@@ -112,7 +104,17 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
         let _ = out.flush();
     })
     .map_err(|e| CliError { code: if e.starts_with("invalid") { 2 } else { 1 }, msg: e })?;
-    Ok(())
+    match interrupt::pending() {
+        // Said on stderr, and 128 + the signal, as every command a signal ends.
+        Some(sig) => Err(CliError {
+            code: 128 + sig,
+            msg: format!(
+                "interrupted by {}: the trace ends there",
+                interrupt::name(sig)
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
             "cannot find numalab itself: {e}"
         )))
     })?;
-    runner::catch_sigint();
+    runner::catch_signals();
     announce(a, plan, &dir, &log);
     let mut bar = Bar::new(plan.estimate_s());
     let started = Instant::now();
@@ -170,11 +170,12 @@ fn finish(dir: &std::path::Path, log: &Log, m: Measured, started: Instant) -> Re
     if let Some(why) = &log.broken {
         eprintln!("numalab: warning: the journal is incomplete ({why}); the results files hold every record");
     }
-    if interrupted {
+    if let Some(sig) = numalab_results::interrupt::pending() {
         return Err(CliError {
-            code: 130,
+            code: 128 + sig,
             msg: format!(
-                "interrupted: the files hold what was measured before Ctrl-C; `numalab survey --resume {}` with the same options measures the rest",
+                "interrupted: the files hold what was measured before {}; `numalab survey --resume {}` with the same options measures the rest",
+                numalab_results::interrupt::name(sig),
                 dir.display()
             ),
         });

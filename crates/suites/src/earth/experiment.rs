@@ -380,6 +380,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     let mut recs = Vec::new();
     for &p in parts {
         note(p);
+        let start = recs.len();
         match p {
             Part::Ops => {
                 let (cells, missing) = earth_ops::ops(host, &timer, cpus, a.iterations)?;
@@ -408,10 +409,12 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                 recs.extend(threads_records(&rows, a.ratio, iters, &base, prov));
             }
         }
-    }
-    for r in &mut recs {
-        r.warnings = ctx.warnings.clone();
-        r.provenance.timer_step_ns = Some(timer.resolution_ns);
+        for r in &mut recs[start..] {
+            r.warnings = ctx.warnings.clone();
+            r.provenance.timer_step_ns = Some(timer.resolution_ns);
+        }
+        // Kept should a signal end the parts after it.
+        numalab_results::interrupt::keep(recs[start..].iter().cloned());
     }
     Ok(recs)
 }

@@ -7,30 +7,22 @@ use super::journal::Log;
 use super::plan::Step;
 use super::records::{model_record, step_record};
 use super::Experiment;
+use numalab_results::interrupt;
 use numalab_results::journal::{Entry, PlannedStep};
 use numalab_results::{Provenance, Record};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+/// From now on Ctrl-C, SIGTERM and SIGHUP stop the running step and the survey (see
+/// [`interrupted`]), through the one mechanism every command uses.
+pub fn catch_signals() {
+    interrupt::catch();
 }
 
-/// From now on Ctrl-C stops the running step and the survey (see [`interrupted`]).
-pub fn catch_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-    }
-}
-
-/// Whether Ctrl-C has stopped the survey.
+/// Whether a signal has stopped the survey.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    interrupt::pending().is_some()
 }
 
 /// How one step went.
@@ -182,7 +174,11 @@ pub fn measure(
             continue;
         }
         if interrupted() {
-            let why = "not run: the survey was interrupted (Ctrl-C)".to_string();
+            let sig = interrupt::pending().unwrap_or(libc::SIGINT);
+            let why = format!(
+                "not run: the survey was interrupted ({})",
+                interrupt::name(sig)
+            );
             m.unfinished
                 .push(step_record(prov, s, Some(why.clone()), 0.0));
             m.summary.push(row(why, "-".into()));
