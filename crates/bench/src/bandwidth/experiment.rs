@@ -169,13 +169,19 @@ impl Plan {
 pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
     let timer = Timer::best();
     let mut out = Vec::new();
+    // Each kernel's records are kept as it ends, should a signal end the ones after it.
+    let keep = |recs: &[Record]| numalab_results::interrupt::keep(recs.iter().cloned());
     for p in &plan.runs {
         let r = measure(host, &timer, p)?;
-        out.extend(records(&ctx.prov, &ctx.warnings, p, &timer, &r));
+        let recs = records(&ctx.prov, &ctx.warnings, p, &timer, &r);
+        keep(&recs);
+        out.extend(recs);
     }
     for p in &plan.mixes {
         let r = mixed::measure(host, &timer, p)?;
-        out.push(mixed::record(&ctx.prov, &ctx.warnings, p, &timer, &r));
+        let rec = mixed::record(&ctx.prov, &ctx.warnings, p, &timer, &r);
+        keep(std::slice::from_ref(&rec));
+        out.push(rec);
     }
     Ok(out)
 }

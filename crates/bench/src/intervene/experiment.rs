@@ -197,6 +197,8 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
         r.warnings = warnings.clone();
         records.push(r);
     }
+    // The unowned rows, then each cell as it ends, are kept should a signal end the rest.
+    numalab_results::interrupt::keep(records.iter().cloned());
     let total = states.len() * rows.iter().map(|r| r.cells.len()).sum::<usize>();
     let mut done = 0;
     for &st in states {
@@ -225,6 +227,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                         Some(json!({ "resolved": p, "verified": { "threads": ms.pins } }));
                 }
                 r.warnings = warnings.clone();
+                numalab_results::interrupt::keep([r.clone()]);
                 records.push(r);
             }
         }

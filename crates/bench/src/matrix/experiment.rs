@@ -199,6 +199,8 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
             }
         }
         rec.warnings = warnings.clone();
+        // Kept should a signal end the cells after it.
+        numalab_results::interrupt::keep([rec.clone()]);
         records.push(rec);
     }
     Ok(records)
