@@ -32,7 +32,8 @@ pub fn sizes(min: u64, max: u64) -> Vec<u64> {
     out
 }
 
-/// How much slower (relative) a plateau must be than the one before to be a new level.
+/// How much slower (relative) a plateau must be than the one before to be a new level;
+/// a run this much faster than the one before is not joined to it either.
 pub const MIN_STEP: f64 = 0.3;
 
 /// A run of sizes whose latencies agree.
@@ -62,9 +63,10 @@ fn median(v: &[f64]) -> f64 {
 pub const UNMATCHED: &str = "unmatched";
 
 /// Find plateaus: maximal runs of at least two consecutive points within ±`tol`
-/// (relative) of the run's median; points between runs are transitions; runs less
-/// than [`MIN_STEP`] slower than the one before join it. Each is then matched to a
-/// cache by size ([`name_levels`]).
+/// (relative) of the run's median; points between runs are transitions; a run within
+/// [`MIN_STEP`] of the one before (slower or faster) joins it. Each is then matched to
+/// a cache by size ([`name_levels`]), and one reaching past that cache is cut at the
+/// cache's size.
 pub fn plateaus(points: &[(u64, f64)], caches: &[CacheInfo], tol: f64) -> Vec<Plateau> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
@@ -87,20 +89,74 @@ pub fn plateaus(points: &[(u64, f64)], caches: &[CacheInfo], tol: f64) -> Vec<Pl
     }
     // A new level is markedly slower than the one before it: a run that is not at
     // least MIN_STEP slower than its predecessor is the same level split by noise
-    // (memory on a shared machine wanders by ±20%), so it joins it.
+    // (memory on a shared machine wanders by ±20%), so it joins it. The same holds
+    // downwards: a run FASTER than its predecessor by MIN_STEP or more is not noise
+    // of one level (latency does not fall as the buffer grows), so one of the two is
+    // disturbed; they stay apart (and the plausibility rules flag the inversion)
+    // rather than make one plateau of values twice apart.
     let mut merged: Vec<(usize, usize)> = Vec::new();
     let med = |r: (usize, usize)| median(&points[r.0..r.1].iter().map(|p| p.1).collect::<Vec<_>>());
     for r in runs {
         if let Some(last) = merged.last_mut() {
-            if med(r) < med(*last) * (1.0 + MIN_STEP) {
+            let (m, l) = (med(r), med(*last));
+            if m < l * (1.0 + MIN_STEP) && m > l * (1.0 - MIN_STEP) {
                 last.1 = r.1;
                 continue;
             }
         }
         merged.push(r);
     }
-    let mut out: Vec<Plateau> = merged
+    let last_size = points.last().map(|p| p.0).unwrap_or(0);
+    // Name, then cut every plateau that reaches past the cache it is named after (or
+    // lies within) at that cache's size, and name again: a buffer larger than a cache
+    // is not served by it alone. Each cut adds a run, so this ends.
+    loop {
+        let mut out = build(points, &merged);
+        name_levels(&mut out, caches, last_size);
+        match cut_at_cache(points, &merged, &out, caches) {
+            Some(runs) => merged = runs,
+            None => return out,
+        }
+    }
+}
+
+/// The cache size a plateau's name bounds it by: its own level's, or the level it
+/// lies within ("unmatched, within L3"); None for memory and beyond.
+fn bound(p: &Plateau, caches: &[CacheInfo]) -> Option<u64> {
+    if p.level == "memory" || p.level.contains("beyond") {
+        return None;
+    }
+    let n: u32 = p.level.rsplit('L').next()?.parse().ok()?;
+    p.topology_bytes
+        .or_else(|| caches.iter().find(|c| c.level == n).map(|c| c.bytes))
+}
+
+/// The runs with the first plateau that reaches past its cache cut at the cache's
+/// size (parts of one point are transitions); None when every plateau fits.
+fn cut_at_cache(
+    points: &[(u64, f64)],
+    runs: &[(usize, usize)],
+    ps: &[Plateau],
+    caches: &[CacheInfo],
+) -> Option<Vec<(usize, usize)>> {
+    let k = ps
         .iter()
+        .position(|p| bound(p, caches).is_some_and(|b| p.to_bytes > b))?;
+    let b = bound(&ps[k], caches)?;
+    let (a, e) = runs[k];
+    let cut = (a..e).find(|&i| points[i].0 > b)?;
+    let mut out = runs.to_vec();
+    let parts: Vec<(usize, usize)> = [(a, cut), (cut, e)]
+        .into_iter()
+        .filter(|(x, y)| y - x >= 2)
+        .collect();
+    out.splice(k..=k, parts);
+    Some(out)
+}
+
+/// Plateaus of `runs` (index ranges of `points`), not yet named.
+fn build(points: &[(u64, f64)], runs: &[(usize, usize)]) -> Vec<Plateau> {
+    runs.iter()
         .map(|&(a, b)| {
             let vals: Vec<f64> = points[a..b].iter().map(|p| p.1).collect();
             Plateau {
@@ -113,10 +169,7 @@ pub fn plateaus(points: &[(u64, f64)], caches: &[CacheInfo], tol: f64) -> Vec<Pl
                 topology_bytes: None,
             }
         })
-        .collect();
-    let last_size = points.last().map(|p| p.0).unwrap_or(0);
-    name_levels(&mut out, caches, last_size);
-    out
+        .collect()
 }
 
 /// Match plateaus (fastest first, each a latency step above the one before) to the
@@ -210,16 +263,19 @@ pub fn capacity_warnings(ps: &[Plateau], caches: &[CacheInfo]) -> Vec<String> {
         .collect()
 }
 
-/// How many times slower than the slower of its two neighbours a sweep point must be
-/// to be an outlier. Latency does not fall as the buffer grows (a larger buffer reaches
-/// the same levels or farther ones), so a real step of the hierarchy is followed by
-/// points at least as slow and is never above BOTH neighbours; 1.5× is far beyond the
-/// plateau tolerance (±12%) and the ±20% a shared machine's memory latency wanders.
+/// How many times slower than the slower of its two neighbours (or faster than the
+/// faster) a sweep point must be to be an outlier. Latency does not fall as the buffer
+/// grows (a larger buffer reaches the same levels or farther ones), so a real step of
+/// the hierarchy is followed by points at least as slow and is never above BOTH
+/// neighbours, nor below both; 1.5× is far beyond the plateau tolerance (±12%) and the
+/// ±20% a shared machine's memory latency wanders.
 pub const OUTLIER_FACTOR: f64 = 1.5;
 
 /// One size's passes as outlier detection reads them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spread {
+    /// 5th-percentile pass, ns.
+    pub p5_ns: f64,
     /// Median pass, ns.
     pub median_ns: f64,
     /// 95th-percentile pass, ns.
@@ -234,26 +290,33 @@ impl Spread {
             return None;
         }
         v.sort_by(f64::total_cmp);
+        let q = |p| numalab_results::stats::percentile(&v, p);
         Some(Spread {
-            median_ns: numalab_results::stats::percentile(&v, 0.5),
-            p95_ns: numalab_results::stats::percentile(&v, 0.95),
+            p5_ns: q(0.05),
+            median_ns: q(0.5),
+            p95_ns: q(0.95),
         })
     }
 }
 
 /// Whether point `i` of a curve is an outlier: an interior point (an end point has
 /// one neighbour, and a rise at the end is a step into the next level) whose median
-/// is more than [`OUTLIER_FACTOR`] × the larger neighbour's median AND above both
-/// neighbours' 95th-percentile passes. The second condition keeps a spike that the
-/// neighbours' own slow passes also reach (a noisy stretch of the curve, not one
+/// is more than [`OUTLIER_FACTOR`] × the slower neighbour's median AND above both
+/// neighbours' 95th-percentile passes, or, alike, less than the faster neighbour's
+/// median / [`OUTLIER_FACTOR`] AND below both neighbours' 5th-percentile passes (a
+/// fast outlier is as wrong as a slow one). The second condition keeps a spike or dip
+/// that the neighbours' own passes also reach (a noisy stretch of the curve, not one
 /// size) from being called an outlier of that size.
 pub fn is_outlier(curve: &[Spread], i: usize) -> bool {
     if i == 0 || i + 1 >= curve.len() {
         return false;
     }
     let (a, p, b) = (curve[i - 1], curve[i], curve[i + 1]);
-    p.median_ns > OUTLIER_FACTOR * a.median_ns.max(b.median_ns)
-        && p.median_ns > a.p95_ns.max(b.p95_ns)
+    let slow = p.median_ns > OUTLIER_FACTOR * a.median_ns.max(b.median_ns)
+        && p.median_ns > a.p95_ns.max(b.p95_ns);
+    let fast = p.median_ns * OUTLIER_FACTOR < a.median_ns.min(b.median_ns)
+        && p.median_ns < a.p5_ns.min(b.p5_ns);
+    slow || fast
 }
 
 /// The indices of a curve's outliers (see [`is_outlier`]).
@@ -262,248 +325,4 @@ pub fn outliers(curve: &[Spread]) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cache(level: u32, bytes: u64) -> CacheInfo {
-        CacheInfo {
-            level,
-            bytes,
-            line_bytes: Some(64),
-            shared_by: 1,
-        }
-    }
-
-    #[test]
-    fn sizes_cover_the_range_two_per_octave() {
-        let s = sizes(4 << 10, 64 << 10);
-        assert_eq!(
-            s,
-            vec![4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536]
-        );
-        assert_eq!(sizes(DEFAULT_MIN, DEFAULT_MAX).len(), 37);
-        assert_eq!(sizes(5000, 5000), vec![5000]);
-    }
-
-    #[test]
-    fn plateaus_of_a_synthetic_hierarchy() {
-        let caches = [cache(1, 48 << 10), cache(2, 1 << 20), cache(3, 32 << 20)];
-        let lat = |s: u64| -> f64 {
-            if s <= 32 << 10 {
-                1.0
-            } else if s <= 48 << 10 {
-                2.0 // transition
-            } else if s <= 768 << 10 {
-                3.5
-            } else if s <= 1 << 20 {
-                6.0
-            } else if s <= 24 << 20 {
-                12.0
-            } else if s <= 32 << 20 {
-                40.0
-            } else {
-                100.0
-            }
-        };
-        let pts: Vec<(u64, f64)> = sizes(4 << 10, 1 << 30)
-            .into_iter()
-            .map(|s| (s, lat(s) * if s % 3 == 0 { 1.03 } else { 0.98 }))
-            .collect();
-        let p = plateaus(&pts, &caches, 0.1);
-        let names: Vec<&str> = p.iter().map(|p| p.level.as_str()).collect();
-        assert_eq!(names, vec!["L1", "L2", "L3", "memory"]);
-        assert!(p.windows(2).all(|w| w[0].median_ns < w[1].median_ns));
-        assert_eq!(p[0].to_bytes, 32 << 10);
-        assert_eq!(p[0].exceeded_at, Some(48 << 10));
-        assert_eq!(p[2].to_bytes, 24 << 20);
-        assert!(capacity_warnings(&p, &caches).is_empty());
-    }
-
-    #[test]
-    fn noisy_memory_and_a_split_level_stay_one_plateau_each() {
-        let caches = [cache(1, 48 << 10), cache(2, 1 << 20)];
-        let lat = [
-            1.0, 1.0, 1.02, 3.3, 3.35, 3.4, 3.75, 3.8, 118.0, 117.0, 148.0, 149.0, 113.0, 114.0,
-        ];
-        let pts: Vec<(u64, f64)> = lat
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| ((4096u64) << i, v))
-            .collect();
-        let p = plateaus(&pts, &caches, 0.12);
-        let names: Vec<&str> = p.iter().map(|p| p.level.as_str()).collect();
-        assert_eq!(names, vec!["L1", "L2", "memory"], "{p:?}");
-        assert_eq!(p[2].values_ns.len(), 6);
-    }
-
-    #[test]
-    fn a_missing_level_leaves_memory_last_and_warns() {
-        // L3 reported as 32 MiB but gone after 1 MiB (a crowded or partitioned L3).
-        let caches = [cache(1, 48 << 10), cache(2, 1 << 20), cache(3, 32 << 20)];
-        let pts: Vec<(u64, f64)> = sizes(4 << 10, 256 << 20)
-            .into_iter()
-            .map(|s| {
-                let v = match s {
-                    s if s <= 32 << 10 => 1.0,
-                    s if s <= 512 << 10 => 4.0,
-                    s if s <= 1 << 20 => 15.0,
-                    _ => 150.0,
-                };
-                (s, v)
-            })
-            .collect();
-        let p = plateaus(&pts, &caches, 0.1);
-        let names: Vec<&str> = p.iter().map(|p| p.level.as_str()).collect();
-        // The 15 ns step at 768 KiB – 1 MiB lies inside the 1 MiB L2: not the L3.
-        assert_eq!(names, vec!["L1", "L2", "unmatched, within L2", "memory"]);
-        let w = capacity_warnings(&p, &caches);
-        assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].contains("no L3 plateau"), "{w:?}");
-        assert!(w[1].contains("unmatched, within L2"), "{w:?}");
-    }
-
-    /// Plateau names of a synthetic sweep whose latency is `lat(size)`.
-    fn names_of(caches: &[CacheInfo], max: u64, lat: impl Fn(u64) -> f64) -> Vec<String> {
-        let pts: Vec<(u64, f64)> = sizes(4 << 10, max)
-            .into_iter()
-            .map(|s| (s, lat(s)))
-            .collect();
-        plateaus(&pts, caches, 0.12)
-            .into_iter()
-            .map(|p| p.level)
-            .collect()
-    }
-
-    #[test]
-    fn this_vms_sweep_names_a_step_inside_l2_unmatched_not_l3() {
-        // This VM (issue 34): L1 48 KiB, L2 1 MiB, L3 32 MiB of which little is
-        // usable; latency steps up at 768 KiB, still inside the L2, and again past it.
-        let caches = [cache(1, 48 << 10), cache(2, 1 << 20), cache(3, 32 << 20)];
-        let lat = |s: u64| match s {
-            s if s <= 32 << 10 => 1.2,
-            s if s <= 512 << 10 => 3.6,
-            s if s <= 1 << 20 => 6.0,
-            s if s <= 3 << 20 => 12.0,
-            _ => 105.0,
-        };
-        let names = names_of(&caches, 64 << 20, lat);
-        assert_eq!(names, ["L1", "L2", "unmatched, within L2", "L3", "memory"]);
-        let pts: Vec<(u64, f64)> = sizes(4 << 10, 64 << 20)
-            .into_iter()
-            .map(|s| (s, lat(s)))
-            .collect();
-        let ps = plateaus(&pts, &caches, 0.12);
-        assert_eq!((ps[2].from_bytes, ps[2].to_bytes), (768 << 10, 1 << 20));
-        assert_eq!(ps[2].topology_bytes, None);
-        let notes = unmatched_notes(&ps);
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].contains("768 KiB"), "{notes:?}");
-        // The L3 plateau ends at 3 MiB of the 32 MiB reported: said.
-        let w = capacity_warnings(&ps, &caches);
-        assert!(
-            w.iter().any(|w| w.contains("the L3 plateau ends at 3 MiB")),
-            "{w:?}"
-        );
-        // One step inside the L2 with no faster one there is the L2 itself.
-        let pts = [
-            (4u64 << 10, 1.0),
-            (8 << 10, 1.0),
-            (768 << 10, 6.0),
-            (1 << 20, 6.0),
-        ];
-        let names: Vec<String> = plateaus(&pts, &caches, 0.12)
-            .into_iter()
-            .map(|p| p.level)
-            .collect();
-        assert_eq!(names, ["L1", "L2"]);
-    }
-
-    #[test]
-    fn no_plateau_is_named_a_level_the_topology_lacks() {
-        // Two caches, four steps: never "L3" nor "level 4".
-        let caches = [cache(1, 32 << 10), cache(2, 256 << 10)];
-        let lat = |s: u64| match s {
-            s if s <= 16 << 10 => 1.0,
-            s if s <= 128 << 10 => 3.0,
-            s if s <= 256 << 10 => 5.0,
-            s if s <= 64 << 20 => 80.0,
-            _ => 120.0,
-        };
-        let names = names_of(&caches, 256 << 20, lat);
-        assert_eq!(
-            names,
-            [
-                "L1",
-                "L2",
-                "unmatched, within L2",
-                "memory",
-                "unmatched, beyond memory"
-            ]
-        );
-        let pts: Vec<(u64, f64)> = sizes(4 << 10, 256 << 20)
-            .into_iter()
-            .map(|s| (s, lat(s)))
-            .collect();
-        let notes = unmatched_notes(&plateaus(&pts, &caches, 0.12));
-        assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(
-            notes[0].contains("within L2") && notes[1].contains("beyond memory"),
-            "{notes:?}"
-        );
-    }
-
-    #[test]
-    fn a_level_that_starts_early_takes_the_next_cache() {
-        // The L3 plateau begins before the L2's size (a non-inclusive or shared L2)
-        // and runs far past it: it is L3, not a second L2 step.
-        let caches = [cache(1, 32 << 10), cache(2, 1 << 20), cache(3, 16 << 20)];
-        let names = names_of(&caches, 256 << 20, |s| match s {
-            s if s <= 16 << 10 => 1.0,
-            s if s <= 256 << 10 => 4.0,
-            s if s <= 8 << 20 => 14.0,
-            _ => 95.0,
-        });
-        assert_eq!(names, ["L1", "L2", "L3", "memory"]);
-    }
-
-    fn curve(medians: &[f64]) -> Vec<Spread> {
-        medians
-            .iter()
-            .map(|&m| Spread {
-                median_ns: m,
-                p95_ns: m * 1.1,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_spike_is_an_outlier_a_step_and_an_end_are_not() {
-        // A lone spike among memory-latency points.
-        let spike = curve(&[88.0, 90.0, 195.0, 91.0, 89.0]);
-        assert_eq!(outliers(&spike), vec![2]);
-        // A step (L2 to memory) stays up: never above both neighbours.
-        let step = curve(&[1.7, 1.8, 4.8, 4.9, 12.0, 90.0, 92.0]);
-        assert!(outliers(&step).is_empty());
-        // A high end point has one neighbour: a step into the next level, not a spike.
-        let end = curve(&[4.8, 4.9, 5.0, 90.0]);
-        assert!(outliers(&end).is_empty());
-        let start = curve(&[90.0, 4.9, 5.0]);
-        assert!(outliers(&start).is_empty());
-        // Only 1.3× above its neighbours: noise, not an outlier.
-        assert!(outliers(&curve(&[90.0, 117.0, 90.0])).is_empty());
-        // Twice the neighbours' medians, but a neighbour's own slow passes reach as
-        // high: a noisy stretch, not this size's accident.
-        let mut noisy = curve(&[90.0, 190.0, 91.0]);
-        noisy[0].p95_ns = 200.0;
-        assert!(outliers(&noisy).is_empty());
-        assert!(outliers(&curve(&[1.0])).is_empty() && outliers(&[]).is_empty());
-    }
-
-    #[test]
-    fn spread_of_passes() {
-        let s = Spread::of(&[3.0, 1.0, 2.0, f64::NAN]).unwrap();
-        assert_eq!(s.median_ns, 2.0);
-        assert!(s.p95_ns > 2.8 && s.p95_ns <= 3.0);
-        assert!(Spread::of(&[]).is_none());
-    }
-}
+mod tests;
