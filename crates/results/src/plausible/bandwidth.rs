@@ -125,7 +125,8 @@ pub(super) fn writes_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
         if w.median > rd.median * (1.0 + WRITE_OVER_READ_TOL) {
             flags.push(Flag {
                 rule: "write-faster-than-read",
-                records: vec![Ref::of(w.r, w.metric)],
+                // A read disturbed low makes a sound write look too fast: both are named.
+                records: vec![Ref::of(w.r, w.metric), Ref::of(rd.r, rd.metric)],
                 why: format!(
                     "{} of {} lines at {:.1} GB/s from {}, faster than {} reads from it at {:.1} GB/s",
                     w.kernel, w.state, w.median, w.level, rd.kernel, rd.median

@@ -83,7 +83,11 @@ fn rdex_of_flushed_lines_faster_than_reads_from_memory_is_flagged() {
     let mut bad = reads.to_vec();
     bad.push(bw("rdex", "uown", 512 << 10, 1, 37.0));
     assert_eq!(rules(&bad), ["write-faster-than-read"]);
-    assert!(check(&bad)[0].why.contains("37.0"));
+    let f = check(&bad);
+    assert!(f[0].why.contains("37.0"));
+    assert!(
+        flag_of(&f, &bad[2], "bandwidth").is_some() && flag_of(&f, &bad[1], "bandwidth").is_some()
+    );
     let mut ok = reads.to_vec();
     ok.push(bw("rdex", "uown", 512 << 10, 1, 12.0));
     ok.push(bw("zero", "warm", 128 << 20, 1, 17.5));
