@@ -24,14 +24,17 @@ fn machine(records: &[Record]) -> Option<Machine> {
 /// its points as spread, and a remark where the measured level disagrees with the
 /// cache size the topology reports.
 pub fn sweep(records: &[Record]) -> Vec<Card> {
-    let Some(d) = of(records, "latency-sweep").find_map(|r| r.data_as::<SweepData>().ok()) else {
+    let Some((r, d)) =
+        of(records, "latency-sweep").find_map(|r| Some((r, r.data_as::<SweepData>().ok()?)))
+    else {
         return Vec::new();
     };
     d.plateaus
         .iter()
         .map(|p| {
             let fig = Figure::new("latency", p.median_ns, "ns", 2, "hierarchy")
-                .with(Spread::range(&p.values_ns, "sizes"));
+                .with(Spread::range(&p.values_ns, "sizes"))
+                .from(r, &format!("plateau {}", p.level));
             let mut c = Card::one(Group::Hierarchy, &p.level, fig);
             c.detail = Some(format!("{} – {}", size(p.from_bytes), size(p.to_bytes)));
             if let (Some(topo), Some(past)) = (p.topology_bytes, p.exceeded_at) {

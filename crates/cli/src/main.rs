@@ -61,8 +61,8 @@ enum Command {
     Advise(commands::advise::AdviseArgs),
     /// Memory tiers: the kernel's, its rule on the HMAT and on measurements; weights, demotion.
     Tiers(commands::tiers::TiersArgs),
-    /// Compare two record files measurement by measurement: medians, B/A, and whether
-    /// each change is beyond or within the two runs' spread, largest first.
+    /// Compare two runs (record files or survey folders) figure by figure: a verdict line,
+    /// then medians, intervals, B/A, and each change beyond, within or not comparable.
     Compare(commands::report::CompareArgs),
     /// Show the machine: packages, dies, NUMA nodes, caches, cores, SMT, distances and hops,
     /// memory attributes, huge pages, THP and NUMA balancing.

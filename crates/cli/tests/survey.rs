@@ -322,7 +322,8 @@ fn compare_gives_the_ratios_of_matching_measurements() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = &c["rows"];
     let ratio = |m: &str| {
         rows.as_array()
             .unwrap()
@@ -334,12 +335,12 @@ fn compare_gives_the_ratios_of_matching_measurements() {
     };
     assert!((ratio("latency") - 1.5).abs() < 1e-9);
     assert!((ratio("other") - 0.25).abs() < 1e-9);
-    // One sample per run: no spread to judge the change by, and the JSON says so.
+    // One sample per run: no interval to judge the change by, and the JSON says so.
     assert!(rows
         .as_array()
         .unwrap()
         .iter()
-        .all(|r| r["change"] == "few samples"));
+        .all(|r| r["change"] == "not comparable (A 1 sample)"));
     assert!(std::fs::read_to_string(dir.join("c.html"))
         .unwrap()
         .contains("1.500"));
@@ -351,4 +352,56 @@ fn compare_gives_the_ratios_of_matching_measurements() {
         "c.txt",
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn compare_takes_survey_folders_opens_with_its_verdict_and_drops_derived_metrics() {
+    let dir = tmpdir("compare-dirs");
+    let csv = dir.join("pts.csv");
+    std::fs::write(&csv, "hops,latency_ns\n0,100\n1,150\n2,190\n").unwrap();
+    let mut a = run_json("model", &["fit", csv.to_str().unwrap()]);
+    let stat = |metric: &str, unit: &str, m: f64| {
+        serde_json::json!({ "metric": metric, "unit": unit, "min": m * 0.99, "p5": m * 0.99,
+            "median": m, "mean": m, "p95": m * 1.01, "max": m * 1.01, "stdev": 0.5, "n": 9 })
+    };
+    a[0]["stats"] = serde_json::json!([
+        stat("latency", "ns", 100.0),
+        stat("latency_tsc", "cycles", 260.0)
+    ]);
+    let mut b = a.clone();
+    b[0]["stats"] = serde_json::json!([
+        stat("latency", "ns", 150.0),
+        stat("latency_tsc", "cycles", 390.0)
+    ]);
+    // A survey folder holds results.json; the other side is a plain file.
+    let (da, fb) = (dir.join("run-a"), dir.join("b.json"));
+    std::fs::create_dir_all(&da).unwrap();
+    std::fs::write(da.join("results.json"), a.to_string()).unwrap();
+    std::fs::write(&fb, b.to_string()).unwrap();
+    let out = numalab(&["compare", da.to_str().unwrap(), fb.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = text.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("1 of 1 comparable figures changed beyond their spread (100.0 %): ")
+            && first.contains("latency +50 %")
+            && first.contains("0 not comparable"),
+        "{text}"
+    );
+    assert!(!text.contains("latency_tsc"), "{text}");
+    let out = numalab(&[
+        "compare",
+        da.to_str().unwrap(),
+        fb.to_str().unwrap(),
+        "--all-metrics",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("2 of 2 comparable") && text.contains("latency_tsc"),
+        "{text}"
+    );
 }

@@ -4,6 +4,7 @@
 //! summary cards all use. results sits below the experiments, so it only defines
 //! the trait and the page; it never names an experiment's types.
 
+use crate::plausible;
 use crate::record::Record;
 use crate::report::{self, Section};
 use crate::summary::{self, Card};
@@ -63,7 +64,7 @@ pub fn find<'a>(registry: &[&'a dyn Presenter], kind: &str) -> Option<&'a dyn Pr
 pub fn render(registry: &[&dyn Presenter], records: &[Record], title: &str) -> String {
     report::page(
         title,
-        &summary::html(&cards(registry, records)),
+        &summary_html(registry, records),
         &sections(registry, records),
         &report::provenance(records),
     )
@@ -81,20 +82,30 @@ pub fn render_partial(
     secs.extend(sections(registry, records));
     report::page(
         title,
-        &summary::html(&cards(registry, records)),
+        &summary_html(registry, records),
         &secs,
         &report::provenance(records),
     )
 }
 
-/// Every presenter's summary cards, merged (a level's latency and bandwidth share a card).
+/// Every presenter's summary cards, merged (a level's latency and bandwidth share a
+/// card), each figure vetted against the plausibility rules and its record's settling.
 pub fn cards(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Card> {
-    summary::merge(registry.iter().flat_map(|p| p.cards(records)).collect())
+    let mut cards = summary::merge(registry.iter().flat_map(|p| p.cards(records)).collect());
+    summary::vet(&mut cards, records, &plausible::check(records));
+    cards
 }
 
-/// The summary as terminal text (empty when no presenter has a card).
+/// The summary block of the HTML report: the cards, then the rule each implausible
+/// figure broke.
+fn summary_html(registry: &[&dyn Presenter], records: &[Record]) -> String {
+    summary::html(&cards(registry, records)) + &plausible::html(&plausible::check(records))
+}
+
+/// The summary as terminal text (empty when no presenter has a card), then the rule
+/// each implausible figure broke.
 pub fn summary_text(registry: &[&dyn Presenter], records: &[Record]) -> String {
-    summary::text(&cards(registry, records))
+    summary::text(&cards(registry, records)) + &plausible::text(&plausible::check(records))
 }
 
 /// Every distinct warning of `records`, in order of first appearance, one

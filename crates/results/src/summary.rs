@@ -90,6 +90,23 @@ pub struct Figure {
     pub spread: Option<Spread>,
     /// The report section it comes from (anchor id).
     pub section: String,
+    /// The record and metric it was read from, when one record holds it, so the
+    /// plausibility flags and the record's settling can be checked against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// Shown instead of the value when the figure is no answer: "implausible (rule …)"
+    /// or "unsettled (…)"; None for a plain figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+}
+
+/// The record (by [`crate::plausible::key`]) and metric a figure was read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    /// The record's identity.
+    pub key: String,
+    /// The metric.
+    pub metric: String,
 }
 
 impl Figure {
@@ -102,16 +119,29 @@ impl Figure {
             digits,
             spread: None,
             section: section.into(),
+            source: None,
+            verdict: None,
         }
+    }
+    /// This figure read from `metric` of `r`.
+    pub fn from(mut self, r: &Record, metric: &str) -> Figure {
+        self.source = Some(Source {
+            key: crate::plausible::key(r),
+            metric: metric.into(),
+        });
+        self
     }
     /// This figure with `spread`.
     pub fn with(mut self, spread: Option<Spread>) -> Figure {
         self.spread = spread;
         self
     }
-    /// "1.73 ns".
+    /// "1.73 ns", or the verdict when the figure is no answer.
     pub fn value_text(&self) -> String {
-        format!("{:.*} {}", self.digits, self.value, self.unit)
+        match &self.verdict {
+            Some(v) => v.clone(),
+            None => format!("{:.*} {}", self.digits, self.value, self.unit),
+        }
     }
     /// "1.67–2.05" (same decimals as the value), or "" without a spread.
     pub fn spread_text(&self) -> String {
@@ -166,7 +196,44 @@ pub fn stat_figure(
     samples: &str,
 ) -> Option<Figure> {
     let s = &r.stat(metric)?.summary;
-    Some(Figure::new(label, s.median, unit, digits, section).with(Some(Spread::p5_p95(s, samples))))
+    Some(
+        Figure::new(label, s.median, unit, digits, section)
+            .with(Some(Spread::p5_p95(s, samples)))
+            .from(r, metric),
+    )
+}
+
+/// The one hook between the figures and the rules: a figure whose source record broke
+/// a plausibility rule shows "implausible (rule …)", one whose record did not settle
+/// shows "unsettled (…)", instead of its value; [`describe`] leaves both out.
+pub fn vet(cards: &mut [Card], records: &[Record], flags: &[crate::plausible::Flag]) {
+    for f in cards.iter_mut().flat_map(|c| c.figures.iter_mut()) {
+        let Some(src) = &f.source else { continue };
+        if let Some(flag) = flags.iter().find(|x| x.names(&src.key, &src.metric)) {
+            f.verdict = Some(format!("implausible (rule {})", flag.rule));
+        } else if let Some(r) = records
+            .iter()
+            .find(|r| !r.settled() && crate::plausible::key(r) == src.key)
+        {
+            let why = r.settle.as_ref().and_then(|s| s.why.clone());
+            f.verdict = Some(match why {
+                Some(w) => format!("unsettled ({w})"),
+                None => "unsettled".into(),
+            });
+        }
+    }
+}
+
+/// The cards with only the figures that are answers (no verdict); cards left empty go.
+fn answers(cards: &[Card]) -> Vec<Card> {
+    cards
+        .iter()
+        .cloned()
+        .filter_map(|mut c| {
+            c.figures.retain(|f| f.verdict.is_none());
+            (!c.figures.is_empty() || c.group == Group::Machine).then_some(c)
+        })
+        .collect()
 }
 
 /// Cards from several presenters merged: cards with the same group and title become
@@ -212,8 +279,10 @@ fn ns(v: f64) -> String {
     }
 }
 
-/// The paragraph: the machine's shape in words, from the cards' figures only.
+/// The paragraph: the machine's shape in words, from the cards' answers only (a
+/// figure marked implausible or unsettled is never stated).
 pub fn describe(cards: &[Card]) -> String {
+    let cards = &answers(cards);
     let mut s: Vec<String> = cards
         .iter()
         .filter(|c| c.group == Group::Machine)
@@ -312,7 +381,20 @@ fn bandwidth_sentence(cards: &[Card], out: &mut Vec<String>) {
                     .starts_with(one.label.split(',').next().unwrap_or(""))
         });
         let mut line = format!("One core streams {:.1} GB/s from {}", one.value, c.title);
-        if let Some(a) = all {
+        // Belt and braces beside the scaling rule: a ratio no core count explains is
+        // never printed, whatever records the cards came from.
+        let possible = |a: &&Figure| {
+            let n: f64 = a
+                .label
+                .split(", ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next()?.parse().ok())
+                .unwrap_or(1.0);
+            let x = a.value / one.value;
+            let tol = crate::plausible::BANDWIDTH_SCALING_TOL;
+            x >= 1.0 - tol && x <= n * (1.0 + tol)
+        };
+        if let Some(a) = all.filter(possible) {
             let _ = write!(
                 line,
                 "; {} together {:.1} GB/s ({:.1}×)",
@@ -470,7 +552,9 @@ pub fn text(cards: &[Card]) -> String {
                     c.group.title().to_string(),
                     c.title.clone(),
                     f.label.clone(),
-                    format!("{:.*}", f.digits, f.value),
+                    f.verdict
+                        .clone()
+                        .unwrap_or_else(|| format!("{:.*}", f.digits, f.value)),
                     f.unit.clone(),
                     f.spread
                         .as_ref()

@@ -1,4 +1,4 @@
-//! Sweep outliers measured again: a size whose latency is far above both neighbours
+//! Sweep outliers measured again: a size whose latency is far above or below both neighbours
 //! (see [`crate::sweep::is_outlier`]) is run once more, and the second run is the one
 //! the records keep; the sweep record says whether the outlier persisted.
 
@@ -17,6 +17,7 @@ pub fn curve(results: &[SizeResult], k: usize) -> Vec<Spread> {
                 .get(k)
                 .and_then(|q| Spread::of(&q.ns))
                 .unwrap_or(Spread {
+                    p5_ns: f64::NAN,
                     median_ns: f64::NAN,
                     p95_ns: f64::NAN,
                 })
@@ -46,7 +47,7 @@ pub fn remeasure(
     for i in outlier_sizes(results) {
         let size = results[i].shape.size;
         progress(&format!(
-            "latency: {} is far above both neighbours: measuring it again",
+            "latency: {} is far from both neighbours: measuring it again",
             fmt_bytes(size)
         ));
         let again = measure(host, timer, plan, size)?;

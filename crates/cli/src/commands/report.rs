@@ -29,9 +29,9 @@ pub struct ReportArgs {
 /// Arguments of `numalab compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The baseline records (JSON).
+    /// The baseline: a records file (JSON), or a survey's folder or journal.jsonl.
     a: PathBuf,
-    /// The records compared with it (JSON).
+    /// The run compared with it: a records file (JSON), or a survey's folder or journal.jsonl.
     b: PathBuf,
     /// Also write the comparison as HTML to this file.
     #[arg(short = 'o', long = "output")]
@@ -42,6 +42,10 @@ pub struct CompareArgs {
     /// Print the rows as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Keep derived duplicates (cycles beside ns, traffic beside bandwidth, issued
+    /// beside injected bandwidth), which are left out by default.
+    #[arg(long)]
+    all_metrics: bool,
 }
 
 /// Read numalab records from a JSON file (an array of records, or one record).
@@ -94,6 +98,18 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The records of one side of `compare`: a records file, or a survey's folder or
+/// journal (read as `report` reads them; notes go to stderr).
+fn compare_side(path: &Path) -> Result<Vec<Record>, CliError> {
+    let input =
+        numalab_suites::survey::files::read_inputs(std::slice::from_ref(&path.to_path_buf()))
+            .map_err(bad)?;
+    for n in &input.notes {
+        eprintln!("numalab: note: {n}");
+    }
+    Ok(input.records)
+}
+
 /// Run `numalab compare`.
 pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
     let force = a.force;
@@ -101,12 +117,12 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
         .as_deref()
         .map(|o| html_path(o, force))
         .transpose()?;
-    let ra = read_records(&a.a)?;
-    let rb = read_records(&a.b)?;
-    let (rows, only_a, only_b) = compare::compare(&ra, &rb);
+    let ra = compare_side(&a.a)?;
+    let rb = compare_side(&a.b)?;
+    let c = compare::compare(&ra, &rb, a.all_metrics);
     if let Some(o) = &a.output {
         let html = compare::html(
-            &rows,
+            &c,
             &a.a.display().to_string(),
             &a.b.display().to_string(),
             &registry::cards(&ra),
@@ -117,17 +133,13 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&rows).expect("rows serialise")
+            serde_json::to_string_pretty(&c).expect("comparison serialises")
         );
     } else {
+        println!("{}", compare::verdict(&c));
         println!("A: {}\nB: {}\n", a.a.display(), a.b.display());
-        print!("{}", table(&compare::HEADER, &compare::text_rows(&rows)));
-        let beyond = rows.iter().filter(|r| r.change == "beyond").count();
-        println!(
-            "\n{} matched measurement(s), {beyond} beyond the run-to-run spread; {only_a} only in A, {only_b} only in B\n{}",
-            rows.len(),
-            compare::RULE
-        );
+        print!("{}", table(&compare::HEADER, &compare::text_rows(&c.rows)));
+        println!("\n{}", compare::RULE);
     }
     Ok(())
 }

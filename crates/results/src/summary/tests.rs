@@ -108,3 +108,96 @@ fn spreads_need_samples() {
     let s = Spread::range(&[3.0, 1.0, 2.0], "cells").unwrap();
     assert_eq!((s.lo, s.hi), (1.0, 3.0));
 }
+
+fn bw_rec(n: u64, gbps: f64) -> Record {
+    let mut p = serde_json::json!({"kernel": "readv", "state": "warm", "size_bytes": 1u64 << 30, "requestors": n});
+    let metric = if n > 1 {
+        p["requestor_cpus"] = serde_json::json!([0, 1]);
+        "aggregate_bandwidth"
+    } else {
+        "bandwidth"
+    };
+    let mut r = Record::new(
+        "bandwidth",
+        "readv",
+        crate::Provenance::collect("test", "synthetic"),
+        p,
+    );
+    r.add_samples(metric, "GB/s", &[gbps * 0.99, gbps, gbps * 1.01]);
+    r
+}
+
+/// The cards a presenter would make of the two bandwidth records.
+fn bw_cards(records: &[Record]) -> Vec<Card> {
+    let fig = |r: &Record, metric: &str, label: &str| {
+        stat_figure(r, metric, label, "GB/s", 1, "bandwidth", "passes").unwrap()
+    };
+    vec![Card {
+        group: Group::Hierarchy,
+        title: "memory".into(),
+        detail: None,
+        figures: vec![
+            fig(&records[0], "bandwidth", "readv, 1 core"),
+            fig(&records[1], "aggregate_bandwidth", "readv, 2 cores"),
+        ],
+        remark: None,
+    }]
+}
+
+#[test]
+fn a_superlinear_pair_is_shown_implausible_and_never_stated() {
+    let records = [bw_rec(1, 6.7), bw_rec(2, 20.3)];
+    let mut cards = bw_cards(&records);
+    // Unvetted, the paragraph still refuses a ratio no core count explains.
+    let p = describe(&cards);
+    assert!(
+        p.contains("One core streams 6.7 GB/s") && !p.contains("3.0×"),
+        "{p}"
+    );
+    vet(&mut cards, &records, &crate::plausible::check(&records));
+    let f = &cards[0].figures;
+    assert_eq!(
+        f[0].verdict.as_deref(),
+        Some("implausible (rule bandwidth-scaling)")
+    );
+    assert_eq!(f[1].value_text(), "implausible (rule bandwidth-scaling)");
+    let p = describe(&cards);
+    assert!(!p.contains("streams"), "{p}");
+    let t = text(&cards);
+    assert!(
+        t.contains("implausible (rule bandwidth-scaling)") && !t.contains("20.3"),
+        "{t}"
+    );
+    assert!(html(&cards).contains("implausible (rule bandwidth-scaling)"));
+    // A plausible pair stays a plain figure and is stated.
+    let records = [bw_rec(1, 10.0), bw_rec(2, 18.0)];
+    let mut cards = bw_cards(&records);
+    vet(&mut cards, &records, &crate::plausible::check(&records));
+    assert!(describe(&cards).contains("2 cores together 18.0 GB/s (1.8×)"));
+}
+
+#[test]
+fn an_unsettled_figure_says_so_and_is_left_out_of_the_paragraph() {
+    let mut records = [bw_rec(1, 10.0), bw_rec(2, 18.0)];
+    records[1].settle = Some(crate::Settle {
+        settled: false,
+        metric: "aggregate_bandwidth".into(),
+        passes: 12,
+        interval: [9.0, 25.0],
+        tolerance_pct: 5.0,
+        budget_ms: 2000.0,
+        why: Some("machine busy: steal 30 %".into()),
+    });
+    let mut cards = bw_cards(&records);
+    vet(&mut cards, &records, &[]);
+    assert_eq!(cards[0].figures[0].verdict, None);
+    assert_eq!(
+        cards[0].figures[1].value_text(),
+        "unsettled (machine busy: steal 30 %)"
+    );
+    let p = describe(&cards);
+    assert!(
+        p.contains("One core streams 10.0 GB/s") && !p.contains("together"),
+        "{p}"
+    );
+}

@@ -1,0 +1,180 @@
+//! Comparison of two runs for regression tracking: the same figure (kind, name,
+//! metric, parameters) in A and B, their medians, B/A, and whether B moved beyond the
+//! two figures' intervals by more than a minimum effect. A figure that did not settle,
+//! broke a plausibility rule, or came from too few or mostly disturbed passes is "not
+//! comparable", never "beyond"; derived duplicates (cycles beside ns, traffic beside
+//! bandwidth, issued beside injected) are left out unless asked for.
+
+mod view;
+
+pub use view::{html, text_rows, verdict, HEADER};
+
+use crate::disturb::PassLog;
+use crate::interval;
+use crate::plausible::{self, Flag};
+use crate::record::{Record, Stat};
+use serde::Serialize;
+
+/// One matched figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Record kind.
+    pub kind: String,
+    /// Record name.
+    pub name: String,
+    /// Metric.
+    pub metric: String,
+    /// Unit.
+    pub unit: String,
+    /// Median in A.
+    pub a: f64,
+    /// Median in B.
+    pub b: f64,
+    /// B / A (None when A is 0).
+    pub ratio: Option<f64>,
+    /// A's interval (settled, or the order-statistic interval of its median).
+    pub a_interval: (f64, f64),
+    /// B's interval.
+    pub b_interval: (f64, f64),
+    /// Disturbed of all passes in A and in B ("3 of 13"; "-" without a pass log).
+    pub disturbed: (String, String),
+    /// "beyond", "within", or "not comparable (why)".
+    pub change: String,
+    /// Size of the change: |ln(B/A)| (0 when there is no ratio).
+    pub effect: f64,
+}
+
+/// The least relative change called "beyond": intervals of few passes can miss each
+/// other by a hair when the machine shifts a little between runs, and a change under
+/// 10 % is below what a regression tracker on a shared machine can stand behind.
+/// Raising it does not rescue a loaded machine: there whole figures move 1.5–8×
+/// between runs (README, "Comparing runs", gives the rates measured).
+pub const MIN_EFFECT: f64 = 0.10;
+
+/// Minimum samples per run for a verdict: with fewer, no interval exists.
+const MIN_SAMPLES: usize = 3;
+
+/// How `change` is decided, for the legend of every view.
+pub const RULE: &str = "change: beyond when the intervals (settled, else the 95 % order-statistic interval of the median) do not overlap and B/A is over 10 % from 1; not comparable when unsettled, implausible, under 3 samples or mostly disturbed; cycles, traffic, issued and chase bandwidth and read share are left out unless --all-metrics";
+
+/// Metrics that restate another metric of the same record (the same passes in other
+/// units or another byte count): comparing them again only repeats a row.
+pub const DERIVED: &[&str] = &[
+    "latency_tsc",
+    "traffic",
+    "issued_bandwidth",
+    "chase_bandwidth",
+    "read_share",
+];
+
+/// Why a figure cannot be compared, or None when it can.
+fn not_comparable(r: &Record, s: &Stat, flags: &[Flag]) -> Option<String> {
+    if let Some(f) = plausible::flag_of(flags, r, &s.metric) {
+        return Some(format!("implausible, rule {}", f.rule));
+    }
+    if !r.settled() {
+        return Some("unsettled".into());
+    }
+    if s.summary.n < MIN_SAMPLES {
+        let n = s.summary.n;
+        return Some(format!("{n} sample{}", if n == 1 { "" } else { "s" }));
+    }
+    match PassLog::of(r) {
+        Some(l) if l.mostly_disturbed() => Some("mostly disturbed passes".into()),
+        _ => None,
+    }
+}
+
+fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, fa: &[Flag], fb: &[Flag]) -> Row {
+    let (a, b) = (sa.summary.median, sb.summary.median);
+    let ratio = (a != 0.0).then(|| b / a);
+    let ia = interval::of(ra, &sa.metric).unwrap_or((a, a));
+    let ib = interval::of(rb, &sb.metric).unwrap_or((b, b));
+    let effect = ratio.filter(|r| *r > 0.0).map_or(0.0, |r| r.ln().abs());
+    let why = not_comparable(ra, sa, fa)
+        .map(|w| format!("A {w}"))
+        .or_else(|| not_comparable(rb, sb, fb).map(|w| format!("B {w}")));
+    let apart = ib.0 > ia.1 || ib.1 < ia.0;
+    let change = match why {
+        Some(w) => format!("not comparable ({w})"),
+        None if apart && effect > (1.0 + MIN_EFFECT).ln() => "beyond".into(),
+        None => "within".into(),
+    };
+    Row {
+        kind: ra.kind.clone(),
+        name: ra.name.clone(),
+        metric: sa.metric.clone(),
+        unit: sa.unit.clone(),
+        a,
+        b,
+        ratio,
+        a_interval: ia,
+        b_interval: ib,
+        disturbed: (PassLog::cell(ra), PassLog::cell(rb)),
+        change,
+        effect,
+    }
+}
+
+/// The outcome of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Matched figures: beyond first (largest effect first), then within, then not comparable.
+    pub rows: Vec<Row>,
+    /// A's figures with no partner in B.
+    pub only_a: usize,
+    /// B's figures with no partner in A.
+    pub only_b: usize,
+}
+
+/// Every figure present in both (same kind, name and metric; derived
+/// duplicates only with `all_metrics`), sorted.
+pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparison {
+    let (fa, fb) = (plausible::check(a), plausible::check(b));
+    let keep = |s: &&Stat| all_metrics || !DERIVED.contains(&s.metric.as_str());
+    let mut rows = Vec::new();
+    let mut matched_b = 0;
+    let mut only_a = 0;
+    for ra in a {
+        for sa in ra.stats.iter().filter(keep) {
+            // The same kind and name, the one with the same parameters first (names
+            // may repeat; parameters such as pass counts may differ between runs).
+            let stat = |rb: &'a Record| {
+                rb.stats
+                    .iter()
+                    .find(|s| s.metric == sa.metric && s.unit == sa.unit)
+                    .map(|s| (rb, s))
+            };
+            let same = |rb: &&Record| rb.kind == ra.kind && rb.name == ra.name;
+            let hit = b
+                .iter()
+                .filter(same)
+                .filter(|rb| rb.parameters == ra.parameters)
+                .find_map(stat)
+                .or_else(|| b.iter().filter(same).find_map(stat));
+            match hit {
+                Some((rb, sb)) => {
+                    matched_b += 1;
+                    rows.push(row(ra, rb, sa, sb, &fa, &fb));
+                }
+                None => only_a += 1,
+            }
+        }
+    }
+    let order = |r: &Row| match r.change.as_str() {
+        "beyond" => 0,
+        "within" => 1,
+        _ => 2,
+    };
+    // Stable: equal effects keep A's order.
+    rows.sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
+    let total_b: usize = b.iter().map(|r| r.stats.iter().filter(keep).count()).sum();
+    Comparison {
+        rows,
+        only_a,
+        only_b: total_b - matched_b.min(total_b),
+    }
+}
+
+#[cfg(test)]
+mod tests;

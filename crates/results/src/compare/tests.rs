@@ -1,0 +1,188 @@
+use super::*;
+use crate::disturb::Disturbance;
+use crate::disturb::{PassMark, Rules, DATA_KEY};
+use crate::provenance::Provenance;
+use crate::record::Settle;
+use serde_json::json;
+
+fn rec(name: &str, metric: &str, v: &[f64]) -> Record {
+    let mut r = Record::new(
+        "latency",
+        name,
+        Provenance::collect("test", "none"),
+        json!({}),
+    );
+    r.add_samples(metric, "ns", v);
+    r
+}
+
+fn tight(m: f64) -> [f64; 5] {
+    [m * 0.99, m, m * 1.01, m * 0.995, m * 1.005]
+}
+
+fn change<'a>(c: &'a Comparison, name: &str) -> &'a str {
+    &c.rows.iter().find(|r| r.name == name).unwrap().change
+}
+
+#[test]
+fn a_2x_move_is_beyond_overlap_or_a_small_move_is_within_and_sorted_first() {
+    let wide = |m: f64| [m * 0.7, m * 0.85, m, m * 1.15, m * 1.3];
+    let a = vec![
+        rec("steady", "latency", &wide(100.0)),
+        rec("moved", "latency", &tight(100.0)),
+        rec("nudged", "latency", &tight(100.0)),
+    ];
+    let b = vec![
+        rec("steady", "latency", &wide(103.0)),
+        rec("moved", "latency", &tight(200.0)),
+        // 5 %: the intervals miss each other, but the move is under MIN_EFFECT.
+        rec("nudged", "latency", &tight(105.0)),
+    ];
+    let c = compare(&a, &b, false);
+    assert_eq!(
+        (c.rows[0].name.as_str(), c.rows[0].change.as_str()),
+        ("moved", "beyond")
+    );
+    assert_eq!(change(&c, "steady"), "within");
+    assert_eq!(change(&c, "nudged"), "within");
+    // The rule is symmetric: a 2× slowdown read the other way is beyond too.
+    assert_eq!(change(&compare(&b, &a, false), "moved"), "beyond");
+    let j = serde_json::to_value(&c.rows).unwrap();
+    assert_eq!(j[0]["change"], "beyond");
+    assert!(text_rows(&c.rows)[1].contains(&"within".to_string()));
+}
+
+#[test]
+fn unsettled_implausible_few_and_disturbed_figures_are_not_comparable_never_beyond() {
+    let mut unsettled = rec("unsettled", "latency", &tight(200.0));
+    unsettled.settle = Some(Settle {
+        settled: false,
+        metric: "latency".into(),
+        passes: 20,
+        interval: [150.0, 250.0],
+        tolerance_pct: 5.0,
+        budget_ms: 500.0,
+        why: Some("machine busy".into()),
+    });
+    let mut disturbed = rec("disturbed", "latency", &tight(200.0));
+    let mark = PassMark {
+        attempt: 0,
+        disturbed: true,
+        used: true,
+        counts: Disturbance::default(),
+    };
+    let log = PassLog {
+        rules: Rules::default(),
+        passes: vec![mark; 5],
+    };
+    disturbed.set_data(&json!({ DATA_KEY: log }));
+    let a = vec![
+        rec("unsettled", "latency", &tight(100.0)),
+        rec("few", "latency", &[100.0, 100.0]),
+        rec("disturbed", "latency", &tight(100.0)),
+    ];
+    let b = vec![unsettled, rec("few", "latency", &[200.0, 200.0]), disturbed];
+    let c = compare(&a, &b, false);
+    assert_eq!(change(&c, "unsettled"), "not comparable (B unsettled)");
+    assert_eq!(change(&c, "few"), "not comparable (A 2 samples)");
+    assert_eq!(
+        change(&c, "disturbed"),
+        "not comparable (B mostly disturbed passes)"
+    );
+    assert_eq!(
+        c.rows
+            .iter()
+            .find(|r| r.name == "disturbed")
+            .unwrap()
+            .disturbed
+            .1,
+        "5 of 5"
+    );
+    assert!(
+        verdict(&c)
+            .starts_with("0 of 0 comparable figures changed beyond their spread; 3 not comparable"),
+        "{}",
+        verdict(&c)
+    );
+}
+
+fn bw(n: u64, gbps: f64) -> Record {
+    let mut p =
+        json!({"kernel": "readv", "state": "warm", "size_bytes": 1u64 << 30, "requestors": n});
+    let metric = if n > 1 {
+        p["requestor_cpus"] = json!([0, 1]);
+        "aggregate_bandwidth"
+    } else {
+        "bandwidth"
+    };
+    let mut r = Record::new(
+        "bandwidth",
+        &format!("readv {n}"),
+        Provenance::collect("t", "none"),
+        p,
+    );
+    r.add_samples(metric, "GB/s", &tight(gbps));
+    r.add_samples("traffic", "GB/s", &tight(gbps));
+    r
+}
+
+#[test]
+fn a_figure_breaking_a_plausibility_rule_is_not_comparable() {
+    let a = vec![bw(1, 10.0), bw(2, 18.0)];
+    // B's two threads read 6.5× one thread: both figures broke the scaling rule.
+    let b = vec![bw(1, 6.1), bw(2, 39.6)];
+    let c = compare(&a, &b, false);
+    assert_eq!(
+        c.rows.len(),
+        2,
+        "traffic is a derived duplicate: {:?}",
+        c.rows
+    );
+    assert!(
+        c.rows
+            .iter()
+            .all(|r| r.change == "not comparable (B implausible, rule bandwidth-scaling)"),
+        "{:?}",
+        c.rows
+    );
+}
+
+#[test]
+fn derived_duplicates_are_dropped_unless_all_metrics() {
+    let mut a = rec("x", "latency", &tight(100.0));
+    a.add_samples("latency_tsc", "cycles", &tight(260.0));
+    let mut b = rec("x", "latency", &tight(100.0));
+    b.add_samples("latency_tsc", "cycles", &tight(261.0));
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), false);
+    assert_eq!(c.rows.len(), 1);
+    assert_eq!((c.only_a, c.only_b), (0, 0));
+    let c = compare(&[a], &[b], true);
+    assert_eq!(c.rows.len(), 2);
+}
+
+#[test]
+fn the_verdict_counts_and_names_what_moved() {
+    let a = vec![
+        rec("moved", "latency", &tight(100.0)),
+        rec("same", "latency", &tight(50.0)),
+        rec("only-a", "latency", &tight(1.0)),
+    ];
+    let b = vec![
+        rec("moved", "latency", &tight(150.0)),
+        rec("same", "latency", &tight(50.2)),
+    ];
+    let c = compare(&a, &b, false);
+    assert_eq!(
+        verdict(&c),
+        "1 of 2 comparable figures changed beyond their spread (50.0 %): latency moved latency +50 %; 0 not comparable; 1 only in A, 0 only in B"
+    );
+    let h = html(&c, "a", "b", &[], &[]);
+    assert!(h.contains("1 of 2 comparable figures") && h.contains("do not overlap"));
+}
+
+#[test]
+fn identical_records_never_differ() {
+    let a = vec![rec("x", "latency", &tight(100.0)), bw(1, 10.0)];
+    let c = compare(&a, &a, false);
+    assert!(c.rows.iter().all(|r| r.change == "within"), "{:?}", c.rows);
+}

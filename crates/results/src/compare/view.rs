@@ -1,0 +1,111 @@
+//! The comparison's views: the one-line verdict, the table rows and the HTML page.
+
+use super::{Comparison, Row, RULE};
+use crate::report::{esc, html_table};
+use crate::summary::{self, Card};
+use std::fmt::Write;
+
+/// The line a comparison opens with: "3 of 187 comparable figures changed beyond their
+/// spread: latency x −12 %, …; 12 not comparable; 4 only in A, 2 only in B".
+pub fn verdict(c: &Comparison) -> String {
+    let beyond: Vec<&Row> = c.rows.iter().filter(|r| r.change == "beyond").collect();
+    let comparable = c
+        .rows
+        .iter()
+        .filter(|r| !r.change.starts_with("not comparable"))
+        .count();
+    let not = c.rows.len() - comparable;
+    let pct = if comparable > 0 {
+        format!(
+            " ({:.1} %)",
+            100.0 * beyond.len() as f64 / comparable as f64
+        )
+    } else {
+        String::new()
+    };
+    let mut s = format!(
+        "{} of {comparable} comparable figures changed beyond their spread{pct}",
+        beyond.len()
+    );
+    if !beyond.is_empty() {
+        let named: Vec<String> = beyond
+            .iter()
+            .take(3)
+            .map(|r| {
+                let pct = r
+                    .ratio
+                    .map_or("-".into(), |x| format!("{:+.0} %", (x - 1.0) * 100.0));
+                format!("{} {} {} {pct}", r.kind, r.name, r.metric)
+            })
+            .collect();
+        let more = if beyond.len() > 3 { ", …" } else { "" };
+        let _ = write!(s, ": {}{more}", named.join(", "));
+    }
+    let _ = write!(s, "; {not} not comparable");
+    if c.only_a + c.only_b > 0 {
+        let _ = write!(s, "; {} only in A, {} only in B", c.only_a, c.only_b);
+    }
+    s
+}
+
+fn cells(r: &Row) -> Vec<String> {
+    let iv = |(lo, hi): (f64, f64)| {
+        format!(
+            "{}–{}",
+            crate::report::num(Some(lo), 3),
+            crate::report::num(Some(hi), 3)
+        )
+    };
+    vec![
+        r.kind.clone(),
+        r.name.clone(),
+        r.metric.clone(),
+        r.unit.clone(),
+        crate::report::num(Some(r.a), 3),
+        iv(r.a_interval),
+        crate::report::num(Some(r.b), 3),
+        iv(r.b_interval),
+        r.ratio.map(|x| format!("{x:.3}")).unwrap_or("-".into()),
+        format!("{} / {}", r.disturbed.0, r.disturbed.1),
+        r.change.clone(),
+    ]
+}
+
+/// Header of the comparison table.
+pub const HEADER: [&str; 11] = [
+    "kind",
+    "name",
+    "metric",
+    "unit",
+    "A median",
+    "A interval",
+    "B median",
+    "B interval",
+    "B/A",
+    "disturbed A / B",
+    "change",
+];
+
+/// Table rows for text output.
+pub fn text_rows(rows: &[Row]) -> Vec<Vec<String>> {
+    rows.iter().map(cells).collect()
+}
+
+/// A self-contained HTML page of the comparison: the verdict, the two runs' summary
+/// cards side by side, then every matched figure.
+pub fn html(c: &Comparison, a: &str, b: &str, cards_a: &[Card], cards_b: &[Card]) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>numalab compare</title>\
+<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:.85em}}td,th{{border:1px solid #ccc;padding:2px 6px}}\
+.sides{{display:flex;gap:1.5em;align-items:flex-start}}.side{{flex:1 1 0;min-width:0}}.side h2{{font-size:1.1em}}</style></head>\
+<body><h1>numalab compare</h1><p class=\"verdict\"><b>{}</b></p><div class=\"sides\"><div class=\"side\" id=\"run-a\"><h2>A: {}</h2>{}</div>\
+<div class=\"side\" id=\"run-b\"><h2>B: {}</h2>{}</div></div><h2>Every matched figure, beyond first, largest effect first</h2>{}<p>{}</p></body></html>\n",
+        esc(&verdict(c)),
+        esc(a),
+        summary::html_with(cards_a, false),
+        esc(b),
+        summary::html_with(cards_b, false),
+        html_table(&HEADER, &text_rows(&c.rows)),
+        esc(RULE)
+    )
+}

@@ -1,0 +1,105 @@
+//! The interval of a record's figure: the one its step settled (`Record::settle`), or,
+//! for records without one, an order-statistic interval of the median estimated from
+//! the summary's quantiles. The plausibility rules and `compare` both judge noise by it.
+
+use crate::record::Record;
+use crate::stats::Summary;
+
+/// z of a two-sided 95 % interval: the order statistics k = n/2 ± Z·√n/2 bound the
+/// median with about 95 % confidence whatever the samples' distribution.
+const Z: f64 = 1.96;
+
+/// The interval of `metric` in `r`: the settled interval when the record's settle entry
+/// is of that metric, else [`of_median`] of its summary. None when `r` lacks the metric.
+pub fn of(r: &Record, metric: &str) -> Option<(f64, f64)> {
+    if let Some(s) = r.settle.as_ref().filter(|s| s.metric == metric) {
+        return Some((
+            s.interval[0].min(s.interval[1]),
+            s.interval[0].max(s.interval[1]),
+        ));
+    }
+    Some(of_median(&r.stat(metric)?.summary))
+}
+
+/// The order-statistic interval of the median: the samples of rank n/2 ± Z·√n/2, read
+/// off the summary's quantiles (min, p5, median, p95, max) by linear interpolation, since
+/// the samples themselves are not kept. With n = 3 it is min–max; with n = 500 it is a
+/// few percent of the p5–p95 range around the median.
+pub fn of_median(s: &Summary) -> (f64, f64) {
+    let n = s.n.max(1) as f64;
+    let half = Z / (2.0 * n.sqrt());
+    (quantile(s, 0.5 - half), quantile(s, 0.5 + half))
+}
+
+/// The summary's value at quantile `q` (clamped to 0–1), linear between known quantiles.
+fn quantile(s: &Summary, q: f64) -> f64 {
+    let known = [
+        (0.0, s.min),
+        (0.05, s.p5),
+        (0.5, s.median),
+        (0.95, s.p95),
+        (1.0, s.max),
+    ];
+    let q = q.clamp(0.0, 1.0);
+    for w in known.windows(2) {
+        let ((q0, v0), (q1, v1)) = (w[0], w[1]);
+        if q <= q1 {
+            return v0 + (v1 - v0) * (q - q0) / (q1 - q0);
+        }
+    }
+    s.max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::Provenance;
+    use crate::record::Settle;
+
+    fn summary(n: usize) -> Summary {
+        Summary {
+            n,
+            min: 80.0,
+            p5: 90.0,
+            median: 100.0,
+            mean: 100.0,
+            p95: 110.0,
+            max: 120.0,
+            stdev: 5.0,
+        }
+    }
+
+    #[test]
+    fn few_samples_give_the_full_range_and_many_a_narrow_one() {
+        assert_eq!(of_median(&summary(3)), (80.0, 120.0));
+        let (lo, hi) = of_median(&summary(400));
+        // Ranks 200 ± 19.6 of 400: quantiles 0.451 and 0.549, about 1 ns either side.
+        assert!(
+            lo > 98.0 && lo < 100.0 && hi > 100.0 && hi < 102.0,
+            "{lo} {hi}"
+        );
+    }
+
+    #[test]
+    fn a_settled_interval_of_the_metric_wins() {
+        let mut r = Record::new(
+            "latency",
+            "x",
+            Provenance::collect("t", "none"),
+            Default::default(),
+        );
+        r.add_samples("latency", "ns", &[80.0, 100.0, 120.0]);
+        assert_eq!(of(&r, "latency"), Some((80.0, 120.0)));
+        r.settle = Some(Settle {
+            settled: true,
+            metric: "latency".into(),
+            passes: 9,
+            interval: [99.0, 101.0],
+            tolerance_pct: 2.0,
+            budget_ms: 100.0,
+            why: None,
+        });
+        assert_eq!(of(&r, "latency"), Some((99.0, 101.0)));
+        assert_eq!(of(&r, "other"), None);
+    }
+}

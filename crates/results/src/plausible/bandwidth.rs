@@ -1,0 +1,137 @@
+//! Bandwidth rules: thread scaling (N threads between one thread's figure and N times
+//! it) and writes no faster than reads from the same level.
+
+use super::{caches, Flag, Ref, BANDWIDTH_SCALING_TOL, WRITE_OVER_READ_TOL};
+use crate::record::Record;
+
+/// A bandwidth record's figure: its metric, thread count and median.
+struct Bw<'a> {
+    r: &'a Record,
+    metric: &'static str,
+    threads: u64,
+    kernel: String,
+    state: String,
+    level: String,
+    median: f64,
+}
+
+/// Where a record's lines are when a pass starts: "L2", "memory", or, without a
+/// topology, its buffer size (records of one size are then compared only).
+fn level_of(r: &Record, cs: &[(u64, u64, u64)]) -> String {
+    let p = &r.parameters;
+    let threads = p["requestors"].as_u64().unwrap_or(1);
+    let size = p["size_bytes"].as_u64().unwrap_or(0);
+    let state = p["state"].as_str().unwrap_or("warm");
+    if cs.is_empty() {
+        return format!("a {size} B buffer");
+    }
+    // Flushed from every cache before each pass: the data comes from memory.
+    if state == "uown" {
+        return "memory".into();
+    }
+    cs.iter()
+        .filter(|(_, _, shared)| state != "cexm" || *shared > 1)
+        // Requestors sharing one cache instance all put their buffers in it.
+        .find(|(_, bytes, shared)| size.saturating_mul(threads.min((*shared).max(1))) <= *bytes)
+        .map_or_else(|| "memory".into(), |(l, _, _)| format!("L{l}"))
+}
+
+/// Every single-thread and aggregate bandwidth figure of `records`.
+fn figures(records: &[Record]) -> Vec<Bw<'_>> {
+    let cs = caches(records);
+    records
+        .iter()
+        .filter(|r| r.kind == "bandwidth")
+        .filter_map(|r| {
+            let p = &r.parameters;
+            let threads = p["requestors"].as_u64().unwrap_or(1);
+            let aggregate = p.get("requestor_cpus").is_some();
+            // Per-requestor records of a multi-thread run are parts of its aggregate.
+            if threads > 1 && !aggregate {
+                return None;
+            }
+            let metric = if aggregate {
+                "aggregate_bandwidth"
+            } else {
+                "bandwidth"
+            };
+            Some(Bw {
+                r,
+                metric,
+                threads,
+                kernel: p["kernel"].as_str()?.to_string(),
+                state: p["state"].as_str().unwrap_or("warm").to_string(),
+                level: level_of(r, &cs),
+                median: r.median(metric)?,
+            })
+        })
+        .collect()
+}
+
+/// N threads' aggregate above N × one thread's figure, or below one thread's, for the
+/// same kernel, line state and level.
+pub(super) fn scaling(records: &[Record], flags: &mut Vec<Flag>) {
+    let figs = figures(records);
+    for n in figs.iter().filter(|f| f.threads > 1) {
+        for one in figs.iter().filter(|f| {
+            f.threads == 1 && f.kernel == n.kernel && f.state == n.state && f.level == n.level
+        }) {
+            if one.median <= 0.0 {
+                continue;
+            }
+            let x = n.median / one.median;
+            let above = x > n.threads as f64 * (1.0 + BANDWIDTH_SCALING_TOL);
+            let below = x < 1.0 - BANDWIDTH_SCALING_TOL;
+            if above || below {
+                flags.push(Flag {
+                    rule: "bandwidth-scaling",
+                    records: vec![Ref::of(n.r, n.metric), Ref::of(one.r, one.metric)],
+                    why: format!(
+                        "{} threads {} {:.1} GB/s from {}, {x:.1}× one thread's {:.1} GB/s ({})",
+                        n.threads,
+                        n.kernel,
+                        n.median,
+                        n.level,
+                        one.median,
+                        if above {
+                            format!("more than {} threads can", n.threads)
+                        } else {
+                            "less than one thread alone".into()
+                        }
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// A write stream (RDEX, zero) faster than the best read stream from the same level
+/// with the same threads: a write must at least fetch the line it writes.
+pub(super) fn writes_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
+    let figs = figures(records);
+    for w in figs
+        .iter()
+        .filter(|f| f.kernel == "rdex" || f.kernel == "zero")
+    {
+        let best = figs
+            .iter()
+            .filter(|f| {
+                (f.kernel == "read" || f.kernel == "readv")
+                    && f.level == w.level
+                    && f.threads == w.threads
+            })
+            .max_by(|a, b| a.median.total_cmp(&b.median));
+        let Some(rd) = best else { continue };
+        if w.median > rd.median * (1.0 + WRITE_OVER_READ_TOL) {
+            flags.push(Flag {
+                rule: "write-faster-than-read",
+                // A read disturbed low makes a sound write look too fast: both are named.
+                records: vec![Ref::of(w.r, w.metric), Ref::of(rd.r, rd.metric)],
+                why: format!(
+                    "{} of {} lines at {:.1} GB/s from {}, faster than {} reads from it at {:.1} GB/s",
+                    w.kernel, w.state, w.median, w.level, rd.kernel, rd.median
+                ),
+            });
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Physical plausibility across records: rules that flag what cannot be (N threads
+//! streaming more than N times one thread, loaded latency below unloaded, a write
+//! stream beating reads from the same level, a cache slower than memory, a plateau
+//! wider than its cache). A flagged figure is never a headline: the summary shows it
+//! as "implausible (rule …)" and the report lists each flag with its figures. Rules
+//! read records by kind, parameters and metrics only (results never names an
+//! experiment's types).
+
+mod bandwidth;
+mod latency;
+
+use crate::record::Record;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// How far N threads' aggregate bandwidth may exceed N × one thread's (or fall below
+/// one thread's) before it is flagged: medians of settled figures scatter by a few
+/// percent between steps, and a shared prefetcher or turbo bin can add a little more;
+/// 10 % is past both, while the superlinear figures seen on busy VMs (3×, 6.5× on two
+/// cores) are far past it.
+pub const BANDWIDTH_SCALING_TOL: f64 = 0.10;
+
+/// How far a loaded-latency point may read below the unloaded latency of the same
+/// memory: two independently settled medians of one memory differ by up to their
+/// tolerances (about 5 % each), so 10 % below is more than noise.
+pub const LOADED_BELOW_TOL: f64 = 0.10;
+
+/// How far a write stream (RDEX, zero) may exceed the best read stream from the same
+/// level: a write moves at least the line it reads for ownership, so it cannot be
+/// faster than reading; 10 % covers the two figures' noise.
+pub const WRITE_OVER_READ_TOL: f64 = 0.10;
+
+/// How far a level may read faster than the level above it (a smaller buffer) or a
+/// cache slower than memory: adjacent plateaus are separated by the ±12 % plateau
+/// rule already, so a level 10 % faster than the one above is not that level.
+pub const LEVEL_ORDER_TOL: f64 = 0.10;
+
+/// How far past its cache's size a plateau may reach: exclusive and victim caches hold
+/// a little more than their own size together with the level above, and a random chase
+/// still hits for most lines just past the size, so a plateau ending up to 1.5× the
+/// cache is still that cache; beyond, memory served it.
+pub const PLATEAU_SPAN_TOL: f64 = 0.5;
+
+/// One figure a rule names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ref {
+    /// The record's kind.
+    pub kind: String,
+    /// The record's name.
+    pub name: String,
+    /// The metric whose figure breaks the rule.
+    pub metric: String,
+    /// The record's identity ([`key`]), to find the figure on a card.
+    #[serde(skip)]
+    pub key: String,
+}
+
+impl Ref {
+    /// `metric` of `r`.
+    pub fn of(r: &Record, metric: &str) -> Ref {
+        Ref {
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            metric: metric.into(),
+            key: key(r),
+        }
+    }
+}
+
+/// A figure (or figures) that cannot be, the rule it breaks and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flag {
+    /// The rule's id, e.g. "bandwidth-scaling".
+    pub rule: &'static str,
+    /// The figures involved (each may be the wrong one, so all are flagged).
+    pub records: Vec<Ref>,
+    /// One line with the figures: "2 threads read 39.6 GB/s, 6.5× one thread's 6.1 GB/s".
+    pub why: String,
+}
+
+impl Flag {
+    /// Whether this flag names `metric` of the record with identity `key`.
+    pub fn names(&self, key: &str, metric: &str) -> bool {
+        self.records
+            .iter()
+            .any(|r| r.key == key && r.metric == metric)
+    }
+}
+
+/// A record's identity within a set: kind, name and parameters (names repeat across
+/// sizes and threads; parameters tell them apart).
+pub fn key(r: &Record) -> String {
+    format!("{}\u{1f}{}\u{1f}{}", r.kind, r.name, r.parameters)
+}
+
+/// Every rule run on `records`; an empty list when nothing is implausible.
+pub fn check(records: &[Record]) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    bandwidth::scaling(records, &mut flags);
+    bandwidth::writes_over_reads(records, &mut flags);
+    latency::loaded_below_unloaded(records, &mut flags);
+    latency::curve_falls(records, &mut flags);
+    latency::level_order(records, &mut flags);
+    latency::plateau_span(records, &mut flags);
+    flags
+}
+
+/// The first flag naming `metric` of `r`, if any.
+pub fn flag_of<'a>(flags: &'a [Flag], r: &Record, metric: &str) -> Option<&'a Flag> {
+    let k = key(r);
+    flags.iter().find(|f| f.names(&k, metric))
+}
+
+/// "rule: why" lines, one per flag, under a heading; empty when there are none.
+pub fn text(flags: &[Flag]) -> String {
+    if flags.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("Implausible figures (not used in the summary):\n");
+    for f in flags {
+        let _ = writeln!(s, "  rule {}: {}", f.rule, f.why);
+    }
+    s
+}
+
+/// The flags as an HTML list (empty when there are none).
+pub fn html(flags: &[Flag]) -> String {
+    if flags.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<div class=\"implausible\" id=\"implausible\"><p><b>Implausible figures</b> (not used in the summary):</p><ul>",
+    );
+    for f in flags {
+        let _ = write!(
+            s,
+            "<li>rule <code>{}</code>: {}</li>",
+            f.rule,
+            crate::report::esc(&f.why)
+        );
+    }
+    s.push_str("</ul></div>");
+    s
+}
+
+/// The cache sizes of the records' topology by level (level, bytes, shared_by).
+fn caches(records: &[Record]) -> Vec<(u64, u64, u64)> {
+    let Some(cs) = records
+        .iter()
+        .find(|r| r.kind == "topo")
+        .and_then(|t| t.data.as_ref()?.get("caches")?.as_array().cloned())
+    else {
+        return Vec::new();
+    };
+    let mut v: Vec<(u64, u64, u64)> = cs
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c["level"].as_u64()?,
+                c["bytes"].as_u64()?,
+                c["shared_by"].as_u64().unwrap_or(1),
+            ))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[cfg(test)]
+mod tests;
