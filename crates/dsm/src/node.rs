@@ -220,7 +220,11 @@ impl Rank {
 
     /// Final counters.
     pub fn stats(&self) -> Stats {
-        self.lock().core.stats.clone()
+        let g = self.lock();
+        let mut s = g.core.stats.clone();
+        (s.mprotects, s.mprotect_ns) = self.region.mprotect_counts();
+        s.intervals = g.core.lrc.vt.get(g.core.me).copied().unwrap_or(0) as u64;
+        s
     }
 }
 
