@@ -134,6 +134,9 @@ impl Rank {
         drop(g);
         if woke {
             self.cv.notify_all();
+            // A thread can run: the service thread stops spinning, which at a raised
+            // priority would keep the CPU from the thread it just woke.
+            self.transport.set_computing(true);
         }
         for (to, b) in out {
             if to == self.transport.rank() {
