@@ -86,10 +86,9 @@ impl Directory {
     pub fn fault(&mut self, c: &mut Core, p: usize) -> Option<Fault> {
         match self.class[p] {
             Class::Shared => None,
-            Class::Private => {
-                c.region.protect(p, Prot::ReadWrite);
-                Some(Fault::Ok)
-            }
+            // Opened read-write when it turned private: a thread that waited for the
+            // answer retries here and goes on.
+            Class::Private => Some(Fault::Ok),
             Class::Touching => Some(Fault::Wait { joined: true }),
             Class::Untouched => {
                 self.class[p] = Class::Touching;
