@@ -30,7 +30,7 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     one_line_usage_error(
         &["dsm", "run", "sor", "--ranks", "2", "--protocol", "tso"],
-        "lmw, lsw or seq",
+        "lmw, lsw, seq or lmwc",
     );
     one_line_usage_error(
         &["dsm", "run", "sor", "--ranks", "2", "--threads", "0"],

@@ -7,19 +7,31 @@
 //! remote fault cost about one slice instead of the tens of µs the mechanism takes.
 //! A thread that asks for a short slice (sched_attr.sched_runtime, Linux 6.12+) gets an
 //! earlier deadline and preempts on wakeup.
+//!
+//! Not SCHED_FIFO for the service thread, though root may: tried (2026-11), SOR under
+//! LMW at the paper's input ran 10–15× slower and LMWC 2–6× (busy machine). The likely
+//! cause, not proven: a real-time poller that preempts the compute thread inside Open
+//! MPI spins on a lock that thread holds, which cannot run on that CPU meanwhile.
+//! Where permitted (root, CAP_SYS_NICE), the service and sender threads run at nice
+//! [`SERVICE_NICE`] instead: still fair-shared, but weighted ~9× an ordinary thread, so a
+//! woken one gets an early deadline against other programs' threads too.
 
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
 /// The slice the service thread asks for: the scheduler's minimum custom slice
 /// (`NUMALAB_DSM_SLICE_NS` overrides; 0 leaves the default, to compare).
 pub const SERVICE_SLICE_NS: u64 = 100_000;
+/// The nice value the service and sender threads ask for (refused without privilege).
+pub const SERVICE_NICE: i32 = -10;
 /// Timer slack of the polling threads: their 10–20 µs sleeps would otherwise last 60–70.
 const SLACK_NS: libc::c_ulong = 1_000;
 
 /// What the last [`latency_thread`] got: the slice in ns, 0 when refused or not asked,
 /// -1 before any.
 static GRANTED: AtomicI64 = AtomicI64::new(-1);
+/// The nice value the last [`latency_thread`] got (0 when refused).
+static NICE: AtomicI32 = AtomicI32::new(0);
 
 /// How a rank's threads sit on the CPUs (a `dsm-rank` record's `cores`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +49,9 @@ pub struct CoreShare {
     pub shared: bool,
     /// The service thread's scheduler slice in ns, when the kernel granted a short one.
     pub service_slice_ns: Option<u64>,
+    /// The service thread's nice value (negative where the process may raise it).
+    #[serde(default)]
+    pub service_nice: i32,
 }
 
 impl CoreShare {
@@ -54,6 +69,7 @@ impl CoreShare {
             busy_threads,
             shared: cpus < busy_threads || ranks_on_host * busy_threads > host_cpus,
             service_slice_ns: (g > 0).then_some(g as u64),
+            service_nice: NICE.load(Ordering::Relaxed),
         }
     }
 }
@@ -75,6 +91,12 @@ fn affinity_cpus() -> usize {
 pub fn latency_thread() {
     // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, SLACK_NS, 0, 0, 0) };
+    // SAFETY: setpriority on the calling thread's own id (Linux nice is per thread).
+    let niced = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, SERVICE_NICE) == 0
+    };
+    NICE.store(if niced { SERVICE_NICE } else { 0 }, Ordering::Relaxed);
     // Checked when numalab starts (numalab_results::envvars): a bad value never gets here.
     let ns = numalab_results::envvars::whole("NUMALAB_DSM_SLICE_NS")
         .ok()

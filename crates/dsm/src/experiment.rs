@@ -34,7 +34,7 @@ pub struct Options {
     pub job: JobOptions,
     /// App name.
     pub app: String,
-    /// lmw, lsw or seq.
+    /// lmw, lsw, seq or lmwc.
     pub protocol: String,
     /// Threads per rank.
     pub threads: usize,
@@ -80,7 +80,7 @@ impl Options {
             .ok_or_else(|| usage(format!("invalid app '{}': {}", self.app, NAMES.join(", "))))?;
         let protocol = ProtocolKind::parse(&self.protocol).ok_or_else(|| {
             usage(format!(
-                "invalid --protocol '{}': lmw, lsw or seq",
+                "invalid --protocol '{}': lmw, lsw, seq or lmwc",
                 self.protocol
             ))
         })?;

@@ -72,6 +72,16 @@ pub enum Msg {
     InvalAck { page: u32 },
     /// Single writer: the requester installed the page; the manager may serve the next.
     PageDone { page: u32, from: u32, write: bool },
+    /// LMWC: the sender's first access to `page`, to the page's directory home (`gcs`:
+    /// garbage collections the sender has done).
+    Touch { page: u32, gcs: u32 },
+    /// LMWC: home to the first rank to touch `page`: it is yours alone (private).
+    Owner { page: u32 },
+    /// LMWC: home to the page's first toucher: rank `to` touches it too, so it is shared
+    /// now; send `to` the page as it is (once past `gcs` collections).
+    BaseReq { page: u32, to: u32, gcs: u32 },
+    /// LMWC: the page's contents when it turned shared (or at the last collection).
+    Base { page: u32, data: Vec<u8> },
 }
 
 struct W(Vec<u8>);
@@ -165,6 +175,10 @@ impl Msg {
             Msg::Inval { .. } => 9,
             Msg::InvalAck { .. } => 10,
             Msg::PageDone { .. } => 11,
+            Msg::Touch { .. } => 12,
+            Msg::Owner { .. } => 13,
+            Msg::BaseReq { .. } => 14,
+            Msg::Base { .. } => 15,
         }
     }
 
@@ -283,6 +297,20 @@ impl Msg {
                 w.u32(*from);
                 w.u8(*write as u8);
             }
+            Msg::Touch { page, gcs } => {
+                w.u32(*page);
+                w.u32(*gcs);
+            }
+            Msg::Owner { page } => w.u32(*page),
+            Msg::BaseReq { page, to, gcs } => {
+                w.u32(*page);
+                w.u32(*to);
+                w.u32(*gcs);
+            }
+            Msg::Base { page, data } => {
+                w.u32(*page);
+                w.bytes(data);
+            }
             _ => unreachable!("encode_page of another message"),
         }
     }
@@ -352,6 +380,20 @@ impl Msg {
                 page: r.u32(),
                 from: r.u32(),
                 write: r.u8() != 0,
+            },
+            12 => Msg::Touch {
+                page: r.u32(),
+                gcs: r.u32(),
+            },
+            13 => Msg::Owner { page: r.u32() },
+            14 => Msg::BaseReq {
+                page: r.u32(),
+                to: r.u32(),
+                gcs: r.u32(),
+            },
+            15 => Msg::Base {
+                page: r.u32(),
+                data: r.bytes(),
             },
             t => panic!("unknown DSM message tag {t}"),
         }
@@ -424,6 +466,17 @@ mod tests {
             },
             Msg::Inval { page: 3 },
             Msg::InvalAck { page: 3 },
+            Msg::Touch { page: 5, gcs: 1 },
+            Msg::Owner { page: 5 },
+            Msg::BaseReq {
+                page: 5,
+                to: 1,
+                gcs: 2,
+            },
+            Msg::Base {
+                page: 5,
+                data: vec![7; 4096],
+            },
             Msg::PageDone {
                 page: 3,
                 from: 1,

@@ -134,6 +134,9 @@ impl Rank {
         drop(g);
         if woke {
             self.cv.notify_all();
+            // A thread can run: the service thread stops spinning, which at a raised
+            // priority would keep the CPU from the thread it just woke.
+            self.transport.set_computing(true);
         }
         for (to, b) in out {
             if to == self.transport.rank() {
@@ -220,7 +223,11 @@ impl Rank {
 
     /// Final counters.
     pub fn stats(&self) -> Stats {
-        self.lock().core.stats.clone()
+        let g = self.lock();
+        let mut s = g.core.stats.clone();
+        (s.mprotects, s.mprotect_ns) = self.region.mprotect_counts();
+        s.intervals = g.core.lrc.vt.get(g.core.me).copied().unwrap_or(0) as u64;
+        s
     }
 }
 

@@ -3,6 +3,8 @@
 //! view through which the DSM copies pages and diffs while the application view is closed.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// Coherence unit: the OS page.
 pub const PAGE: usize = 4096;
@@ -28,6 +30,10 @@ pub struct Region {
     sys: *mut u8,
     len: usize,
     fd: i32,
+    /// mprotect calls on the application view, and their time in ns (the record's
+    /// protection-change cost).
+    mprotects: AtomicU64,
+    mprotect_ns: AtomicU64,
 }
 
 // SAFETY: the pointers name process-wide mappings; every access through them is
@@ -99,6 +105,8 @@ impl Region {
                 sys: sys as *mut u8,
                 len,
                 fd,
+                mprotects: AtomicU64::new(0),
+                mprotect_ns: AtomicU64::new(0),
             })
         }
     }
@@ -131,13 +139,25 @@ impl Region {
 
     /// Set the application view's access to page `p`.
     pub fn protect(&self, p: usize, prot: Prot) {
-        let flags = match prot {
-            Prot::None => libc::PROT_NONE,
-            Prot::Read => libc::PROT_READ,
-            Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+        self.protect_run(p, 1, prot);
+    }
+
+    /// Set the application view's access to pages `p .. p + count` with one mprotect.
+    pub fn protect_run(&self, p: usize, count: usize, prot: Prot) {
+        assert!(
+            p + count <= self.pages(),
+            "protection change past the region"
+        );
+        let t0 = Instant::now();
+        // SAFETY: the pages are inside our own mapping (checked above).
+        let rc = unsafe {
+            libc::mprotect(
+                self.app.add(p * PAGE) as *mut _,
+                count * PAGE,
+                prot_flags(prot),
+            )
         };
-        // SAFETY: p is a page of our own mapping.
-        let rc = unsafe { libc::mprotect(self.app.add(p * PAGE) as *mut _, PAGE, flags) };
+        self.count(t0);
         assert_eq!(
             rc,
             0,
@@ -146,16 +166,40 @@ impl Region {
         );
     }
 
+    /// Set the access of every page in `pages` (any order, duplicates allowed), one
+    /// mprotect per run of consecutive pages: a barrier that closes or invalidates
+    /// thousands of neighbouring pages pays a few system calls, not one per page.
+    pub fn protect_pages(&self, pages: &mut [usize], prot: Prot) {
+        pages.sort_unstable();
+        let mut i = 0;
+        while i < pages.len() {
+            let start = pages[i];
+            let mut end = start + 1;
+            while i < pages.len() && pages[i] <= end {
+                end = end.max(pages[i] + 1);
+                i += 1;
+            }
+            self.protect_run(start, end - start, prot);
+        }
+    }
+
     /// Set the application view's access to every page.
     pub fn protect_all(&self, prot: Prot) {
-        let flags = match prot {
-            Prot::None => libc::PROT_NONE,
-            Prot::Read => libc::PROT_READ,
-            Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
-        };
-        // SAFETY: the whole of our own mapping.
-        let rc = unsafe { libc::mprotect(self.app as *mut _, self.len, flags) };
-        assert_eq!(rc, 0, "mprotect of the DSM region failed");
+        self.protect_run(0, self.pages(), prot);
+    }
+
+    /// mprotect calls made on this region so far, and their summed time in ns.
+    pub fn mprotect_counts(&self) -> (u64, u64) {
+        (
+            self.mprotects.load(Ordering::Relaxed),
+            self.mprotect_ns.load(Ordering::Relaxed),
+        )
+    }
+
+    fn count(&self, t0: Instant) {
+        self.mprotects.fetch_add(1, Ordering::Relaxed);
+        self.mprotect_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// The system view of page `p` (always readable and writable). A mutable slice from
@@ -175,6 +219,14 @@ impl Region {
         assert!(p < self.pages());
         // SAFETY: as sys_page; pages are 4096-aligned.
         unsafe { std::slice::from_raw_parts_mut(self.sys.add(p * PAGE) as *mut u32, PAGE / 4) }
+    }
+}
+
+fn prot_flags(prot: Prot) -> i32 {
+    match prot {
+        Prot::None => libc::PROT_NONE,
+        Prot::Read => libc::PROT_READ,
+        Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
     }
 }
 
@@ -203,5 +255,19 @@ mod tests {
         // The same address again cannot be had.
         let e = Region::map(1, Some(r.base() as usize));
         assert!(e.is_err());
+    }
+
+    #[test]
+    fn protect_pages_makes_one_call_per_run() {
+        let r = Region::map(16, None).unwrap();
+        let (before, _) = r.mprotect_counts();
+        // Runs 2..=5, 9, 11..=12 (7 pages, one duplicate): three calls.
+        r.protect_pages(&mut [12, 3, 2, 5, 4, 9, 11, 3], Prot::ReadWrite);
+        assert_eq!(r.mprotect_counts().0 - before, 3);
+        for p in [2, 3, 4, 5, 9, 11, 12] {
+            // SAFETY: the page was just made writable.
+            unsafe { *r.base().add(p * PAGE) = 1 };
+        }
+        assert_eq!(r.sys_page(9)[0], 1);
     }
 }

@@ -69,6 +69,27 @@ pub struct Stats {
     pub sw_no_work: u64,
     /// Garbage collections of intervals and diffs.
     pub gcs: u64,
+    /// Intervals this rank closed (each barrier, release or acquire that wrote pages).
+    #[serde(default)]
+    pub intervals: u64,
+    /// mprotect calls on the application view, and their summed time.
+    #[serde(default)]
+    pub mprotects: u64,
+    /// See `mprotects`.
+    #[serde(default)]
+    pub mprotect_ns: u64,
+    /// Time spent copying pages into twins.
+    #[serde(default)]
+    pub twin_ns: u64,
+    /// LMWC: first touches of a page (each asks the page's directory home once).
+    #[serde(default)]
+    pub touches: u64,
+    /// LMWC: pages this rank was the only one to touch (no twins, diffs or notices).
+    #[serde(default)]
+    pub private_pages: u64,
+    /// LMWC: private pages of this rank that a second rank touched, so turned shared.
+    #[serde(default)]
+    pub reclassified: u64,
 }
 
 impl Stats {
@@ -105,7 +126,14 @@ impl Stats {
                 sw_tail,
                 sw_all_block,
                 sw_no_work,
-                gcs
+                gcs,
+                intervals,
+                mprotects,
+                mprotect_ns,
+                twin_ns,
+                touches,
+                private_pages,
+                reclassified
             );
         }
         s

@@ -1,4 +1,4 @@
-//! Every app × protocol × T ∈ {1, 4} on 2 MPI ranks (mpirun, each job under a timeout),
+//! Every app × protocol (LMWC too) × T ∈ {1, 4} on 2 MPI ranks (mpirun, each job under a timeout),
 //! checked against the sequential run by rank 0; a killed rank ends the job.
 
 use std::process::Command;
@@ -30,7 +30,7 @@ fn every_app_protocol_and_thread_count_matches_sequential_under_mpi() {
         return;
     }
     for app in numalab_dsm::apps::NAMES {
-        for p in ["lmw", "lsw", "seq"] {
+        for p in ["lmw", "lsw", "seq", "lmwc"] {
             for t in ["1", "4"] {
                 let o = job(&[app, p, t, "0", "small"]);
                 let out = String::from_utf8_lossy(&o.stdout);

@@ -15,7 +15,7 @@ pub struct CvmArgs {
     /// Apps, comma-separated (sor, swm, fft, water-nsq, ocean, barnes).
     #[arg(long, default_value = "sor,swm,fft,water-nsq,ocean,barnes")]
     apps: String,
-    /// Protocols, comma-separated.
+    /// Protocols, comma-separated (lmw, lsw, seq: the seed's; lmwc: LMW with page classification).
     #[arg(long, default_value = "lmw,lsw,seq")]
     protocols: String,
     /// Threads per rank, comma-separated.

@@ -20,7 +20,7 @@ pub struct DsmArgs {
 #[derive(Subcommand, Debug)]
 enum DsmCmd {
     /// Run one app (sor, swm, fft, water-nsq, ocean, barnes) on N ranks × T user-level
-    /// threads under a protocol (lmw, lsw, seq), checked against its sequential run.
+    /// threads under a protocol (lmw, lsw, seq, lmwc), checked against its sequential run.
     Run(RunArgs),
 }
 
@@ -32,7 +32,7 @@ pub struct RunArgs {
     /// User-level threads per rank (1 to 64).
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Consistency protocol: lmw, lsw or seq.
+    /// Consistency protocol: lmw, lsw, seq or lmwc.
     #[arg(long, default_value = "lmw")]
     protocol: String,
     /// Wire time added to every DSM message, e.g. 0, 0.5us, 2us, 30us, 1ms.

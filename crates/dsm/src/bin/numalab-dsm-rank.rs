@@ -36,8 +36,12 @@ fn app_arg(a: &[String]) -> Box<dyn App> {
 
 /// The rank's run parameters from argv, sized for `app`.
 fn config_arg(a: &[String], app: &dyn App) -> Config {
-    let protocol = ProtocolKind::parse(&a[2])
-        .unwrap_or_else(|| usage(format!("unknown protocol '{}': lmw, lsw or seq", a[2])));
+    let protocol = ProtocolKind::parse(&a[2]).unwrap_or_else(|| {
+        usage(format!(
+            "unknown protocol '{}': lmw, lsw, seq or lmwc",
+            a[2]
+        ))
+    });
     let threads: usize = a[3]
         .parse()
         .ok()

@@ -232,9 +232,31 @@ fn fault_line(d: &RunData) -> String {
         us(c.and_then(|c| c.fault_idle_ns)),
         us(c.and_then(|c| c.fault_busy_ns)),
     );
+    s.push_str(&interval_line(&d.sum));
     if d.cores_shared == Some(true) {
         s.push_str("cores shared: each rank's compute and service threads share CPUs (the service thread asks for a short scheduler slice to answer requests promptly)\n");
     }
     s.push_str("app + barrier + fault + lock + segv = time; io is the service thread's, overlapped with them\n");
     s
+}
+
+/// Where the per-page mechanism's time went, per interval a rank closed (the counts of
+/// every rank over the intervals of every rank).
+fn interval_line(s: &crate::Stats) -> String {
+    if s.intervals == 0 {
+        return String::new();
+    }
+    let per = |x: u64| x as f64 / s.intervals as f64;
+    format!(
+        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n",
+        per(s.segv),
+        per(s.segv_ns) / 1e3,
+        per(s.mprotects),
+        per(s.mprotect_ns) / 1e3,
+        per(s.twins),
+        per(s.twin_ns) / 1e3,
+        s.intervals,
+        s.private_pages,
+        s.reclassified,
+    )
 }

@@ -16,7 +16,11 @@
 //! the diff then). Diffs and intervals are collected at a barrier once a rank stores more
 //! than `gc_bytes` of diffs: every rank validates its stale pages, and a second barrier
 //! drops everything all ranks have applied.
+//!
+//! LMWC is this protocol with a page directory ([`super::classify`]): pages only one rank
+//! touches skip all of the above; the rest follow it unchanged.
 
+use super::classify::{Directory, Handled};
 use super::{Fault, Protocol};
 use crate::diff;
 use crate::lrc::vt_sum;
@@ -24,6 +28,7 @@ use crate::msg::{Diff, Interval, Msg};
 use crate::region::Prot;
 use crate::state::{Core, Wait};
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 /// A diff received for a fetch: (writer rank, intervals it covers, diff).
 type Got = (u32, Vec<u32>, Diff);
@@ -55,6 +60,8 @@ pub struct Lmw {
     by_interval: HashMap<(u32, u32), u64>,
     next_id: u64,
     diff_bytes: usize,
+    /// LMWC's page classification; None for the CVM paper's LMW.
+    dir: Option<Directory>,
 }
 
 impl Lmw {
@@ -66,7 +73,21 @@ impl Lmw {
             by_interval: HashMap::new(),
             next_id: 0,
             diff_bytes: 0,
+            dir: None,
         }
+    }
+
+    /// LMWC: LMW on the pages two or more ranks touch, nothing on the others.
+    pub fn classified(c: &Core) -> Lmw {
+        Lmw {
+            dir: Some(Directory::new(c)),
+            ..Lmw::new(c)
+        }
+    }
+
+    /// Whether page `p` follows LMW on this rank (always, without a directory).
+    fn shared(&self, p: usize) -> bool {
+        self.dir.as_ref().is_none_or(|d| d.shared(p))
     }
 
     fn close(&mut self, c: &mut Core) {
@@ -74,11 +95,13 @@ impl Lmw {
             return;
         }
         let idx = c.lrc.vt[c.me] + 1;
+        let mut run = Vec::with_capacity(c.lrc.dirty.len());
         for &p in &c.lrc.dirty {
-            c.region.protect(p as usize, Prot::Read);
+            run.push(p as usize);
             self.pages[p as usize].pending.push(idx);
             c.stats.page_intervals += 1;
         }
+        c.region.protect_pages(&mut run, Prot::Read);
         c.lrc.close();
     }
 
@@ -142,6 +165,9 @@ impl Lmw {
 
 impl Protocol for Lmw {
     fn fault(&mut self, c: &mut Core, p: usize, write: bool) -> Fault {
+        if let Some(f) = self.dir.as_mut().and_then(|d| d.fault(c, p)) {
+            return f;
+        }
         if !self.pages[p].notices.is_empty() {
             match self.pages[p].fetch.take() {
                 Some((waiting, got)) if waiting > 0 => {
@@ -179,7 +205,9 @@ impl Protocol for Lmw {
             let page = &mut self.pages[p];
             // A twin kept from earlier intervals (no diff asked for yet) serves this one too.
             if page.twin.is_none() {
+                let t0 = Instant::now();
                 page.twin = Some(c.region.sys_words(p).to_vec().into_boxed_slice());
+                c.stats.twin_ns += t0.elapsed().as_nanos() as u64;
                 c.stats.twins += 1;
             }
             c.lrc.dirty.insert(p as u32);
@@ -194,6 +222,7 @@ impl Protocol for Lmw {
 
     fn acquire(&mut self, c: &mut Core, intervals: &[Interval]) {
         self.close(c);
+        let mut invalid = Vec::new();
         for iv in c.lrc.incorporate(intervals) {
             if iv.rank as usize == c.me {
                 continue;
@@ -202,20 +231,37 @@ impl Protocol for Lmw {
             for &p in &iv.pages {
                 // My writes must be diffed before others' diffs change the page.
                 self.make_diff(c, p as usize);
+                let shared = self.shared(p as usize);
                 let page = &mut self.pages[p as usize];
                 if let Some(k) = page.ahead.iter().position(|&a| a == (iv.rank, iv.idx)) {
                     page.ahead.swap_remove(k);
                     continue;
                 }
-                if page.notices.is_empty() {
-                    c.region.protect(p as usize, Prot::None);
+                // A page not touched here is closed already; the notice waits for its base.
+                if page.notices.is_empty() && shared {
+                    invalid.push(p as usize);
                 }
                 page.notices.push((iv.rank, iv.idx, s));
             }
         }
+        c.region.protect_pages(&mut invalid, Prot::None);
     }
 
     fn message(&mut self, c: &mut Core, from: usize, m: Msg) {
+        let m = match self.dir.as_mut() {
+            None => m,
+            Some(d) => match d.message(c, from, m) {
+                Handled::No(m) => m,
+                Handled::Done => return,
+                Handled::Installed(p) => {
+                    // Write notices that came before the base wait for the next fault.
+                    if self.pages[p].notices.is_empty() {
+                        c.region.protect(p, Prot::Read);
+                    }
+                    return;
+                }
+            },
+        };
         match m {
             Msg::DiffReq { page, idxs } => {
                 if idxs
@@ -265,8 +311,10 @@ impl Protocol for Lmw {
     }
 
     fn stale_pages(&self) -> Vec<usize> {
+        // Pages never touched here are not brought up to date: their first toucher
+        // refreshes the base they will start from.
         (0..self.pages.len())
-            .filter(|&p| !self.pages[p].notices.is_empty())
+            .filter(|&p| !self.pages[p].notices.is_empty() && self.shared(p))
             .collect()
     }
 
@@ -285,6 +333,9 @@ impl Protocol for Lmw {
             if pg.pending.is_empty() && !c.lrc.dirty.contains(&(p as u32)) {
                 pg.twin = None;
             }
+        }
+        if let Some(d) = self.dir.as_mut() {
+            d.refresh_bases(c);
         }
     }
 }

@@ -2,6 +2,7 @@
 //! keeps its own per-page state; the core calls it on faults, releases, acquires and
 //! protocol messages, always with the rank's state lock held.
 
+pub mod classify;
 pub mod lmw;
 pub mod lsw;
 pub mod seq;
@@ -21,11 +22,21 @@ pub enum ProtocolKind {
     Lsw,
     /// Sequential consistency, single writer (invalidate every copy on a write).
     Seq,
+    /// LMW with pages classified by who touches them (after ArgoDSM's Pyxis directory):
+    /// no twins, diffs, notices or invalidation for a page only one rank touches.
+    Lmwc,
 }
 
 impl ProtocolKind {
-    /// All, in the seed's order.
+    /// The seed's three, in its order (the CVM tables reproduce these).
     pub const ALL: [ProtocolKind; 3] = [ProtocolKind::Lmw, ProtocolKind::Lsw, ProtocolKind::Seq];
+    /// Every protocol: the seed's and LMWC.
+    pub const EVERY: [ProtocolKind; 4] = [
+        ProtocolKind::Lmw,
+        ProtocolKind::Lsw,
+        ProtocolKind::Seq,
+        ProtocolKind::Lmwc,
+    ];
 
     /// Command-line name.
     pub fn name(self) -> &'static str {
@@ -33,12 +44,13 @@ impl ProtocolKind {
             ProtocolKind::Lmw => "lmw",
             ProtocolKind::Lsw => "lsw",
             ProtocolKind::Seq => "seq",
+            ProtocolKind::Lmwc => "lmwc",
         }
     }
 
     /// Parse a command-line name.
     pub fn parse(s: &str) -> Option<ProtocolKind> {
-        Self::ALL.into_iter().find(|p| p.name() == s)
+        Self::EVERY.into_iter().find(|p| p.name() == s)
     }
 }
 
@@ -84,5 +96,6 @@ pub fn new(kind: ProtocolKind, c: &Core) -> Box<dyn Protocol> {
         ProtocolKind::Lmw => Box::new(lmw::Lmw::new(c)),
         ProtocolKind::Lsw => Box::new(lsw::Lsw::new(c)),
         ProtocolKind::Seq => Box::new(seq::Seq::new(c)),
+        ProtocolKind::Lmwc => Box::new(lmw::Lmw::classified(c)),
     }
 }

@@ -1,0 +1,199 @@
+//! LMWC's page directory: pages classified by who touches them, after ArgoDSM's Pyxis
+//! directory, so that write detection costs only where sharing is.
+//!
+//! Every page starts untouched (no access) on every rank. A rank's first access asks the
+//! page's home (a block distribution of pages over ranks, so a rank that works on its own
+//! block asks itself). The home remembers the first rank to touch the page: that rank
+//! gets it private, read-write, for good — no write protection, twin, diff or write
+//! notice, and nothing to invalidate at a barrier. When a second rank touches it, the
+//! home sends it to the first toucher, which turns the page shared (write-protects it and
+//! keeps a copy of it as it is then, the base) and sends the base to the newcomer. From
+//! then on the page follows LMW on every rank: a rank that touches it later starts from
+//! the base and applies the write notices it holds, all of them made after the base.
+//! At a garbage collection the first toucher refreshes the base from its validated copy
+//! (the dropped diffs are in it), and serves no base request from a rank that has done
+//! more collections than itself until it has done them too.
+
+use super::Fault;
+use crate::msg::Msg;
+use crate::region::{Prot, PAGE};
+use crate::state::{Core, Wait};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// What this rank knows of a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Never accessed here: no access, no copy.
+    Untouched,
+    /// First access asked of the home; the answer has not come.
+    Touching,
+    /// This rank alone has touched it: read-write, no consistency actions.
+    Private,
+    /// Two or more ranks touched it: LMW's twins, diffs and write notices.
+    Shared,
+}
+
+/// What a directory message left for LMW to do.
+pub enum Handled {
+    /// Nothing more.
+    Done,
+    /// The base of `page` was installed: LMW sets the page's access.
+    Installed(usize),
+    /// Not a directory message.
+    No(Msg),
+}
+
+/// No rank.
+const NONE: u32 = u32::MAX;
+
+/// One rank's directory: its view of every page, the first toucher of the pages homed
+/// here, and the bases of the pages it touched first that turned shared.
+pub struct Directory {
+    class: Vec<Class>,
+    first: Vec<u32>,
+    base: HashMap<u32, Box<[u8]>>,
+}
+
+impl Directory {
+    /// Every page untouched (and closed to the application).
+    pub fn new(c: &Core) -> Directory {
+        let pages = c.region.pages();
+        c.region.protect_all(Prot::None);
+        Directory {
+            class: vec![Class::Untouched; pages],
+            first: vec![NONE; pages],
+            base: HashMap::new(),
+        }
+    }
+
+    /// This rank's class of page `p`.
+    pub fn class(&self, p: usize) -> Class {
+        self.class[p]
+    }
+
+    /// Whether page `p` follows LMW here (touched by two or more ranks).
+    pub fn shared(&self, p: usize) -> bool {
+        self.class[p] == Class::Shared
+    }
+
+    /// The rank keeping page `p`'s first toucher: blocks of consecutive pages per rank.
+    fn home(c: &Core, p: usize) -> usize {
+        p * c.n / c.region.pages().max(1)
+    }
+
+    /// A fault on page `p`: what to do when it is not shared, None when LMW decides.
+    pub fn fault(&mut self, c: &mut Core, p: usize) -> Option<Fault> {
+        match self.class[p] {
+            Class::Shared => None,
+            // Opened read-write when it turned private: a thread that waited for the
+            // answer retries here and goes on.
+            Class::Private => Some(Fault::Ok),
+            Class::Touching => Some(Fault::Wait { joined: true }),
+            Class::Untouched => {
+                self.class[p] = Class::Touching;
+                c.stats.touches += 1;
+                let home = Self::home(c, p);
+                if home != c.me {
+                    c.stats.remote_faults += 1;
+                    c.fault_asked(p);
+                }
+                let gcs = c.stats.gcs as u32;
+                c.send(
+                    home,
+                    &Msg::Touch {
+                        page: p as u32,
+                        gcs,
+                    },
+                );
+                Some(Fault::Wait { joined: false })
+            }
+        }
+    }
+
+    /// Handle a directory message (any other is handed back).
+    pub fn message(&mut self, c: &mut Core, from: usize, m: Msg) -> Handled {
+        match m {
+            Msg::Touch { page, gcs } => {
+                let first = &mut self.first[page as usize];
+                if *first == NONE || *first == from as u32 {
+                    *first = from as u32;
+                    c.send(from, &Msg::Owner { page });
+                } else {
+                    if from == c.me {
+                        // Home here, page elsewhere: the fault is remote after all.
+                        c.stats.remote_faults += 1;
+                        c.fault_asked(page as usize);
+                    }
+                    let to = from as u32;
+                    c.send(*first as usize, &Msg::BaseReq { page, to, gcs });
+                }
+                Handled::Done
+            }
+            Msg::Owner { page } => {
+                let p = page as usize;
+                // Shared already when a second toucher's request overtook this answer.
+                if self.class[p] == Class::Touching {
+                    self.class[p] = Class::Private;
+                    c.stats.private_pages += 1;
+                    c.region.protect(p, Prot::ReadWrite);
+                }
+                if Self::home(c, p) != c.me {
+                    c.fault_served(p);
+                }
+                c.wake_if(|w| w == Wait::Page(page));
+                Handled::Done
+            }
+            Msg::BaseReq { page, to, gcs } => {
+                if (c.stats.gcs as u32) < gcs {
+                    let again = Msg::BaseReq { page, to, gcs };
+                    c.defer(Instant::now() + Duration::from_micros(20), from, &again);
+                    return Handled::Done;
+                }
+                let data = self.share(c, page as usize).to_vec();
+                c.send(to as usize, &Msg::Base { page, data });
+                Handled::Done
+            }
+            Msg::Base { page, data } => {
+                let p = page as usize;
+                c.region.sys_page(p).copy_from_slice(&data);
+                self.class[p] = Class::Shared;
+                c.stats.pages_received += 1;
+                c.fault_served(p);
+                c.wake_if(|w| w == Wait::Page(page));
+                Handled::Installed(p)
+            }
+            m => Handled::No(m),
+        }
+    }
+
+    /// Page `p`, touched first here, turns shared (once): write-protected, so this rank's
+    /// next write twins it, and its contents kept as the base others start from.
+    fn share(&mut self, c: &mut Core, p: usize) -> &[u8] {
+        if self.class[p] != Class::Shared {
+            // Touching: a second toucher's request overtook the home's answer; the page
+            // is still all zeros, nobody having written it.
+            if self.class[p] == Class::Touching {
+                c.wake_if(|w| w == Wait::Page(p as u32));
+            }
+            c.region.protect(p, Prot::Read);
+            self.class[p] = Class::Shared;
+            c.stats.reclassified += 1;
+        }
+        let page = c.region.sys_page(p);
+        let b = self
+            .base
+            .entry(p as u32)
+            .or_insert_with(|| page.to_vec().into_boxed_slice());
+        debug_assert_eq!(b.len(), PAGE);
+        b
+    }
+
+    /// After a collection (every copy validated): bases become the pages as they are
+    /// now, since the diffs before them are dropped.
+    pub fn refresh_bases(&mut self, c: &Core) {
+        for (&p, b) in self.base.iter_mut() {
+            b.copy_from_slice(c.region.sys_page(p as usize));
+        }
+    }
+}
