@@ -36,3 +36,30 @@ fn a_topology_that_is_not_an_xml_file_is_refused_not_a_panic() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn model_fit_reads_its_csv_header_and_gives_no_local_figure_without_0_hops() {
+    let dir = common::tmpdir("model-header");
+    let csv = dir.join("m.csv");
+    let p = csv.display().to_string();
+    std::fs::write(&csv, "a,b\n0,90\n1,140\n").unwrap();
+    assert_refused(&["model", "fit", &p], &["'a,b'", "a, b", "hops,latency_ns"]);
+    // Swapped columns are mapped by name: local 90, per hop 50.
+    std::fs::write(&csv, "latency_ns,hops\n90,0\n140,1\n").unwrap();
+    let out = common::numalab(&["model", "fit", &p, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let f = &common::validate(&out.stdout)[0]["data"]["fit"];
+    assert!((f["local_ns"].as_f64().unwrap() - 90.0).abs() < 1e-9, "{f}");
+    assert!((f["per_hop_ns"].as_f64().unwrap() - 50.0).abs() < 1e-9, "{f}");
+    // Only 2-hop rows: no local figure, and the text says what cannot be separated.
+    std::fs::write(&csv, "hops,latency_ns\n2,200\n2,210\n").unwrap();
+    let out = common::numalab(&["model", "fit", &p, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let f = &common::validate(&out.stdout)[0]["data"]["fit"];
+    assert!(f["local_ns"].is_null(), "{f}");
+    let out = common::numalab(&["model", "fit", &p]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let local = text.lines().find(|l| l.trim_start().starts_with("local"));
+    assert!(local.is_some_and(|l| l.contains("not separable")), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
