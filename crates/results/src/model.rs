@@ -16,8 +16,13 @@ pub struct Point {
 /// Fitted coefficients with residuals and R².
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
-    /// Latency at 0 hops.
-    pub local_ns: f64,
+    /// Latency at 0 hops; None when no 0-hop observation was given, since then local
+    /// latency cannot be told from the remote penalty.
+    pub local_ns: Option<f64>,
+    /// local + remote penalty, the intercept of remote latencies, when there was no
+    /// 0-hop observation to separate the two (and two remote distances gave a line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intercept_ns: Option<f64>,
     /// Extra cost of leaving the node at all (None when the data cannot separate it
     /// from the per-hop delay: fewer than two distinct non-zero hop counts).
     pub remote_penalty_ns: Option<f64>,
@@ -44,14 +49,19 @@ impl Fit {
             v.join(", ")
         };
         match (hops, self.per_hop_ns) {
-            (0, _) if has_local => Ok(self.local_ns),
+            (0, _) if has_local => self.local_ns.ok_or_else(|| "no local latency fitted".into()),
             // Without a local observation the intercept is local + penalty.
             (0, _) => Err(format!(
                 "invalid --hops '0': the fit saw no local latency (hops {}), so local and the remote penalty are not separable",
                 seen()
             )),
             (h, Some(per_hop)) => {
-                Ok(self.local_ns + self.remote_penalty_ns.unwrap_or(0.0) + h as f64 * per_hop)
+                let base = match (self.local_ns, self.intercept_ns) {
+                    (Some(l), _) => l + self.remote_penalty_ns.unwrap_or(0.0),
+                    (None, Some(i)) => i,
+                    (None, None) => return Err("the fit has no intercept".into()),
+                };
+                Ok(base + h as f64 * per_hop)
             }
             (h, None) => Err(format!(
                 "invalid --hops '{h}': the fit saw latencies at hops {} only, so it has no remote cost to predict from; measure at least one remote distance",
@@ -123,20 +133,24 @@ pub fn fit(points: &[Point]) -> Result<Fit, String> {
     let has_local = hops.first() == Some(&0);
     // Which columns the data can determine.
     type Column = fn(u32) -> f64;
-    let (cols, note): (Vec<Column>, &str) = match (has_local, remote.len()) {
+    let (cols, note): (Vec<Column>, String) = match (has_local, remote.len()) {
         (true, r) if r >= 2 => (
             vec![|_| 1.0, |h| (h > 0) as u32 as f64, |h| h as f64],
-            "local, remote penalty and per-hop delay fitted",
+            "local, remote penalty and per-hop delay fitted".into(),
         ),
         (true, 1) => (
             vec![|_| 1.0, |h| h as f64],
-            "one remote distance: the remote cost is reported as a per-hop delay; penalty and per-hop delay need two distinct remote hop counts",
+            "one remote distance: the remote cost is reported as a per-hop delay; penalty and per-hop delay need two distinct remote hop counts".into(),
         ),
         (false, r) if r >= 2 => (
             vec![|_| 1.0, |h| h as f64],
-            "no local observation: 'local' is the intercept of remote latencies (local + penalty); penalty not separable",
+            "no 0-hop observation: local latency and the remote penalty are not separable; their sum is the intercept of the remote latencies".into(),
         ),
-        _ => (vec![|_| 1.0], "one distance only: its mean is reported as local"),
+        (true, _) => (vec![|_| 1.0], "only 0-hop observations: their mean is the local latency; no remote cost is known".into()),
+        (false, _) => (
+            vec![|_| 1.0],
+            format!("only hop count {} observed: local latency, remote penalty and per-hop delay are not separable (give 0-hop rows and a second distance)", hops[0]),
+        ),
     };
     let rows: Vec<Vec<f64>> = points
         .iter()
@@ -148,6 +162,12 @@ pub fn fit(points: &[Point]) -> Result<Fit, String> {
         2 => (beta[0], None, Some(beta[1])),
         _ => (beta[0], None, None),
     };
+    // Without a 0-hop row the first coefficient is not a local latency.
+    let (local, intercept) = match (has_local, per_hop) {
+        (true, _) => (Some(local), None),
+        (false, Some(_)) => (None, Some(local)),
+        (false, None) => (None, None),
+    };
     let pred: Vec<f64> = rows
         .iter()
         .map(|r| r.iter().zip(&beta).map(|(x, b)| x * b).sum())
@@ -158,13 +178,14 @@ pub fn fit(points: &[Point]) -> Result<Fit, String> {
     let ss_res: f64 = residuals.iter().map(|r| r * r).sum();
     Ok(Fit {
         local_ns: local,
+        intercept_ns: intercept,
         remote_penalty_ns: penalty,
         per_hop_ns: per_hop,
         residuals_ns: residuals,
         r2: (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot),
         n: points.len(),
         hops_seen: hops,
-        note: note.into(),
+        note,
     })
 }
 
@@ -188,16 +209,54 @@ pub fn points(records: &[Record], stat: &str) -> Vec<Point> {
         .collect()
 }
 
-/// Read `hops,latency_ns` CSV (a header line is allowed); errors name the bad line.
+/// The columns a model CSV has, in the order its header names them.
+const CSV_COLUMNS: [&str; 2] = ["hops", "latency_ns"];
+
+/// Which field holds hops and which latency: from the header line when the file has
+/// one (columns mapped by name, in either order), else `hops,latency_ns`.
+fn csv_columns(first: &str) -> Result<Option<(usize, usize)>, String> {
+    let first = first.trim_start_matches('\u{feff}').trim();
+    if !first.starts_with(|c: char| c.is_alphabetic() || c == '"') {
+        return Ok(None);
+    }
+    let names: Vec<String> = first
+        .split(',')
+        .map(|n| n.trim().trim_matches('"').to_string())
+        .collect();
+    let valid = CSV_COLUMNS.join(",");
+    let unknown: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !CSV_COLUMNS.contains(n))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "invalid header '{first}': unknown column(s) {}; the columns are {valid} (in either order)",
+            unknown.join(", ")
+        ));
+    }
+    let at = |c: &str| names.iter().position(|n| n == c);
+    match (at("hops"), at("latency_ns")) {
+        (Some(h), Some(l)) if names.len() == 2 => Ok(Some((h, l))),
+        _ => Err(format!(
+            "invalid header '{first}': it needs each of the columns {valid} once"
+        )),
+    }
+}
+
+/// Read `hops,latency_ns` CSV: a header line, when there is one, names the columns
+/// (either order); without one the order is hops,latency_ns. Errors name the bad line.
 pub fn parse_csv(text: &str) -> Result<Vec<Point>, String> {
     let mut out = Vec::new();
+    let header = csv_columns(text.lines().next().unwrap_or(""))?;
+    let (hi, li) = header.unwrap_or((0, 1));
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
-        if l.is_empty() || (i == 0 && l.starts_with(|c: char| c.is_alphabetic())) {
+        if l.is_empty() || (i == 0 && header.is_some()) {
             continue;
         }
-        let mut f = l.split(',').map(str::trim);
-        let (h, v) = (f.next(), f.next());
+        let fields: Vec<&str> = l.split(',').map(str::trim).collect();
+        let (h, v) = (fields.get(hi).copied(), fields.get(li).copied());
         let p = match (
             h.and_then(|h| h.parse::<u32>().ok()),
             v.and_then(|v| v.parse::<f64>().ok()),
@@ -205,7 +264,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Point>, String> {
             // A latency must be a finite, non-negative time: "NaN", "inf" and
             // negative figures would poison the fit without a word.
             (Some(hops), Some(latency_ns))
-                if f.next().is_none() && latency_ns.is_finite() && latency_ns >= 0.0 =>
+                if fields.len() == 2 && latency_ns.is_finite() && latency_ns >= 0.0 =>
             {
                 Point { hops, latency_ns }
             }
@@ -284,7 +343,7 @@ mod tests {
             v.push((h, truth - 1.0));
         }
         let f = fit(&pts(&v)).unwrap();
-        assert!((f.local_ns - 100.0).abs() < 1e-9, "{f:?}");
+        assert!((f.local_ns.unwrap() - 100.0).abs() < 1e-9, "{f:?}");
         assert!((f.remote_penalty_ns.unwrap() - 40.0).abs() < 1e-9);
         assert!((f.per_hop_ns.unwrap() - 25.0).abs() < 1e-9);
         assert!(f.r2.unwrap() > 0.99);
@@ -299,7 +358,35 @@ mod tests {
         assert!((f.per_hop_ns.unwrap() - 81.0).abs() < 1e-9);
         assert!(f.note.contains("two distinct remote"));
         let f = fit(&pts(&[(0, 100.0), (0, 102.0)])).unwrap();
-        assert!((f.local_ns - 101.0).abs() < 1e-9 && f.per_hop_ns.is_none());
+        assert!((f.local_ns.unwrap() - 101.0).abs() < 1e-9 && f.per_hop_ns.is_none());
+    }
+
+    #[test]
+    fn no_local_figure_without_a_0_hop_row() {
+        let f = fit(&pts(&[(2, 200.0), (2, 202.0)])).unwrap();
+        assert!(f.local_ns.is_none() && f.intercept_ns.is_none(), "{f:?}");
+        assert!(f.note.contains("not separable"), "{}", f.note);
+        assert!(f.predict(0).is_err() && f.predict(3).is_err());
+        // Two remote distances: a line whose intercept is local + penalty, not local.
+        let f = fit(&pts(&[(1, 150.0), (2, 170.0)])).unwrap();
+        assert!(f.local_ns.is_none(), "{f:?}");
+        assert!((f.intercept_ns.unwrap() - 130.0).abs() < 1e-9);
+        assert!((f.predict(3).unwrap() - 190.0).abs() < 1e-9);
+        assert!(f.predict(0).is_err());
+    }
+
+    #[test]
+    fn the_csv_header_names_the_columns() {
+        let swapped = parse_csv("latency_ns,hops\n100,0\n150,1\n").unwrap();
+        assert_eq!(swapped, pts(&[(0, 100.0), (1, 150.0)]));
+        let bom = parse_csv("\u{feff}hops,latency_ns\n0,100\n").unwrap();
+        assert_eq!(bom, pts(&[(0, 100.0)]));
+        let e = parse_csv("a,b\n0,100\n").unwrap_err();
+        assert!(e.contains("a, b") && e.contains("hops,latency_ns"), "{e}");
+        let e = parse_csv("hops\n0\n").unwrap_err();
+        assert!(e.contains("'hops'") && e.contains("once"), "{e}");
+        let e = parse_csv("hops,hops\n0,1\n").unwrap_err();
+        assert!(e.contains("once"), "{e}");
     }
 
     #[test]

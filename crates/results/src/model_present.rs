@@ -17,19 +17,20 @@ pub fn text(d: &ModelData, predict_hops: Option<u32>) -> String {
     let predict = predict_hops.zip(d.prediction_ns);
     let mut s = String::new();
     let _ = writeln!(s, "Model: latency = local + remote penalty + hops × per-hop delay ({} observations, hops {:?})\n", f.n, f.hops_seen);
-    s.push_str(&table(
-        &["coefficient", "ns"],
-        &[
-            vec!["local".into(), format!("{:.2}", f.local_ns)],
-            vec!["remote penalty".into(), opt(f.remote_penalty_ns)],
-            vec!["per hop".into(), opt(f.per_hop_ns)],
-            vec![
-                "R²".into(),
-                f.r2.map(|r| format!("{r:.4}"))
-                    .unwrap_or_else(|| "-".into()),
-            ],
+    let mut coefficients = vec![vec!["local".into(), opt(f.local_ns)]];
+    if let Some(i) = f.intercept_ns {
+        coefficients.push(vec!["local + penalty".into(), format!("{i:.2}")]);
+    }
+    coefficients.extend([
+        vec!["remote penalty".into(), opt(f.remote_penalty_ns)],
+        vec!["per hop".into(), opt(f.per_hop_ns)],
+        vec![
+            "R²".into(),
+            f.r2.map(|r| format!("{r:.4}"))
+                .unwrap_or_else(|| "-".into()),
         ],
-    ));
+    ]);
+    s.push_str(&table(&["coefficient", "ns"], &coefficients));
     let _ = writeln!(s, "\n{}\n", f.note);
     let rows: Vec<Vec<String>> = points
         .iter()
@@ -82,14 +83,18 @@ impl crate::Presenter for ModelPresenter {
             .data_as()
             .ok()?;
         let f = &d.fit;
-        let rows = vec![
-            vec!["local ns".into(), num(Some(f.local_ns), 1)],
+        let mut rows = vec![
+            vec!["local ns".into(), num(f.local_ns, 1)],
+            vec!["local + penalty ns".into(), num(f.intercept_ns, 1)],
             vec!["remote penalty ns".into(), num(f.remote_penalty_ns, 1)],
             vec!["per hop ns".into(), num(f.per_hop_ns, 1)],
             vec!["R²".into(), num(f.r2, 3)],
             vec!["points".into(), f.n.to_string()],
             vec!["note".into(), f.note.clone()],
         ];
+        if f.intercept_ns.is_none() {
+            rows.remove(1);
+        }
         Some(html_table(
             &["latency = local + remote penalty + hops × per hop", ""],
             &rows,
@@ -117,12 +122,15 @@ fn model_cards(records: &[crate::Record]) -> Vec<crate::summary::Card> {
         .filter(|p| p.hops == 0)
         .map(|p| p.latency_ns)
         .collect();
-    let mut c = Card::one(
-        Group::Model,
-        "fit",
-        Figure::new("local", f.local_ns, "ns", 1, "model")
-            .with(Spread::range(&local, "0-hop points")),
-    );
+    // Without a 0-hop row there is no local figure; the intercept is local + penalty.
+    let first = match (f.local_ns, f.intercept_ns) {
+        (Some(l), _) => {
+            Figure::new("local", l, "ns", 1, "model").with(Spread::range(&local, "0-hop points"))
+        }
+        (None, Some(i)) => Figure::new("local + penalty", i, "ns", 1, "model"),
+        (None, None) => return Vec::new(),
+    };
+    let mut c = Card::one(Group::Model, "fit", first);
     if let Some(h) = f.per_hop_ns {
         c.figures.push(Figure::new("per hop", h, "ns", 1, "model"));
     }

@@ -64,11 +64,11 @@ fn build_topology(source: &TopologySource) -> Result<Topology> {
     let builder = match source {
         TopologySource::ThisSystem => builder,
         TopologySource::Xml(path) => {
-            // Check readability ourselves: hwloc's error for a missing file is vague.
-            std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
-            std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+            // Read the file ourselves and hand hwloc the text: hwloc's errors for a
+            // directory, a device or an unreadable /proc file panic inside hwlocality.
+            let xml = read_xml(path).map_err(bad)?;
             builder
-                .from_xml_file(path)
+                .from_xml(&xml)
                 .map_err(|e| bad(format!("not a valid hwloc XML file ({e})")))?
         }
         TopologySource::Synthetic(s) => builder
@@ -78,6 +78,46 @@ fn build_topology(source: &TopologySource) -> Result<Topology> {
     builder
         .build()
         .map_err(|e| bad(format!("hwloc could not build it ({e})")))
+}
+
+/// The largest topology file read: hwloc exports of 1000-CPU machines are a few MiB.
+const MAX_XML_BYTES: u64 = 64 << 20;
+
+/// The text of an hwloc XML file: a regular, readable file of at most
+/// [`MAX_XML_BYTES`] whose content starts like XML; else why not.
+fn read_xml(path: &std::path::Path) -> std::result::Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "it is {kind}; give an hwloc XML file (lstopo out.xml)"
+        ));
+    }
+    if meta.len() > MAX_XML_BYTES {
+        return Err(format!(
+            "it holds {} bytes, more than the {MAX_XML_BYTES} an hwloc XML file may have here",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_XML_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read it ({e})"))?;
+    if bytes.len() as u64 > MAX_XML_BYTES {
+        return Err(format!("it holds more than {MAX_XML_BYTES} bytes"));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| "it is not text (not UTF-8); give an hwloc XML file".to_string())?;
+    let body = text.trim_start_matches('\u{feff}').trim_start();
+    if !body.starts_with('<') || body.contains('\0') {
+        return Err("it does not start like XML ('<'); give an hwloc XML file".into());
+    }
+    Ok(text)
 }
 
 fn cpus_of(set: &CpuSet) -> Vec<u32> {
@@ -498,5 +538,39 @@ fn tree(obj: &TopologyObject, nodes: &[Node]) -> TreeNode {
             memory,
             children: kids.into_iter().map(|k| tree(k, nodes)).collect(),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(path: &str) -> String {
+        match Host::load(&TopologySource::Xml(PathBuf::from(path))) {
+            Ok(_) => panic!("{path} was accepted as a topology"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn what_is_not_an_xml_file_is_refused_by_name_before_hwloc() {
+        let dir = std::env::temp_dir().join(format!("numalab-topo-xml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.xml");
+        std::fs::write(&empty, "").unwrap();
+        let binary = dir.join("binary.xml");
+        std::fs::write(&binary, [0u8, 159, 146, 150]).unwrap();
+        let text = dir.join("text.xml");
+        std::fs::write(&text, "hello").unwrap();
+        let d = dir.display().to_string();
+        assert!(refused(&d).contains("a directory"), "{}", refused(&d));
+        assert!(refused("/proc/self/mem").contains("cannot read it"));
+        assert!(refused("/dev/null").contains("not a regular file"));
+        for f in [&empty, &binary, &text] {
+            let msg = refused(&f.display().to_string());
+            assert!(msg.contains(&f.display().to_string()), "{msg}");
+            assert!(msg.contains("XML"), "{msg}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -71,26 +71,61 @@ pub struct ReferenceData {
     pub points: Vec<(f64, f64)>,
 }
 
-/// One parsed row: read %, bandwidth, latency.
-fn row(cols: &[usize; 3], line: &str) -> Option<(i64, f64, f64)> {
+/// The largest bandwidth a reference row may have, GB/s: ten times any memory system
+/// published; beyond it a row is a unit or parse error, not a measurement.
+const MAX_REFERENCE_GBPS: f64 = 10_000.0;
+
+/// The largest loaded latency a reference row may have, ns (one millisecond).
+const MAX_REFERENCE_NS: f64 = 1e6;
+
+/// One row's read %, bandwidth and latency: Ok(None) when the bandwidth or latency is
+/// empty (Mess leaves some cells empty), Err naming the value that is not a possible
+/// measurement.
+fn row(cols: &[usize; 3], line: &str) -> Result<Option<(i64, f64, f64)>, String> {
     let f: Vec<&str> = line.split(',').map(str::trim).collect();
-    let num = |i: usize| f.get(i)?.parse::<f64>().ok().filter(|v| v.is_finite());
-    Some((num(cols[0])?.round() as i64, num(cols[1])?, num(cols[2])?))
+    let cell = |i: usize| f.get(i).copied().filter(|v| !v.is_empty());
+    let (Some(pct), Some(bw), Some(lat)) = (cell(cols[0]), cell(cols[1]), cell(cols[2])) else {
+        return Ok(None);
+    };
+    // `open`: whether the low end is excluded (a bandwidth or latency of 0 is not one).
+    let num = |name: &str, v: &str, open: bool, hi: f64, valid: &str| match v.parse::<f64>() {
+        Ok(x) if x.is_finite() && (x > 0.0 || (!open && x == 0.0)) && x <= hi => Ok(x),
+        _ => Err(format!("{name} '{v}' (valid: {valid})")),
+    };
+    let pct = num("read_pct_rounded", pct, false, 100.0, "0 to 100")?;
+    let bw = num(
+        "bandwidth_mean",
+        bw,
+        true,
+        MAX_REFERENCE_GBPS,
+        "above 0, at most 10000 GB/s",
+    )?;
+    let lat = num(
+        "latency_mean",
+        lat,
+        true,
+        MAX_REFERENCE_NS,
+        "above 0, at most 1e6 ns",
+    )?;
+    Ok(Some((pct.round() as i64, bw, lat)))
 }
 
 /// A Mess `memory_curves.csv` as `mess-reference` records, one per read percentage,
-/// labelled as another machine's (`source` names the file). Err names what is missing.
+/// labelled as another machine's (`source` names the file). Err names what is missing
+/// or the first row whose values are not a possible measurement (the whole file is
+/// refused: a curve with a dropped point would be plotted as if complete).
 pub fn reference_records(
     text: &str,
     source: &str,
     prov: Provenance,
 ) -> Result<Vec<Record>, String> {
-    let mut lines = text.lines();
+    // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first name.
+    let mut lines = text.trim_start_matches('\u{feff}').lines();
     let header: Vec<&str> = lines
         .next()
         .unwrap_or("")
         .split(',')
-        .map(str::trim)
+        .map(|h| h.trim().trim_matches('"'))
         .collect();
     let col = |name: &str| header.iter().position(|h| *h == name);
     let (Some(r), Some(b), Some(l)) = (
@@ -103,9 +138,13 @@ pub fn reference_records(
         ));
     };
     let mut by_pct: std::collections::BTreeMap<i64, Vec<(f64, f64)>> = Default::default();
-    // Rows with an empty bandwidth or latency (Mess leaves some stds empty) are skipped.
-    for (pct, bw, lat) in lines.filter_map(|x| row(&[r, b, l], x)) {
-        by_pct.entry(pct).or_default().push((bw, lat));
+    let mut empty = Vec::new();
+    for (i, line) in lines.enumerate().filter(|(_, x)| !x.trim().is_empty()) {
+        let bad = |e| format!("invalid reference '{source}' line {}: {e}", i + 2);
+        match row(&[r, b, l], line).map_err(bad)? {
+            Some((pct, bw, lat)) => by_pct.entry(pct).or_default().push((bw, lat)),
+            None => empty.push((i + 2).to_string()),
+        }
     }
     if by_pct.is_empty() {
         return Err(format!(
@@ -115,7 +154,7 @@ pub fn reference_records(
     let mut prov = prov;
     prov.hostname = format!("another machine ({source})");
     prov.topology = "a published Mess curve: not this machine".into();
-    Ok(by_pct
+    let mut out: Vec<Record> = by_pct
         .into_iter()
         .rev()
         .map(|(pct, mut points)| {
@@ -130,7 +169,14 @@ pub fn reference_records(
             rec.set_data(&ReferenceData { points });
             rec
         })
-        .collect())
+        .collect();
+    if !empty.is_empty() {
+        out[0].warnings.push(format!(
+            "{source}: line(s) {} left out: an empty read percentage, bandwidth or latency",
+            empty.join(", ")
+        ));
+    }
+    Ok(out)
 }
 
 /// Each file as [`reference_records`]; Err names the file that cannot be read or parsed.
@@ -145,4 +191,43 @@ pub fn reference_files(files: &[std::path::PathBuf]) -> Result<Vec<Record>, Stri
         out.extend(reference_records(&text, &name, prov)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Vec<Record>, String> {
+        reference_records(text, "m.csv", Provenance::collect("test", "m.csv"))
+    }
+
+    #[test]
+    fn impossible_reference_rows_are_refused_by_line_and_value() {
+        let h = "read_pct_rounded,bandwidth_mean,latency_mean\n";
+        for (row, named) in [
+            ("100,-5,90", "bandwidth_mean '-5'"),
+            ("100,0,90", "bandwidth_mean '0'"),
+            ("100,1e308,90", "bandwidth_mean '1e308'"),
+            ("100,NaN,90", "bandwidth_mean 'NaN'"),
+            ("100,10,0", "latency_mean '0'"),
+            ("100,10,-1", "latency_mean '-1'"),
+            ("250,10,90", "read_pct_rounded '250'"),
+            ("-5,10,90", "read_pct_rounded '-5'"),
+        ] {
+            let e = parse(&format!("{h}100,5,80\n{row}\n")).unwrap_err();
+            assert!(e.contains("line 3") && e.contains(named), "{row}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_bom_is_accepted_and_empty_cells_are_named() {
+        let recs = parse(
+            "\u{feff}read_pct_rounded,bandwidth_mean,latency_mean\n100,5,80\n100,,90\n50,6,95\n",
+        )
+        .unwrap();
+        assert_eq!(recs.len(), 2);
+        let warned: Vec<&String> = recs.iter().flat_map(|r| &r.warnings).collect();
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("line(s) 3"), "{warned:?}");
+    }
 }
