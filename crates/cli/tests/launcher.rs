@@ -50,14 +50,22 @@ fn assert_gone(pid: i32, what: &str) {
 }
 
 /// A launcher that stops itself must end the job within the stall bound, naming the
-/// launcher, exit 1, and leave no stopped process behind.
-fn a_stopped_launcher_ends(tag: &str, args: &[&str], env: &[(&str, &str)]) {
-    // It says the ranks started, as mpirun's rank 0 would, then stops.
-    let body = "touch \"$NUMALAB_LAUNCH_TOKEN\"\necho $$ > \"$(dirname \"$0\")/launcher.pid\"\nkill -STOP $$\nexit 0";
+/// launcher, exit 1, and leave no stopped process behind. With `kept` (one finished
+/// configuration's records, as a rank appends them), those are written to `-o`.
+fn a_stopped_launcher_ends(tag: &str, args: &[&str], env: &[(&str, &str)], kept: Option<&str>) {
+    // It says the ranks started, as mpirun's rank 0 would, keeps what a rank finished,
+    // then stops.
+    let body = "touch \"$NUMALAB_LAUNCH_TOKEN\"\nd=\"$(dirname \"$0\")\"\necho $$ > \"$d/launcher.pid\"\n[ -f \"$d/kept.jsonl\" ] && cat \"$d/kept.jsonl\" >> \"$NUMALAB_PARTIAL\"\nkill -STOP $$\nexit 0";
     let (script, dir) = launcher(tag, body);
+    let out_file = dir.join("out.json");
+    let mut args = args.to_vec();
+    if let Some(line) = kept {
+        std::fs::write(dir.join("kept.jsonl"), format!("{line}\n")).unwrap();
+        args.extend(["-o", out_file.to_str().unwrap()]);
+    }
     let mut all = vec![("NUMALAB_MPIRUN", script.to_str().unwrap())];
     all.extend_from_slice(env);
-    let out = common::bounded("120", args, &all);
+    let out = common::bounded("120", &args, &all);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
     let pid = pid_in(&dir.join("launcher.pid"));
@@ -69,6 +77,13 @@ fn a_stopped_launcher_ends(tag: &str, args: &[&str], env: &[(&str, &str)]) {
     );
     assert_gone(pid, "the stopped launcher");
     assert!(out.stdout.is_empty(), "{args:?}");
+    if let Some(line) = kept {
+        assert!(err.contains("configurations had finished"), "{err}");
+        let want: serde_json::Value = serde_json::from_str(line).unwrap();
+        let got: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+        assert_eq!(got, want, "the finished configuration was not kept");
+    }
 }
 
 #[test]
@@ -77,27 +92,29 @@ fn a_stopped_launcher_of_mpi_latency_is_named_and_ends_the_job() {
         "stopped-launcher-latency",
         &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
         &[("NUMALAB_MPI_STALL", "1")],
+        None,
     );
 }
 
 #[test]
-fn a_stopped_launcher_of_suite_cvm_ends_the_job_without_any_variable() {
+fn a_stopped_launcher_of_suite_cvm_ends_the_job_keeping_what_finished() {
+    // One finished configuration's records: the plan's, which are valid records.
+    let cvm = [
+        "suite",
+        "cvm",
+        "--ranks",
+        "2",
+        "--apps",
+        "sor",
+        "--threads",
+        "1",
+    ];
+    let plan = common::numalab(&[&cvm[..], &["--dry-run", "--json"]].concat());
+    assert!(plan.status.success());
+    let recs: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     // No NUMALAB_MPI_STALL nor NUMALAB_MPI_TIMEOUT: the default stall bound (10 s)
     // ends it, well inside the test's bound.
-    a_stopped_launcher_ends(
-        "stopped-launcher-cvm",
-        &[
-            "suite",
-            "cvm",
-            "--ranks",
-            "2",
-            "--apps",
-            "sor",
-            "--threads",
-            "1",
-        ],
-        &[],
-    );
+    a_stopped_launcher_ends("stopped-launcher-cvm", &cvm, &[], Some(&recs.to_string()));
 }
 
 #[test]

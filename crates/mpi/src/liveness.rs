@@ -1,8 +1,8 @@
 //! The launcher's watchdog: how long a job may run, and whether its ranks on this
 //! machine still run. mpirun notices a rank that died, not one that stopped (SIGSTOP,
 //! a frozen cgroup): its peers wait for it for ever. So the launcher reads each local
-//! rank's `/proc/PID/stat` — its state and CPU time — and ends a job one of whose
-//! ranks has stayed stopped past a bound.
+//! rank's `/proc/PID/stat` — its state and CPU time — and mpirun's own, and ends a job
+//! one of whose ranks, or mpirun itself, has stayed stopped past a bound.
 
 use crate::env::TOKEN_VAR;
 use crate::error::{Error, Result};
