@@ -234,7 +234,7 @@ fn fault_line(d: &RunData) -> String {
     );
     s.push_str(&interval_line(&d.sum));
     if d.cores_shared == Some(true) {
-        s.push_str("cores shared: each rank's compute and service threads share CPUs (the service thread asks for a short scheduler slice to answer requests promptly)\n");
+        s.push_str("cores shared: each rank's compute and service threads share CPUs (the service thread runs at a raised priority where permitted and asks for a short scheduler slice, to answer requests promptly)\n");
     }
     s.push_str("app + barrier + fault + lock + segv = time; io is the service thread's, overlapped with them\n");
     s
