@@ -7,6 +7,7 @@ use crate::record::{Record, Stat};
 use crate::report::{esc, html_table};
 use crate::summary::{self, Card};
 use serde::Serialize;
+use std::collections::HashSet;
 
 /// One matched measurement.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,7 +78,6 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat) -> Row {
 /// and how many of A's and B's measurements found no partner.
 pub fn compare(a: &[Record], b: &[Record]) -> (Vec<Row>, usize, usize) {
     let mut rows = Vec::new();
-    let mut matched_b = 0;
     let mut unmatched_a = 0;
     for ra in a {
         for sa in &ra.stats {
@@ -93,7 +93,6 @@ pub fn compare(a: &[Record], b: &[Record]) -> (Vec<Row>, usize, usize) {
             });
             match hit {
                 Some((rb, sb)) => {
-                    matched_b += 1;
                     rows.push(row(ra, rb, sa, sb));
                 }
                 None => unmatched_a += 1,
@@ -107,8 +106,47 @@ pub fn compare(a: &[Record], b: &[Record]) -> (Vec<Row>, usize, usize) {
     };
     // Stable: equal effects keep A's order.
     rows.sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
-    let total_b: usize = b.iter().map(|r| r.stats.len()).sum();
-    (rows, unmatched_a, total_b - matched_b.min(total_b))
+    // B's measurements A has none of, each counted once: a repeat is a duplicate
+    // ([`duplicates`]), not a measurement only B made.
+    let a_keys: HashSet<Key> = keys(a).collect();
+    let mut seen = HashSet::new();
+    let only_b = keys(b)
+        .filter(|k| seen.insert(k.clone()) && !a_keys.contains(k))
+        .count();
+    (rows, unmatched_a, only_b)
+}
+
+/// What names one measurement: kind, name, metric and unit.
+type Key = (String, String, String, String);
+
+fn keys(recs: &[Record]) -> impl Iterator<Item = Key> + '_ {
+    recs.iter().flat_map(|r| {
+        r.stats.iter().map(|s| {
+            (
+                r.kind.clone(),
+                r.name.clone(),
+                s.metric.clone(),
+                s.unit.clone(),
+            )
+        })
+    })
+}
+
+/// How many measurements repeat an earlier one of the same records (same kind, name,
+/// metric and unit): only the first is compared.
+pub fn duplicates(recs: &[Record]) -> usize {
+    let mut seen = HashSet::new();
+    keys(recs).filter(|k| !seen.insert(k.clone())).count()
+}
+
+/// A ratio for a table cell: three decimals, or e-notation where fixed notation would
+/// print hundreds of digits or only zeros.
+pub fn ratio_text(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && !(1e-3..1e6).contains(&x.abs()) {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.3}")
+    }
 }
 
 fn cells(r: &Row) -> Vec<String> {
@@ -119,9 +157,9 @@ fn cells(r: &Row) -> Vec<String> {
         r.unit.clone(),
         crate::report::num(Some(r.a), 3),
         crate::report::num(Some(r.b), 3),
-        r.ratio.map(|x| format!("{x:.3}")).unwrap_or("-".into()),
+        r.ratio.map(ratio_text).unwrap_or("-".into()),
         r.ratio_interval
-            .map(|(lo, hi)| format!("{lo:.3}–{hi:.3}"))
+            .map(|(lo, hi)| format!("{}–{}", ratio_text(lo), ratio_text(hi)))
             .unwrap_or("-".into()),
         r.change.clone(),
     ]
@@ -177,6 +215,21 @@ mod tests {
         );
         r.add_samples(metric, "ns", v);
         r
+    }
+
+    #[test]
+    fn huge_ratios_are_short_and_duplicates_are_not_only_in_b() {
+        assert_eq!(ratio_text(1e308), "1.000e308");
+        assert_eq!(ratio_text(1.5), "1.500");
+        assert_eq!(ratio_text(1e-9), "1.000e-9");
+        let a = vec![rec("k", "x", &[10.0])];
+        let b = vec![
+            rec("k", "x", &[11.0]),
+            rec("k", "x", &[12.0]),
+            rec("k", "y", &[1.0]),
+        ];
+        let (rows, only_a, only_b) = compare(&a, &b);
+        assert_eq!((rows.len(), only_a, only_b, duplicates(&b)), (1, 0, 1, 1));
     }
 
     #[test]

@@ -66,6 +66,12 @@ fn html_path(p: &Path, force: bool) -> Result<(), CliError> {
 pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     html_path(&a.output, a.force)?;
     if a.files.iter().any(|f| numalab_prof::trace::is_trace(f)) {
+        if let Some(r) = a.reference.first() {
+            return Err(bad(format!(
+                "invalid --reference '{}' with a trace: Mess curves are drawn beside loaded-latency records; drop --reference",
+                r.display()
+            )));
+        }
         return trace_report(&a);
     }
     let input = numalab_suites::survey::files::read_inputs(&a.files).map_err(bad)?;
@@ -123,9 +129,17 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
         println!("A: {}\nB: {}\n", a.a.display(), a.b.display());
         print!("{}", table(&compare::HEADER, &compare::text_rows(&rows)));
         let beyond = rows.iter().filter(|r| r.change == "beyond").count();
+        let dup = |n: usize, which: &str| {
+            match n {
+            0 => String::new(),
+            n => format!("; {n} duplicate(s) in {which} (a measurement repeated: only the first is compared)"),
+        }
+        };
         println!(
-            "\n{} matched measurement(s), {beyond} beyond the run-to-run spread; {only_a} only in A, {only_b} only in B\n{}",
+            "\n{} matched measurement(s), {beyond} beyond the run-to-run spread; {only_a} only in A, {only_b} only in B{}{}\n{}",
             rows.len(),
+            dup(compare::duplicates(&ra), "A"),
+            dup(compare::duplicates(&rb), "B"),
             compare::RULE
         );
     }
