@@ -68,7 +68,18 @@ pub fn threads(
 }
 
 /// The one requestor of a single-requestor experiment.
-pub fn one(m: &Machine, spec: ThreadSpec) -> Result<ThreadPlacement> {
+/// A list of CPUs other than one is refused naming `--cpu`: taking its first CPU would
+/// ignore the rest without a word.
+/// `given` is the spec as the user wrote it, for the error.
+pub fn one(m: &Machine, spec: ThreadSpec, given: &str) -> Result<ThreadPlacement> {
+    if let ThreadSpec::List(items) = &spec {
+        let many = |i: &numalab_topo::spec::Item| matches!(i, numalab_topo::spec::Item::Cpus(c) if c.len() > 1);
+        if items.len() > 1 || items.iter().any(many) {
+            return Err(Error::input(format!(
+                "invalid --cpu '{given}': this experiment has one requestor; give one CPU, one object (core:0) or a policy"
+            )));
+        }
+    }
     Ok(threads(m, spec, Some(1))?.remove(0))
 }
 

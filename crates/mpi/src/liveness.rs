@@ -61,7 +61,8 @@ pub fn default_bound(estimate: Duration) -> Duration {
 /// The overall limit: `NUMALAB_MPI_TIMEOUT` (seconds; a value that is not a positive
 /// number is refused rather than ignored), else the plan's estimate's bound.
 pub fn overall_limit(estimate: Option<Duration>) -> Result<Option<Limit>> {
-    Ok(match seconds_from_env("NUMALAB_MPI_TIMEOUT")? {
+    let var = "NUMALAB_MPI_TIMEOUT";
+    Ok(match check_timeout(var, seconds_from_env(var)?)? {
         Some(after) => Some(Limit {
             after,
             estimate: None,
@@ -71,6 +72,21 @@ pub fn overall_limit(estimate: Option<Duration>) -> Result<Option<Limit>> {
             estimate: Some(e),
         }),
     })
+}
+
+/// The least `NUMALAB_MPI_TIMEOUT` taken: starting a job's ranks alone takes about a
+/// second here, so a smaller bound would end every job and blame the launcher.
+const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Refuse an overall bound below [`MIN_TIMEOUT`], naming the value as given.
+fn check_timeout(var: &str, after: Option<Duration>) -> Result<Option<Duration>> {
+    match after {
+        Some(a) if a < MIN_TIMEOUT => Err(Error::Usage(format!(
+            "invalid {var} '{}': at least 1 second (starting the ranks alone takes about that), e.g. 600",
+            std::env::var_os(var).unwrap_or_default().to_string_lossy().trim()
+        ))),
+        a => Ok(a),
+    }
 }
 
 /// One process's state letter (`R`, `S`, `T` …), parent pid and CPU ticks (user +
@@ -309,6 +325,17 @@ mod tests {
             .starts_with(&format!("rank 3 (pid {pid}) stopped answering")));
         w.kill_ranks();
         assert!(!child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn a_timeout_below_a_second_is_refused_not_rounded_to_0() {
+        let var = "NUMALAB_TEST_NO_SUCH_TIMEOUT";
+        let ms = Some(Duration::from_millis(1));
+        let e = check_timeout(var, ms).unwrap_err().to_string();
+        assert!(e.contains("at least 1 second"), "{e}");
+        let s = Some(Duration::from_secs(1));
+        assert_eq!(check_timeout(var, s).unwrap(), s);
+        assert_eq!(check_timeout(var, None).unwrap(), None);
     }
 
     #[test]

@@ -102,6 +102,22 @@ fn sampling(t: &Trace, ix: &Index) -> String {
     )
 }
 
+/// The sampler's CPU time, and its share of the span where the span is long enough
+/// for a share to mean something (a 0.4 ms span of `record -- true` gave "108%").
+fn sampler_cost(cpu_ns: u64, span_ns: u64) -> String {
+    let ms = cpu_ns as f64 / 1e6;
+    if span_ns < 100_000_000 {
+        return format!(
+            "; the sampler used {ms:.1} ms of CPU (the span, {:.1} ms, is too short for a share)",
+            span_ns as f64 / 1e6
+        );
+    }
+    format!(
+        "; the sampler used {ms:.1} ms of CPU ({:.2}% of the span)",
+        100.0 * cpu_ns as f64 / span_ns as f64
+    )
+}
+
 /// How the recording ended, and whether its last line was torn.
 fn end(t: &Trace) -> String {
     let mut s = match &t.end {
@@ -110,11 +126,7 @@ fn end(t: &Trace) -> String {
             e.reason,
             e.exit_code.map_or(String::new(), |c| format!(", exit status {c}")),
             e.signal.map_or(String::new(), |c| format!(", killed by signal {c}")),
-            e.sampler_cpu_ns.map_or(String::new(), |c| format!(
-                "; the sampler used {:.1} ms of CPU ({:.2}% of the span)",
-                c as f64 / 1e6,
-                100.0 * c as f64 / t.span_ns().max(1) as f64
-            ))
+            e.sampler_cpu_ns.map_or(String::new(), |c| sampler_cost(c, t.span_ns()))
         ),
         None => "end: none — the recorder stopped before writing its end entry (killed?); this is the prefix it left\n".into(),
     };
@@ -171,4 +183,19 @@ fn objects(t: &Trace, ix: &Index) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_sampler_share_of_a_span_too_short_for_one() {
+        let short = sampler_cost(500_000, 460_000);
+        assert!(
+            !short.contains('%') && short.contains("too short"),
+            "{short}"
+        );
+        assert!(sampler_cost(10_000_000, 1_000_000_000).contains("(1.00% of the span)"));
+    }
 }

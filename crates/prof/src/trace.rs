@@ -326,7 +326,10 @@ pub fn parse(bytes: &[u8]) -> Result<Trace, String> {
         }
         match serde_json::from_str::<Entry>(l) {
             Ok(Entry::Object(o)) => t.objects.push(o),
-            Ok(Entry::Sample(s)) => t.samples.push(s),
+            Ok(Entry::Sample(s)) => {
+                check_cpu(&t.header, &s).map_err(|e| format!("line {}: {e}", i + 1))?;
+                t.samples.push(s)
+            }
             Ok(Entry::Event(e)) => {
                 // Objects carry their latest name; the events keep the history.
                 if e.what == "exec" || e.what == "rename" {
@@ -344,6 +347,34 @@ pub fn parse(bytes: &[u8]) -> Result<Trace, String> {
         }
     }
     Ok(t)
+}
+
+/// A sample's CPU must be one of the machine's the header lists: a CPU beyond it
+/// would be drawn on no node, or on a wrong one.
+fn check_cpu(h: &Header, s: &Sample) -> Result<(), String> {
+    let Some(&cpu) = s.v.get("cpu") else {
+        return Ok(());
+    };
+    let all: Vec<u32> = h
+        .nodes
+        .iter()
+        .flat_map(|n| n.cpus.iter().copied())
+        .collect();
+    if all.is_empty() {
+        return Ok(());
+    }
+    let known = cpu >= 0.0 && cpu.fract() == 0.0 && all.contains(&(cpu as u32));
+    if known {
+        return Ok(());
+    }
+    let (lo, hi) = (all.iter().min(), all.iter().max());
+    Err(format!(
+        "a sample of '{}' names CPU {cpu}, which the trace's machine does not have (its {} CPUs run {}-{})",
+        s.obj,
+        all.len(),
+        lo.unwrap_or(&0),
+        hi.unwrap_or(&0)
+    ))
 }
 
 impl Trace {

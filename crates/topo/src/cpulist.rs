@@ -18,8 +18,22 @@ pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
             Some((a, b)) => (a, b),
             None => (part, part),
         };
-        let a: u32 = a.trim().parse().map_err(|_| Error::bad(what, s, valid))?;
-        let b: u32 = b.trim().parse().map_err(|_| Error::bad(what, s, valid))?;
+        // A number too large for an index is named as such, not as "not a list".
+        let index = |x: &str| {
+            x.trim()
+                .parse::<u32>()
+                .map_err(|_| match x.trim().parse::<u64>() {
+                    Ok(big) => Error::bad(
+                        what,
+                        s,
+                        format!(
+                            "{valid} (index {big} is beyond any machine's: at most 4294967295)"
+                        ),
+                    ),
+                    Err(_) => Error::bad(what, s, valid),
+                })
+        };
+        let (a, b) = (index(a)?, index(b)?);
         if b < a {
             return Err(Error::bad(
                 what,
@@ -83,6 +97,22 @@ pub fn format(ids: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_beyond_u32_is_named_as_such() {
+        let e = parse("thread spec", "4294967296").unwrap_err().to_string();
+        assert!(
+            e.contains("index 4294967296 is beyond any machine's"),
+            "{e}"
+        );
+        let e = crate::ThreadSpec::parse("pu:4294967296")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("index 4294967296 is beyond") && !e.contains("needs an index"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn parses_ranges_in_order() {

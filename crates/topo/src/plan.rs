@@ -426,6 +426,38 @@ fn farthest_node(m: &Machine, f: u32) -> Result<u32> {
         .ok_or_else(|| Error::Unsatisfiable("no node has memory".into()))
 }
 
+/// What a node can hold: its free memory on this machine, its capacity in a file.
+fn room(node: &crate::model::Node) -> (u64, &'static str) {
+    match node.free_bytes {
+        Some(f) => (f, "free"),
+        None => (node.total_bytes, "in total"),
+    }
+}
+
+/// Check that buffers of base pages fit where they are placed: `need` is (node, bytes)
+/// pairs, a node named twice summed; `what` names them in the error ("the buffers of
+/// 2 threads for --sizes item '12 GiB'"). The check [`check_capacity`] makes, for
+/// experiments that place memory near each thread rather than by a memory spec.
+pub fn check_per_node(m: &Machine, what: &str, need: &[(u32, u64)]) -> Result<()> {
+    let mut by_node: std::collections::BTreeMap<u32, u64> = Default::default();
+    for &(n, b) in need {
+        let e = by_node.entry(n).or_default();
+        *e = e.saturating_add(b);
+    }
+    for (n, bytes) in by_node {
+        let Some(node) = m.node(n) else { continue };
+        let (avail, held) = room(node);
+        if bytes > avail {
+            return Err(Error::Unsatisfiable(format!(
+                "{what} need {} on node {n}: it has {} {held}",
+                crate::fmt_bytes(bytes),
+                crate::fmt_bytes(avail)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Check that `size` bytes with this page size fit on the placement's nodes.
 ///
 /// Uses free memory and free huge pages on this machine, capacity and
@@ -434,10 +466,7 @@ pub fn check_capacity(m: &Machine, mem: &MemPlacement, size: u64) -> Result<()> 
     let share = size.div_ceil(mem.nodes.len() as u64);
     for &n in &mem.nodes {
         let Some(node) = m.node(n) else { continue };
-        let (avail, what) = match node.free_bytes {
-            Some(f) => (f, "free"),
-            None => (node.total_bytes, "in total"),
-        };
+        let (avail, what) = room(node);
         if share > avail {
             return Err(Error::Unsatisfiable(format!(
                 "size {} does not fit on node {n}: it has {} {what}",

@@ -84,8 +84,14 @@ impl ThreadSpec {
             let tok = tok.trim();
             if let Some((l, idx)) = tok.split_once(':') {
                 let lv = level(l)?;
-                let ids = cpulist::parse("thread spec", idx).map_err(|_| {
-                    bad(&format!("'{tok}' needs an index or range after the colon"))
+                let ids = cpulist::parse("thread spec", idx).map_err(|e| match e {
+                    Error::BadSpec { valid, .. } if valid.contains("beyond any machine") => {
+                        bad(&format!(
+                            "'{tok}': {}",
+                            valid.rsplit('(').next().unwrap_or("").trim_end_matches(')')
+                        ))
+                    }
+                    _ => bad(&format!("'{tok}' needs an index or range after the colon")),
                 })?;
                 items.push(Item::Objects(lv, ids));
             } else {

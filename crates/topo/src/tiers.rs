@@ -69,22 +69,56 @@ pub struct TierFacts {
     pub numa_balancing: Option<u32>,
     /// Weighted-interleave weight per node; None without the folder.
     pub weights: Option<BTreeMap<u32, u32>>,
+    /// Each file whose content is not what the kernel writes there, named with its
+    /// content: its fact is left out (None or empty), never reinterpreted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<String>,
+}
+
+/// Collects the files whose content does not parse, relative to the root.
+struct Bad<'a> {
+    root: &'a Path,
+    lines: Vec<String>,
+}
+
+impl Bad<'_> {
+    /// Names `p` with its content and what it should hold.
+    fn say(&mut self, p: &Path, content: &str, expected: &str) {
+        let rel = p.strip_prefix(self.root).unwrap_or(p).display();
+        let mut c: String = content.chars().take(60).collect();
+        if c.len() < content.len() {
+            c.push('…');
+        }
+        self.lines
+            .push(format!("{rel} holds '{c}', not {expected}: left out"));
+    }
+
+    /// The number in `p`, or None (named here when the file is there but holds none).
+    fn num<T: std::str::FromStr>(&mut self, p: &Path, expected: &str) -> Option<T> {
+        let t = text(p)?;
+        let v = t.parse().ok();
+        if v.is_none() {
+            self.say(p, &t, expected);
+        }
+        v
+    }
+
+    /// The list in `p` (an empty file: an empty list), or None.
+    fn list(&mut self, p: &Path) -> Option<Vec<u32>> {
+        let t = text(p)?;
+        if t.is_empty() {
+            return Some(Vec::new());
+        }
+        let v = crate::cpulist::parse("list", &t).ok();
+        if v.is_none() {
+            self.say(p, &t, "a list such as 0-3,8");
+        }
+        v
+    }
 }
 
 fn text(p: &Path) -> Option<String> {
     fs::read_to_string(p).ok().map(|s| s.trim().to_string())
-}
-
-fn num<T: std::str::FromStr>(p: &Path) -> Option<T> {
-    text(p)?.parse().ok()
-}
-
-fn list(p: &Path) -> Option<Vec<u32>> {
-    let t = text(p)?;
-    if t.is_empty() {
-        return Some(Vec::new());
-    }
-    crate::cpulist::parse("list", &t).ok()
 }
 
 /// Entries of `dir` named `prefix` + a number, as (number, path), in number order.
@@ -103,88 +137,135 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<(u32, PathBuf)> {
     v
 }
 
-fn access(node_dir: &Path, class: u32) -> Option<Access> {
+fn access(node_dir: &Path, class: u32, bad: &mut Bad) -> Option<Access> {
     let dir = node_dir.join(format!("access{class}/initiators"));
     if !dir.is_dir() {
         return None;
     }
     // sysfs reports 0 for a value the HMAT did not give: not a figure.
-    let val = |f: &str| num::<u32>(&dir.join(f)).filter(|v| *v > 0);
+    let mut val = |f: &str| {
+        bad.num::<u32>(&dir.join(f), "a number from 0 to 4294967295")
+            .filter(|v| *v > 0)
+    };
     Some(Access {
-        initiators: numbered(&dir, "node").into_iter().map(|(n, _)| n).collect(),
         read_latency: val("read_latency"),
         write_latency: val("write_latency"),
         read_bandwidth: val("read_bandwidth"),
         write_bandwidth: val("write_bandwidth"),
+        initiators: numbered(&dir, "node").into_iter().map(|(n, _)| n).collect(),
     })
 }
 
-fn mem_total(node_dir: &Path, node: u32) -> Option<u64> {
-    let t = text(&node_dir.join("meminfo"))?;
+fn mem_total(node_dir: &Path, node: u32, bad: &mut Bad) -> Option<u64> {
+    let p = node_dir.join("meminfo");
+    let t = text(&p)?;
     let key = format!("Node {node} MemTotal:");
-    let kb: u64 = t
+    let kb = t
         .lines()
-        .find_map(|l| l.strip_prefix(&key))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    if kb.is_none() {
+        bad.say(&p, &t, &format!("a '{key} N kB' line"));
+    }
+    kb?.checked_mul(1024)
 }
 
-fn node_facts(n: u32, d: &Path) -> NodeFacts {
-    let distances = text(&d.join("distance"))
-        .map(|t| {
-            t.split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect()
+/// The node's facts; None when its cpulist does not parse (named in `bad`): such a
+/// node is left out rather than shown CPU-less.
+fn node_facts(n: u32, d: &Path, bad: &mut Bad) -> Option<NodeFacts> {
+    let p = d.join("distance");
+    let distances = text(&p)
+        .and_then(|t| {
+            let v: Option<Vec<u32>> = t.split_whitespace().map(|x| x.parse().ok()).collect();
+            if v.is_none() {
+                bad.say(&p, &t, "distances such as '10 20'");
+            }
+            v
         })
         .unwrap_or_default();
-    NodeFacts {
+    let p = d.join("cpulist");
+    let cpus = match text(&p) {
+        Some(_) => bad.list(&p)?,
+        None => Vec::new(),
+    };
+    Some(NodeFacts {
         node: n,
-        cpus: list(&d.join("cpulist")).unwrap_or_default(),
-        mem_bytes: mem_total(d, n),
+        cpus,
+        mem_bytes: mem_total(d, n, bad),
         distances,
-        access0: access(d, 0),
-        access1: access(d, 1),
-    }
+        access0: access(d, 0, bad),
+        access1: access(d, 1, bad),
+    })
 }
 
 impl TierFacts {
     /// Read every fact under `root` ("/" for this machine); what is missing stays None.
     pub fn read(root: &Path) -> TierFacts {
-        let nodes = numbered(&root.join(NODE_DIR), "node")
+        let mut bad = Bad {
+            root,
+            lines: Vec::new(),
+        };
+        let nodes: Vec<NodeFacts> = numbered(&root.join(NODE_DIR), "node")
             .into_iter()
             .filter(|(_, d)| d.is_dir())
-            .map(|(n, d)| node_facts(n, &d))
+            .filter_map(|(n, d)| node_facts(n, &d, &mut bad))
             .collect();
         let tier_dir = root.join(TIER_DIR);
         let tiers = tier_dir.is_dir().then(|| {
             numbered(&tier_dir, "memory_tier")
                 .into_iter()
-                .map(|(k, d)| (k, list(&d.join("nodelist")).unwrap_or_default()))
+                .filter_map(|(k, d)| Some((k, bad.list(&d.join("nodelist"))?)))
                 .collect()
         });
         let weight_dir = root.join(WEIGHT_DIR);
         let weights = weight_dir.is_dir().then(|| {
             numbered(&weight_dir, "node")
                 .into_iter()
-                .filter_map(|(n, p)| Some((n, num(&p)?)))
+                .filter_map(|(n, p)| Some((n, bad.num(&p, "a weight from 1 to 255")?)))
                 .collect()
         });
-        let demotion_enabled = text(&root.join(DEMOTION_FILE)).and_then(|t| match t.as_str() {
+        let p = root.join(DEMOTION_FILE);
+        let demotion_enabled = text(&p).and_then(|t| match t.as_str() {
             "true" | "1" | "Y" | "y" => Some(true),
             "false" | "0" | "N" | "n" => Some(false),
-            _ => None,
+            _ => {
+                bad.say(&p, &t, "true or false");
+                None
+            }
         });
-        TierFacts {
+        let numa_balancing = bad.num(&root.join(BALANCING_FILE), "a mode from 0 to 3");
+        let mut f = TierFacts {
             root: root.display().to_string(),
             kernel: text(&root.join("proc/sys/kernel/osrelease")),
             nodes,
             tiers,
             demotion_enabled,
-            numa_balancing: num(&root.join(BALANCING_FILE)),
+            numa_balancing,
             weights,
+            malformed: bad.lines,
+        };
+        f.check_tiers();
+        f
+    }
+
+    /// Name a node listed in two tiers, or a tier naming a node the root does not
+    /// have: the kernel never writes either.
+    fn check_tiers(&mut self) {
+        let Some(tiers) = &self.tiers else { return };
+        let have: Vec<u32> = self.nodes.iter().map(|n| n.node).collect();
+        let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
+        for (k, nodes) in tiers {
+            for n in nodes {
+                if let Some(first) = seen.insert(*n, *k) {
+                    self.malformed.push(format!(
+                        "{TIER_DIR}: node {n} is listed in memory_tier{first} and memory_tier{k}; a node is in one tier"
+                    ));
+                } else if !have.contains(n) {
+                    self.malformed.push(format!(
+                        "{TIER_DIR}/memory_tier{k}/nodelist names node {n}, which {NODE_DIR} does not have"
+                    ));
+                }
+            }
         }
     }
 
@@ -249,6 +330,51 @@ mod tests {
         assert_eq!((f.kernel_tier(0), f.kernel_tier(1)), (Some(4), Some(6)));
         assert_eq!((f.numa_balancing, f.demotion_enabled), (Some(2), None));
         assert_eq!(f.weights, None);
+        assert!(f.malformed.is_empty(), "{:?}", f.malformed);
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn each_malformed_file_is_named_with_its_content() {
+        let root = std::env::temp_dir().join(format!("numalab-tiers-bad-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let n0 = "sys/devices/system/node/node0";
+        put(&root, &format!("{n0}/cpulist"), "0-1\n");
+        put(&root, &format!("{n0}/meminfo"), "garbage\n");
+        let acc = format!("{n0}/access1/initiators");
+        put(&root, &format!("{acc}/read_latency"), "abc\n");
+        put(&root, &format!("{acc}/write_latency"), "-5\n");
+        put(
+            &root,
+            &format!("{acc}/read_bandwidth"),
+            "18446744073709551615\n",
+        );
+        put(&root, "sys/devices/system/node/node1/cpulist", "0-zz\n");
+        put(&root, DEMOTION_FILE, "maybe\n");
+        put(&root, &format!("{TIER_DIR}/memory_tier4/nodelist"), "0,7\n");
+        put(&root, &format!("{TIER_DIR}/memory_tier5/nodelist"), "0\n");
+        put(&root, &format!("{TIER_DIR}/memory_tier6/nodelist"), "zz\n");
+        let f = TierFacts::read(&root);
+        let all = f.malformed.join("\n");
+        for want in [
+            "node0/meminfo holds 'garbage'",
+            "read_latency holds 'abc'",
+            "write_latency holds '-5'",
+            "read_bandwidth holds '18446744073709551615'",
+            "node1/cpulist holds '0-zz'",
+            "demotion_enabled holds 'maybe'",
+            "memory_tier6/nodelist holds 'zz'",
+            "node 0 is listed in memory_tier4 and memory_tier5",
+            "names node 7",
+        ] {
+            assert!(all.contains(want), "'{want}' not in:\n{all}");
+        }
+        // Nothing reinterpreted: the CPU list that did not parse is no CPU-less node.
+        assert!(f.node(1).is_none());
+        assert_eq!(
+            (f.node(0).unwrap().mem_bytes, f.demotion_enabled),
+            (None, None)
+        );
         let _ = fs::remove_dir_all(&root);
     }
 }

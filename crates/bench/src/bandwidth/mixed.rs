@@ -117,7 +117,19 @@ fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
 /// Check the mix options without a machine.
 pub fn check(o: &Options) -> Result<()> {
     if o.mix.is_none() && !o.injection {
-        return Store::parse(&o.store).map(|_| ()).map_err(Error::Input);
+        Store::parse(&o.store).map_err(Error::Input)?;
+        if o.store != Options::default().store {
+            return Err(Error::input(format!(
+                "invalid --store '{}' without --mix or --injection: only mixed kernels choose their stores; add --mix R:W or drop --store",
+                o.store
+            )));
+        }
+        return Ok(());
+    }
+    if let Some(h) = &o.crew.helpers {
+        return Err(Error::input(format!(
+            "invalid --helpers '{h}' with --mix/--injection: mixed runs place no helpers; drop --helpers"
+        )));
     }
     if o.kernel != Options::default().kernel {
         return Err(Error::input(format!(

@@ -87,6 +87,8 @@ pub struct Plan {
     pub states: Vec<LineState>,
     /// One row per distance.
     pub rows: Vec<Row>,
+    /// The placements asked for (`--placements`), whose columns the text shows.
+    pub placements: Vec<Placement>,
     /// Bytes of lines per measurement.
     pub size: u64,
     /// Timed passes per measurement.
@@ -99,7 +101,7 @@ impl Plan {
     /// Resolve the options on a machine.
     pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
         let l = o.lists()?;
-        let req = crate::crew::one(m, ThreadSpec::parse(&o.cpu)?)?;
+        let req = crate::crew::one(m, ThreadSpec::parse(&o.cpu)?, &o.cpu)?;
         let rows = plan_rows(m, &req, l.hops.as_deref(), &l.placements)?;
         let size =
             opt_size(o.size.as_deref())?.unwrap_or_else(|| crate::sizing::half_private_cache(m));
@@ -118,6 +120,7 @@ impl Plan {
             requestor: req,
             states: l.states,
             rows,
+            placements: l.placements.clone(),
             size,
             iterations: o.iterations,
             warnings,
@@ -181,7 +184,8 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
             "intervene-uown",
             &format!("uown hops {}", row.hops),
             prov.clone(),
-            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read", "iterations": plan.iterations }),
+            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read", "iterations": plan.iterations,
+                "placements": plan.placements.iter().map(|p| p.name()).collect::<Vec<_>>() }),
         );
         match row.uown_home {
             Some(h) => {

@@ -99,6 +99,17 @@ fn measured(records: &[Record]) -> Option<String> {
             .map(|s| s.summary.median)
     };
     let fmt = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
+    // Only the placements asked for: --placements x shows no y and z columns.
+    let all = ["xhops=0", "yhops=0", "zhops=0"];
+    let asked = &uown.first()?.parameters["placements"];
+    let shown: Vec<&str> = match asked.as_array() {
+        Some(v) => all
+            .into_iter()
+            .filter(|n| v.iter().any(|p| p.as_str() == Some(n)))
+            .collect(),
+        // Records written before the placements were kept show all three.
+        None => all.to_vec(),
+    };
     let mut s = String::new();
     for st in states {
         let _ = writeln!(
@@ -106,8 +117,8 @@ fn measured(records: &[Record]) -> Option<String> {
             "{st} latency (ns, median of {iterations} passes; ΔU = minus unowned at the same distance)"
         );
         let mut header = vec!["hops", "UOWN"];
-        for p in ["xhops=0", "yhops=0", "zhops=0"] {
-            header.extend([p, "ΔU"]);
+        for name in &shown {
+            header.extend([*name, "ΔU"]);
         }
         let body: Vec<Vec<String>> = uown
             .iter()
@@ -115,9 +126,9 @@ fn measured(records: &[Record]) -> Option<String> {
                 let hops = &u_rec.parameters["hops"];
                 let u = med("intervene-uown", &format!("uown hops {hops}"));
                 let mut line = vec![hops.to_string(), fmt(u)];
-                for p in ["x", "y", "z"] {
+                for &name in &shown {
                     // The zero-hop row is one local measurement, shown under each placement.
-                    let which = if hops == 0 { "local" } else { p };
+                    let which = if hops == 0 { "local" } else { name };
                     let v = med("intervene", &format!("{st} hops {hops} {which}"));
                     line.push(fmt(v));
                     line.push(

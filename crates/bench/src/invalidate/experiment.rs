@@ -59,7 +59,7 @@ impl InvalidatePlan {
     /// Resolve the options on a machine: the requestor, the home, sharers nearest-first.
     pub fn resolve(m: &Machine, o: &Options) -> Result<InvalidatePlan> {
         o.check()?;
-        let req = vec![crate::crew::one(m, ThreadSpec::parse(&o.cpu)?)?];
+        let req = vec![crate::crew::one(m, ThreadSpec::parse(&o.cpu)?, &o.cpu)?];
         let mem = resolve_memory(m, &MemSpec::parse(&o.mem_node)?, PageSize::Base, &req)?;
         let size =
             opt_size(o.size.as_deref())?.unwrap_or_else(|| crate::sizing::half_private_cache(m));

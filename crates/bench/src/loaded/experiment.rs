@@ -172,7 +172,7 @@ impl LoadedPlan {
             inject_size,
         } = o.parsed()?;
         let spec = chaser_spec(m, spec, &mem_spec, &o.cpu);
-        let req = vec![crate::crew::one(m, spec)?];
+        let req = vec![crate::crew::one(m, spec, &o.cpu)?];
         let r = &req[0];
         let injectors: Vec<ThreadPlacement> = match inj_spec {
             Some(s) => {

@@ -7,7 +7,7 @@ use crate::latency::{self, LatencyPlan};
 use numalab_probe::bw::BwKernel;
 use numalab_probe::{LineState, Request, Timer};
 use numalab_results::Record;
-use numalab_topo::plan::resolve_memory;
+use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::{Error, Host, Level, Machine, MemPlacement, MemSpec, PageSize, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -92,6 +92,11 @@ impl Plan {
             .iter()
             .map(|c| resolve_memory(m, &MemSpec::Node(c.node), PageSize::Base, &c.initiators))
             .collect::<Result<Vec<_>>>()?;
+        // Each cell's buffers (one per initiator) are on its node at once.
+        for (c, mem) in cells.iter().zip(&mems) {
+            let need = size.saturating_mul(c.initiators.len().max(1) as u64);
+            check_capacity(m, mem, need)?;
+        }
         Ok(Plan {
             mems,
             bw,

@@ -29,7 +29,7 @@ pub struct AdviseArgs {
     /// Every thread reads the whole footprint (default: each thread its own slice).
     #[arg(long)]
     shared: bool,
-    /// The program the printed commands run (default: the trace's, else PROGRAM).
+    /// The program the printed commands run, as one shell word, quoted in them (default: the trace's command, else PROGRAM).
     #[arg(long)]
     program: Option<String>,
     /// Print the advice records as JSON on stdout.

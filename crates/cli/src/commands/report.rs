@@ -70,6 +70,12 @@ fn html_path(p: &Path, force: bool) -> Result<(), CliError> {
 pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
     html_path(&a.output, a.force)?;
     if a.files.iter().any(|f| numalab_prof::trace::is_trace(f)) {
+        if let Some(r) = a.reference.first() {
+            return Err(bad(format!(
+                "invalid --reference '{}' with a trace: Mess curves are drawn beside loaded-latency records; drop --reference",
+                r.display()
+            )));
+        }
         return trace_report(&a);
     }
     let input = numalab_suites::survey::files::read_inputs(&a.files).map_err(bad)?;

@@ -131,3 +131,20 @@ fn a_device_that_refuses_writes_is_an_error_never_moved_or_removed() {
     assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
     assert!(full.exists());
 }
+
+#[test]
+fn a_sample_on_a_cpu_the_machine_lacks_is_refused_naming_it() {
+    let h = header();
+    let mut text = serde_json::to_string(&Entry::Header(Box::new(h))).unwrap() + "\n";
+    let s = Entry::Sample(Sample {
+        t_ns: 2,
+        obj: "t7".into(),
+        v: [("cpu".to_string(), 999.0)].into(),
+    });
+    text += &(serde_json::to_string(&s).unwrap() + "\n");
+    let e = parse(text.as_bytes()).unwrap_err();
+    assert!(
+        e.contains("line 2") && e.contains("CPU 999") && e.contains("0-1"),
+        "{e}"
+    );
+}

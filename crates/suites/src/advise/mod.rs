@@ -162,12 +162,33 @@ pub fn survey_file(path: &std::path::Path) -> Result<std::path::PathBuf> {
     Ok(file)
 }
 
-/// The program the printed commands run: the one given, else the trace's, else PROGRAM.
+/// The program the printed commands run, shell-quoted so a pasted line runs it and
+/// nothing else: the one given (one word), else the trace's words, else PROGRAM.
 pub fn program(given: Option<String>, trace: Option<&Trace>) -> String {
-    given.unwrap_or_else(|| match trace {
-        Some(t) if !t.header.target.is_empty() => t.header.target.join(" "),
+    match (given, trace) {
+        (Some(p), _) => shell_word(&p),
+        (None, Some(t)) if !t.header.target.is_empty() => shell_words(&t.header.target),
         _ => "PROGRAM".into(),
-    })
+    }
+}
+
+/// `words` as a shell command line, each quoted where it needs to be.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One word for a POSIX shell: as it is when it holds only characters no shell
+/// treats specially, else in single quotes (a quote inside as '\'').
+pub fn shell_word(w: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c);
+    if !w.is_empty() && w.chars().all(plain) {
+        return w.to_string();
+    }
+    format!("'{}'", w.replace('\'', "'\\''"))
 }
 
 /// When the footprint fits in a cache level, memory placement matters little: say so with the plateau.

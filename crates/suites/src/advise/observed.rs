@@ -227,11 +227,7 @@ fn moves(
 
 /// Advice for every thread of the trace.
 pub fn advise(m: &Measured, t: &Trace) -> Vec<ThreadAdvice> {
-    let program = if t.header.target.is_empty() {
-        "PROGRAM".to_string()
-    } else {
-        t.header.target.join(" ")
-    };
+    let program = super::program(None, Some(t));
     let mut out = Vec::new();
     for o in t.objects_of(ObjKind::Thread) {
         let (cpus, node, run_ns) = where_ran(t, &o.id);

@@ -570,3 +570,13 @@ fn a_streaming_placement_is_priced_at_the_latency_of_its_load() {
     let r = advise(&s, &opts(2, "1G", "random", false));
     assert_eq!(best(&r).latency_ns, Some(90.0));
 }
+
+#[test]
+fn a_program_pasted_into_printed_lines_is_shell_quoted() {
+    assert_eq!(super::shell_word("./app"), "./app");
+    assert_eq!(super::shell_word("$(rm -rf ~); x"), "'$(rm -rf ~); x'");
+    assert_eq!(super::shell_word("it's"), "'it'\\''s'");
+    assert_eq!(super::shell_word(""), "''");
+    assert_eq!(super::program(Some("a b".into()), None), "'a b'");
+    assert_eq!(super::program(None, None), "PROGRAM");
+}

@@ -175,6 +175,9 @@ impl Plan {
                 }
             }
         }
+        for it in &items {
+            check_item_memory(m, &cpus, *it, line)?;
+        }
         Ok(Plan {
             level,
             domains,
@@ -214,6 +217,32 @@ pub struct PairResult {
     pub ns: Vec<f64>,
     /// Pinning proof.
     pub pins: Vec<PinProof>,
+}
+
+/// Refuse an item whose buffers (what [`measure_item`] allocates near each of its
+/// threads, all held at once) would not fit on their nodes.
+fn check_item_memory(m: &Machine, cpus: &[u32], it: Item, line: usize) -> Result<()> {
+    if matches!(it.kind, Kind::Barrier(_)) {
+        return Ok(());
+    }
+    let (p, n) = (it.p, it.lines);
+    let need = cpus[..p]
+        .iter()
+        .enumerate()
+        .map(|(t, &cpu)| {
+            // Saturating: a block of exabytes must be refused, not wrap to a small need.
+            let src = it.kind.src_lines(t, p, 1);
+            let blocks = (src + p + 1) as u64;
+            let bytes = blocks.saturating_mul(n as u64).saturating_mul(line as u64);
+            Ok((crate::memory::node_near(m, cpu)?, bytes))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let what = format!(
+        "invalid --sizes item '{}': {} P={p}'s buffers",
+        numalab_topo::fmt_bytes((n as u64).saturating_mul(line as u64)),
+        it.kind.name()
+    );
+    numalab_topo::plan::check_per_node(m, &what, &need)
 }
 
 fn node_buffer(host: &Host, cpu: u32, lines: usize, line: usize) -> Result<Buffer> {

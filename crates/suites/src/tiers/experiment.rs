@@ -64,13 +64,37 @@ impl Options {
         if let Some(v) = &self.verify_interleave {
             self.interleave_bytes(v)?;
         }
-        if self.root.is_empty() {
-            return Err(Error::input(
-                "invalid --root '': a folder (/ for this machine)",
-            ));
-        }
-        Ok(())
+        check_root(&self.root)
     }
+}
+
+/// A root other than / is a folder holding the node folders (`sys/devices/system/node`):
+/// without them every fact would be reported missing, as if the kernel lacked it.
+fn check_root(root: &str) -> Result<()> {
+    if root.is_empty() {
+        return Err(Error::input(
+            "invalid --root '': a folder (/ for this machine)",
+        ));
+    }
+    let p = Path::new(root);
+    if !p.is_dir() {
+        let what = if p.exists() {
+            "not a folder"
+        } else {
+            "no such folder"
+        };
+        return Err(Error::input(format!(
+            "invalid --root '{root}': {what}; give / or a folder holding a recorded sys/ and proc/ tree"
+        )));
+    }
+    // This machine's own root is read as it is: a kernel without NUMA says so in the report.
+    if root != "/" && !p.join(numalab_topo::tiers::NODE_DIR).is_dir() {
+        return Err(Error::input(format!(
+            "invalid --root '{root}': it has no {}; give / or a folder holding a recorded sys/ and proc/ tree",
+            numalab_topo::tiers::NODE_DIR
+        )));
+    }
+    Ok(())
 }
 
 impl Options {
@@ -86,6 +110,15 @@ impl Options {
                 "invalid --verify-interleave with --root '{}': the allocation runs on this machine, so the root must be /",
                 self.root
             )));
+        }
+        if let Some((_, avail)) = numalab_topo::sysfs::system_memory() {
+            if bytes > avail / 2 {
+                return Err(Error::input(format!(
+                    "invalid --verify-interleave '{v}': {} is more than half of the {} of memory available on this machine",
+                    numalab_topo::fmt_bytes(bytes),
+                    numalab_topo::fmt_bytes(avail)
+                )));
+            }
         }
         Ok(bytes)
     }
@@ -391,6 +424,19 @@ fn weights_measured(
     (packages, gain)
 }
 
+/// One finding per file whose content the kernel would not have written.
+fn malformed_findings(facts: &TierFacts) -> Vec<super::data::Finding> {
+    facts
+        .malformed
+        .iter()
+        .map(|m| super::data::Finding {
+            rule: "malformed".into(),
+            node: None,
+            text: format!("{m} (under {})", facts.root),
+        })
+        .collect()
+}
+
 /// Read the facts under the plan's root and build the records: one "tiers" record per
 /// memory node, then the "tiers-system" record with findings and recommendations.
 pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
@@ -423,7 +469,10 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
             "not given (run `numalab survey` or pass --from)".into(),
             measure::reference_words,
         ),
-        findings: findings(&nodes, &packages),
+        findings: malformed_findings(&facts)
+            .into_iter()
+            .chain(findings(&nodes, &packages))
+            .collect(),
         recommendations: recommendations(
             &nodes,
             &packages,

@@ -247,6 +247,21 @@ fn demotion_recommendation(
         .map(|t| format!("memory_tier{t}"))
         .collect::<Vec<_>>()
         .join(", ");
+    let untiered: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.kernel_tier.is_none())
+        .map(|n| n.node.to_string())
+        .collect();
+    if !untiered.is_empty() {
+        return Recommendation {
+            text: format!(
+                "demotion: node(s) {} are in no memory tier the kernel lists, so the tiers cannot be compared; nothing is recommended ({})",
+                untiered.join(", "),
+                enabled.map_or("demotion_enabled unknown".into(), |e| format!("demotion_enabled {e}"))
+            ),
+            commands: Vec::new(),
+        };
+    }
     if tiers.len() < 2 {
         return Recommendation {
             text: format!(

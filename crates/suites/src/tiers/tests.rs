@@ -415,3 +415,22 @@ fn each_package_gets_its_own_weights_and_packages_that_differ_are_named() {
     let want = "the bandwidth package 0 (CPU node 0)'s CPUs measured (node 0 100.00 GB/s, node 1 40.00 GB/s): weights node0=10 node1=4";
     assert!(recs[0].text.contains(want), "{}", recs[0].text);
 }
+
+#[test]
+fn a_node_in_no_listed_tier_gets_no_demotion_claim() {
+    let mut nodes = vec![
+        tn(0, (100, 40_000), (4, 4), None, None),
+        tn(1, (120, 32_000), (6, 6), None, None),
+    ];
+    nodes[1].kernel_tier = None;
+    let recs = recommendations(&nodes, &[], (Some(false), Some(0)), None);
+    let text: Vec<&str> = recs.iter().map(|r| r.text.as_str()).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("node(s) 1 are in no memory tier")),
+        "{text:?}"
+    );
+    assert!(!text
+        .iter()
+        .any(|t| t.contains("every memory node is in one tier")));
+}
