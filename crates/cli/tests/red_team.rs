@@ -537,3 +537,56 @@ fn a_trace_resaved_by_another_json_writer_is_still_a_trace() {
     );
     assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
 }
+
+#[test]
+fn report_names_the_rule_a_superlinear_figure_broke_and_never_states_it() {
+    let dir = common::tmpdir("superlinear");
+    let html = dir.join("r.html");
+    // The fixture as measured: two cores 15.4 GB/s, one core 8.6 GB/s (1.8×).
+    let f = edited_fixture(&dir, "sound.json", |_| {});
+    let out = common::numalab(&["report", &f, "-o", html.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("2 cores together 15.4 GB/s (1.8×)")
+            && !text.contains("rule bandwidth-scaling"),
+        "{text}"
+    );
+    // Two cores at 30.7 GB/s would be 3.6× one core: the report says which rule it
+    // broke, the card shows it as implausible, and no sentence states either figure.
+    let f = edited_fixture(&dir, "superlinear.json", |r| {
+        if r["parameters"].get("requestor_cpus").is_some() && r["parameters"]["kernel"] == "readv" {
+            for s in r["stats"].as_array_mut().into_iter().flatten() {
+                for k in ["min", "p5", "median", "mean", "p95", "max"] {
+                    s[k] = (s[k].as_f64().unwrap() * 2.0).into();
+                }
+            }
+        }
+    });
+    let html2 = dir.join("r2.html");
+    let out = common::numalab(&["report", &f, "-o", html2.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("implausible (rule bandwidth-scaling)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule bandwidth-scaling: 2 threads readv 30.7 GB/s from memory, 3.6×"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("together") && !text.contains("streams"),
+        "{text}"
+    );
+    let page = std::fs::read_to_string(&html2).unwrap();
+    assert!(page.contains("<code>bandwidth-scaling</code>") && !page.contains("together"));
+}
