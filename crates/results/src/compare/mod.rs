@@ -7,7 +7,7 @@
 
 mod view;
 
-pub use view::{html, text_rows, verdict, HEADER};
+pub use view::{html, ratio_text, text_rows, verdict, HEADER};
 
 use crate::disturb::PassLog;
 use crate::interval;
@@ -123,8 +123,37 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// A's figures with no partner in B.
     pub only_a: usize,
-    /// B's figures with no partner in A.
+    /// B's figures with no partner in A, each counted once.
     pub only_b: usize,
+    /// Figures A and B repeat (same kind, name, metric and unit as an earlier one of the
+    /// same run): only the first of each is compared.
+    pub duplicates: (usize, usize),
+}
+
+/// What names one figure: kind, name, metric and unit.
+type Key = (String, String, String, String);
+
+/// Every figure's key, in the records' order.
+fn keys<'a>(
+    recs: &'a [Record],
+    keep: &'a dyn Fn(&&Stat) -> bool,
+) -> impl Iterator<Item = Key> + 'a {
+    recs.iter().flat_map(move |r| {
+        r.stats.iter().filter(keep).map(|s| {
+            (
+                r.kind.clone(),
+                r.name.clone(),
+                s.metric.clone(),
+                s.unit.clone(),
+            )
+        })
+    })
+}
+
+/// How many figures repeat an earlier one of the same run.
+fn duplicates(recs: &[Record], keep: &dyn Fn(&&Stat) -> bool) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    keys(recs, keep).filter(|k| !seen.insert(k.clone())).count()
 }
 
 /// Every figure present in both (same kind, name and metric; derived
@@ -133,7 +162,6 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     let (fa, fb) = (plausible::check(a), plausible::check(b));
     let keep = |s: &&Stat| all_metrics || !DERIVED.contains(&s.metric.as_str());
     let mut rows = Vec::new();
-    let mut matched_b = 0;
     let mut only_a = 0;
     for ra in a {
         for sa in ra.stats.iter().filter(keep) {
@@ -153,10 +181,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
                 .find_map(stat)
                 .or_else(|| b.iter().filter(same).find_map(stat));
             match hit {
-                Some((rb, sb)) => {
-                    matched_b += 1;
-                    rows.push(row(ra, rb, sa, sb, &fa, &fb));
-                }
+                Some((rb, sb)) => rows.push(row(ra, rb, sa, sb, &fa, &fb)),
                 None => only_a += 1,
             }
         }
@@ -168,11 +193,18 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     };
     // Stable: equal effects keep A's order.
     rows.sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
-    let total_b: usize = b.iter().map(|r| r.stats.iter().filter(keep).count()).sum();
+    // B's figures A has none of, each counted once: a repeat in B is a duplicate, not
+    // a figure only B measured.
+    let a_keys: std::collections::HashSet<Key> = keys(a, &keep).collect();
+    let mut seen = std::collections::HashSet::new();
+    let only_b = keys(b, &keep)
+        .filter(|k| seen.insert(k.clone()) && !a_keys.contains(k))
+        .count();
     Comparison {
         rows,
         only_a,
-        only_b: total_b - matched_b.min(total_b),
+        only_b,
+        duplicates: (duplicates(a, &keep), duplicates(b, &keep)),
     }
 }
 

@@ -186,3 +186,24 @@ fn identical_records_never_differ() {
     let c = compare(&a, &a, false);
     assert!(c.rows.iter().all(|r| r.change == "within"), "{:?}", c.rows);
 }
+
+#[test]
+fn huge_ratios_are_short_and_a_figure_repeated_in_b_is_not_only_in_b() {
+    assert_eq!(ratio_text(1e308), "1.000e308");
+    assert_eq!(ratio_text(1.5), "1.500");
+    assert_eq!(ratio_text(1e-9), "1.000e-9");
+    let a = vec![rec("x", "latency", &[10.0, 10.0, 10.0])];
+    let b = vec![
+        rec("x", "latency", &[11.0, 11.0, 11.0]),
+        rec("x", "latency", &[12.0, 12.0, 12.0]),
+        rec("y", "latency", &[1.0, 1.0, 1.0]),
+    ];
+    let c = compare(&a, &b, false);
+    assert_eq!((c.rows.len(), c.only_a, c.only_b), (1, 0, 1));
+    assert_eq!(c.duplicates, (0, 1));
+    assert!(
+        verdict(&c).contains("0 repeated in A and 1 in B"),
+        "{}",
+        verdict(&c)
+    );
+}

@@ -45,7 +45,24 @@ pub fn verdict(c: &Comparison) -> String {
     if c.only_a + c.only_b > 0 {
         let _ = write!(s, "; {} only in A, {} only in B", c.only_a, c.only_b);
     }
+    let (da, db) = c.duplicates;
+    if da + db > 0 {
+        let _ = write!(
+            s,
+            "; {da} repeated in A and {db} in B (only the first of each is compared)"
+        );
+    }
     s
+}
+
+/// A ratio for a table cell: three decimals, or e-notation where fixed notation would
+/// print hundreds of digits or only zeros (a 1e308 median).
+pub fn ratio_text(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && !(1e-3..1e6).contains(&x.abs()) {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.3}")
+    }
 }
 
 fn cells(r: &Row) -> Vec<String> {
@@ -65,7 +82,7 @@ fn cells(r: &Row) -> Vec<String> {
         iv(r.a_interval),
         crate::report::num(Some(r.b), 3),
         iv(r.b_interval),
-        r.ratio.map(|x| format!("{x:.3}")).unwrap_or("-".into()),
+        r.ratio.map(ratio_text).unwrap_or("-".into()),
         format!("{} / {}", r.disturbed.0, r.disturbed.1),
         r.change.clone(),
     ]
