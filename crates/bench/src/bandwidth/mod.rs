@@ -116,7 +116,7 @@ pub fn default_size_of(m: &Machine, kernel: &str, n: usize) -> Option<u64> {
 /// Result of one bandwidth measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct BwResult {
-    /// GB/s (counted bytes) per pass, per requestor.
+    /// GB/s (counted bytes) of every pass, per requestor (disturbed ones included).
     pub gbps: Vec<Vec<f64>>,
     /// Wall time of each pass per requestor, ns.
     pub ns: Vec<Vec<f64>>,
@@ -133,7 +133,9 @@ pub struct BwResult {
     pub lines: usize,
     /// Repetitions of the buffer per pass.
     pub reps: usize,
-    /// Every pass of each requestor: what disturbed it, and whether `gbps` uses it.
+    /// GB/s of the passes each requestor's statistics use (the undisturbed ones).
+    pub used_gbps: Vec<Vec<f64>>,
+    /// Every pass of each requestor: what disturbed it, and whether its statistics use it.
     pub logs: Vec<PassLog>,
     /// How each requestor's best-of-N settled, then the aggregate's when several.
     pub settle: Vec<Settle>,
@@ -202,18 +204,21 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
             })
             .collect())
     })?;
-    let used: Vec<Vec<Pass>> = runs.iter().map(|r| r.passes.used()).collect();
-    let ns: Vec<Vec<f64>> = used
+    let used_gbps = runs
+        .iter()
+        .map(|r| r.passes.used().iter().map(gb).collect())
+        .collect();
+    // Every round ran all requestors together, so pass k of each lines up.
+    let all: Vec<&Vec<Pass>> = runs.iter().map(|r| &r.passes.values).collect();
+    let ns: Vec<Vec<f64>> = all
         .iter()
         .map(|v| v.iter().map(|p| p.0).collect())
         .collect();
-    let bytes: Vec<Vec<u64>> = used
+    let bytes: Vec<Vec<u64>> = all
         .iter()
         .map(|v| v.iter().map(|p| p.1).collect())
         .collect();
-    let gbps: Vec<Vec<f64>> = used.iter().map(|v| v.iter().map(gb).collect()).collect();
-    // Every round ran all requestors together, so pass k of each lines up.
-    let all: Vec<&Vec<Pass>> = runs.iter().map(|r| &r.passes.values).collect();
+    let gbps: Vec<Vec<f64>> = all.iter().map(|v| v.iter().map(gb).collect()).collect();
     let passes = all.iter().map(|v| v.len()).min().unwrap_or(0);
     let aggregate: Vec<f64> = (0..passes)
         .map(|s| {
@@ -239,6 +244,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         memory: bufs.iter().map(|b| b.proof.clone()).collect(),
         lines,
         reps,
+        used_gbps,
         logs: runs.into_iter().map(|r| r.passes.log).collect(),
         settle: settles,
     })
@@ -308,8 +314,8 @@ pub fn records(
                 "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
                 "verified": { "threads": r.pins, "memory": r.memory[i] },
             }));
-            rec.add_samples("bandwidth", "GB/s", &r.gbps[i]);
-            let t: Vec<f64> = r.gbps[i].iter().map(|g| g * traffic).collect();
+            rec.add_samples("bandwidth", "GB/s", &r.used_gbps[i]);
+            let t: Vec<f64> = r.used_gbps[i].iter().map(|g| g * traffic).collect();
             rec.add_samples("traffic", "GB/s", &t);
             rec.set_data(&BandwidthData {
                 samples_gbps: r.gbps[i].clone(),
