@@ -25,6 +25,32 @@ pub struct WaitArg {
     pub wait: bool,
 }
 
+/// `--noise-budget` and `--tolerance`, on every command that measures: one mechanism
+/// settles every figure (see `numalab_results::settle`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct NoiseArgs {
+    /// Wall time each measuring step (a size, a kernel, a point) may take to settle its
+    /// figure: passes are added, disturbed ones measured again, until the figure's
+    /// interval is within --tolerance; a step that cannot is shown "unsettled" with why.
+    /// Default: twice its first passes' time (50 ms to 2 s more). Above 0, up to 60s.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub noise_budget: Option<String>,
+    /// Half-width of a settled figure's interval, in % of the figure (default 10): the
+    /// median's 95 % order-statistic interval, or the best three passes of a best-of-N.
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
+    pub tolerance: Option<String>,
+}
+
+impl NoiseArgs {
+    /// As an experiment's options keep them.
+    pub fn options(&self) -> numalab_results::settle::NoiseOptions {
+        numalab_results::settle::NoiseOptions {
+            noise_budget: self.noise_budget.clone(),
+            tolerance: self.tolerance.clone(),
+        }
+    }
+}
+
 /// A usage error (exit 2) with its one-line message.
 pub fn bad(msg: impl Into<String>) -> CliError {
     CliError {

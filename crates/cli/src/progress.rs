@@ -4,7 +4,8 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
 
-/// A bar over a planned duration (tenths of a second), with a message and an ETA.
+/// A bar over a planned duration (tenths of a second), with a message and the time
+/// left as the caller last estimated it.
 pub struct Bar(ProgressBar);
 
 impl Bar {
@@ -12,11 +13,10 @@ impl Bar {
     pub fn new(estimate_s: f64) -> Bar {
         let bar = ProgressBar::new((estimate_s * 10.0).ceil() as u64);
         bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {msg} (ETA {eta})",
-            )
-            .expect("valid template"),
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg} ({prefix})")
+                .expect("valid template"),
         );
+        bar.set_prefix(format!("about {estimate_s:.0} s left"));
         bar.enable_steady_tick(Duration::from_millis(200));
         Bar(bar)
     }
@@ -26,9 +26,11 @@ impl Bar {
         self.0.set_message(m.to_string());
     }
 
-    /// Work planned for `estimate_s` seconds is done.
-    pub fn advance(&self, estimate_s: f64) {
-        self.0.inc((estimate_s * 10.0).ceil() as u64);
+    /// `done_s` seconds have run and `left_s` more are expected now.
+    pub fn replan(&self, done_s: f64, left_s: f64) {
+        self.0.set_length(((done_s + left_s) * 10.0).ceil() as u64);
+        self.0.set_position((done_s * 10.0).floor() as u64);
+        self.0.set_prefix(format!("about {left_s:.0} s left"));
     }
 
     /// Print a line without tearing the bar.

@@ -120,7 +120,8 @@ fn measured_bandwidth_is_positive_and_physical() {
             .collect()
     };
     let (a, b, agg) = (per(0), per(1), per(2));
-    assert_eq!(agg.len(), 3);
+    // Passes may be added until the best-of-N settles; every one is kept.
+    assert!(agg.len() >= 3 && agg.len() == a.len() && a.len() == b.len());
     for ((a, b), agg) in a.iter().zip(&b).zip(&agg) {
         assert!(*a > 0.0 && *b > 0.0);
         assert!((agg - (a + b)).abs() <= 1e-9 * agg, "{agg} != {a} + {b}");

@@ -197,8 +197,9 @@ fn mask_and_threads_points_record_how_their_passes_were_sized() {
             None => assert!(!converged, "{name}: {noise}"),
         }
     }
-    // No budget: exactly the initial passes, the fixed count of before.
-    for (name, noise, n) in sized("0") {
+    // A budget the first passes spend: exactly the initial passes, the fixed count
+    // of before (0 is refused like every command's: see below).
+    for (name, noise, n) in sized("1ns") {
         assert_eq!((noise["passes"].as_u64(), n), (Some(3), 3.0), "{name}");
     }
 }
@@ -213,8 +214,8 @@ fn the_dry_run_shows_the_noise_budget_and_its_bound() {
         text.contains("up to 40 ms a point, at most 5.8 s more in all"),
         "{text}"
     );
-    let v = run_json("suite", &["earth", "--dry-run", "--noise-budget", "0"]);
-    assert_eq!(v[0]["data"]["noise_bound_s"], 0.0);
+    let v = run_json("suite", &["earth", "--dry-run", "--noise-budget", "1ns"]);
+    assert!(v[0]["data"]["noise_bound_s"].as_f64().unwrap() < 1e-6);
 }
 
 #[test]
@@ -236,6 +237,9 @@ fn bad_earth_input_exits_2_naming_the_value() {
         (vec!["--noise-budget", "5"], "--noise-budget '5'"),
         (vec!["--noise-budget", "2min"], "--noise-budget '2min'"),
         (vec!["--noise-budget", "61s"], "--noise-budget '61s'"),
+        (vec!["--noise-budget", "0"], "--noise-budget '0'"),
+        (vec!["--noise-budget", "-5ms"], "--noise-budget '-5ms'"),
+        (vec!["--noise-budget", "NaNms"], "--noise-budget 'NaNms'"),
     ] {
         let mut a = vec!["suite", "earth"];
         a.extend(args.iter().copied());

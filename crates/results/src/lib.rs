@@ -26,6 +26,7 @@ pub mod record;
 pub mod report;
 pub mod rescue;
 pub mod runlock;
+pub mod settle;
 pub mod stats;
 pub mod summary;
 

@@ -6,6 +6,8 @@ use crate::crew::CrewOptions;
 use crate::experiment::{check_iterations, opt_size, Context};
 use numalab_probe::bw::BwKernel;
 use numalab_probe::{LineState, Timer};
+use numalab_results::disturb::Rules;
+use numalab_results::settle::NoiseOptions;
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::{Error, Host, Machine, PageSize, Result};
@@ -37,6 +39,9 @@ pub struct Options {
     /// The injection table: all cores against each memory node, MLC's mixes.
     #[serde(default)]
     pub injection: bool,
+    /// How long each kernel may take to settle its best-of-N, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 fn regular() -> String {
@@ -56,6 +61,7 @@ impl Default for Options {
             mix: None,
             store: regular(),
             injection: false,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -82,6 +88,7 @@ impl Options {
             .map_err(Error::Input)?;
         opt_size(self.size.as_deref())?;
         check_iterations(self.iterations)?;
+        self.noise.goal().map_err(Error::Input)?;
         mixed::check(self)
     }
 }
@@ -135,6 +142,10 @@ impl Plan {
                 mp: a.mp,
                 evict_bytes: crate::sizing::eviction_buffer(m),
                 warnings: placed.warnings,
+                rules: Rules {
+                    settle: o.noise.goal().map_err(Error::Input)?,
+                    ..Rules::default()
+                },
             };
             plan.check().map_err(Error::Input)?;
             plan.shape()?;

@@ -17,7 +17,8 @@ pub use present::{BandwidthData, BandwidthPresenter};
 use crate::sizing;
 use numalab_probe::bw::{self, BwKernel};
 use numalab_probe::{Crew, LineState, Member, Timer};
-use numalab_results::{Provenance, Record};
+use numalab_results::disturb::{PassLog, Rules};
+use numalab_results::{settle, Provenance, Record, Settle};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::{fmt_bytes, Error, Host, Machine, MemPlacement, Result, ThreadPlacement};
@@ -52,6 +53,8 @@ pub struct BwPlan {
     pub evict_bytes: usize,
     /// Warnings about the plan.
     pub warnings: Vec<String>,
+    /// Disturbed passes and how the best-of-N figure settles.
+    pub rules: Rules,
 }
 
 impl BwPlan {
@@ -113,7 +116,7 @@ pub fn default_size_of(m: &Machine, kernel: &str, n: usize) -> Option<u64> {
 /// Result of one bandwidth measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct BwResult {
-    /// GB/s (counted bytes) per pass, per requestor.
+    /// GB/s (counted bytes) of every pass, per requestor (disturbed ones included).
     pub gbps: Vec<Vec<f64>>,
     /// Wall time of each pass per requestor, ns.
     pub ns: Vec<Vec<f64>>,
@@ -130,7 +133,16 @@ pub struct BwResult {
     pub lines: usize,
     /// Repetitions of the buffer per pass.
     pub reps: usize,
+    /// GB/s of the passes each requestor's statistics use (the undisturbed ones).
+    pub used_gbps: Vec<Vec<f64>>,
+    /// Every pass of each requestor: what disturbed it, and whether its statistics use it.
+    pub logs: Vec<PassLog>,
+    /// How each requestor's best-of-N settled, then the aggregate's when several.
+    pub settle: Vec<Settle>,
 }
+
+/// One pass of one requestor: its wall time (ns) and counted bytes.
+type Pass = (f64, u64);
 
 /// Measure on this machine.
 pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
@@ -163,49 +175,98 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
     };
     let kernel = plan.kernel;
     let mp = plan.mp;
-    let res = crew.run(plan.iterations, true, |i| {
-        let base = crew.members[i].base;
-        move |pass: &numalab_probe::Pass| {
-            // SAFETY: base covers `lines` aligned lines of this requestor's buffer.
-            unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
-        }
+    let mut pins = None;
+    let step = settle::Step {
+        metric: "bandwidth",
+        figure: settle::Figure::Max,
+        want: plan.iterations,
+    };
+    let gb = |p: &Pass| p.1 as f64 / p.0;
+    let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
+    let runs = settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
+        let res = crew.run(n, true, |i| {
+            let base = crew.members[i].base;
+            move |pass: &numalab_probe::Pass| {
+                // SAFETY: base covers `lines` aligned lines of this requestor's buffer.
+                unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
+            }
+        })?;
+        pins.get_or_insert(res.pins);
+        Ok(res
+            .samples
+            .iter()
+            .zip(res.disturb)
+            .map(|(v, d)| {
+                v.iter()
+                    .map(|t| (timer.ns(t.ticks), t.units))
+                    .zip(d)
+                    .collect()
+            })
+            .collect())
     })?;
-    let ns: Vec<Vec<f64>> = res
-        .samples
+    let used_gbps = runs
         .iter()
-        .map(|v| v.iter().map(|t| timer.ns(t.ticks)).collect())
+        .map(|r| r.passes.used().iter().map(gb).collect())
         .collect();
-    let bytes: Vec<Vec<u64>> = res
-        .samples
+    // Every round ran all requestors together, so pass k of each lines up.
+    let all: Vec<&Vec<Pass>> = runs.iter().map(|r| &r.passes.values).collect();
+    let ns: Vec<Vec<f64>> = all
         .iter()
-        .map(|v| v.iter().map(|t| t.units).collect())
+        .map(|v| v.iter().map(|p| p.0).collect())
         .collect();
-    let gbps: Vec<Vec<f64>> = ns
+    let bytes: Vec<Vec<u64>> = all
         .iter()
-        .zip(&bytes)
-        .map(|(n, b)| n.iter().zip(b).map(|(n, b)| *b as f64 / n).collect())
+        .map(|v| v.iter().map(|p| p.1).collect())
         .collect();
-    let aggregate = (0..plan.iterations)
+    let gbps: Vec<Vec<f64>> = all.iter().map(|v| v.iter().map(gb).collect()).collect();
+    let passes = all.iter().map(|v| v.len()).min().unwrap_or(0);
+    let aggregate: Vec<f64> = (0..passes)
         .map(|s| {
             if mp {
-                gbps.iter().map(|g| g[s]).sum()
+                all.iter().map(|v| gb(&v[s])).sum()
             } else {
-                let total: u64 = bytes.iter().map(|b| b[s]).sum();
-                let slowest = ns.iter().map(|n| n[s]).fold(0.0, f64::max);
+                let total: u64 = all.iter().map(|v| v[s].1).sum();
+                let slowest = all.iter().map(|v| v[s].0).fold(0.0, f64::max);
                 total as f64 / slowest
             }
         })
         .collect();
+    let mut settles: Vec<Settle> = runs.iter().map(|r| r.settle.clone()).collect();
+    if settles.len() > 1 {
+        settles.push(aggregate_settle(&settles, &aggregate));
+    }
     Ok(BwResult {
         gbps,
         ns,
         bytes,
         aggregate,
-        pins: res.pins,
+        pins: pins.unwrap_or_default(),
         memory: bufs.iter().map(|b| b.proof.clone()).collect(),
         lines,
         reps,
+        used_gbps,
+        logs: runs.into_iter().map(|r| r.passes.log).collect(),
+        settle: settles,
     })
+}
+
+/// The aggregate's best-of-N, judged like each requestor's: settled when every
+/// requestor's did and its own top passes agree.
+fn aggregate_settle(each: &[Settle], aggregate: &[f64]) -> Settle {
+    let first = &each[0];
+    let i = settle::Figure::Max.of(aggregate);
+    let within = i.is_some_and(|i| i.within(first.tolerance_pct));
+    let why = each.iter().find_map(|s| s.why.clone()).or_else(|| {
+        (!within).then(|| "machine busy: the requestors' best passes did not coincide".into())
+    });
+    Settle {
+        settled: within && each.iter().all(|s| s.settled),
+        metric: "aggregate_bandwidth".into(),
+        passes: aggregate.len() as u32,
+        interval: i.map_or([f64::NAN; 2], |i| [i.lo, i.hi]),
+        why,
+        ..first.clone()
+    }
 }
 
 /// Parameters of a plan's records.
@@ -253,17 +314,22 @@ pub fn records(
                 "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
                 "verified": { "threads": r.pins, "memory": r.memory[i] },
             }));
-            rec.add_samples("bandwidth", "GB/s", &r.gbps[i]);
-            let t: Vec<f64> = r.gbps[i].iter().map(|g| g * traffic).collect();
+            rec.add_samples("bandwidth", "GB/s", &r.used_gbps[i]);
+            let t: Vec<f64> = r.used_gbps[i].iter().map(|g| g * traffic).collect();
             rec.add_samples("traffic", "GB/s", &t);
             rec.set_data(&BandwidthData {
                 samples_gbps: r.gbps[i].clone(),
                 samples_ns: Some(r.ns[i].clone()),
                 samples_bytes: Some(r.bytes[i].clone()),
                 aggregate_rule: None,
+                disturbance: r.logs.get(i).cloned(),
             });
             rec.warnings = base_warnings.to_vec();
             rec.warnings.extend(plan.warnings.iter().cloned());
+            rec.warnings.extend(r.logs.get(i).and_then(PassLog::warning));
+            if let Some(s) = r.settle.get(i) {
+                settle::apply(&mut rec, s.clone());
+            }
             rec
         })
         .collect();
@@ -291,8 +357,12 @@ pub fn records(
                 }
                 .into(),
             ),
+            disturbance: None,
         });
         rec.warnings = base_warnings.to_vec();
+        if let Some(s) = r.settle.last() {
+            settle::apply(&mut rec, s.clone());
+        }
         out.push(rec);
     }
     out

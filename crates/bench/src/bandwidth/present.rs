@@ -24,6 +24,9 @@ pub struct BandwidthData {
     /// How the aggregate was formed (aggregate records only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregate_rule: Option<String>,
+    /// Every pass, disturbed and measured-again ones included (per-requestor records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<numalab_results::disturb::PassLog>,
 }
 
 /// Bandwidth per kernel and thread count.

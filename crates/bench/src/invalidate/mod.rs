@@ -223,6 +223,12 @@ pub fn measure(
                 mp: false,
                 evict_bytes: evict,
                 warnings: Vec::new(),
+                // Passes as before: these records carry no settle entry yet.
+                rules: numalab_results::disturb::Rules {
+                    policy: numalab_results::disturb::Policy::Keep,
+                    settle: numalab_results::settle::Goal::FIRST_PASSES_ONLY,
+                    ..Default::default()
+                },
             };
             Ok(bandwidth::measure(host, timer, &p)?.aggregate)
         };

@@ -11,6 +11,7 @@ use numalab_probe::kernel::{MAX_WORK, UNROLL};
 use numalab_probe::layout::DEFAULT_WINDOW_PAGES;
 use numalab_probe::{Layout, LineState, Order, Request, Timer};
 use numalab_results::disturb::{Policy, Rules};
+use numalab_results::settle::{Goal, NoiseOptions};
 use numalab_results::Record;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
@@ -57,6 +58,9 @@ pub struct Options {
     /// What is done with a disturbed pass: keep, remeasure (up to 3 times) or exclude.
     #[serde(default = "default_disturbed")]
     pub disturbed: String,
+    /// How long each size may take to settle its median, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 /// Default of `Options::restart_max_work`.
@@ -85,6 +89,7 @@ impl Default for Options {
             seed: 1,
             max_loads: DEFAULT_MAX_LOADS,
             disturbed: default_disturbed(),
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -124,6 +129,7 @@ struct Parsed {
     sweep: Option<(u64, u64)>,
     restart: Option<RestartParams>,
     disturbed: Policy,
+    goal: Goal,
 }
 
 fn parse(a: &Options) -> Result<Parsed> {
@@ -180,6 +186,7 @@ fn parse(a: &Options) -> Result<Parsed> {
             state.name()
         )));
     }
+    let goal = a.noise.goal().map_err(Error::Input)?;
     let restart = a
         .restart
         .then(|| {
@@ -204,6 +211,7 @@ fn parse(a: &Options) -> Result<Parsed> {
         sweep: a.sweep.as_deref().map(parse_range).transpose()?,
         restart,
         disturbed: Policy::parse(&a.disturbed).map_err(Error::Input)?,
+        goal,
     })
 }
 
@@ -377,6 +385,7 @@ fn build_plan(a: &Options, p: &Parsed, m: &Machine) -> Result<(LatencyPlan, Vec<
         warnings,
         rules: Rules {
             policy: p.disturbed,
+            settle: p.goal,
             ..Rules::default()
         },
     };

@@ -18,7 +18,9 @@ use numalab_probe::kernel::{self, UNROLL};
 use numalab_probe::{
     flush, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target, Timer,
 };
-use numalab_results::disturb::{self, PassLog, Policy, Rules};
+use numalab_results::disturb::{PassLog, Policy, Rules};
+use numalab_results::settle;
+use numalab_results::Settle;
 use numalab_results::{Provenance, Record};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
@@ -225,6 +227,8 @@ pub struct RequestorResult {
     pub all_ns: Vec<f64>,
     /// What disturbed each pass and which ones the statistics use.
     pub passes: PassLog,
+    /// How its median settled (passes added until within the tolerance).
+    pub settle: Settle,
     /// Where its buffer landed.
     pub memory: MemProof,
     /// Restart search, when asked for.
@@ -357,12 +361,13 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         .iter()
         .zip(main)
         .enumerate()
-        .map(|(i, (c, p))| RequestorResult {
+        .map(|(i, (c, s))| RequestorResult {
             requestor: i,
-            ns: p.used().iter().map(|v| v.0).collect(),
-            ticks: p.used().iter().map(|v| v.1).collect(),
-            all_ns: p.values.iter().map(|v| v.0).collect(),
-            passes: p.log,
+            ns: s.passes.used().iter().map(|v| v.0).collect(),
+            ticks: s.passes.used().iter().map(|v| v.1).collect(),
+            all_ns: s.passes.values.iter().map(|v| v.0).collect(),
+            settle: s.settle,
+            passes: s.passes.log,
             memory: c.buffer.proof.clone(),
             restart: restarts[i].take(),
             own_cache_ns: own.as_ref().map(|o| o.ns_per_load[i].clone()),
@@ -376,35 +381,50 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     })
 }
 
-/// One requestor's passes: ns and timer ticks per load.
-type NsTicks = disturb::Passes<(f64, f64)>;
+/// One requestor's passes (ns and timer ticks per load) and how its median settled.
+type NsTicks = settle::Settled<(f64, f64)>;
 
 /// The timed passes of every requestor (ns and ticks per load), disturbed ones
-/// measured again as the plan's rules say, and the first round's pinning proof.
+/// measured again and more added while a median is wide, as the plan's rules say,
+/// and the first round's pinning proof.
 fn main_passes(
     setup: &Setup,
     plan: &LatencyPlan,
     shape: &Shape,
 ) -> Result<(Vec<NsTicks>, Vec<PinProof>)> {
     let mut pins = None;
-    let passes = disturb::measure(&plan.rules, plan.iterations, |n| -> Result<_> {
-        let r = run_round(
-            setup,
-            &Round {
-                work: 0,
-                samples: n,
-                loads: shape.loads,
-                target: Target::Chase,
-            },
-        )?;
-        pins.get_or_insert(r.pins);
-        Ok(r.ns_per_load
-            .into_iter()
-            .zip(r.ticks_per_load)
-            .zip(r.disturb)
-            .map(|((ns, ticks), d)| ns.into_iter().zip(ticks).zip(d).collect())
-            .collect())
-    })?;
+    let step = settle::Step {
+        metric: "latency",
+        figure: settle::Figure::Median,
+        want: plan.iterations,
+    };
+    let sleep = &mut std::thread::sleep;
+    let clock = &mut settle::clock();
+    let passes = settle::measure(
+        &plan.rules,
+        step,
+        |v: &(f64, f64)| v.0,
+        clock,
+        sleep,
+        |n| -> Result<_> {
+            let r = run_round(
+                setup,
+                &Round {
+                    work: 0,
+                    samples: n,
+                    loads: shape.loads,
+                    target: Target::Chase,
+                },
+            )?;
+            pins.get_or_insert(r.pins);
+            Ok(r.ns_per_load
+                .into_iter()
+                .zip(r.ticks_per_load)
+                .zip(r.disturb)
+                .map(|((ns, ticks), d)| ns.into_iter().zip(ticks).zip(d).collect())
+                .collect())
+        },
+    )?;
     Ok((passes, pins.unwrap_or_default()))
 }
 
@@ -476,6 +496,7 @@ pub fn records(
                 disturbance: Some(q.passes.clone()),
             });
             rec.warnings.extend(q.passes.warning());
+            settle::apply(&mut rec, q.settle.clone());
             if let Some(own) = &q.own_cache_ns {
                 rec.add_samples("own_cache_reference", "ns", own);
                 let med = |v: &[f64]| numalab_results::stats::median(v).unwrap_or(f64::NAN);

@@ -6,6 +6,7 @@ use crate::sweep::Plateau;
 use numalab_results::disturb::PassLog;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle;
 use numalab_results::Record;
 use numalab_topo::{cpulist, fmt_bytes};
 use serde_json::Value;
@@ -135,7 +136,7 @@ fn row(r: &Record, restart: bool, own: bool) -> Vec<String> {
         fmt_bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
         p(r, "requestor_cpu"),
         mem_nodes(r),
-        l.map(|x| f(x.summary.median))
+        l.map(|x| settle::cell(r, f(x.summary.median)))
             .unwrap_or_else(|| "unavailable".into()),
         l.map(|x| f(x.summary.min)).unwrap_or_default(),
         l.map(|x| f(x.summary.p95)).unwrap_or_default(),

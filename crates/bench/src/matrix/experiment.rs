@@ -181,6 +181,12 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
                     mp: true,
                     evict_bytes: 0,
                     warnings: Vec::new(),
+                    // Passes as before: these records carry no settle entry yet.
+                    rules: numalab_results::disturb::Rules {
+                        policy: numalab_results::disturb::Policy::Keep,
+                        settle: numalab_results::settle::Goal::FIRST_PASSES_ONLY,
+                        ..Default::default()
+                    },
                 };
                 let r = bandwidth::measure(host, &timer, &plan)?;
                 rec.add_samples("bandwidth", "GB/s", &r.aggregate);

@@ -45,6 +45,8 @@ pub struct BandwidthArgs {
     /// memory node (or --mem-node); --mix replaces the rows.
     #[arg(long)]
     injection: bool,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the plan without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -65,6 +67,7 @@ impl BandwidthArgs {
             mix: self.mix.clone(),
             store: self.store.clone(),
             injection: self.injection,
+            noise: self.noise.options(),
         }
     }
 }

@@ -46,7 +46,8 @@ pub struct EarthArgs {
     #[arg(long, default_value_t = 5)]
     iterations: usize,
     /// Wall time each mask and threads point may take for more passes while its
-    /// figure's interval is wide (ns, us, ms or s; 0: only --iterations passes).
+    /// figure's interval is wide (ns, us, ms or s, above 0 and up to 60s; the same
+    /// option as every measuring command's).
     #[arg(long, default_value = earth::NOISE_BUDGET)]
     noise_budget: String,
     /// Print the CPUs and parts without measuring.

@@ -74,6 +74,8 @@ pub struct LatencyArgs {
         value_name = "keep|remeasure|exclude"
     )]
     disturbed: String,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the plan (placements, sizes, loads, helpers) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -102,6 +104,7 @@ impl LatencyArgs {
             seed: self.seed,
             max_loads: self.max_loads,
             disturbed: self.disturbed.clone(),
+            noise: self.noise.options(),
         }
     }
 }

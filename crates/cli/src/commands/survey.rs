@@ -11,6 +11,7 @@ use numalab_results::output::table;
 use numalab_results::Provenance;
 use numalab_suites::registry;
 use numalab_suites::survey::journal::{self as sj, Log};
+use numalab_suites::survey::pace::Pace;
 use numalab_suites::survey::runner::{self, Measured, Watch};
 use numalab_suites::survey::{self, Options, Plan};
 use numalab_topo::{Host, TopologySource};
@@ -33,13 +34,16 @@ pub struct SurveyArgs {
     /// Replace the results the output folder already holds.
     #[arg(long)]
     force: bool,
-    /// A shorter battery (fewer sizes and passes): about a minute on a small machine.
+    /// A shorter battery (fewer sizes and passes); --dry-run prints its estimate, and a
+    /// run prints it again at the pace it measures at start.
     #[arg(long)]
     quick: bool,
     /// Largest buffer of any step (e.g. 4M): caps the beyond-cache buffers for a slow or
     /// small machine such as an emulated guest; smaller buffers may stay in the caches.
     #[arg(long, value_name = "SIZE")]
     max_size: Option<String>,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the plan (steps, command lines, estimated duration) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -56,20 +60,32 @@ impl SurveyArgs {
         Options {
             quick: self.quick,
             max_size: self.max_size.clone(),
+            noise: self.noise.options(),
         }
     }
 }
 
-/// The progress bar watches the steps.
-impl Watch for Bar {
+/// The progress bar watches the steps, its time left from the pace measured so far.
+struct Paced {
+    bar: Bar,
+    pace: Pace,
+    /// Planned seconds (reference pace) of the steps not yet run.
+    left_est: f64,
+    started: Instant,
+}
+
+impl Watch for Paced {
     fn start(&mut self, title: &str) {
-        self.message(title);
+        self.bar.message(title);
     }
-    fn done(&mut self, estimate_s: f64) {
-        self.advance(estimate_s);
+    fn done(&mut self, estimate_s: f64, seconds: f64) {
+        self.pace.step(estimate_s, seconds);
+        self.left_est = (self.left_est - estimate_s).max(0.0);
+        let done = self.started.elapsed().as_secs_f64();
+        self.bar.replan(done, self.pace.seconds(self.left_est));
     }
     fn warn(&mut self, why: &str) {
-        self.suspend(|| eprintln!("numalab: warning: {why}"));
+        self.bar.suspend(|| eprintln!("numalab: warning: {why}"));
     }
 }
 
@@ -117,22 +133,40 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
         )))
     })?;
     runner::catch_signals();
-    announce(a, plan, &dir, &log);
-    let mut bar = Bar::new(plan.estimate_s());
     let started = Instant::now();
-    let m = runner::measure(&plan.steps, &planned, &mut log, &prov, &exe, &mut bar);
-    bar.finish();
+    let pace = Pace::calibrate(&exe);
+    let left_est = left_estimate(plan, &planned, &log);
+    announce(a, plan, &dir, &log, &pace, left_est);
+    let mut watch = Paced {
+        bar: Bar::new(pace.seconds(left_est)),
+        pace,
+        left_est,
+        started,
+    };
+    let m = runner::measure(&plan.steps, &planned, &mut log, &prov, &exe, &mut watch);
+    watch.bar.finish();
     finish(&dir, &log, m, started)
 }
 
+/// Planned seconds of the steps the journal does not hold yet.
+fn left_estimate(plan: &Plan, planned: &[numalab_results::journal::PlannedStep], log: &Log) -> f64 {
+    plan.steps
+        .iter()
+        .zip(planned)
+        .filter(|(_, p)| log.journal.entry(&p.id).is_none())
+        .map(|(s, _)| s.estimate_s)
+        .sum()
+}
+
 /// The start line: steps, planned time, the folder and what a resume found.
-fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log) {
+fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log, pace: &Pace, left: f64) {
     let resumed = a.resume.is_some();
     let done = log.finished_runnable();
     eprintln!(
-        "numalab survey: {} steps, planned about {:.0} s; {}{}{}{}",
+        "numalab survey: {} steps, planned about {:.0} s ({}); {}{}{}{}",
         plan.runnable(),
-        plan.estimate_s(),
+        pace.seconds(left),
+        pace.how(),
         if resumed { "continuing " } else { "writing " },
         dir.display(),
         if resumed {

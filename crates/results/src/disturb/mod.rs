@@ -8,7 +8,7 @@ mod passes;
 mod sampler;
 
 pub use passes::{
-    fold_warnings, measure, PassLog, PassMark, Passes, Policy, Rules, Threshold, DATA_KEY,
+    fold_warnings, judge, measure, PassLog, PassMark, Passes, Policy, Rules, Threshold, DATA_KEY,
     DEFAULT_MAX_REMEASURE, MOSTLY,
 };
 pub use sampler::{Disturbance, Sampler};

@@ -5,6 +5,7 @@
 
 use super::sampler::Disturbance;
 use crate::record::Record;
+use crate::settle::Goal;
 use serde::{Deserialize, Serialize};
 
 /// Key of a record's `data` that holds its [`PassLog`] (every kind uses this one).
@@ -163,6 +164,9 @@ pub struct Rules {
     pub max_remeasure: usize,
     /// When a pass is disturbed.
     pub threshold: Threshold,
+    /// What the step's figure settles to (tolerance, budget).
+    #[serde(default)]
+    pub settle: Goal,
 }
 
 impl Default for Rules {
@@ -171,6 +175,7 @@ impl Default for Rules {
             policy: Policy::default(),
             max_remeasure: DEFAULT_MAX_REMEASURE,
             threshold: Threshold::default(),
+            settle: Goal::default(),
         }
     }
 }
@@ -376,7 +381,9 @@ pub fn measure<T, E>(
     Ok(threads.into_iter().map(|t| judge(rules, t)).collect())
 }
 
-fn judge<T>(rules: &Rules, passes: Vec<(T, Disturbance, usize)>) -> Passes<T> {
+/// One thread's passes judged: each flagged against the threshold and marked used
+/// or not as the policy says (all used when none was undisturbed).
+pub fn judge<T>(rules: &Rules, passes: Vec<(T, Disturbance, usize)>) -> Passes<T> {
     let flags: Vec<bool> = passes
         .iter()
         .map(|(_, d, _)| !rules.threshold.causes(d).is_empty())

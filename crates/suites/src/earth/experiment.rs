@@ -51,9 +51,6 @@ fn default_noise_budget() -> String {
     NOISE_BUDGET.into()
 }
 
-/// The largest `noise_budget`: a point beyond it is a study of its own.
-const MAX_NOISE_BUDGET: Duration = Duration::from_secs(60);
-
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -147,14 +144,10 @@ impl Options {
                 "invalid --iterations or --ratio '0': at least 1",
             ));
         }
-        let budget = numalab_dsm::experiment::parse_duration(&a.noise_budget)
-            .filter(|d| *d <= MAX_NOISE_BUDGET)
-            .ok_or_else(|| {
-                Error::input(format!(
-                    "invalid --noise-budget '{}': a duration up to 60s with its unit, such as 20ms, 0.5s or 0",
-                    a.noise_budget
-                ))
-            })?;
+        // The one parser every command's --noise-budget goes through.
+        let goal = numalab_results::settle::Goal::parse(Some(&a.noise_budget), None)
+            .map_err(Error::input)?;
+        let budget = Duration::from_secs_f64(goal.budget_ms.unwrap_or(0.0) / 1e3);
         Ok(Parsed {
             parts,
             groups,
@@ -477,7 +470,7 @@ mod tests {
 
     #[test]
     fn the_noise_budget_is_a_duration_with_its_unit_and_bounds_the_plan() {
-        for bad in ["5", "2min", "61s", "-1ms"] {
+        for bad in ["5", "2min", "61s", "-1ms", "0", "NaNms"] {
             let o = Options {
                 noise_budget: bad.into(),
                 ..Default::default()

@@ -103,6 +103,12 @@ fn stream(
         mp: false,
         evict_bytes: 0,
         warnings: vec![],
+        // Passes as before: these records carry no settle entry yet.
+        rules: numalab_results::disturb::Rules {
+            policy: numalab_results::disturb::Policy::Keep,
+            settle: numalab_results::settle::Goal::FIRST_PASSES_ONLY,
+            ..Default::default()
+        },
     };
     let res = bandwidth::measure(host, timer, &plan)?;
     let per = (res.lines * res.reps) as f64;

@@ -2,11 +2,9 @@
 //! while the figure's interval is wide against its effect and the point's time budget
 //! lasts; a point that ends unsettled is printed as within noise with its interval.
 //!
-//! The interval of a median is the distribution-free order-statistic interval
-//! [x(j), x(n+1−j)] of the sorted passes with the largest j whose coverage,
-//! 1 − 2·P(Bin(n, ½) < j), is at least 95 % (below 6 passes no such j exists and the
-//! interval is the range: 94 % at 5 passes). It narrows as 1/√n, unlike the p5–p95
-//! spread, which stays as wide as the noise however many passes are taken. A figure
+//! The interval of a median is the order-statistic interval every step settles by
+//! ([`numalab_results::settle::median_interval`]); earth's figures are percentages,
+//! so their rule is in percentage points rather than the shared `--tolerance`. A figure
 //! built from several medians takes each one's interval at the extremes that widen
 //! it (conservative).
 
@@ -184,37 +182,10 @@ pub fn overlap_figure(comp: &[f64], comm: &[f64], both: &[f64], empty: &[f64]) -
     })
 }
 
-/// The order-statistic interval of the median of `v` (see the module's doc);
-/// None when empty.
-pub fn median_interval(v: &[f64]) -> Option<(f64, f64)> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let j = rank(s.len());
-    Some((s[j - 1], s[s.len() - j]))
-}
-
-/// The largest 1-based rank j with 2·P(Bin(n, ½) ≤ j − 1) ≤ 5 %, at least 1.
-fn rank(n: usize) -> usize {
-    if n > 1000 {
-        // The normal approximation, where 0.5^n underflows.
-        let j = (n as f64 / 2.0 - 1.96 * (n as f64).sqrt() / 2.0).floor() as usize;
-        return j.max(1);
-    }
-    let (mut pmf, mut cdf, mut j) = (0.5f64.powi(n as i32), 0.0, 0);
-    // cdf = P(B ≤ j − 1) before each step.
-    while j < n / 2 {
-        cdf += pmf;
-        if 2.0 * cdf > 0.05 {
-            break;
-        }
-        pmf *= (n - j) as f64 / (j + 1) as f64;
-        j += 1;
-    }
-    j.max(1)
-}
+/// The order-statistic interval of the median (one definition for every figure).
+pub use numalab_results::settle::median_interval;
+#[cfg(test)]
+use numalab_results::settle::rank;
 
 #[cfg(test)]
 mod tests {

@@ -110,7 +110,14 @@ fn latency_args(o: &latency::Options) -> Vec<String> {
     a.set("--page-size", &o.page_size, &d.page_size);
     a.set("--seed", &o.seed, &d.seed);
     a.set("--max-loads", &o.max_loads, &d.max_loads);
+    noise(&mut a, &o.noise);
     a.0
+}
+
+/// `--noise-budget` and `--tolerance`, where the user gave them.
+fn noise(a: &mut Args, n: &numalab_results::settle::NoiseOptions) {
+    a.opt("--noise-budget", &n.noise_budget, &None);
+    a.opt("--tolerance", &n.tolerance, &None);
 }
 
 fn bandwidth_args(o: &bandwidth::Options) -> Vec<String> {
@@ -123,6 +130,7 @@ fn bandwidth_args(o: &bandwidth::Options) -> Vec<String> {
     a.switch("--mp", o.mp);
     a.set("--iterations", &o.iterations, &d.iterations);
     a.set("--page-size", &o.page_size, &d.page_size);
+    noise(&mut a, &o.noise);
     a.0
 }
 

@@ -7,6 +7,7 @@ pub mod files;
 pub mod journal;
 mod lock;
 mod options;
+pub mod pace;
 pub mod plan;
 mod present;
 mod records;

@@ -1,8 +1,10 @@
 //! What the user asks of the survey, and the plan resolved from it on a machine.
 
 use super::cap::cap_sizes;
+use super::experiment::{argv, Experiment};
 use super::plan::{plan, Step};
 use numalab_results::output::table;
+use numalab_results::settle::NoiseOptions;
 use numalab_topo::{fmt_bytes, Error, Machine, Result};
 use serde::{Deserialize, Serialize};
 
@@ -13,11 +15,15 @@ pub struct Options {
     pub quick: bool,
     /// Largest buffer of any step, e.g. "4M" (None: each step's own).
     pub max_size: Option<String>,
+    /// `--noise-budget` and `--tolerance`, passed to every step that settles by them.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Options {
     /// Check what needs no machine: a `max_size` of at least 64 KiB.
     pub fn check(&self) -> Result<()> {
+        self.noise.goal().map_err(Error::Input)?;
         self.max_bytes().map(|_| ())
     }
 
@@ -34,6 +40,17 @@ impl Options {
             b => Ok(Some(b)),
         }
     }
+}
+
+/// Gives a step the user's settling options where its experiment takes them.
+fn pass_noise(s: &mut Step, n: &NoiseOptions) {
+    let Some(e) = &mut s.experiment else { return };
+    match e {
+        Experiment::Latency(o) => o.noise = n.clone(),
+        Experiment::Bandwidth(o) => o.noise = n.clone(),
+        _ => return,
+    }
+    s.args = argv(e);
 }
 
 /// The survey resolved on a machine: its steps and their estimated duration.
@@ -53,6 +70,10 @@ impl Plan {
         let mut steps = plan(m, o.quick);
         if let Some(max) = max_bytes {
             steps = cap_sizes(m, steps, max);
+        }
+        o.check()?;
+        for s in &mut steps {
+            pass_noise(s, &o.noise);
         }
         Ok(Plan {
             steps,
@@ -88,11 +109,13 @@ impl Plan {
                 ]
             })
             .collect();
+        let pace = super::pace::Pace::uncalibrated();
         format!(
-            "survey plan ({}): {} steps, about {:.0} s\n\n{}\n",
+            "survey plan ({}): {} steps, about {:.0} s ({})\n\n{}\n",
             if self.quick { "quick" } else { "full" },
             self.runnable(),
-            self.estimate_s(),
+            pace.seconds(self.estimate_s()),
+            pace.how(),
             table(&["section", "step", "command", "est. s"], &rows)
         )
     }

@@ -17,8 +17,9 @@ pub struct Step {
     pub title: String,
     /// numalab arguments (without --json), built from the experiment by `argv`.
     pub args: Vec<String>,
-    /// Rough duration, seconds (for the plan and the ETA), calibrated on a quiet 2-core VM:
-    /// the full survey there took 27 s and the quick one 9 s.
+    /// Rough duration in seconds at the reference pace (a quiet 2-core VM, where the
+    /// full survey took 27 s and the quick one 9 s); a run scales it by the pace it
+    /// measures (`survey::pace`).
     pub estimate_s: f64,
     /// Why it is skipped here, if it is.
     pub skip: Option<String>,

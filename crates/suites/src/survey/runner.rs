@@ -50,8 +50,8 @@ impl Outcome {
 pub trait Watch {
     /// Step `title` starts.
     fn start(&mut self, title: &str);
-    /// A step planned for `estimate_s` seconds ended.
-    fn done(&mut self, estimate_s: f64);
+    /// A step planned for `estimate_s` seconds ended after `seconds`.
+    fn done(&mut self, estimate_s: f64, seconds: f64);
     /// A warning to show now.
     fn warn(&mut self, why: &str);
 }
@@ -218,7 +218,7 @@ fn run_one(
 ) -> Option<Entry> {
     watch.start(&s.title);
     let o = run_step(exe, s);
-    watch.done(s.estimate_s);
+    watch.done(s.estimate_s, o.seconds);
     let failed = o.records.is_empty();
     let mut records = vec![step_record(
         prov,

@@ -1,0 +1,102 @@
+//! How an unsettled figure is shown, the same way in every table, text and card:
+//! the figure is never given as a plain number; the row reads "unsettled*" beside it
+//! and the record's warning, printed under every table, is the footnote saying why
+//! ("unsettled* NAME: … machine busy: …").
+
+use crate::record::{Record, Settle};
+
+/// How the warning of an unsettled record begins.
+pub const UNSETTLED: &str = "unsettled";
+
+/// Puts `s` on the record and, when it did not settle, one warning line saying so
+/// (the tolerance and budget that could not be met, and why): the footnote of the
+/// "unsettled*" a table shows.
+pub fn apply(rec: &mut Record, s: Settle) {
+    if !s.settled {
+        rec.warnings.push(format!(
+            "{UNSETTLED}* {}: {} not within ±{} % in its {:.0} ms budget ({} passes, interval {}…{}): {}",
+            rec.name,
+            s.metric,
+            s.tolerance_pct,
+            s.budget_ms,
+            s.passes,
+            short(s.interval[0]),
+            short(s.interval[1]),
+            s.why.as_deref().unwrap_or("no reason recorded")
+        ));
+    }
+    rec.settle = Some(s);
+}
+
+/// A figure as a table cell: as it is when settled, else "FIGURE unsettled*" (the
+/// star points to the record's warning).
+pub fn cell(r: &Record, figure: String) -> String {
+    if r.settled() {
+        figure
+    } else {
+        format!("{figure} {UNSETTLED}*")
+    }
+}
+
+/// A figure on a line of its own: "unsettled (machine busy: …; FIGURE)" when it did
+/// not settle.
+pub fn line(r: &Record, figure: String) -> String {
+    match &r.settle {
+        Some(s) if !s.settled => format!(
+            "{UNSETTLED} ({}; {figure})",
+            s.why.as_deref().unwrap_or("no reason recorded")
+        ),
+        _ => figure,
+    }
+}
+
+/// Four significant figures, as tables print them.
+fn short(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let digits = (3 - x.abs().max(1e-9).log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{x:.digits$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(settled: bool) -> Record {
+        let mut r = Record::new(
+            "latency",
+            "read warm 32M cpu0",
+            crate::Provenance::collect("t", "none"),
+            serde_json::json!({}),
+        );
+        apply(
+            &mut r,
+            Settle {
+                settled,
+                metric: "latency".into(),
+                passes: 40,
+                interval: [101.25, 187.5],
+                tolerance_pct: 5.0,
+                budget_ms: 200.0,
+                why: (!settled).then(|| "machine busy: 9 of 40 passes disturbed".into()),
+            },
+        );
+        r
+    }
+
+    #[test]
+    fn an_unsettled_figure_is_never_a_plain_number() {
+        let (ok, busy) = (rec(true), rec(false));
+        assert_eq!(cell(&ok, "98.1".into()), "98.1");
+        assert_eq!(cell(&busy, "98.1".into()), "98.1 unsettled*");
+        assert_eq!(line(&ok, "98.1 ns".into()), "98.1 ns");
+        assert_eq!(
+            line(&busy, "98.1 ns".into()),
+            "unsettled (machine busy: 9 of 40 passes disturbed; 98.1 ns)"
+        );
+        assert!(ok.warnings.is_empty());
+        assert_eq!(busy.warnings.len(), 1);
+        assert!(busy.warnings[0].starts_with("unsettled* read warm 32M cpu0: latency not within ±5 % in its 200 ms budget (40 passes, interval 101.2…187.5): machine busy: 9 of 40"), "{}", busy.warnings[0]);
+    }
+}

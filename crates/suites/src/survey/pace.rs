@@ -1,0 +1,148 @@
+//! The survey's duration from the pace measured in this run: a short calibration at
+//! start (one pointer chase and one bandwidth pass, each as its own numalab process,
+//! as every step runs) scales the steps' reference estimates, and each finished
+//! step's actual time against its estimate updates the pace for the rest.
+//!
+//! The step estimates are seconds at the reference pace; [`REFERENCE_CALIBRATION_S`]
+//! is what the calibration took at that pace. It was derived on this project's
+//! 2-vCPU VM while other builds ran (load about 10): `survey --quick` planned 11 s
+//! and took 45 s, with the two calibration commands taking 0.46 s (0.28 + 0.18 s)
+//! beside it, so the reference pace's calibration is 0.46 × 11 / 45 ≈ 0.11 s.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Seconds the calibration takes at the pace the step estimates are given in.
+pub const REFERENCE_CALIBRATION_S: f64 = 0.11;
+
+/// Planned seconds of steps whose weight the calibration carries against the
+/// steps' own measured pace: after this many planned seconds have run, the steps'
+/// pace counts as much as the calibration's.
+const PRIOR_S: f64 = 5.0;
+
+/// The calibration commands: a chase and a bandwidth pass (cheap, fixed work).
+pub const CALIBRATION: [&[&str]; 2] = [
+    &[
+        "latency",
+        "--size",
+        "8M",
+        "--iterations",
+        "3",
+        "--disturbed",
+        "keep",
+        "--noise-budget",
+        "1ms",
+    ],
+    &[
+        "bandwidth",
+        "--size",
+        "16M",
+        "--iterations",
+        "3",
+        "--noise-budget",
+        "1ms",
+    ],
+];
+
+/// How fast this run goes against the reference pace (2.0: twice as slow).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// The calibration's factor (1.0 when uncalibrated).
+    pub calibrated: f64,
+    /// Whether a calibration ran.
+    pub measured: bool,
+    /// Planned seconds of the steps finished so far.
+    done_est: f64,
+    /// Their actual seconds.
+    done_s: f64,
+}
+
+impl Pace {
+    /// The reference pace, as `--dry-run` prints it (no calibration).
+    pub fn uncalibrated() -> Pace {
+        Pace::from_calibration(REFERENCE_CALIBRATION_S, false)
+    }
+
+    /// The pace from a calibration that took `seconds`.
+    pub fn from_calibration(seconds: f64, measured: bool) -> Pace {
+        let f = seconds / REFERENCE_CALIBRATION_S;
+        Pace {
+            calibrated: if f.is_finite() && f > 0.0 { f } else { 1.0 },
+            measured,
+            done_est: 0.0,
+            done_s: 0.0,
+        }
+    }
+
+    /// Times the calibration commands through `exe`; the reference pace when one fails.
+    pub fn calibrate(exe: &Path) -> Pace {
+        let t = Instant::now();
+        for args in CALIBRATION {
+            let ok = Command::new(exe)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return Pace::uncalibrated();
+            }
+        }
+        Pace::from_calibration(t.elapsed().as_secs_f64(), true)
+    }
+
+    /// A step planned for `estimate_s` took `seconds`.
+    pub fn step(&mut self, estimate_s: f64, seconds: f64) {
+        if estimate_s > 0.0 && seconds.is_finite() {
+            self.done_est += estimate_s;
+            self.done_s += seconds;
+        }
+    }
+
+    /// The factor now: the calibration's, weighed against the finished steps' own.
+    pub fn factor(&self) -> f64 {
+        (self.calibrated * PRIOR_S + self.done_s) / (PRIOR_S + self.done_est)
+    }
+
+    /// Seconds `estimate_s` of planned work will take at the pace now.
+    pub fn seconds(&self, estimate_s: f64) -> f64 {
+        estimate_s * self.factor()
+    }
+
+    /// How the estimate was made, for the plan and the start line.
+    pub fn how(&self) -> String {
+        if self.measured {
+            format!(
+                "at this run's measured pace ({:.1}× the reference; updated after each step)",
+                self.calibrated
+            )
+        } else {
+            "uncalibrated: at the reference pace (a quiet 2-core VM); a run calibrates at start and updates after each step".into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_starts_at_the_calibration_and_follows_the_steps() {
+        let p = Pace::uncalibrated();
+        assert_eq!((p.factor(), p.measured), (1.0, false));
+        assert!(p.how().starts_with("uncalibrated"));
+        let mut p = Pace::from_calibration(2.0 * REFERENCE_CALIBRATION_S, true);
+        assert!((p.seconds(10.0) - 20.0).abs() < 1e-9);
+        // Steps that run 4× their estimate pull the factor towards 4.
+        for _ in 0..20 {
+            p.step(1.0, 4.0);
+        }
+        assert!(p.factor() > 3.5 && p.factor() < 4.0, "{}", p.factor());
+        // A bad calibration falls back to the reference.
+        assert_eq!(Pace::from_calibration(f64::NAN, true).calibrated, 1.0);
+        let missing = Pace::calibrate(Path::new("/nonexistent/numalab"));
+        assert!(!missing.measured);
+    }
+}
