@@ -155,9 +155,9 @@ pub fn html(rows: &[Row], a: &str, b: &str, cards_a: &[Card], cards_b: &[Card]) 
 <body><h1>numalab compare</h1><div class=\"sides\"><div class=\"side\" id=\"run-a\"><h2>A: {}</h2>{}</div>\
 <div class=\"side\" id=\"run-b\"><h2>B: {}</h2>{}</div></div><h2>Every matched measurement, largest effect first</h2>{}<p>{}</p></body></html>\n",
         esc(a),
-        summary::html_with(cards_a, false),
+        summary::html_with(cards_a, &[], false),
         esc(b),
-        summary::html_with(cards_b, false),
+        summary::html_with(cards_b, &[], false),
         html_table(&HEADER, &text_rows(rows)),
         esc(RULE)
     )

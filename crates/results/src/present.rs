@@ -6,7 +6,7 @@
 
 use crate::record::Record;
 use crate::report::{self, Section};
-use crate::summary::{self, Card};
+use crate::summary::{self, Block, Card};
 
 /// One record family's presentation: its kinds, its report section, its text.
 pub trait Presenter: Sync {
@@ -29,6 +29,11 @@ pub trait Presenter: Sync {
     /// the report and the survey's terminal output.
     fn cards(&self, _records: &[Record]) -> Vec<Card> {
         Vec::new()
+    }
+    /// A block of the first screen (a per-node table, the advice), built from answers
+    /// only (see [`summary::is_answer`]); None when these records answer nothing here.
+    fn answer(&self, _answers: &[Record]) -> Option<Block> {
+        None
     }
 }
 
@@ -63,7 +68,7 @@ pub fn find<'a>(registry: &[&'a dyn Presenter], kind: &str) -> Option<&'a dyn Pr
 pub fn render(registry: &[&dyn Presenter], records: &[Record], title: &str) -> String {
     report::page(
         title,
-        &summary::html(&cards(registry, records)),
+        &summary_html(registry, records),
         &sections(registry, records),
         &report::provenance(records),
     )
@@ -81,20 +86,34 @@ pub fn render_partial(
     secs.extend(sections(registry, records));
     report::page(
         title,
-        &summary::html(&cards(registry, records)),
+        &summary_html(registry, records),
         &secs,
         &report::provenance(records),
     )
 }
 
-/// Every presenter's summary cards, merged (a level's latency and bandwidth share a card).
+/// Every presenter's summary cards from the answers among `records`, merged (a
+/// level's latency and bandwidth share a card).
 pub fn cards(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Card> {
-    summary::merge(registry.iter().flat_map(|p| p.cards(records)).collect())
+    let answers = summary::answers(records);
+    summary::merge(registry.iter().flat_map(|p| p.cards(&answers)).collect())
 }
 
-/// The summary as terminal text (empty when no presenter has a card).
+/// Every presenter's first-screen block from the answers among `records`, in
+/// registry order.
+pub fn blocks(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Block> {
+    let answers = summary::answers(records);
+    registry.iter().filter_map(|p| p.answer(&answers)).collect()
+}
+
+/// The report's opening: paragraph, answer blocks and cards.
+fn summary_html(registry: &[&dyn Presenter], records: &[Record]) -> String {
+    summary::html(&cards(registry, records), &blocks(registry, records))
+}
+
+/// The summary as terminal text (empty when no presenter has a card or block).
 pub fn summary_text(registry: &[&dyn Presenter], records: &[Record]) -> String {
-    summary::text(&cards(registry, records))
+    summary::text(&cards(registry, records), &blocks(registry, records))
 }
 
 /// Every distinct warning of `records`, in order of first appearance, one

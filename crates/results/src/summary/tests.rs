@@ -87,7 +87,7 @@ fn the_paragraph_states_ratios_from_the_figures() {
 #[test]
 fn every_figure_links_to_its_section_with_its_spread() {
     let cards = merge(machine());
-    let h = html(&cards);
+    let h = html(&cards, &[]);
     let figs: usize = cards.iter().map(|c| c.figures.len()).sum();
     assert_eq!(h.matches("<a class=\"fig\" href=\"#").count(), figs);
     assert!(h.contains("href=\"#matrix\"") && h.contains("href=\"#c2c\""));
@@ -96,10 +96,10 @@ fn every_figure_links_to_its_section_with_its_spread() {
         "{h}"
     );
     assert_eq!(h.matches("class=\"cardrow\"").count(), 3);
-    assert!(html(&[]).contains("No headline figures"));
-    let t = text(&cards);
+    assert!(html(&[], &[]).contains("No headline figures"));
+    let t = text(&cards, &[]);
     assert!(t.contains("1.4–1.7 (range over 3 sizes)"), "{t}");
-    assert_eq!(text(&[]), "");
+    assert_eq!(text(&[], &[]), "");
 }
 
 #[test]
@@ -107,4 +107,56 @@ fn spreads_need_samples() {
     assert!(Spread::range(&[1.0], "x").is_none());
     let s = Spread::range(&[3.0, 1.0, 2.0], "cells").unwrap();
     assert_eq!((s.lo, s.hi), (1.0, 3.0));
+}
+
+#[test]
+fn a_shared_explanation_sits_beside_its_figures_once_and_not_in_the_paragraph() {
+    let why = "Lines cexh and cexm are a chase of many lines a helper core holds.";
+    let mut cards = merge(machine());
+    for st in ["cexh", "cexm"] {
+        let mut c = lat(Group::Coherence, &format!("lines {st}"), 100.0, "states");
+        c.remark = Some(why.into());
+        cards.push(c);
+    }
+    assert!(!describe(&cards).contains(why));
+    let h = html(&cards, &[]);
+    assert_eq!(h.matches(why).count(), 1, "{h}");
+    let t = text(&cards, &[]);
+    assert_eq!(t.matches(why).count(), 1, "{t}");
+    assert!(
+        t.contains("lines cexh [1]") && t.contains("lines cexm [1]"),
+        "{t}"
+    );
+}
+
+#[test]
+fn only_settled_records_are_answers() {
+    let p = crate::Provenance::collect("test", "none");
+    let mut r = crate::Record::new("latency", "x", p, serde_json::json!({}));
+    assert!(is_answer(&r));
+    r.settle = Some(crate::record::Settle {
+        settled: false,
+        metric: "latency".into(),
+        passes: 9,
+        interval: [90.0, 180.0],
+        tolerance_pct: 5.0,
+        budget_ms: 500.0,
+        why: Some("machine busy".into()),
+    });
+    assert!(!is_answer(&r));
+    assert!(answers(std::slice::from_ref(&r)).is_empty());
+}
+
+#[test]
+fn answer_blocks_open_the_summary_in_html_and_text() {
+    let b = Block {
+        html: "<table id=\"nodes\"></table>".into(),
+        text: "node table\n".into(),
+    };
+    let h = html(&[], std::slice::from_ref(&b));
+    assert!(
+        h.contains("id=\"nodes\"") && !h.contains("No headline"),
+        "{h}"
+    );
+    assert!(text(&[], &[b]).contains("node table"));
 }
