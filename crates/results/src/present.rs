@@ -17,6 +17,10 @@ pub trait Presenter: Sync {
     fn section(&self) -> Option<(&'static str, &'static str)> {
         None
     }
+    /// Whether the section is a seed study's (drawn after the memory answer, collapsed).
+    fn study(&self) -> bool {
+        false
+    }
     /// The section's body HTML, None when `records` hold nothing it can show.
     fn html(&self, _records: &[Record]) -> Option<String> {
         None
@@ -54,6 +58,7 @@ pub fn sections(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Section>
                 title,
                 absent: report::absent_reason(records, id, what),
                 body: p.html(records),
+                study: p.study(),
             })
         })
         .collect()

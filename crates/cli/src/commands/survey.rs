@@ -40,6 +40,11 @@ pub struct SurveyArgs {
     /// small machine such as an emulated guest; smaller buffers may stay in the caches.
     #[arg(long, value_name = "SIZE")]
     max_size: Option<String>,
+    /// Also run the seed studies: KSR1 thread placement, KSR collectives, EARTH remote
+    /// operations and latency hiding, the MPI rank-to-rank matrix (each its own
+    /// collapsible section of the report, after the memory answer).
+    #[arg(long)]
+    studies: bool,
     /// Print the plan (steps, command lines, estimated duration) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -56,6 +61,7 @@ impl SurveyArgs {
         Options {
             quick: self.quick,
             max_size: self.max_size.clone(),
+            studies: self.studies,
         }
     }
 }

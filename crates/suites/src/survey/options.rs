@@ -13,6 +13,9 @@ pub struct Options {
     pub quick: bool,
     /// Largest buffer of any step, e.g. "4M" (None: each step's own).
     pub max_size: Option<String>,
+    /// Also run the seed studies (KSR placement and collectives, EARTH, MPI matrix).
+    #[serde(default)]
+    pub studies: bool,
 }
 
 impl Options {
@@ -42,6 +45,8 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Whether it is the quick battery.
     pub quick: bool,
+    /// Whether the seed studies run.
+    pub studies: bool,
     /// The buffer cap, if any.
     pub max_bytes: Option<u64>,
 }
@@ -50,13 +55,14 @@ impl Plan {
     /// The battery for `m`, with buffers capped as the options ask.
     pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
         let max_bytes = o.max_bytes()?;
-        let mut steps = plan(m, o.quick);
+        let mut steps = plan(m, o.quick, o.studies);
         if let Some(max) = max_bytes {
             steps = cap_sizes(m, steps, max);
         }
         Ok(Plan {
             steps,
             quick: o.quick,
+            studies: o.studies,
             max_bytes,
         })
     }
@@ -89,8 +95,13 @@ impl Plan {
             })
             .collect();
         format!(
-            "survey plan ({}): {} steps, about {:.0} s\n\n{}\n",
+            "survey plan ({}{}): {} steps, about {:.0} s\n\n{}\n",
             if self.quick { "quick" } else { "full" },
+            if self.studies {
+                ", with the seed studies"
+            } else {
+                "; seed studies not run: give --studies"
+            },
             self.runnable(),
             self.estimate_s(),
             table(&["section", "step", "command", "est. s"], &rows)
