@@ -217,7 +217,11 @@ impl Provenance {
         if v.hypervisor {
             w.push(format!(
                 "running under a hypervisor ({}): timings include virtualisation effects and the guest topology may not match the host",
-                v.signature.clone().or(v.dmi.clone()).unwrap_or_else(|| "unknown".into())
+                v.signature
+                    .as_deref()
+                    .map(crate::report::hypervisor_name)
+                    .or(v.dmi.clone())
+                    .unwrap_or_else(|| "unknown".into())
             ));
         }
         if self.numa_balancing == "on" {

@@ -160,3 +160,21 @@ fn answer_blocks_open_the_summary_in_html_and_text() {
     );
     assert!(text(&[], &[b]).contains("node table"));
 }
+
+#[test]
+fn a_hypervisor_signature_reads_as_its_name() {
+    use crate::report::hypervisor_name;
+    assert_eq!(hypervisor_name("KVMKVMKVM"), "KVM");
+    assert_eq!(hypervisor_name("Microsoft Hv"), "Microsoft Hv");
+    assert_eq!(hypervisor_name("VMwareVMware"), "VMware");
+    assert_eq!(hypervisor_name(""), "");
+}
+
+#[test]
+fn table_bytes_are_binary_units() {
+    use crate::report::bytes;
+    assert_eq!(bytes(256 << 20), "256 MiB");
+    assert_eq!(bytes(1536 << 10), "1.5 MiB");
+    assert_eq!(bytes(32 << 10), "32 KiB");
+    assert_eq!(bytes(64), "64 B");
+}
