@@ -483,6 +483,30 @@ mod tests {
     }
 
     #[test]
+    fn seed_studies_run_only_when_asked() {
+        let big = machine("64amd64-4s2n4ca2co.xml");
+        let without = plan(&big, true, false);
+        for (section, _) in STUDIES {
+            let s = without.iter().find(|x| x.section == section).unwrap();
+            assert!(
+                s.skip.as_deref().unwrap().contains("--studies"),
+                "{section}"
+            );
+        }
+        // The memory answer's steps do not depend on it.
+        let with = plan(&big, true, true);
+        for x in without.iter().filter(|x| x.skip.is_none()) {
+            assert!(with.iter().any(|y| y.args == x.args), "{:?}", x.args);
+        }
+        assert!(with
+            .iter()
+            .any(|x| x.section == "earth" && x.skip.is_none()));
+        assert!(without
+            .iter()
+            .any(|x| x.args.contains(&"--injection".to_string())));
+    }
+
+    #[test]
     fn argv_names_only_what_differs_from_the_defaults() {
         let e = Experiment::Latency(latency::Options {
             sweep: Some("4K-1G".into()),
