@@ -244,7 +244,9 @@ pub fn provenance_table(p: &crate::Provenance) -> String {
             if p.virtualization.hypervisor {
                 format!(
                     "hypervisor {}",
-                    hypervisor_name(p.virtualization.signature.as_deref().unwrap_or_default())
+                    crate::provenance::hypervisor_name(
+                        p.virtualization.signature.as_deref().unwrap_or_default()
+                    )
                 )
             } else {
                 "none detected".into()
@@ -264,18 +266,6 @@ pub fn provenance_table(p: &crate::Provenance) -> String {
         ]);
     }
     html_table(&["", ""], &rows)
-}
-
-/// A CPUID hypervisor signature as a name: the 12 bytes repeat a short name to fill
-/// the registers ("KVMKVMKVM" is KVM), so the shortest repeating unit is kept.
-pub fn hypervisor_name(sig: &str) -> String {
-    let sig = sig.trim_matches(|c: char| c == '\0' || c.is_whitespace());
-    let n = sig.chars().count();
-    (1..n)
-        .filter(|k| n % k == 0)
-        .map(|k| sig.chars().take(k).collect::<String>())
-        .find(|unit| unit.repeat(n / unit.chars().count()) == sig)
-        .unwrap_or_else(|| sig.to_string())
 }
 
 /// Provenance of the run and every warning and unavailable feature, once each.

@@ -163,7 +163,7 @@ fn answer_blocks_open_the_summary_in_html_and_text() {
 
 #[test]
 fn a_hypervisor_signature_reads_as_its_name() {
-    use crate::report::hypervisor_name;
+    use crate::provenance::hypervisor_name;
     assert_eq!(hypervisor_name("KVMKVMKVM"), "KVM");
     assert_eq!(hypervisor_name("Microsoft Hv"), "Microsoft Hv");
     assert_eq!(hypervisor_name("VMwareVMware"), "VMware");
