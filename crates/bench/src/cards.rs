@@ -226,39 +226,73 @@ pub fn matrix(records: &[Record]) -> Vec<Card> {
 
 /// One card per prepared coherence state's latency.
 pub fn states(records: &[Record]) -> Vec<Card> {
-    let sweep_stride =
-        of(records, "latency-sweep").find_map(|r| r.parameters["stride_bytes"].as_u64());
+    let sweep = of(records, "latency-sweep").next();
+    let sweep_stride = sweep.and_then(|r| r.parameters["stride_bytes"].as_u64());
+    let sweep_memory = sweep
+        .and_then(|r| r.data_as::<SweepData>().ok())
+        .and_then(|d| {
+            d.plateaus
+                .iter()
+                .rfind(|p| p.level == "memory")
+                .map(|p| p.median_ns)
+        });
     let c2c = of(records, "c2c").next().is_some() || of(records, "c2c-matrix").next().is_some();
+    let held: Vec<&str> = of(records, "latency")
+        .filter_map(|r| r.parameters["state"].as_str())
+        .filter(|s| HELD.contains(s))
+        .collect();
     of(records, "latency")
         .filter(|r| r.parameters["state"].as_str().is_some_and(|s| s != "warm"))
         .filter_map(|r| {
             let st = r.parameters["state"].as_str()?;
             let f = stat_figure(r, "latency", "latency", "ns", 1, "states", "passes")?;
-            let mut c = Card::one(Group::Coherence, &format!("lines {st}"), f);
             let stride = r.parameters["stride_bytes"].as_u64();
             let bytes = r.parameters["size_bytes"].as_u64();
+            let remark = if st == "uown" {
+                uown_remark(f.value, stride, sweep_stride, sweep_memory)
+            } else {
+                (c2c && HELD.contains(&st)).then(|| held_remark(&held))
+            };
+            let mut c = Card::one(Group::Coherence, &format!("lines {st}"), f);
             if let (Some(st), Some(b)) = (stride, bytes) {
                 c.detail = Some(format!("{} at stride {st} B", size(b)));
             }
-            c.remark = state_remark(st, stride, sweep_stride, c2c);
+            c.remark = remark;
             Some(c)
         })
         .collect()
 }
 
-/// Why a state's card differs from a figure beside it measured another way: unowned
-/// lines against the sweep's memory plateau (another stride), a line held in another
-/// core against the core-to-core handover (another access pattern).
-fn state_remark(state: &str, stride: Option<u64>, sweep: Option<u64>, c2c: bool) -> Option<String> {
-    match (state, stride, sweep) {
-        ("uown", Some(a), Some(b)) if a != b => Some(format!(
-            "Unowned lines are chased {a} B apart, flushed from every cache, so the adjacent-line prefetcher cannot fetch the next one; the sweep's memory plateau comes from smaller buffers chased {b} B apart, where that prefetcher helps and some lines may still sit in a shared cache, so it reads lower."
-        )),
-        ("cexh" | "cexm" | "dexd" | "dext", _, _) if c2c => Some(format!(
-            "Lines {state} are a chase of many lines a helper core holds, each read a miss served by its cache; the core-to-core figure is one line handed back and forth (half a CAS round trip). On a VM the helper's vCPU may share a host core with the requestor, which makes this figure vary from run to run."
+/// The states whose lines a helper core holds.
+const HELD: [&str; 4] = ["cexh", "cexm", "dexd", "dext"];
+
+/// Why unowned lines read slower than the sweep's memory plateau (another stride);
+/// None when they do not, so the words never contradict the figures.
+fn uown_remark(
+    uown: f64,
+    stride: Option<u64>,
+    sweep: Option<u64>,
+    plateau: Option<f64>,
+) -> Option<String> {
+    match (stride, sweep, plateau) {
+        (Some(a), Some(b), Some(p)) if a != b && p < uown => Some(format!(
+            "Unowned lines are chased {a} B apart, flushed from every cache, so the adjacent-line prefetcher cannot fetch the next one; the sweep's memory plateau ({p:.1} ns) comes from smaller buffers chased {b} B apart, where that prefetcher helps and some lines may still sit in a shared cache."
         )),
         _ => None,
     }
+}
+
+/// Why lines a helper core holds differ from the core-to-core figure, once for every
+/// such state measured (the list names them).
+fn held_remark(states: &[&str]) -> String {
+    let list = match states {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
+    format!(
+        "Lines {list} are a chase of many lines a helper core holds, each read a miss served by its cache; the core-to-core figure is one line handed back and forth (half a CAS round trip). On a VM the helper's vCPU may share a host core with the requestor, which makes these figures vary from run to run."
+    )
 }
 
 /// Reading lines another core holds, with one sharer.
@@ -379,33 +413,64 @@ mod tests {
         r
     }
 
-    #[test]
-    fn state_cards_say_why_they_differ_from_the_sweep_and_the_handover() {
-        let sweep = Record::new(
+    fn sweep_with_memory(ns: f64) -> Record {
+        let mut r = Record::new(
             "latency-sweep",
             "sweep",
             Provenance::collect("test", "synthetic"),
             json!({"stride_bytes": 64}),
         );
+        let plateau = crate::sweep::Plateau {
+            from_bytes: 64 << 20,
+            to_bytes: 1 << 30,
+            exceeded_at: None,
+            median_ns: ns,
+            values_ns: vec![ns],
+            level: "memory".into(),
+            topology_bytes: None,
+        };
+        r.set_data(&SweepData {
+            points: Vec::new(),
+            plateaus: vec![plateau],
+            topology_caches: Vec::new(),
+        });
+        r
+    }
+
+    #[test]
+    fn state_cards_say_why_they_differ_from_the_sweep_and_the_handover() {
         let c2c = Record::new(
             "c2c",
             "c2c",
             Provenance::collect("test", "synthetic"),
             json!({}),
         );
-        let cards = states(&[state("uown", 128), state("cexh", 128), sweep.clone(), c2c]);
-        assert_eq!(cards.len(), 2);
+        let sweep = sweep_with_memory(90.0);
+        let recs = [
+            state("uown", 128),
+            state("cexh", 128),
+            state("dext", 128),
+            sweep.clone(),
+            c2c.clone(),
+        ];
+        let cards = states(&recs);
+        assert_eq!(cards.len(), 3);
         assert_eq!(cards[0].detail.as_deref(), Some("256 MiB at stride 128 B"));
         let uown = cards[0].remark.as_deref().unwrap_or("");
         assert!(
-            uown.contains("128 B apart") && uown.contains("64 B apart"),
+            uown.contains("128 B apart") && uown.contains("64 B apart") && uown.contains("90.0 ns"),
             "{uown}"
         );
-        assert!(cards[1]
-            .remark
-            .as_deref()
-            .unwrap_or("")
-            .contains("core-to-core"));
+        // One explanation for every held state, naming them all: said once beside them.
+        let held = cards[1].remark.as_deref().unwrap_or("");
+        assert!(
+            held.contains("Lines cexh and dext are") && held.contains("core-to-core"),
+            "{held}"
+        );
+        assert_eq!(cards[2].remark, cards[1].remark);
+        // A sweep plateau slower than unowned lines: no "reads lower" to contradict it.
+        let cards = states(&[state("uown", 128), sweep_with_memory(187.9), c2c]);
+        assert!(cards[0].remark.is_none(), "{:?}", cards[0].remark);
         // The same stride, and no handover measured: nothing to explain.
         let cards = states(&[state("uown", 64), state("cexh", 128), sweep]);
         assert!(

@@ -5,6 +5,7 @@
 //! text and HTML from the records), plus the machine's own records (`topo`, `plan`),
 //! the summary cards and the context every record is stamped with.
 
+pub mod answer;
 pub mod bandwidth;
 pub mod c2c;
 pub mod cards;

@@ -235,6 +235,10 @@ fn opt(v: Option<u32>) -> String {
 /// Each planned thread's place, hops to the memory and, when verified, its CPU.
 fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
     let mem_hops = plan.memory.as_ref().map(|m| &m.hops_from_threads);
+    // A CPU kind tells threads apart only on a hybrid CPU (P and E cores).
+    let mut kinds: Vec<Option<u32>> = plan.threads.iter().map(|t| t.pu.kind).collect();
+    kinds.dedup();
+    let hybrid = kinds.len() > 1;
     let rows: Vec<Vec<String>> = plan
         .threads
         .iter()
@@ -256,6 +260,9 @@ fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
                     .map(|h| h.to_string())
                     .unwrap_or_else(|| "-".into()),
             ];
+            if !hybrid {
+                r.remove(KIND_COLUMN);
+            }
             if let Some(v) = verified {
                 r.push(format!("ran on CPU {}", v.threads[t.thread].observed_cpu));
             }
@@ -275,11 +282,17 @@ fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
         "kind",
         "hops to mem",
     ];
+    if !hybrid {
+        header.remove(KIND_COLUMN);
+    }
     if verified.is_some() {
         header.push("verified");
     }
     table(&header, &rows) + "\n"
 }
+
+/// Where the CPU kind sits in the threads table.
+const KIND_COLUMN: usize = 9;
 
 /// `numalab plan` as text: each thread's place, the memory and what was verified.
 pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> String {
@@ -287,9 +300,10 @@ pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> Stri
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Plan '{}': {} thread(s) on {} (default spreading level: {default_level})\n",
+        "Plan '{}': {} thread{} on {} (default spreading level: {default_level})\n",
         plan.thread_spec,
         plan.threads.len(),
+        if plan.threads.len() == 1 { "" } else { "s" },
         rec.provenance.topology_source
     );
     s.push_str(&threads_table(plan, verified));

@@ -171,3 +171,30 @@ fn help_and_version() {
         assert!(help.contains(cmd), "{help}");
     }
 }
+
+#[test]
+fn plan_text_shows_no_cpu_kind_column_on_a_machine_of_one_kind() {
+    let out = numalab(&[
+        "plan",
+        "compact",
+        "-n",
+        "2",
+        "--topology",
+        &topology("64amd64-4s2n4ca2co.xml"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("thread"))
+        .unwrap_or_else(|| panic!("no threads table: {text}"));
+    assert!(
+        header.contains("node") && !header.contains("kind"),
+        "{header}"
+    );
+    assert!(text.contains("2 threads on"), "{text}");
+}

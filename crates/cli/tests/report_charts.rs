@@ -123,7 +123,7 @@ out({{ x: texts(s, 'tick-x'), y: texts(s, 'tick-y'), markers: texts(s, 'marker-l
     // The table says it too, on the point's row.
     let table = v["table"].as_str().unwrap();
     assert!(
-        table.contains("4MB\t190.00\t170.00\toutlier (persisted after re-measure)"),
+        table.contains("4 MiB\t190.00\t170.00\toutlier (persisted after re-measure)"),
         "{table}"
     );
 }

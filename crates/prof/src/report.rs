@@ -96,6 +96,7 @@ fn metric_section(ix: &Index, id: &'static str, title: &'static str, metrics: &[
         title,
         body: has.then_some(body),
         absent: why.join("; "),
+        study: false,
     }
 }
 
@@ -110,6 +111,7 @@ fn summary(ix: &Index) -> Section {
         title: "Summary",
         body: Some(body),
         absent: String::new(),
+        study: false,
     }
 }
 
@@ -122,6 +124,7 @@ fn threads(ix: &Index) -> Section {
             title: "Threads: where they ran",
             body: None,
             absent: "no threads in this trace (a monitor trace)".into(),
+            study: false,
         };
     }
     let cpu_pts = cpu_points(ix, &ths);
@@ -158,6 +161,7 @@ fn threads(ix: &Index) -> Section {
         title: "Threads: where they ran",
         body: Some(body),
         absent: String::new(),
+        study: false,
     }
 }
 
@@ -226,6 +230,7 @@ fn events(t: &Trace) -> Section {
         body: (!rows.is_empty())
             .then(|| html_table(&["t (s)", "object", "event", "detail"], &rows)),
         absent: "no forks, execs, exits or counter failures were seen".into(),
+        study: false,
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::plausible;
 use crate::record::Record;
 use crate::report::{self, Section};
-use crate::summary::{self, Card};
+use crate::summary::{self, Block, Card};
 
 /// One record family's presentation: its kinds, its report section, its text.
 pub trait Presenter: Sync {
@@ -17,6 +17,10 @@ pub trait Presenter: Sync {
     /// (dry-run plans, the survey's bookkeeping).
     fn section(&self) -> Option<(&'static str, &'static str)> {
         None
+    }
+    /// Whether the section is a seed study's (drawn after the memory answer, collapsed).
+    fn study(&self) -> bool {
+        false
     }
     /// The section's body HTML, None when `records` hold nothing it can show.
     fn html(&self, _records: &[Record]) -> Option<String> {
@@ -30,6 +34,11 @@ pub trait Presenter: Sync {
     /// the report and the survey's terminal output.
     fn cards(&self, _records: &[Record]) -> Vec<Card> {
         Vec::new()
+    }
+    /// A block of the first screen (a per-node table, the advice), built from answers
+    /// only (see [`summary::is_answer`]); None when these records answer nothing here.
+    fn answer(&self, _answers: &[Record]) -> Option<Block> {
+        None
     }
 }
 
@@ -50,6 +59,7 @@ pub fn sections(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Section>
                 title,
                 absent: report::absent_reason(records, id, what),
                 body: p.html(records),
+                study: p.study(),
             })
         })
         .collect()
@@ -89,23 +99,33 @@ pub fn render_partial(
 }
 
 /// Every presenter's summary cards, merged (a level's latency and bandwidth share a
-/// card), each figure vetted against the plausibility rules and its record's settling.
+/// card), each figure vetted against the plausibility rules and its record's settling:
+/// a figure that is no answer stays on its card, marked as what it is.
 pub fn cards(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Card> {
     let mut cards = summary::merge(registry.iter().flat_map(|p| p.cards(records)).collect());
     summary::vet(&mut cards, records, &plausible::check(records));
     cards
 }
 
-/// The summary block of the HTML report: the cards, then the rule each implausible
-/// figure broke.
-fn summary_html(registry: &[&dyn Presenter], records: &[Record]) -> String {
-    summary::html(&cards(registry, records)) + &plausible::html(&plausible::check(records))
+/// Every presenter's first-screen block from the answers among `records` (settled
+/// and not flagged by a plausibility rule), in registry order.
+pub fn blocks(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Block> {
+    let answers = summary::answers(records);
+    registry.iter().filter_map(|p| p.answer(&answers)).collect()
 }
 
-/// The summary as terminal text (empty when no presenter has a card), then the rule
-/// each implausible figure broke.
+/// The report's opening: paragraph, answer blocks and cards, then the rule each
+/// implausible figure broke.
+fn summary_html(registry: &[&dyn Presenter], records: &[Record]) -> String {
+    summary::html(&cards(registry, records), &blocks(registry, records))
+        + &plausible::html(&plausible::check(records))
+}
+
+/// The summary as terminal text (empty when no presenter has a card or block), then
+/// the rule each implausible figure broke.
 pub fn summary_text(registry: &[&dyn Presenter], records: &[Record]) -> String {
-    summary::text(&cards(registry, records)) + &plausible::text(&plausible::check(records))
+    summary::text(&cards(registry, records), &blocks(registry, records))
+        + &plausible::text(&plausible::check(records))
 }
 
 /// Every distinct warning of `records`, in order of first appearance, one

@@ -217,7 +217,11 @@ impl Provenance {
         if v.hypervisor {
             w.push(format!(
                 "running under a hypervisor ({}): timings include virtualisation effects and the guest topology may not match the host",
-                v.signature.clone().or(v.dmi.clone()).unwrap_or_else(|| "unknown".into())
+                v.signature
+                    .as_deref()
+                    .map(hypervisor_name)
+                    .or(v.dmi.clone())
+                    .unwrap_or_else(|| "unknown".into())
             ));
         }
         if self.numa_balancing == "on" {
@@ -231,6 +235,18 @@ impl Provenance {
         }
         w
     }
+}
+
+/// A CPUID hypervisor signature as a name: the 12 bytes repeat a short name to fill
+/// the registers ("KVMKVMKVM" is KVM), so the shortest repeating unit is kept.
+pub fn hypervisor_name(sig: &str) -> String {
+    let sig = sig.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+    let n = sig.chars().count();
+    (1..n)
+        .filter(|k| n % k == 0)
+        .map(|k| sig.chars().take(k).collect::<String>())
+        .find(|unit| unit.repeat(n / unit.chars().count()) == sig)
+        .unwrap_or_else(|| sig.to_string())
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ pub struct Section {
     pub body: Option<String>,
     /// Why there is no data (used when `body` is None).
     pub absent: String,
+    /// A seed study: drawn after the memory answer, collapsed until opened.
+    pub study: bool,
 }
 
 /// Escape text for HTML.
@@ -73,9 +75,13 @@ pub fn num(v: Option<f64>, digits: usize) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-/// A byte count for a table cell ("64 KiB" style, from the plots' scale).
+/// A byte count for a table cell in binary units ("64 KiB", "1.5 MiB", "64 B").
 pub fn bytes(v: u64) -> String {
-    crate::plot::short_bytes(v as f64) + "B"
+    let short = crate::plot::short_bytes(v as f64);
+    match short.strip_suffix(['K', 'M', 'G']) {
+        Some(num) => format!("{num} {}iB", &short[num.len()..]),
+        None => format!("{short} B"),
+    }
 }
 
 /// A JSON array of arrays of numbers (null: not measured) as a matrix.
@@ -125,7 +131,7 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-wid
 h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-top:.6em}\
 table{border-collapse:collapse;font-size:.85em;margin:.4em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 th{background:#f0f0f0}.fig{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}\
-.absent{color:#777;font-style:italic}.warn{color:#8a4b00}nav a{margin-right:.8em}";
+.absent{color:#777;font-style:italic}details>summary h2{display:inline-block;cursor:pointer}.warn{color:#8a4b00}nav a{margin-right:.8em}";
 
 /// The "Not measured" section of an unfinished run's report: `missing` (each "step X
 /// (why)") as a list.
@@ -140,12 +146,14 @@ pub fn not_measured(missing: &[String]) -> Section {
         title: "Not measured",
         body: (!missing.is_empty()).then_some(list),
         absent: "every step of the plan was measured".into(),
+        study: false,
     }
 }
 
 /// The page shell every HTML report shares: title, the summary (first, so its figures
-/// are on the first screen), navigation, sections (data or the reason for its
-/// absence), then a closing section with provenance.
+/// are on the first screen), navigation, the sections with data (the seed studies
+/// last, each collapsible), one line naming what was not measured and why, then a
+/// closing section with provenance.
 pub fn page(title: &str, summary: &str, secs: &[Section], provenance_section: &str) -> String {
     let mut s = String::new();
     let _ = write!(
@@ -155,24 +163,68 @@ pub fn page(title: &str, summary: &str, secs: &[Section], provenance_section: &s
         esc(title)
     );
     s.push_str(summary);
+    let drawn: Vec<&Section> = secs
+        .iter()
+        .filter(|x| x.body.is_some() && !x.study)
+        .chain(secs.iter().filter(|x| x.body.is_some() && x.study))
+        .collect();
     s.push_str("<nav>");
-    for x in secs {
+    for x in &drawn {
         let _ = write!(s, "<a href=\"#{}\">{}</a>", x.id, esc(x.title));
     }
     s.push_str("<a href=\"#provenance\">Provenance and warnings</a></nav>");
-    for x in secs {
-        let _ = write!(s, "<section id=\"{}\"><h2>{}</h2>", x.id, esc(x.title));
-        match &x.body {
-            Some(b) => s.push_str(b),
-            None => {
-                let _ = write!(s, "<p class=\"absent\">Absent: {}.</p>", esc(&x.absent));
-            }
+    for x in &drawn {
+        let body = x.body.as_deref().unwrap_or_default();
+        if x.study {
+            let _ = write!(
+                s,
+                "<section id=\"{}\" class=\"study\"><details><summary><h2>{}</h2></summary>{body}</details></section>",
+                x.id,
+                esc(x.title)
+            );
+        } else {
+            let _ = write!(
+                s,
+                "<section id=\"{}\"><h2>{}</h2>{body}</section>",
+                x.id,
+                esc(x.title)
+            );
         }
-        s.push_str("</section>");
+    }
+    if let Some(line) = not_measured_line(secs) {
+        let _ = write!(s, "<p class=\"absent\" id=\"not-drawn\">{}</p>", esc(&line));
     }
     s.push_str(provenance_section);
     s.push_str("</body></html>\n");
     s
+}
+
+/// One line for every section without data: titles grouped by their reason.
+pub fn not_measured_line(secs: &[Section]) -> Option<String> {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for x in secs.iter().filter(|x| x.body.is_none()) {
+        match by_reason.iter_mut().find(|(r, _)| *r == x.absent) {
+            Some((_, t)) => t.push(x.title),
+            None => by_reason.push((&x.absent, vec![x.title])),
+        }
+    }
+    if by_reason.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(why, titles)| format!("{} ({why})", and_list(titles)))
+        .collect();
+    Some(format!("Not measured: {}.", parts.join("; ")))
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// The provenance key/value table.
@@ -192,7 +244,9 @@ pub fn provenance_table(p: &crate::Provenance) -> String {
             if p.virtualization.hypervisor {
                 format!(
                     "hypervisor {}",
-                    p.virtualization.signature.clone().unwrap_or_default()
+                    crate::provenance::hypervisor_name(
+                        p.virtualization.signature.as_deref().unwrap_or_default()
+                    )
                 )
             } else {
                 "none detected".into()

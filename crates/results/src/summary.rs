@@ -3,7 +3,6 @@
 //! from the cards alone so the words can never say more than was measured. The same
 //! cards are the terminal's first table.
 
-use crate::report::esc;
 use crate::stats::Summary;
 use crate::Record;
 use serde::{Deserialize, Serialize};
@@ -163,8 +162,9 @@ pub struct Card {
     pub detail: Option<String>,
     /// Its figures, in order.
     pub figures: Vec<Figure>,
-    /// A sentence for the paragraph, when the card has something to say beyond its
-    /// figures (e.g. a measured level that disagrees with the topology).
+    /// A sentence the card's figures need: a machine card's goes in the paragraph,
+    /// any other card's beside its figures (e.g. a measured level that disagrees with
+    /// the topology), each distinct sentence once.
     pub remark: Option<String>,
 }
 
@@ -225,7 +225,7 @@ pub fn vet(cards: &mut [Card], records: &[Record], flags: &[crate::plausible::Fl
 }
 
 /// The cards with only the figures that are answers (no verdict); cards left empty go.
-fn answers(cards: &[Card]) -> Vec<Card> {
+fn answer_cards(cards: &[Card]) -> Vec<Card> {
     cards
         .iter()
         .cloned()
@@ -282,7 +282,7 @@ fn ns(v: f64) -> String {
 /// The paragraph: the machine's shape in words, from the cards' answers only (a
 /// figure marked implausible or unsettled is never stated).
 pub fn describe(cards: &[Card]) -> String {
-    let cards = &answers(cards);
+    let cards = &answer_cards(cards);
     let mut s: Vec<String> = cards
         .iter()
         .filter(|c| c.group == Group::Machine)
@@ -293,12 +293,7 @@ pub fn describe(cards: &[Card]) -> String {
     bandwidth_sentence(cards, &mut s);
     pair_sentence(cards, &mut s);
     mpi_sentence(cards, &mut s);
-    s.extend(
-        cards
-            .iter()
-            .filter(|c| c.group != Group::Machine)
-            .filter_map(|c| c.remark.clone()),
-    );
+    // Other cards' remarks explain one figure: they sit beside it (html, text), not here.
     s.join(" ")
 }
 
@@ -458,126 +453,68 @@ fn mpi_sentence(cards: &[Card], out: &mut Vec<String>) {
     }
 }
 
-const CARD_STYLE: &str =
-    ".summary{margin:.6em 0 1em}.summary p.shape{max-width:70em;margin:.3em 0 .6em}\
-.cardrow{display:flex;flex-wrap:wrap;gap:.5em;align-items:flex-start;margin:.2em 0 .5em}\
-.cardrow h3{flex:0 0 9em;font-size:.9em;margin:.4em 0;color:#555}\
-.card{border:1px solid #bbb;border-radius:5px;padding:.3em .6em;min-width:9em;background:#fafafa}\
-.card .t{font-weight:bold;font-size:.9em}.card .d{color:#666;font-size:.75em}\
-.card .fig{display:block;color:#123;text-decoration:none;margin-top:.15em}\
-.card .v{font-size:1.15em;font-weight:bold}.card .l{font-size:.75em;color:#555}\
-.card .s{font-size:.7em;color:#777}";
-
-/// The summary block's HTML: the paragraph, then one row of cards per group. Every
-/// figure links to its section and shows its spread; an empty list says so.
-pub fn html(cards: &[Card]) -> String {
-    html_with(cards, true)
-}
-
-/// The summary block, with figures linked to their sections or not (a page without
-/// the sections, like compare's, has nothing to link to).
-pub fn html_with(cards: &[Card], links: bool) -> String {
-    let id = if links { " id=\"summary\"" } else { "" };
-    let mut s = format!("<style>{CARD_STYLE}</style><div class=\"summary\"{id}>");
-    if cards.is_empty() {
-        s.push_str("<p class=\"absent\">No headline figures in these records.</p></div>");
-        return s;
-    }
-    let _ = write!(s, "<p class=\"shape\">{}</p>", esc(&describe(cards)));
-    let mut group: Option<Group> = None;
-    for c in cards {
-        if group != Some(c.group) {
-            if group.is_some() {
-                s.push_str("</div>");
-            }
-            let _ = write!(
-                s,
-                "<div class=\"cardrow\" data-group=\"{:?}\"><h3>{}</h3>",
-                c.group,
-                c.group.title()
-            );
-            group = Some(c.group);
-        }
-        let _ = write!(
-            s,
-            "<div class=\"card\"><div class=\"t\">{}</div>",
-            esc(&c.title)
-        );
-        if let Some(d) = &c.detail {
-            let _ = write!(s, "<div class=\"d\">{}</div>", esc(d));
-        }
-        for f in &c.figures {
-            let spread = f
-                .spread
-                .as_ref()
-                .map(|sp| {
-                    format!(
-                        "<span class=\"s\" title=\"{}\"> {}</span>",
-                        esc(&sp.what),
-                        esc(&f.spread_text())
-                    )
-                })
-                .unwrap_or_default();
-            let (open, close) = if links {
-                (
-                    format!("<a class=\"fig\" href=\"#{}\">", esc(&f.section)),
-                    "</a>",
-                )
-            } else {
-                ("<span class=\"fig\">".to_string(), "</span>")
-            };
-            let _ = write!(
-                s,
-                "{open}<span class=\"v\">{}</span>{spread}<br><span class=\"l\">{}</span>{close}",
-                esc(&f.value_text()),
-                esc(&f.label)
-            );
-        }
-        s.push_str("</div>");
-    }
-    s.push_str("</div></div>");
-    s
-}
-
-/// The summary as terminal text: the paragraph, then one table row per figure.
-pub fn text(cards: &[Card]) -> String {
-    if cards.is_empty() {
+/// The summary as terminal text: the paragraph, the answer blocks, then one table
+/// row per figure; a card's explanation is a numbered footnote, each said once.
+pub fn text(cards: &[Card], blocks: &[Block]) -> String {
+    if cards.is_empty() && blocks.is_empty() {
         return String::new();
     }
-    let rows: Vec<Vec<String>> = cards
-        .iter()
-        .flat_map(|c| {
-            c.figures.iter().map(move |f| {
-                vec![
-                    c.group.title().to_string(),
-                    c.title.clone(),
-                    f.label.clone(),
-                    f.verdict
-                        .clone()
-                        .unwrap_or_else(|| format!("{:.*}", f.digits, f.value)),
-                    f.unit.clone(),
-                    f.spread
-                        .as_ref()
-                        .map(|sp| format!("{} ({})", f.spread_text(), sp.what))
-                        .unwrap_or_else(|| "-".into()),
-                ]
-            })
-        })
-        .collect();
+    let mut notes: Vec<&str> = Vec::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for c in cards {
+        let mut what = c.title.clone();
+        if let Some(r) = c.remark.as_deref().filter(|_| c.group != Group::Machine) {
+            let n = match notes.iter().position(|x| *x == r) {
+                Some(i) => i + 1,
+                None => {
+                    notes.push(r);
+                    notes.len()
+                }
+            };
+            let _ = write!(what, " [{n}]");
+        }
+        for f in &c.figures {
+            rows.push(vec![
+                c.group.title().to_string(),
+                what.clone(),
+                f.label.clone(),
+                f.verdict
+                    .clone()
+                    .unwrap_or_else(|| format!("{:.*}", f.digits, f.value)),
+                f.unit.clone(),
+                f.spread
+                    .as_ref()
+                    .map(|sp| format!("{} ({})", f.spread_text(), sp.what))
+                    .unwrap_or_else(|| "-".into()),
+            ]);
+        }
+    }
     let mut s = String::from("\nSummary (medians; spread in the last column)\n");
-    s.push_str(&wrap(&describe(cards), 100));
-    s.push('\n');
-    s.push_str(&crate::output::table(
-        &["", "what", "figure", "value", "unit", "spread"],
-        &rows,
-    ));
+    if !cards.is_empty() {
+        s.push_str(&wrap(&describe(cards), 100));
+    }
+    for b in blocks {
+        s.push('\n');
+        s.push_str(&b.text);
+    }
+    if !rows.is_empty() {
+        s.push('\n');
+        s.push_str(&crate::output::table(
+            &["", "what", "figure", "value", "unit", "spread"],
+            &rows,
+        ));
+    }
     if !s.ends_with('\n') {
         s.push('\n');
     }
+    for (i, n) in notes.iter().enumerate() {
+        s.push_str(&wrap(&format!("[{}] {n}", i + 1), 100));
+    }
     s
 }
 
-fn wrap(text: &str, width: usize) -> String {
+/// `text` folded into lines of at most `width` characters.
+pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = 0;
     for w in text.split_whitespace() {
@@ -594,6 +531,12 @@ fn wrap(text: &str, width: usize) -> String {
     out.push('\n');
     out
 }
+
+mod answer;
+mod html;
+
+pub use answer::{answers, is_answer, Block};
+pub use html::{html, html_with};
 
 #[cfg(test)]
 mod tests;

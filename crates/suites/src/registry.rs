@@ -9,6 +9,7 @@ use numalab_results::Record;
 /// Every presenter, in report order.
 pub static REGISTRY: &[&dyn Presenter] = &[
     &numalab_bench::machine_present::MachinePresenter,
+    &numalab_bench::answer::AnswerPresenter,
     &numalab_bench::latency::StatesPresenter,
     &numalab_bench::latency::SweepPresenter,
     &numalab_bench::bandwidth::BandwidthPresenter,

@@ -128,9 +128,11 @@ fn the_mpi_sections_show_sizes_the_matrix_and_the_suites_over_mpi() {
     let earth = body(&recs, "earth-mpi");
     assert!(earth.contains("EARTH-MANNA Table 1") && earth.contains("load word"));
     assert!(earth.contains("block move") && earth.contains("loop 7") && earth.contains("<svg"));
-    // Sections without records still say why.
+    // Sections without records are not drawn; one line still says why.
     let html = registry::render(&recs, "dsm and mpi");
-    assert!(html.contains("Absent: no latency-sweep records in the input"));
+    assert!(!html.contains("<section id=\"hierarchy\""));
+    assert!(html.contains("no latency-sweep records in the input"));
+    assert!(!html.contains("Absent"));
 }
 
 #[test]

@@ -269,7 +269,7 @@ impl Presenter for StatesPresenter {
                     format!("{v:.1}"),
                     num(r.median("own_cache_reference"), 1),
                     bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
-                    r.parameters["helper_cpus"].to_string(),
+                    helpers(&r.parameters["helper_cpus"]),
                 ]
             })
             .collect();
@@ -290,6 +290,21 @@ impl Presenter for StatesPresenter {
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {
         crate::cards::states(records)
+    }
+}
+
+/// The helper CPUs as "CPU 1", "CPUs 1-3", or "none" (never a JSON list).
+fn helpers(v: &serde_json::Value) -> String {
+    let cpus: Vec<u32> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_u64().map(|c| c as u32))
+        .collect();
+    match cpus.len() {
+        0 => "none".into(),
+        1 => format!("CPU {}", cpus[0]),
+        _ => format!("CPUs {}", numalab_topo::cpulist::format(&cpus)),
     }
 }
 

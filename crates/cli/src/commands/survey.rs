@@ -44,6 +44,11 @@ pub struct SurveyArgs {
     max_size: Option<String>,
     #[command(flatten)]
     noise: crate::common::NoiseArgs,
+    /// Also run the seed studies: KSR1 thread placement, KSR collectives, EARTH remote
+    /// operations and latency hiding, the MPI rank-to-rank matrix (each its own
+    /// collapsible section of the report, after the memory answer).
+    #[arg(long)]
+    studies: bool,
     /// Print the plan (steps, command lines, estimated duration) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -61,6 +66,7 @@ impl SurveyArgs {
             quick: self.quick,
             max_size: self.max_size.clone(),
             noise: self.noise.options(),
+            studies: self.studies,
         }
     }
 }

@@ -25,6 +25,9 @@ impl Presenter for DsmPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["dsm", "dsm-rank", KIND_PLAN]
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("cvm", "Multithreaded software DSM (CVM)"))
     }

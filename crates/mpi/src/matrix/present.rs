@@ -18,6 +18,9 @@ impl Presenter for MatrixPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["mpi-matrix", "mpi-matrix-pair", KIND_PLAN]
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("mpi-matrix", "MPI rank matrix"))
     }

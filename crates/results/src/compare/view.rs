@@ -119,9 +119,9 @@ pub fn html(c: &Comparison, a: &str, b: &str, cards_a: &[Card], cards_b: &[Card]
 <div class=\"side\" id=\"run-b\"><h2>B: {}</h2>{}</div></div><h2>Every matched figure, beyond first, largest effect first</h2>{}<p>{}</p></body></html>\n",
         esc(&verdict(c)),
         esc(a),
-        summary::html_with(cards_a, false),
+        summary::html_with(cards_a, &[], false),
         esc(b),
-        summary::html_with(cards_b, false),
+        summary::html_with(cards_b, &[], false),
         html_table(&HEADER, &text_rows(&c.rows)),
         esc(RULE)
     )

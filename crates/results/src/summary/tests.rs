@@ -87,7 +87,7 @@ fn the_paragraph_states_ratios_from_the_figures() {
 #[test]
 fn every_figure_links_to_its_section_with_its_spread() {
     let cards = merge(machine());
-    let h = html(&cards);
+    let h = html(&cards, &[]);
     let figs: usize = cards.iter().map(|c| c.figures.len()).sum();
     assert_eq!(h.matches("<a class=\"fig\" href=\"#").count(), figs);
     assert!(h.contains("href=\"#matrix\"") && h.contains("href=\"#c2c\""));
@@ -96,10 +96,10 @@ fn every_figure_links_to_its_section_with_its_spread() {
         "{h}"
     );
     assert_eq!(h.matches("class=\"cardrow\"").count(), 3);
-    assert!(html(&[]).contains("No headline figures"));
-    let t = text(&cards);
+    assert!(html(&[], &[]).contains("No headline figures"));
+    let t = text(&cards, &[]);
     assert!(t.contains("1.4–1.7 (range over 3 sizes)"), "{t}");
-    assert_eq!(text(&[]), "");
+    assert_eq!(text(&[], &[]), "");
 }
 
 #[test]
@@ -163,12 +163,12 @@ fn a_superlinear_pair_is_shown_implausible_and_never_stated() {
     assert_eq!(f[1].value_text(), "implausible (rule bandwidth-scaling)");
     let p = describe(&cards);
     assert!(!p.contains("streams"), "{p}");
-    let t = text(&cards);
+    let t = text(&cards, &[]);
     assert!(
         t.contains("implausible (rule bandwidth-scaling)") && !t.contains("20.3"),
         "{t}"
     );
-    assert!(html(&cards).contains("implausible (rule bandwidth-scaling)"));
+    assert!(html(&cards, &[]).contains("implausible (rule bandwidth-scaling)"));
     // A plausible pair stays a plain figure and is stated.
     let records = [bw_rec(1, 10.0), bw_rec(2, 18.0)];
     let mut cards = bw_cards(&records);
@@ -200,4 +200,88 @@ fn an_unsettled_figure_says_so_and_is_left_out_of_the_paragraph() {
         p.contains("One core streams 10.0 GB/s") && !p.contains("together"),
         "{p}"
     );
+}
+
+#[test]
+fn a_shared_explanation_sits_beside_its_figures_once_and_not_in_the_paragraph() {
+    let why = "Lines cexh and cexm are a chase of many lines a helper core holds.";
+    let mut cards = merge(machine());
+    for st in ["cexh", "cexm"] {
+        let mut c = lat(Group::Coherence, &format!("lines {st}"), 100.0, "states");
+        c.remark = Some(why.into());
+        cards.push(c);
+    }
+    assert!(!describe(&cards).contains(why));
+    let h = html(&cards, &[]);
+    assert_eq!(h.matches(why).count(), 1, "{h}");
+    let t = text(&cards, &[]);
+    assert_eq!(t.matches(why).count(), 1, "{t}");
+    assert!(
+        t.contains("lines cexh [1]") && t.contains("lines cexm [1]"),
+        "{t}"
+    );
+}
+
+#[test]
+fn only_settled_records_are_answers() {
+    let p = crate::Provenance::collect("test", "none");
+    let mut r = crate::Record::new("latency", "x", p, serde_json::json!({}));
+    assert!(is_answer(&r, &[]));
+    r.settle = Some(crate::record::Settle {
+        settled: false,
+        metric: "latency".into(),
+        passes: 9,
+        interval: [90.0, 180.0],
+        tolerance_pct: 5.0,
+        budget_ms: 500.0,
+        why: Some("machine busy".into()),
+    });
+    assert!(!is_answer(&r, &[]));
+    assert!(answers(std::slice::from_ref(&r)).is_empty());
+}
+
+#[test]
+fn answer_blocks_open_the_summary_in_html_and_text() {
+    let b = Block {
+        html: "<table id=\"nodes\"></table>".into(),
+        text: "node table\n".into(),
+    };
+    let h = html(&[], std::slice::from_ref(&b));
+    assert!(
+        h.contains("id=\"nodes\"") && !h.contains("No headline"),
+        "{h}"
+    );
+    assert!(text(&[], &[b]).contains("node table"));
+}
+
+#[test]
+fn a_hypervisor_signature_reads_as_its_name() {
+    use crate::provenance::hypervisor_name;
+    assert_eq!(hypervisor_name("KVMKVMKVM"), "KVM");
+    assert_eq!(hypervisor_name("Microsoft Hv"), "Microsoft Hv");
+    assert_eq!(hypervisor_name("VMwareVMware"), "VMware");
+    assert_eq!(hypervisor_name(""), "");
+}
+
+#[test]
+fn table_bytes_are_binary_units() {
+    use crate::report::bytes;
+    assert_eq!(bytes(256 << 20), "256 MiB");
+    assert_eq!(bytes(1536 << 10), "1.5 MiB");
+    assert_eq!(bytes(32 << 10), "32 KiB");
+    assert_eq!(bytes(64), "64 B");
+}
+
+#[test]
+fn a_record_a_plausibility_rule_flags_is_no_answer() {
+    // 2 cores at 3.0× one core breaks bandwidth-scaling: neither figure may open the
+    // first screen, though each settled.
+    let records = vec![bw_rec(1, 6.7), bw_rec(2, 20.3)];
+    let flags = crate::plausible::check(&records);
+    assert!(!flags.is_empty(), "the superlinear pair is flagged");
+    assert!(records.iter().any(|r| !is_answer(r, &flags)));
+    assert!(answers(&records).len() < records.len());
+    // A sound pair stays an answer.
+    let sound = vec![bw_rec(1, 6.7), bw_rec(2, 12.0)];
+    assert_eq!(answers(&sound).len(), 2);
 }

@@ -3,6 +3,7 @@
 //! to use and the commands that apply it. Predictions are the matrices' medians
 //! combined by the rules in `workload` and `observed`; every one names the cells it used.
 
+mod headline;
 mod measured;
 mod observed;
 mod view;
@@ -10,6 +11,7 @@ mod weighted;
 mod weights;
 mod workload;
 
+pub use headline::headline;
 pub use measured::{Cell, Measured};
 pub use observed::{caveats, Move, ThreadAdvice};
 pub use view::{html, records, text, AdviceData, AdvicePresenter};
@@ -110,8 +112,9 @@ impl<'a> Plan<'a> {
         if let Some(w) = &self.workload {
             if m.lat.is_empty() && m.bw.is_empty() {
                 notes.push(format!(
-                    "no placement is predicted: the survey measured no node × node matrix ({} node(s) with memory); every placement of this machine reads the same memory",
-                    m.mem_nodes.len()
+                    "no placement is predicted: the survey measured no node × node matrix ({} node{} with memory); every placement of this machine reads the same memory",
+                    m.mem_nodes.len(),
+                    if m.mem_nodes.len() == 1 { "" } else { "s" }
                 ));
             } else {
                 placements = workload::rank(m, w, &self.options.program)?;

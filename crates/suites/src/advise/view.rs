@@ -367,4 +367,7 @@ impl numalab_results::present::Presenter for AdvicePresenter {
     fn html(&self, records: &[Record]) -> Option<String> {
         html(records)
     }
+    fn answer(&self, answers: &[Record]) -> Option<numalab_results::summary::Block> {
+        super::headline(answers)
+    }
 }

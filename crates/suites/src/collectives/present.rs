@@ -68,6 +68,9 @@ impl Presenter for CollectivesPresenter {
             "suite-collectives-plan",
         ]
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("collectives", "Collective communication suite (KSR)"))
     }

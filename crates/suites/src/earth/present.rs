@@ -74,6 +74,9 @@ impl Presenter for EarthPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["suite-earth", "suite-earth-plan"]
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("earth", "Remote operations and latency hiding (EARTH)"))
     }

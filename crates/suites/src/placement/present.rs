@@ -34,6 +34,9 @@ impl Presenter for PlacementPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["suite-placement", "suite-placement-plan"]
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("placement", "Thread placement suite (KSR1)"))
     }

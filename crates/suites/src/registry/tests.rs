@@ -175,7 +175,14 @@ fn multi_node_sections_draw_from_their_records() {
     assert!(body("model").unwrap().contains("60.0"));
     assert!(body("c2c").is_none());
     let html = super::render(&rs, "t");
-    assert!(html.contains("Absent: no c2c-matrix records in the input"));
+    // A section without data is not drawn; the one line under the sections says why.
+    assert!(!html.contains("<section id=\"c2c\""));
+    let line = &html[html.find("id=\"not-drawn\"").expect("not-measured line")..];
+    assert!(
+        line.contains("no c2c-matrix records in the input"),
+        "{line}"
+    );
+    assert!(!html.contains("Absent"));
 }
 
 #[test]

@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn max_size_caps_every_beyond_cache_buffer_and_keeps_smaller_ones() {
         let big = machine("64amd64-4s2n4ca2co.xml");
-        let capped = cap_sizes(&big, plan(&big, true), 4 << 20);
+        let capped = cap_sizes(&big, plan(&big, true, true), 4 << 20);
         for s in capped.iter().filter(|s| s.skip.is_none()) {
             let line = s.args.join(" ");
             assert!(size_of(s).is_none_or(|b| b <= 4 << 20), "{line}");
@@ -204,7 +204,7 @@ mod tests {
         // The one-thread `all` step splits: streaming kernels capped, rdex and upgrade not.
         let bw: Vec<&Step> = capped
             .iter()
-            .filter(|s| s.args[0] == "bandwidth" && !s.args.contains(&"-n".to_string()))
+            .filter(|s| s.section == "bandwidth" && !s.args.contains(&"-n".to_string()))
             .collect();
         assert_eq!(bw.len(), 2, "{bw:?}");
         assert!(
@@ -214,8 +214,8 @@ mod tests {
         );
         assert_eq!(size_of(bw[1]), None);
         // A cap above every default changes nothing.
-        let before: Vec<Vec<String>> = plan(&big, true).into_iter().map(|s| s.args).collect();
-        let after: Vec<Vec<String>> = cap_sizes(&big, plan(&big, true), 1 << 40)
+        let before: Vec<Vec<String>> = plan(&big, true, true).into_iter().map(|s| s.args).collect();
+        let after: Vec<Vec<String>> = cap_sizes(&big, plan(&big, true, true), 1 << 40)
             .into_iter()
             .map(|s| s.args)
             .collect();

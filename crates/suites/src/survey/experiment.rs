@@ -128,6 +128,9 @@ fn bandwidth_args(o: &bandwidth::Options) -> Vec<String> {
     a.opt("--state", &o.state, &d.state);
     a.opt("--size", &o.size, &d.size);
     a.switch("--mp", o.mp);
+    a.opt("--mix", &o.mix, &d.mix);
+    a.set("--store", &o.store, &d.store);
+    a.switch("--injection", o.injection);
     a.set("--iterations", &o.iterations, &d.iterations);
     a.set("--page-size", &o.page_size, &d.page_size);
     noise(&mut a, &o.noise);

@@ -18,6 +18,9 @@ pub struct Options {
     /// `--noise-budget` and `--tolerance`, passed to every step that settles by them.
     #[serde(default)]
     pub noise: NoiseOptions,
+    /// Also run the seed studies (KSR placement and collectives, EARTH, MPI matrix).
+    #[serde(default)]
+    pub studies: bool,
 }
 
 impl Options {
@@ -59,6 +62,8 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Whether it is the quick battery.
     pub quick: bool,
+    /// Whether the seed studies run.
+    pub studies: bool,
     /// The buffer cap, if any.
     pub max_bytes: Option<u64>,
 }
@@ -67,7 +72,7 @@ impl Plan {
     /// The battery for `m`, with buffers capped as the options ask.
     pub fn resolve(m: &Machine, o: &Options) -> Result<Plan> {
         let max_bytes = o.max_bytes()?;
-        let mut steps = plan(m, o.quick);
+        let mut steps = plan(m, o.quick, o.studies);
         if let Some(max) = max_bytes {
             steps = cap_sizes(m, steps, max);
         }
@@ -78,6 +83,7 @@ impl Plan {
         Ok(Plan {
             steps,
             quick: o.quick,
+            studies: o.studies,
             max_bytes,
         })
     }
@@ -111,8 +117,13 @@ impl Plan {
             .collect();
         let pace = super::pace::Pace::uncalibrated();
         format!(
-            "survey plan ({}): {} steps, about {:.0} s ({})\n\n{}\n",
+            "survey plan ({}{}): {} steps, about {:.0} s ({})\n\n{}\n",
             if self.quick { "quick" } else { "full" },
+            if self.studies {
+                ", with the seed studies"
+            } else {
+                "; seed studies not run: give --studies"
+            },
             self.runnable(),
             pace.seconds(self.estimate_s()),
             pace.how(),

@@ -112,8 +112,20 @@ impl Shape {
     }
 }
 
-/// The battery for this machine; `quick` keeps it within a minute or two on a small machine.
-pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
+/// The seed studies `--studies` adds: (section, title).
+pub const STUDIES: [(&str, &str); 4] = [
+    ("placement", "thread placement suite (KSR1)"),
+    ("collectives", "collective communication suite (KSR)"),
+    (
+        "earth",
+        "remote operations and latency hiding suite (EARTH)",
+    ),
+    ("mpi", "MPI rank-to-rank latency matrix"),
+];
+
+/// The battery for this machine; `quick` keeps it within a minute or two on a small
+/// machine; `studies` adds the seed studies (KSR, EARTH, MPI) after the machine's.
+pub fn plan(m: &Machine, quick: bool, studies: bool) -> Vec<Step> {
     let sh = Shape::of(m, quick);
     let mut v = vec![step("machine", "topology", Experiment::Topo, 0.2)];
     hierarchy(&sh, quick, &mut v);
@@ -124,8 +136,18 @@ pub fn plan(m: &Machine, quick: bool) -> Vec<Step> {
     if sh.nodes <= 1 {
         v.push(skipped("model", "latency model fit", "one NUMA node: every latency is local, so no remote penalty or per-hop delay can be fitted".into()));
     }
-    suites(m, quick, sh.cores, sh.pus, &mut v);
-    v.push(mpi_matrix(quick, sh.cores));
+    if studies {
+        suites(m, quick, sh.cores, sh.pus, &mut v);
+        v.push(mpi_matrix(quick, sh.cores));
+    } else {
+        for (section, title) in STUDIES {
+            v.push(skipped(
+                section,
+                title,
+                "a seed study: give --studies to run it".into(),
+            ));
+        }
+    }
     v
 }
 
@@ -186,6 +208,18 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
         "bandwidth kernels, 1 thread",
         Experiment::Bandwidth(one),
         secs,
+    ));
+    // MLC's injection table (all reads, 3:1, 2:1, 1:1, writes, triad) against each
+    // memory node: the first screen's mix columns.
+    v.push(step(
+        "bandwidth-mix",
+        "injection table, all cores per memory node",
+        Experiment::Bandwidth(bandwidth::Options {
+            injection: true,
+            iterations: sh.iters,
+            ..Default::default()
+        }),
+        0.2 * (sh.nodes.max(1) * 7) as f64,
     ));
     if sh.pus > 1 {
         let all = bandwidth::Options {
@@ -422,7 +456,7 @@ mod tests {
     #[test]
     fn battery_follows_the_topology() {
         let big = machine("64amd64-4s2n4ca2co.xml");
-        let p = plan(&big, false);
+        let p = plan(&big, false, true);
         for s in ["matrix", "intervene", "c2c", "invalidate"] {
             assert!(p.iter().any(|x| x.section == s && x.skip.is_none()), "{s}");
         }
@@ -430,7 +464,7 @@ mod tests {
         let c = c2c_cpus(&big, 16);
         assert!(c.len() <= 16 && c.len() >= 8);
         let one = machine("16em64t-4s2c2t.xml");
-        let p = plan(&one, true);
+        let p = plan(&one, true, true);
         // One node: matrices come from the L3 domains if there are several, else skip.
         assert!(p
             .iter()
@@ -447,6 +481,30 @@ mod tests {
             None => assert_eq!(mpi[0].args[..4], ["mpi", "matrix", "--ranks", "8"]),
             Some(why) => assert!(why.contains("mpirun"), "{why}"),
         }
+    }
+
+    #[test]
+    fn seed_studies_run_only_when_asked() {
+        let big = machine("64amd64-4s2n4ca2co.xml");
+        let without = plan(&big, true, false);
+        for (section, _) in STUDIES {
+            let s = without.iter().find(|x| x.section == section).unwrap();
+            assert!(
+                s.skip.as_deref().unwrap().contains("--studies"),
+                "{section}"
+            );
+        }
+        // The memory answer's steps do not depend on it.
+        let with = plan(&big, true, true);
+        for x in without.iter().filter(|x| x.skip.is_none()) {
+            assert!(with.iter().any(|y| y.args == x.args), "{:?}", x.args);
+        }
+        assert!(with
+            .iter()
+            .any(|x| x.section == "earth" && x.skip.is_none()));
+        assert!(without
+            .iter()
+            .any(|x| x.args.contains(&"--injection".to_string())));
     }
 
     #[test]

@@ -133,7 +133,7 @@ pub fn run_step(exe: &Path, s: &Step) -> Outcome {
     }
     match serde_json::from_str::<Vec<Record>>(&stdout) {
         Ok(r) => Outcome {
-            status: format!("{} records", r.len()),
+            status: format!("{} record{}", r.len(), if r.len() == 1 { "" } else { "s" }),
             records: r,
             seconds,
         },

@@ -27,6 +27,9 @@ impl Presenter for CollectivesMpiPresenter {
         }
         (!out.is_empty()).then_some(out)
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some((
             "collectives-mpi",

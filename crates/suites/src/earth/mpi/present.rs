@@ -34,6 +34,9 @@ impl Presenter for EarthMpiPresenter {
         }
         (!out.is_empty()).then_some(out)
     }
+    fn study(&self) -> bool {
+        true
+    }
     fn section(&self) -> Option<(&'static str, &'static str)> {
         Some(("earth-mpi", "Remote operations between MPI ranks (EARTH)"))
     }
