@@ -274,3 +274,79 @@ fn one_file_named_twice_is_refused_before_any_work() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A survey journal of steps a, b, c with `topo` records for `done`, of run `run`.
+fn journal(run: &str, continues: Option<String>, done: &[&str]) -> String {
+    use numalab_results::journal::{Entry, Fingerprint, Header, PlannedStep, FORMAT};
+    let topo = common::numalab(&["topo", "--json"]);
+    let recs: Vec<numalab_results::Record> = serde_json::from_slice(&topo.stdout).unwrap();
+    let plan = ["a", "b", "c"].map(|id| PlannedStep {
+        id: id.into(),
+        title: format!("step {id}"),
+        args: vec!["topo".into()],
+        skip: None,
+    });
+    let header = Header {
+        format: FORMAT.into(),
+        tool_version: "test".into(),
+        command_line: vec!["numalab".into(), "survey".into()],
+        fingerprint: Fingerprint::of(&recs[0].provenance),
+        plan: plan.to_vec(),
+        continues,
+        run: Some(run.into()),
+    };
+    let mut text = serde_json::to_string(&header).unwrap() + "\n";
+    for id in done {
+        let e = Entry {
+            step: id.to_string(),
+            status: "1 records".into(),
+            seconds: 0.1,
+            records: recs.clone(),
+        };
+        text += &(serde_json::to_string(&e).unwrap() + "\n");
+    }
+    text
+}
+
+/// Item 3: a leftover fallback journal of an earlier run of the same folder never
+/// counts for a newer run: its run id is not the journal's.
+#[test]
+fn a_stale_rescue_of_an_earlier_run_is_not_followed() {
+    let root = tmpdir("files-stale");
+    let (tmp, dir) = (root.join("tmp"), root.join("s"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let jp = dir.join(numalab_results::journal::FILE_NAME);
+    std::fs::write(&jp, journal("new", None, &["a"])).unwrap();
+    let me = std::fs::canonicalize(&jp).unwrap().display().to_string();
+    let stale = tmp.join("numalab-rescued-1-2.jsonl");
+    std::fs::write(&stale, journal("old", Some(me), &["a", "b", "c"])).unwrap();
+    let html = root.join("r.html").display().to_string();
+    let t = tmp.display().to_string();
+    let d = dir.display().to_string();
+    let out = bounded("60", &["report", &d, "-o", &html], &[("TMPDIR", &t)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains(&stale.display().to_string()), "{err}");
+    assert!(stdout.contains("not measured: step 'step b'"), "{stdout}");
+    // The same file of this run is followed.
+    std::fs::write(
+        &stale,
+        journal(
+            "new",
+            Some(std::fs::canonicalize(&jp).unwrap().display().to_string()),
+            &["a", "b", "c"],
+        ),
+    )
+    .unwrap();
+    let out = bounded(
+        "60",
+        &["report", &d, "-o", &html, "--force"],
+        &[("TMPDIR", &t)],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(!stdout.contains("not measured"), "{stdout}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
