@@ -350,3 +350,30 @@ fn a_stale_rescue_of_an_earlier_run_is_not_followed() {
     assert!(!stdout.contains("not measured"), "{stdout}");
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Item 2: a run folder (or temporary directory) that does not exist is never created
+/// with its parents: the run warns and creates nothing.
+#[test]
+fn a_missing_run_folder_parent_is_never_created() {
+    let root = tmpdir("files-rundir");
+    let gone = root.join("none");
+    let x = gone.join("x").display().to_string();
+    let t = gone.display().to_string();
+    let args = [
+        "loaded-latency",
+        "--size",
+        "8M",
+        "--iterations",
+        "1",
+        "--delays",
+        "0",
+    ];
+    for env in [("NUMALAB_RUN_DIR", x.as_str()), ("TMPDIR", t.as_str())] {
+        let out = bounded("120", &args, &[env]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{env:?}: {err}");
+        assert!(err.contains("cannot register this run"), "{env:?}: {err}");
+        assert!(!gone.exists(), "{env:?} created {}", gone.display());
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
