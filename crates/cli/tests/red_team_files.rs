@@ -377,3 +377,45 @@ fn a_missing_run_folder_parent_is_never_created() {
     }
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Item 19, the file parts: each bad input gets one line saying what it is (exit 2).
+#[test]
+fn bad_inputs_say_what_they_are() {
+    let dir = tmpdir("files-inputs");
+    let d = |n: &str| dir.join(n).display().to_string();
+    let a = d("a.json");
+    assert!(common::numalab(&["latency", "--dry-run", "-o", &a])
+        .status
+        .success());
+    std::fs::write(d("none.json"), "[]").unwrap();
+    std::fs::write(d("empty.json"), "").unwrap();
+    std::fs::write(d("cut.trace"), "{\"type\":\"header\",\"for").unwrap();
+    std::fs::create_dir(d("hosts")).unwrap();
+    let plan = journal("r", None, &[]).replacen("\"plan\":[", "\"plan\":[],\"x\":[", 1);
+    std::fs::write(d("journal.jsonl"), plan).unwrap();
+    let html = d("r.html");
+    let (none, empty, cut, hosts, j) = (
+        d("none.json"),
+        d("empty.json"),
+        d("cut.trace"),
+        d("hosts"),
+        d("journal.jsonl"),
+    );
+    for (args, want) in [
+        (vec!["compare", &a, &none], "holds no records"),
+        (vec!["report", &empty, "-o", &html], "it is empty"),
+        (vec!["report", &cut, "-o", &html], "trace cut short"),
+        (vec!["report", &j, "-o", &html], "plans no steps"),
+        (
+            vec!["mpi", "latency", "--hostfile", &hosts, "--sizes", "8"],
+            "is a directory",
+        ),
+    ] {
+        let out = bounded("60", &args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -113,6 +113,15 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
         .transpose()?;
     let ra = read_records(&a.a)?;
     let rb = read_records(&a.b)?;
+    // As `report` refuses them: a file of no records leaves nothing to compare.
+    for (p, r) in [(&a.a, &ra), (&a.b, &rb)] {
+        if r.is_empty() {
+            return Err(bad(format!(
+                "nothing to compare: '{}' holds no records",
+                p.display()
+            )));
+        }
+    }
     let (rows, only_a, only_b) = compare::compare(&ra, &rb);
     if let Some(o) = &a.output {
         let html = compare::html(
