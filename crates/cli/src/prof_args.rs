@@ -1,6 +1,7 @@
 //! Option checks shared by `monitor` and `record`.
 
 use crate::common::{bad, CliError};
+use numalab_results::outpath;
 use numalab_topo::Host;
 use std::path::Path;
 use std::time::Duration;
@@ -27,16 +28,27 @@ pub fn runon(host: &Host, cpu: Option<u32>) -> Result<Option<u32>, CliError> {
 }
 
 /// The trace path can be written: create it now (empty) so a bad path fails before any
-/// work. A file that already holds something (an earlier trace) is refused unless
-/// `force`: a recording is a measurement, and nothing measured is replaced silently.
+/// work. A file that already holds something (an earlier trace, or anything else) is
+/// refused unless `force`: a recording is a measurement, and nothing measured is
+/// replaced silently. What is no regular file (a directory, device, FIFO) is refused
+/// by `numalab_results::outpath`; standard output (`-`, `/dev/stdout`) is written in place.
 pub fn trace_path(p: &Path, force: bool) -> Result<(), CliError> {
-    if !force && std::fs::metadata(p).is_ok_and(|m| m.len() > 0) {
+    let real = match outpath::target(p)? {
+        outpath::Target::Stdout => return Ok(()),
+        outpath::Target::File(real) => real,
+    };
+    if !force && std::fs::metadata(&real).is_ok_and(|m| m.len() > 0) {
         return Err(bad(format!(
-            "'{}' already holds a trace: give --force to replace it, or another name with -o",
-            p.display()
+            "'{}' already holds {}: give --force to replace it, or another name with -o",
+            p.display(),
+            if numalab_prof::trace::is_trace(&real) {
+                "a trace"
+            } else {
+                "something (not a trace)"
+            }
         )));
     }
-    std::fs::File::create(p).map(|_| ()).map_err(|e| {
+    std::fs::File::create(&real).map(|_| ()).map_err(|e| {
         bad(format!(
             "invalid output '{}': cannot write it: {e}",
             p.display()

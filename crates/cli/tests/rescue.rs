@@ -169,6 +169,7 @@ fn journal_text(continues: Option<String>, steps: &[&str]) -> String {
         fingerprint: Fingerprint::of(&recs[0].provenance),
         plan,
         continues,
+        run: None,
     };
     let mut text = serde_json::to_string(&header).unwrap() + "\n";
     for id in steps {

@@ -91,7 +91,8 @@ pub fn parse(text: &str) -> std::result::Result<Vec<HostLine>, (usize, String, S
 /// (and the line) when it cannot be read, holds no host or has a malformed line.
 pub fn read(path: &Path) -> Result<Vec<HostLine>> {
     let bad = |why: String| Error::Usage(format!("invalid --hostfile '{}': {why}", path.display()));
-    let text = std::fs::read(path).map_err(|e| bad(format!("cannot read it ({e}); {EXAMPLE}")))?;
+    let text = numalab_results::outpath::read_input_bytes(path)
+        .map_err(|e| bad(format!("{}; {EXAMPLE}", e.why)))?;
     let text = String::from_utf8(text).map_err(|_| bad(format!("not text; {EXAMPLE}")))?;
     let hosts =
         parse(&text).map_err(|(n, l, why)| bad(format!("line {n} '{l}': {why}; {EXAMPLE}")))?;

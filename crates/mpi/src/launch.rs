@@ -63,7 +63,8 @@ impl LaunchRequest {
             )));
         }
         if let Some(h) = &self.hostfile {
-            if !h.is_file() {
+            // A folder, FIFO or device is said as such by hostfile::read.
+            if std::fs::metadata(h).is_err() {
                 return Err(Error::Usage(format!(
                     "invalid --hostfile '{}': no such file (one host per line, e.g. 'node1 slots=4')",
                     h.display()

@@ -6,7 +6,7 @@
 use numalab_results::Provenance;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 mod writer;
@@ -252,6 +252,9 @@ pub enum TraceError {
         /// Reason.
         why: String,
     },
+    /// Not a file numalab reads (a FIFO, a device, too large): the line names it.
+    #[error("{0}")]
+    Input(String),
     /// Not a numalab trace, or a newer version, or a damaged line.
     #[error("invalid trace '{path}': {why}")]
     Invalid {
@@ -264,11 +267,19 @@ pub enum TraceError {
 
 /// True when the file starts with a numalab trace header.
 pub fn is_trace(path: &Path) -> bool {
+    // Only a regular file is opened: a FIFO would block the open, a device stream forever.
+    if numalab_results::outpath::check_input(path).is_err() {
+        return false;
+    }
     let Ok(f) = std::fs::File::open(path) else {
         return false;
     };
     let mut first = String::new();
-    if std::io::BufReader::new(f).read_line(&mut first).is_err() {
+    let header_bound = 1 << 20;
+    if std::io::BufReader::new(f.take(header_bound))
+        .read_line(&mut first)
+        .is_err()
+    {
         return false;
     }
     // Parsed, not matched by prefix: a trace re-saved by another JSON writer (spaces
@@ -282,10 +293,8 @@ pub fn is_trace(path: &Path) -> bool {
 /// Read a trace; a torn last line is skipped and flagged, any other damage is an error.
 pub fn read(path: &Path) -> Result<Trace, TraceError> {
     let p = path.display().to_string();
-    let text = std::fs::read(path).map_err(|e| TraceError::Io {
-        path: p.clone(),
-        why: e.to_string(),
-    })?;
+    let text = numalab_results::outpath::read_input_bytes(path)
+        .map_err(|e| TraceError::Input(e.to_string()))?;
     parse(&text).map_err(|why| TraceError::Invalid { path: p, why })
 }
 

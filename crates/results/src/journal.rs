@@ -81,6 +81,19 @@ pub struct Header {
     /// longer be written; `numalab report` of that journal follows it here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continues: Option<String>,
+    /// This run's id ([`run_id`]), also in every fallback journal continuing it: only a
+    /// continuation of the same run is followed, never a leftover of an earlier run of
+    /// the same folder (absent in journals of earlier numalab versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+/// A fresh run id: this process and the time, in nanoseconds.
+pub fn run_id() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{ns}", std::process::id())
 }
 
 /// One finished step.
@@ -250,6 +263,10 @@ pub fn parse(text: &str) -> Result<Journal, String> {
     if !first.ends_with('\n') {
         return Err("the header line is cut short".into());
     }
+    if header.plan.is_empty() {
+        // Without a plan no step line can be matched to a step: nothing can be trusted.
+        return Err("its header plans no steps (\"plan\":[]): a survey's journal lists the steps it planned".into());
+    }
     let mut j = Journal::new(header);
     j.valid_len = first.len();
     for (n, line) in lines.enumerate() {
@@ -278,8 +295,7 @@ pub fn parse(text: &str) -> Result<Journal, String> {
 
 /// Read a journal file.
 pub fn read(path: &Path) -> Result<Journal, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let bytes = crate::outpath::read_input_bytes(path)?;
     let text = String::from_utf8_lossy(&bytes);
     parse(&text).map_err(|e| format!("invalid journal '{}': {e}", path.display()))
 }
@@ -289,6 +305,7 @@ pub fn read(path: &Path) -> Result<Journal, String> {
 /// [`crate::rescue::places`], that continues it and holds the most finished steps.
 pub fn continuation(path: &Path) -> Option<(std::path::PathBuf, Journal)> {
     let me = std::fs::canonicalize(path).ok()?;
+    let run = read(path).ok()?.header.run;
     crate::rescue::candidates(path, "jsonl")
         .into_iter()
         .filter_map(|p| read(&p).ok().map(|j| (p, j)))
@@ -297,6 +314,7 @@ pub fn continuation(path: &Path) -> Option<(std::path::PathBuf, Journal)> {
                 .continues
                 .as_ref()
                 .is_some_and(|c| Path::new(c) == me)
+                && j.header.run == run
         })
         .max_by_key(|(_, j)| j.entries.len())
 }
@@ -362,6 +380,7 @@ mod tests {
             fingerprint: Fingerprint::of(&prov()),
             plan: vec![step("a"), step("b"), step("c")],
             continues: None,
+            run: None,
         }
     }
 

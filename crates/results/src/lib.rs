@@ -16,6 +16,7 @@ pub mod journal;
 pub mod linfit;
 pub mod model;
 pub mod model_present;
+pub mod outpath;
 pub mod output;
 pub mod partial;
 pub mod plausible;

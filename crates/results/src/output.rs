@@ -3,49 +3,12 @@
 //! Files are written to a temporary name and renamed, so a failed or
 //! interrupted run never leaves a partial file behind.
 
+use crate::outpath::Target;
 use crate::record::Record;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use thiserror::Error;
 
-/// Output problems; `BadPath` is the user's input.
-#[derive(Debug, Error)]
-pub enum OutputError {
-    /// An output path numalab cannot write to (bad extension, missing directory).
-    #[error("invalid output file '{path}': {why}")]
-    BadPath {
-        /// The path given.
-        path: String,
-        /// What is wrong and what would be valid.
-        why: String,
-    },
-    /// Writing failed.
-    #[error("writing '{path}' failed: {why}")]
-    Io {
-        /// The path.
-        path: String,
-        /// The OS error.
-        why: String,
-    },
-    /// Writing failed, and the records were kept in a fallback file instead.
-    #[error("writing '{path}' failed: {why}; the {n} records are kept in '{rescued}'")]
-    Rescued {
-        /// The path that could not be written.
-        path: String,
-        /// The OS error.
-        why: String,
-        /// How many records the fallback file holds.
-        n: usize,
-        /// The fallback file.
-        rescued: String,
-    },
-    /// The output already holds results and `--force` was not given.
-    #[error("'{path}' already holds results: add --force to replace them, or give another name")]
-    Exists {
-        /// The path given.
-        path: String,
-    },
-}
+pub use crate::outpath::OutputError;
 
 /// File formats chosen by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,17 +20,24 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
-    /// Pick the format from the extension and check the directory exists.
+    /// Pick the format from the extension and check the directory exists; standard
+    /// output (`-`, `/dev/stdout`) takes CSV when the name ends in .csv, else JSON.
     pub fn for_path(path: &Path) -> Result<OutputFormat, OutputError> {
         let bad = |why: String| OutputError::BadPath {
             path: path.display().to_string(),
             why,
         };
-        let fmt = match path
+        let ext = path
             .extension()
             .and_then(|e| e.to_str())
-            .map(|e| e.to_ascii_lowercase())
-        {
+            .map(|e| e.to_ascii_lowercase());
+        if crate::outpath::target(path)? == Target::Stdout {
+            return Ok(match ext.as_deref() {
+                Some("csv") => OutputFormat::Csv,
+                _ => OutputFormat::Json,
+            });
+        }
+        let fmt = match ext {
             Some(e) if e == "json" => OutputFormat::Json,
             Some(e) if e == "csv" => OutputFormat::Csv,
             _ => return Err(bad("the name must end in .json or .csv".into())),
@@ -79,9 +49,6 @@ impl OutputFormat {
         if !dir.is_dir() {
             return Err(bad(format!("directory '{}' does not exist", dir.display())));
         }
-        if path.is_dir() {
-            return Err(bad("it is a directory".into()));
-        }
         Ok(fmt)
     }
 }
@@ -89,23 +56,32 @@ impl OutputFormat {
 /// Check, before any work, that a file can be created at `path`: the temporary file that
 /// [`write_atomic`] renames into place is created and removed at once. A path whose
 /// directory exists but takes no new files (under /proc, read-only, no permission) fails
-/// here as the user's input instead of after the measurement.
+/// here as the user's input instead of after the measurement; so does a path that is no
+/// regular file ([`crate::outpath::target`]). Standard output needs no check.
 pub fn check_creatable(path: &Path) -> Result<(), OutputError> {
-    let tmp = tmp_path(path);
-    match std::fs::File::create(&tmp) {
+    match crate::outpath::target(path)? {
+        Target::Stdout => Ok(()),
+        Target::File(real) => creatable(&real).map_err(|why| OutputError::BadPath {
+            path: path.display().to_string(),
+            why,
+        }),
+    }
+}
+
+/// Create and remove the temporary name beside the regular file `real`.
+fn creatable(real: &Path) -> Result<(), String> {
+    let tmp = tmp_path(real);
+    match std::fs::File::create_new(&tmp) {
         Ok(_) => {
             let _ = std::fs::remove_file(&tmp);
             Ok(())
         }
         Err(e) => {
-            let dir = match path.parent() {
+            let dir = match real.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
                 _ => ".".into(),
             };
-            Err(OutputError::BadPath {
-                path: path.display().to_string(),
-                why: format!("cannot create a file in '{dir}': {e}"),
-            })
+            Err(format!("cannot create a file in '{dir}': {e}"))
         }
     }
 }
@@ -118,9 +94,13 @@ pub fn check_path(path: &Path) -> Result<OutputFormat, OutputError> {
 }
 
 /// Refuse, before any work, an output file that already holds something (unless `force`):
-/// results are never replaced without a word.
+/// results are never replaced without a word. A path that is no regular file is refused
+/// ([`crate::outpath::target`]); standard output is written in place.
 pub fn check_fresh(path: &Path, force: bool) -> Result<(), OutputError> {
-    match std::fs::metadata(path) {
+    let Target::File(real) = crate::outpath::target(path)? else {
+        return Ok(());
+    };
+    match std::fs::metadata(real) {
         Ok(m) if m.len() > 0 && !force => Err(OutputError::Exists {
             path: path.display().to_string(),
         }),
@@ -158,16 +138,34 @@ pub fn rescue(path: &Path, why: String, records: &[Record]) -> OutputError {
     }
 }
 
-/// The last place records can go: standard output, when it is no terminal.
+/// The last place records can go: standard output, only when it is a pipe, socket,
+/// regular file or terminal (fstat says which) and takes every byte; /dev/null or
+/// another device would swallow them.
 fn to_stdout(text: &str) -> std::io::Result<()> {
-    // SAFETY: isatty only inspects the descriptor.
-    if unsafe { libc::isatty(1) } == 1 {
-        return Err(std::io::Error::other("a terminal, not a file or pipe"));
-    }
+    stdout_keeps()?;
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.write_all(b"\n")?;
     out.flush()
+}
+
+/// Whether standard output is somewhere bytes are kept, or why not.
+fn stdout_keeps() -> std::io::Result<()> {
+    // SAFETY: fstat writes only into the zeroed struct we own; isatty only inspects fd 1.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(1, &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fmt = st.st_mode & libc::S_IFMT;
+    let kept = matches!(fmt, libc::S_IFIFO | libc::S_IFREG | libc::S_IFSOCK)
+        || (fmt == libc::S_IFCHR && unsafe { libc::isatty(1) } == 1);
+    if kept {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(
+            "a device that keeps nothing, not a file, pipe or terminal",
+        ))
+    }
 }
 
 /// The temporary name a file is written under before it is renamed to `path`.
@@ -262,18 +260,27 @@ pub fn write_records(path: &Path, records: &[Record]) -> Result<(), OutputError>
     }
 }
 
-/// Write bytes to a temporary file beside `path`, then rename it into place.
+/// Write bytes to a temporary file beside `path`, then rename it into place; standard
+/// output (`-`, `/dev/stdout`) is written in place. A path that is no regular file is
+/// refused here too ([`crate::outpath::target`]), so nothing else is ever renamed over.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     let io = |e: std::io::Error| OutputError::Io {
         path: path.display().to_string(),
         why: e.to_string(),
     };
-    let tmp = tmp_path(path);
+    let real = match crate::outpath::target(path)? {
+        Target::Stdout => {
+            let mut out = std::io::stdout().lock();
+            return out.write_all(bytes).and_then(|_| out.flush()).map_err(io);
+        }
+        Target::File(real) => real,
+    };
+    let tmp = tmp_path(&real);
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::File::create_new(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, &real)
     })();
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
@@ -296,8 +303,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// Read numalab records from a JSON file (an array of records, or one record); the
 /// error is one line naming the file and what it should hold.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let text = crate::outpath::read_input(path)?;
+    if let Some(why) = not_records(&text) {
+        return Err(format!("invalid file '{}': {why}", path.display()));
+    }
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         format!(
             "invalid file '{}': not JSON ({e}); give numalab records (-o FILE.json)",
@@ -329,6 +338,21 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
         )),
         None => Ok(records),
     }
+}
+
+/// What a file that cannot hold records is, when it can be told: empty, or a trace
+/// whose header line was cut short (a trace with a whole header is read as a trace).
+fn not_records(text: &str) -> Option<String> {
+    let t = text.trim_start();
+    if t.is_empty() {
+        return Some(
+            "it is empty: no records (give numalab records, -o FILE.json, or a trace)".into(),
+        );
+    }
+    let head: String = t.chars().filter(|c| !c.is_whitespace()).take(40).collect();
+    head.starts_with(r#"{"type":"header""#).then(|| {
+        "a numalab trace cut short: its header line is incomplete, so there is nothing to report (record or monitor was killed as it began)".into()
+    })
 }
 
 #[cfg(test)]

@@ -105,9 +105,16 @@ pub fn register(started: &str) -> std::io::Result<Option<Registration>> {
     }
     let d = dir();
     if !d.exists() {
-        fs::create_dir_all(&d)?;
-        // Shared by every user, like /tmp itself (sticky: each removes only its own).
-        let _ = fs::set_permissions(&d, fs::Permissions::from_mode(0o1777));
+        // Only the folder itself, never a missing parent: a mistyped TMPDIR or
+        // NUMALAB_RUN_DIR creates nothing (the run warns that it is not registered).
+        fs::create_dir(&d)?;
+        // The default folder is shared by every user, like /tmp itself (sticky: each
+        // removes only its own); one the user named is theirs (0755).
+        let mode = match std::env::var_os("NUMALAB_RUN_DIR") {
+            Some(_) => 0o755,
+            None => 0o1777,
+        };
+        let _ = fs::set_permissions(&d, fs::Permissions::from_mode(mode));
     }
     let pid = std::process::id();
     let tmp = d.join(format!("{pid}.tmp"));

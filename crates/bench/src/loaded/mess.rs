@@ -184,8 +184,11 @@ pub fn reference_files(files: &[std::path::PathBuf]) -> Result<Vec<Record>, Stri
     let mut out = Vec::new();
     for f in files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| {
-            format!("invalid reference '{name}': {e}; expected a Mess memory_curves.csv")
+        let text = numalab_results::outpath::read_input(f).map_err(|e| {
+            format!(
+                "invalid reference '{name}': {}; expected a Mess memory_curves.csv",
+                e.why
+            )
         })?;
         let prov = Provenance::collect("none: a published curve", &name);
         out.extend(reference_records(&text, &name, prov)?);

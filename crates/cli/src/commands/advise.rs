@@ -48,6 +48,10 @@ pub fn run(a: AdviseArgs) -> Result<(), CliError> {
     if let Some(p) = &a.output {
         output::check_path(p)?;
         output::check_fresh(p, a.force)?;
+        let file = advise::survey_file(&a.survey)?;
+        let mut inputs = vec![a.survey.as_path(), file.as_path()];
+        inputs.extend(a.trace.as_deref());
+        numalab_results::outpath::check_distinct(&[("-o", p)], &inputs)?;
     }
     let file = advise::survey_file(&a.survey)?;
     let records = super::report::read_records(&file)?;

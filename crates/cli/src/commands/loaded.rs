@@ -3,6 +3,7 @@
 use crate::common::{prepare, with_progress, CliError, CommonArgs};
 use clap::Args;
 use numalab_bench::loaded::{self, Options, Plan};
+use numalab_results::outpath::check_distinct;
 use numalab_results::output::{check_creatable, check_fresh, write_atomic};
 
 /// Arguments of `numalab loaded-latency`.
@@ -70,13 +71,26 @@ pub fn run(a: LoadedArgs) -> Result<(), CliError> {
     let csv = a.mess_csv.as_deref();
     csv.map(|p| check_creatable(p).and(check_fresh(p, a.common.force)))
         .transpose()?;
+    let outs: Vec<(&str, &std::path::Path)> =
+        [("--mess-csv", csv), ("-o", a.common.output.as_deref())]
+            .into_iter()
+            .filter_map(|(o, p)| p.map(|p| (o, p)))
+            .collect();
+    check_distinct(&outs, &[])?;
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if a.dry_run {
         return a.common.show(&[plan.record(&ctx)]);
     }
     let (_, records) = with_progress(|p| loaded::run(&host, &plan, &ctx, p))?;
-    if let (Some(p), Ok(text)) = (csv, loaded::mess_csv(&records)) {
-        write_atomic(p, text.as_bytes())?;
-    }
-    a.common.show(&records)
+    // The records are shown (and written) first: a Mess CSV that cannot be made or
+    // written is an error after them, never a silent success.
+    let mess = csv.map(|p| {
+        let text = loaded::mess_csv(&records).map_err(|why| CliError {
+            code: 1,
+            msg: format!("--mess-csv '{}' not written: {why}", p.display()),
+        })?;
+        write_atomic(p, text.as_bytes()).map_err(CliError::from)
+    });
+    a.common.show(&records)?;
+    mess.transpose().map(|_| ())
 }

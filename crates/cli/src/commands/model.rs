@@ -47,8 +47,7 @@ fn load(path: &Path, stat: &str) -> Result<Vec<Point>, CliError> {
         )));
     }
     let points = if path.extension().is_some_and(|e| e == "csv") {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| bad(format!("cannot read '{}': {e}", path.display())))?;
+        let text = numalab_results::outpath::read_input(path).map_err(|e| bad(e.to_string()))?;
         model::parse_csv(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?
     } else {
         let recs = numalab_results::output::read_records(path)

@@ -2,6 +2,7 @@
 
 use crate::common::{bad, CliError};
 use clap::Args;
+use numalab_results::outpath::{self, check_distinct};
 use numalab_results::output::{check_creatable, check_fresh, table, write_atomic};
 use numalab_results::{compare, Record};
 use numalab_suites::registry;
@@ -53,9 +54,12 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, CliError> {
     numalab_results::output::read_records(path).map_err(bad)
 }
 
-/// An HTML output that can be created and holds nothing yet (unless `force`).
-fn html_path(p: &Path, force: bool) -> Result<(), CliError> {
-    if p.extension().is_some_and(|e| e == "html" || e == "htm") {
+/// An HTML output that can be created and holds nothing yet (unless `force`), and is
+/// none of the command's `inputs`; standard output (`-`) is written in place.
+fn html_path(p: &Path, force: bool, inputs: &[&Path]) -> Result<(), CliError> {
+    check_distinct(&[("-o", p)], inputs)?;
+    let stdout = outpath::target(p)? == outpath::Target::Stdout;
+    if stdout || p.extension().is_some_and(|e| e == "html" || e == "htm") {
         check_creatable(p)?;
         Ok(check_fresh(p, force)?)
     } else {
@@ -68,7 +72,13 @@ fn html_path(p: &Path, force: bool) -> Result<(), CliError> {
 
 /// Run `numalab report`.
 pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
-    html_path(&a.output, a.force)?;
+    let inputs: Vec<&Path> = a
+        .files
+        .iter()
+        .chain(&a.reference)
+        .map(|p| p.as_path())
+        .collect();
+    html_path(&a.output, a.force, &inputs)?;
     if a.files.iter().any(|f| numalab_prof::trace::is_trace(f)) {
         if let Some(r) = a.reference.first() {
             return Err(bad(format!(
@@ -121,10 +131,19 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
     let force = a.force;
     a.output
         .as_deref()
-        .map(|o| html_path(o, force))
+        .map(|o| html_path(o, force, &[&a.a, &a.b]))
         .transpose()?;
     let ra = compare_side(&a.a)?;
     let rb = compare_side(&a.b)?;
+    // As `report` refuses them: a file of no records leaves nothing to compare.
+    for (p, r) in [(&a.a, &ra), (&a.b, &rb)] {
+        if r.is_empty() {
+            return Err(bad(format!(
+                "nothing to compare: '{}' holds no records",
+                p.display()
+            )));
+        }
+    }
     let c = compare::compare(&ra, &rb, a.all_metrics);
     if let Some(o) = &a.output {
         let html = compare::html(

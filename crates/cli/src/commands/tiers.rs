@@ -40,7 +40,17 @@ pub fn run(a: TiersArgs) -> Result<(), CliError> {
     };
     let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
     if let Some(x) = &o.export_hwloc {
-        numalab_results::output::check_fresh(x.as_ref(), a.common.force)?;
+        let x: &std::path::Path = x.as_ref();
+        numalab_results::output::check_fresh(x, a.common.force)?;
+        let mut outs = vec![("--export-hwloc", x)];
+        outs.extend(a.common.output.as_deref().map(|o| ("-o", o)));
+        let results = o
+            .from
+            .as_ref()
+            .map(|f| std::path::Path::new(f).join("results.json"));
+        let mut from: Vec<&std::path::Path> = o.from.iter().map(|f| f.as_ref()).collect();
+        from.extend(results.as_deref());
+        numalab_results::outpath::check_distinct(&outs, &from)?;
     }
     if a.dry_run {
         return a.common.show(&[plan.record(&ctx)]);

@@ -4,6 +4,7 @@ use crate::common::{bad, CliError};
 use clap::Args;
 use numalab_prof::dump::Query;
 use numalab_prof::trace::{self, Trace};
+use numalab_results::outpath::check_distinct;
 use numalab_results::output::{check_creatable, check_fresh, write_atomic};
 use std::path::{Path, PathBuf};
 
@@ -90,12 +91,15 @@ pub fn export(a: ExportArgs) -> Result<(), CliError> {
         s.push(".perfetto.json");
         s.into()
     });
-    if out.extension().is_none_or(|e| e != "json") {
+    let stdout =
+        numalab_results::outpath::target(&out)? == numalab_results::outpath::Target::Stdout;
+    if !stdout && out.extension().is_none_or(|e| e != "json") {
         return Err(bad(format!(
             "invalid output '{}': expected a .json file",
             out.display()
         )));
     }
+    check_distinct(&[("-o", &out)], &[&a.trace])?;
     check_creatable(&out)?;
     check_fresh(&out, a.force)?;
     let t = load(&a.trace)?;

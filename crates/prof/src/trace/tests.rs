@@ -125,10 +125,11 @@ fn a_device_that_refuses_writes_is_an_error_never_moved_or_removed() {
         eprintln!("skipped: no /dev/full here");
         return;
     }
+    // A device is refused before it is opened (numalab_results::outpath).
     let e = Writer::create(full, &header())
         .err()
-        .expect("no room on /dev/full");
-    assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+        .expect("a device is no trace file");
+    assert!(e.to_string().contains("a character device"), "{e}");
     assert!(full.exists());
 }
 

@@ -23,8 +23,16 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Create (truncate) the file and write the header.
+    /// Create (truncate) the file and write the header. Standard output (`-`,
+    /// `/dev/stdout`) is written in place; anything else that is no regular file is
+    /// refused, never truncated (`numalab_results::outpath`).
     pub fn create(path: &Path, header: &Header) -> std::io::Result<Writer> {
+        use numalab_results::outpath::{target, Target};
+        let path = match target(path).map_err(std::io::Error::other)? {
+            Target::Stdout => return Self::to(Box::new(std::io::stdout()), header),
+            Target::File(real) => real,
+        };
+        let path = path.as_path();
         let f = std::fs::File::create(path)?;
         let mut w = Self::new(Box::new(f));
         w.file = Some(path.to_path_buf());

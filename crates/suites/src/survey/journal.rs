@@ -4,7 +4,7 @@
 use super::lock::{self, FolderLock};
 use super::plan::Step;
 use numalab_results::journal::{self, Entry, Fingerprint, Header, Journal, PlannedStep, Writer};
-use numalab_results::Provenance;
+use numalab_results::{outpath, Provenance};
 use numalab_topo::Error;
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,43 @@ pub const OUTPUTS: [&str; 4] = [
     "results.csv",
     "report.html",
 ];
+
+/// Refuse, before anything is created, a survey folder that is no folder, or a file the
+/// survey writes there (or its lock) that is no regular file: nothing else is ever
+/// truncated, renamed over or removed (see `numalab_results::outpath`).
+pub fn check_folder(dir: &Path) -> Result<(), Error> {
+    if let Ok(m) = std::fs::metadata(dir) {
+        if !m.is_dir() {
+            return Err(bad(format!(
+                "invalid output folder '{}': it is {}; survey -o names a folder (new, or one a survey wrote)",
+                dir.display(),
+                outpath::kind(&m)
+            )));
+        }
+    }
+    for f in OUTPUTS.iter().chain([&lock::FILE_NAME]) {
+        let p = dir.join(f);
+        let m = match std::fs::metadata(&p) {
+            Ok(m) => m,
+            Err(_) if std::fs::symlink_metadata(&p).is_err() => continue,
+            Err(e) => {
+                return Err(bad(format!(
+                    "invalid output folder '{}': {f} is a symbolic link that leads nowhere ({e})",
+                    dir.display()
+                )))
+            }
+        };
+        if !m.is_file() {
+            return Err(bad(format!(
+                "invalid output folder '{}': '{}' is {}, not a regular file; numalab never replaces it",
+                dir.display(),
+                p.display(),
+                outpath::kind(&m)
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// The plan as the journal records it; ids are section/title, made unique.
 pub fn planned(steps: &[Step]) -> Vec<PlannedStep> {
@@ -125,6 +162,7 @@ pub fn start(
     prov: &Provenance,
     plan: Vec<PlannedStep>,
 ) -> Result<Log, Error> {
+    check_folder(dir)?;
     // A folder another survey is writing is refused before anything else is said of it.
     let lock = if dir.is_dir() {
         Some(lock::take(dir)?)
@@ -164,6 +202,7 @@ pub fn start(
         fingerprint: Fingerprint::of(prov),
         plan,
         continues: None,
+        run: Some(journal::run_id()),
     };
     let path = dir.join(journal::FILE_NAME);
     let writer = Writer::create(&path, &header).map_err(|e| {
@@ -187,6 +226,7 @@ pub fn start(
 pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log, Error> {
     let path = dir.join(journal::FILE_NAME);
     let cannot = |why: String| bad(format!("cannot resume '{}': {why}", dir.display()));
+    check_folder(dir)?;
     if !path.is_file() {
         return Err(cannot(format!(
             "no {} in it (give the folder of a survey)",

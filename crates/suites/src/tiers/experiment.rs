@@ -170,15 +170,16 @@ impl Plan {
             let have: Vec<u32> = m.nodes.iter().map(|n| n.os).collect();
             check_nodes(ns, &have)?;
         }
+        // The file is checked before the survey is read: a bad path is said first.
+        if let Some(x) = &o.export_hwloc {
+            numalab_results::output::check_creatable(Path::new(x))
+                .map_err(|e| Error::input(format!("invalid --export-hwloc: {e}")))?;
+        }
         let measured = o
             .from
             .as_deref()
             .map(|p| read_measured(p, &o.root, m))
             .transpose()?;
-        if let Some(x) = &o.export_hwloc {
-            numalab_results::output::check_creatable(Path::new(x))
-                .map_err(|e| Error::input(format!("invalid --export-hwloc: {e}")))?;
-        }
         let interleave = o
             .verify_interleave
             .as_deref()
