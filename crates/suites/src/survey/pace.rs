@@ -115,7 +115,7 @@ impl Pace {
     pub fn how(&self) -> String {
         if self.measured {
             format!(
-                "at this run's measured pace ({:.1}× the reference; updated after each step)",
+                "at this run's measured pace, {:.1}× the reference, updated after each step",
                 self.calibrated
             )
         } else {
