@@ -134,7 +134,9 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         _ => return None,
     };
     let secs = x * scale;
-    (secs.is_finite() && secs >= 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+    (0.0..1e9)
+        .contains(&secs)
+        .then(|| Duration::from_secs_f64(secs))
 }
 
 /// Which statistic is the step's figure.

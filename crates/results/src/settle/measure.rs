@@ -96,10 +96,7 @@ pub fn measure<T: Clone, E>(
 }
 
 /// The per-thread vectors, made on the first round.
-fn grow<'a, T, U>(
-    threads: &'a mut Vec<Vec<T>>,
-    got: Vec<U>,
-) -> impl Iterator<Item = (&'a mut Vec<T>, U)> {
+fn grow<T, U>(threads: &mut Vec<Vec<T>>, got: Vec<U>) -> impl Iterator<Item = (&mut Vec<T>, U)> {
     if threads.is_empty() {
         threads.extend(got.iter().map(|_| Vec::new()));
     }

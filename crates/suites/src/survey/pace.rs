@@ -4,17 +4,19 @@
 //! step's actual time against its estimate updates the pace for the rest.
 //!
 //! The step estimates are seconds at the reference pace; [`REFERENCE_CALIBRATION_S`]
-//! is what the calibration took at that pace. It was derived on this project's
-//! 2-vCPU VM while other builds ran (load about 10): `survey --quick` planned 11 s
-//! and took 45 s, with the two calibration commands taking 0.46 s (0.28 + 0.18 s)
-//! beside it, so the reference pace's calibration is 0.46 × 11 / 45 ≈ 0.11 s.
+//! is what the calibration takes at that pace, derived on this project's 2-vCPU VM
+//! while other builds ran (load 5–12). First: `survey --quick` planned 11 s (reference)
+//! and took 45 s with the calibration commands at 0.46 s beside it: 0.11 s. With 0.11 s
+//! two calibrated runs then planned 34 s and took 21.2 s (quiet core) and planned 56 s
+//! and took 34.6 s (a busy loop on CPU 0): the calibration ran 1.6× slower than the
+//! steps in both, so the reference is 0.11 × 1.6 ≈ 0.18 s.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// Seconds the calibration takes at the pace the step estimates are given in.
-pub const REFERENCE_CALIBRATION_S: f64 = 0.11;
+pub const REFERENCE_CALIBRATION_S: f64 = 0.18;
 
 /// Planned seconds of steps whose weight the calibration carries against the
 /// steps' own measured pace: after this many planned seconds have run, the steps'
@@ -115,7 +117,7 @@ impl Pace {
     pub fn how(&self) -> String {
         if self.measured {
             format!(
-                "at this run's measured pace ({:.1}× the reference; updated after each step)",
+                "at this run's measured pace, {:.1}× the reference, updated after each step",
                 self.calibrated
             )
         } else {
