@@ -12,7 +12,9 @@ DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config libopenmpi-dev openmpi-bin l
 # multi-node guest tests boot QEMU (TCG) guests from a busybox initramfs (tests/guests/run, which also fetches
 # Debian's kernel package into target/guest).
 GUEST_PACKAGES := qemu-system-x86 busybox-static cpio
-TEST_PACKAGES := chromium hwloc $(GUEST_PACKAGES)
+# The cross-host tests build an emulated cluster (scripts/test-cluster): ip, tc, nsenter.
+CLUSTER_PACKAGES := iproute2 util-linux
+TEST_PACKAGES := chromium hwloc $(GUEST_PACKAGES) $(CLUSTER_PACKAGES)
 CARGO ?= cargo
 N ?= 10
 

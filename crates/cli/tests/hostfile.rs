@@ -103,3 +103,15 @@ fn a_rank_count_below_the_least_is_said_in_good_english() {
         );
     }
 }
+
+#[test]
+fn a_host_named_twice_is_one_usage_error_before_anything_starts() {
+    let dup = hostfile("twice", "node1 slots=1\nnode2\nnode1 slots=2\n");
+    one_line(
+        &launch(&dup, &[]),
+        2,
+        &["'node1' is named on lines 1 and 3"],
+    );
+    let me = hostfile("this-machine-twice", "localhost\n127.0.0.1 slots=2\n");
+    one_line(&launch(&me, &[]), 2, &["both name this machine"]);
+}

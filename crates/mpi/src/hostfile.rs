@@ -99,7 +99,32 @@ pub fn read(path: &Path) -> Result<Vec<HostLine>> {
     if hosts.is_empty() {
         return Err(bad(format!("it names no host; {EXAMPLE}")));
     }
+    if let Some(why) = twice(&hosts, &is_local) {
+        return Err(bad(format!("{why}; {EXAMPLE}")));
+    }
     Ok(hosts)
+}
+
+/// Why a host is named twice, if one is: the same name on two lines, or two names for
+/// this machine (`local`), which mpirun would treat as two machines and double-book.
+fn twice(hosts: &[HostLine], local: &dyn Fn(&str) -> bool) -> Option<String> {
+    for (i, a) in hosts.iter().enumerate() {
+        for b in &hosts[..i] {
+            if a.host.eq_ignore_ascii_case(&b.host) {
+                return Some(format!(
+                    "host '{}' is named on lines {} and {} (give it once, with slots=N)",
+                    a.host, b.line, a.line
+                ));
+            }
+            if local(&a.host) && local(&b.host) {
+                return Some(format!(
+                    "lines {} '{}' and {} '{}' both name this machine (give it once, with slots=N)",
+                    b.line, b.host, a.line, a.host
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Names that are this machine, which need no look-up.
@@ -187,6 +212,17 @@ mod tests {
             assert_eq!(n, line, "{text:?}");
             assert!(w.contains(why), "{text:?}: {w}");
         }
+    }
+
+    #[test]
+    fn a_host_named_twice_is_refused_naming_both_lines() {
+        let h = parse("node1\nnode2 slots=2\nNODE1\n").unwrap();
+        let why = twice(&h, &|_| false).unwrap();
+        assert!(why.contains("'NODE1' is named on lines 1 and 3"), "{why}");
+        let h = parse("localhost\nnode2\n127.0.0.1 slots=2\n").unwrap();
+        let why = twice(&h, &|n| n == "localhost" || n.starts_with("127.")).unwrap();
+        assert!(why.contains("both name this machine"), "{why}");
+        assert!(twice(&parse("a\nb\n").unwrap(), &|_| false).is_none());
     }
 
     #[test]

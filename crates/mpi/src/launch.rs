@@ -176,8 +176,14 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let mut cmd = Command::new(&mpirun);
-    cmd.args(req.mpirun_args(root))
-        .arg(exe)
+    cmd.args(req.mpirun_args(root));
+    if let Some(h) = &req.hostfile {
+        let forward = crate::across::numalab_vars(&[TOKEN_VAR, crate::across::SETTINGS_VAR]);
+        let s = crate::across::open_mpi(&crate::hostfile::read(h)?, &forward);
+        cmd.args(&s.args)
+            .env(crate::across::SETTINGS_VAR, s.said.join("; "));
+    }
+    cmd.arg(exe)
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())

@@ -7,6 +7,7 @@
 //!
 //! It sits between cli/suites and bench/probe/topo and never imports upward.
 
+pub mod across;
 pub mod breakdown;
 pub mod buf;
 pub mod coll;

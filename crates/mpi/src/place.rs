@@ -119,16 +119,54 @@ pub fn host_cpus(m: &Machine, spec: &ThreadSpec, local_ranks: usize) -> Result<V
         .collect())
 }
 
-/// Pin the calling rank's thread to its CPU and describe the result.
+/// The CPUs this process was started on (sched_getaffinity), when they are fewer than
+/// `m`'s usable CPUs: the share of the machine a host's cpuset, a batch system or the
+/// user's `taskset` gave the ranks. None when it holds them all or cannot be read.
+pub fn started_on(m: &Machine) -> Option<Vec<u32>> {
+    // SAFETY: a zeroed cpu_set_t is empty; the call is sized to it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: as above; pid 0 is the calling thread.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return None;
+    }
+    let mine: Vec<u32> = m
+        .pus
+        .iter()
+        .map(|p| p.os)
+        // SAFETY: CPU_ISSET reads the set within its size.
+        .filter(|&c| {
+            (c as usize) < libc::CPU_SETSIZE as usize
+                && unsafe { libc::CPU_ISSET(c as usize, &set) }
+        })
+        .collect();
+    (!mine.is_empty() && mine.len() < m.pus.len()).then_some(mine)
+}
+
+/// `m` with only `cpus` usable (the others count as not allowed): ranks placed on it
+/// stay inside the share of the machine they were given, so hosts that share a
+/// machine's cores do not all pin their first rank to CPU 0.
+pub fn narrowed(m: &Machine, cpus: &[u32]) -> Machine {
+    let mut n = m.clone();
+    n.pus.retain(|p| cpus.contains(&p.os));
+    n.disallowed_cpus
+        .extend(m.pus.iter().map(|p| p.os).filter(|c| !cpus.contains(c)));
+    n.disallowed_cpus.sort_unstable();
+    n
+}
+
+/// Pin the calling rank's thread to its CPU, chosen by `spec` among `within`'s usable
+/// CPUs (the host's share of the machine), and describe the result.
 pub fn pin_rank(
     host: &Host,
+    within: &Machine,
     spec: &ThreadSpec,
     rank: usize,
     local_rank: usize,
     local_ranks: usize,
     hostname: &str,
 ) -> Result<RankPlacement> {
-    let cpus = host_cpus(&host.machine, spec, local_ranks)?;
+    let cpus = host_cpus(within, spec, local_ranks)?;
     let cpu = cpus[local_rank];
     let pu = host
         .machine
@@ -177,6 +215,21 @@ mod tests {
         let many = host_cpus(&m, &ThreadSpec::Compact, 20).unwrap();
         assert_eq!(many.len(), 20);
         assert_eq!(many[16], many[0]);
+    }
+
+    #[test]
+    fn a_narrowed_machine_places_ranks_only_on_its_share() {
+        let m = machine("16em64t-4s2c2t.xml");
+        let all: Vec<u32> = m.pus.iter().map(|p| p.os).collect();
+        let share = [all[5], all[9]];
+        let n = narrowed(&m, &share);
+        assert_eq!(
+            host_cpus(&n, &ThreadSpec::Compact, 3).unwrap(),
+            [share[0], share[1], share[0]]
+        );
+        assert_eq!(n.disallowed_cpus.len(), all.len() - 2);
+        let e = host_cpus(&n, &ThreadSpec::parse(&all[0].to_string()).unwrap(), 1).unwrap_err();
+        assert!(e.to_string().contains("not allowed"), "{e}");
     }
 
     #[test]

@@ -104,7 +104,22 @@ impl World {
                     names.iter().filter(|n| **n == name).count(),
                 ),
             };
-        let mine = pin_rank(host, &opts.rank_cpus, rank, local_rank, local_size, &name);
+        // Placed inside the CPUs this rank was started on: an emulated or shared host's
+        // cpuset, or a batch system's share of the machine.
+        let share = crate::place::started_on(&host.machine);
+        let within = share
+            .as_ref()
+            .map(|c| crate::place::narrowed(&host.machine, c));
+        let within = within.as_ref().unwrap_or(&host.machine);
+        let mine = pin_rank(
+            host,
+            within,
+            &opts.rank_cpus,
+            rank,
+            local_rank,
+            local_size,
+            &name,
+        );
         // Everyone learns whether everyone pinned, so no rank waits on a failed one.
         let outcome: std::result::Result<RankPlacement, String> = mine.map_err(|e| e.to_string());
         let all = gather::all_gather(&comm, &outcome)?;
@@ -196,6 +211,9 @@ impl World {
             "mpi_library": facts.library,
             "measured_ranks": ranks,
             "per_rank": facts.placements,
+            // What numalab's launcher set for a job across hosts, with why (none: one
+            // host, or the user's own mpirun).
+            "launch_settings": crate::across::recorded(),
         })
     }
 

@@ -1,0 +1,238 @@
+//! MPI and DSM across hosts (issue 44), on an emulated cluster (`scripts/test-cluster`:
+//! one network, UTS and mount namespace per host, mpirun in a head host, an ssh-like
+//! agent). Needs root and `ip netns`; skipped with the reason otherwise. The cluster
+//! tests take one at a time (they share two CPUs). Nothing here compares timings: each
+//! run is bounded and checked for where its ranks ran and what it computed.
+
+mod common;
+
+use common::cluster::{leftovers, unavailable, Cluster};
+use common::validate;
+use std::sync::Mutex;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The lock, or None (and why, printed) when this machine cannot run the cluster.
+fn cluster_test() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// The ranks' hosts and CPUs of a record's placement, in rank order.
+fn ranks_at(rec: &serde_json::Value) -> Vec<(String, u64)> {
+    rec["placement"]["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["host"].as_str().unwrap().to_string(),
+                p["cpu"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn ok(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+#[test]
+fn mpi_latency_and_bandwidth_run_between_two_hosts_with_numalabs_own_settings() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(3, &[]);
+    let hosts = c.hostfile(2, 1);
+    let h = hosts.to_str().unwrap();
+    let lat = ok(&c.numalab(
+        "300",
+        &[
+            "mpi",
+            "latency",
+            "--hostfile",
+            h,
+            "--ranks",
+            "2",
+            "--sizes",
+            "8",
+            "--ops",
+            "pingpong",
+            "--iterations",
+            "1000",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "240")],
+    ));
+    let rec = &lat.as_array().unwrap()[0];
+    // One rank per host, each inside its host's CPU set (nlab-h1: CPU 0, nlab-h2: CPU 1):
+    // not both pinned to CPU 0, as hosts that each believe they own the machine would.
+    assert_eq!(
+        ranks_at(rec),
+        [("nlab-h1".to_string(), 0), ("nlab-h2".to_string(), 1)]
+    );
+    let settings = rec["placement"]["launch_settings"].as_str().unwrap();
+    for s in [
+        "btl=self,vader,tcp",
+        "btl_tcp_if_include=10.251.0.0/24",
+        "oob_tcp_if_include=10.251.0.0/24",
+    ] {
+        assert!(settings.contains(s), "{s} not in {settings}");
+    }
+    let bw = ok(&c.numalab(
+        "300",
+        &[
+            "mpi",
+            "bandwidth",
+            "--hostfile",
+            h,
+            "--ranks",
+            "2",
+            "--sizes",
+            "64K",
+            "--iterations",
+            "20",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "240")],
+    ));
+    let rec = &bw.as_array().unwrap()[0];
+    assert_eq!(ranks_at(rec).len(), 2);
+    assert_ne!(ranks_at(rec)[0].0, ranks_at(rec)[1].0);
+}
+
+#[test]
+fn dsm_sor_with_one_rank_per_host_matches_the_sequential_program() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let v = ok(&c.numalab(
+        "400",
+        &[
+            "dsm",
+            "run",
+            "sor",
+            "--ranks",
+            "2",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "360")],
+    ));
+    let recs = v.as_array().unwrap();
+    let d = &recs[0]["data"];
+    assert!(
+        d["check"]["max_rel_diff"].as_f64().unwrap() <= d["check"]["tolerance"].as_f64().unwrap(),
+        "{}",
+        d["check"]
+    );
+    let at = ranks_at(&recs[0]);
+    assert_eq!(at.len(), 2);
+    assert_ne!(at[0].0, at[1].0, "one rank per host: {at:?}");
+}
+
+#[test]
+fn a_rank_killed_on_a_remote_host_ends_the_job_naming_the_rank() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let out = c.numalab(
+        "200",
+        &[
+            "mpi",
+            "latency",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--ranks",
+            "2",
+            "--sizes",
+            "8",
+            "--ops",
+            "pingpong",
+            "--iterations",
+            "1000",
+        ],
+        &[
+            ("NUMALAB_MPI_KILL_RANK", "1"),
+            ("NUMALAB_MPI_TIMEOUT", "150"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("rank 1") && err.contains("nlab-h2"), "{err}");
+}
+
+#[test]
+fn the_cluster_leaves_nothing_behind_also_when_its_owner_was_killed() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(3, &["--rate", "nlab-h3=2mbit"]);
+    let name = c.dir.file_name().unwrap().to_str().unwrap().to_string();
+    let holders: Vec<String> = std::fs::read_dir(&c.dir)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            n.starts_with("pid.")
+                .then(|| std::fs::read_to_string(c.dir.join(&n)).unwrap())
+        })
+        .collect();
+    assert_eq!(holders.len(), 4, "three hosts and the head");
+    assert!(leftovers().contains(&name));
+    drop(c);
+    let left = leftovers();
+    assert!(!left.contains(&name), "left behind: {left}");
+    for p in holders {
+        assert!(gone_soon(p.trim()), "process {p} left");
+    }
+    // A cluster whose owner died without removing it goes with the next `up`'s sweep.
+    let mut owner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let orphan = std::process::Command::new(common::cluster::script())
+        .args(["up", "--hosts", "1", "--owner", &owner.id().to_string()])
+        .output()
+        .unwrap();
+    let orphan = String::from_utf8(orphan.stdout).unwrap().trim().to_string();
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let next = Cluster::up(1, &[]);
+    let gone = std::path::Path::new(&orphan)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !leftovers().contains(&gone),
+        "{gone} was not swept: {}",
+        leftovers()
+    );
+    drop(next);
+}
+
+/// True once process `pid` has ended (gone, or a zombie awaiting its parent's reaping),
+/// within 10 s: SIGKILL takes effect asynchronously.
+fn gone_soon(pid: &str) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(st)
+                if st
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z')) =>
+            {
+                return true
+            }
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+    false
+}

@@ -1,0 +1,132 @@
+//! An emulated cluster for the tests that run ranks across hosts: `scripts/test-cluster`
+//! brought up for one test and removed when it is dropped (a panic included; a test
+//! process killed outright leaves it to the next `up`'s sweep, by its owner pid).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The script, from the repository root.
+pub fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test-cluster")
+}
+
+/// Why this machine cannot host the cluster (not root, no `ip netns`, no mpirun), if it
+/// cannot: the tests print it and skip.
+pub fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root: the emulated hosts are network, UTS and mount namespaces".into());
+    }
+    let ok = |cmd: &[&str]| {
+        Command::new("timeout")
+            .arg("20")
+            .args(cmd)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !ok(&["ip", "netns", "list"]) {
+        return Some(
+            "needs 'ip netns' (Debian package iproute2) in a kernel with network namespaces".into(),
+        );
+    }
+    if !ok(&["unshare", "--uts", "--mount", "true"]) {
+        return Some(
+            "needs unshare of UTS and mount namespaces (util-linux; a sandbox may refuse it)"
+                .into(),
+        );
+    }
+    if !ok(&["mpirun", "--version"]) {
+        return Some("needs mpirun (Debian package openmpi-bin)".into());
+    }
+    None
+}
+
+/// One cluster, removed on drop.
+pub struct Cluster {
+    /// Its directory: hostfile, agent, cpus, hosts.
+    pub dir: PathBuf,
+}
+
+impl Cluster {
+    /// Bring up `hosts` hosts (extra options: `--rate nlab-h2=2mbit`).
+    pub fn up(hosts: usize, extra: &[&str]) -> Cluster {
+        let out = Command::new("timeout")
+            .args(["60", script().to_str().unwrap(), "up", "--hosts"])
+            .arg(hosts.to_string())
+            .args(["--owner", &std::process::id().to_string()])
+            .args(extra)
+            .output()
+            .expect("run scripts/test-cluster");
+        assert!(
+            out.status.success(),
+            "test-cluster up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        Cluster { dir: dir.into() }
+    }
+
+    /// A hostfile of the first `n` hosts, one slot each unless `slots` says.
+    pub fn hostfile(&self, n: usize, slots: usize) -> PathBuf {
+        let f = self.dir.join(format!("hostfile.{n}x{slots}"));
+        let text: String = (1..=n)
+            .map(|i| format!("nlab-h{i} slots={slots}\n"))
+            .collect();
+        std::fs::write(&f, text).unwrap();
+        f
+    }
+
+    /// Run numalab in the head host (where mpirun runs, on the test network), bounded
+    /// by `limit_s`, with the agent as Open MPI's ssh and `env` added.
+    pub fn numalab(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let agent = self.dir.join("agent");
+        let mut c = Command::new("timeout");
+        c.args(["-k", "10", limit_s, script().to_str().unwrap(), "exec"])
+            .arg(&self.dir)
+            .args(["nlab-head", env!("CARGO_BIN_EXE_numalab")])
+            .args(args)
+            .env("OMPI_MCA_plm_rsh_agent", agent)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().expect("run numalab in the cluster");
+        assert_ne!(
+            out.status.code(),
+            Some(124),
+            "numalab {args:?} hung past {limit_s} s in the cluster: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Run the script's `cmd` (cut, mend, ...) on `host`.
+    pub fn script(&self, cmd: &str, host: &str) {
+        let ok = Command::new(script())
+            .arg(cmd)
+            .arg(&self.dir)
+            .arg(host)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "test-cluster {cmd} {host} failed");
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("timeout")
+            .args(["60", script().to_str().unwrap(), "down"])
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+/// What of any cluster is left (namespaces, directories), one per line; empty: nothing.
+pub fn leftovers() -> String {
+    let out = Command::new(script())
+        .arg("leftovers")
+        .output()
+        .expect("run test-cluster leftovers");
+    String::from_utf8(out.stdout).unwrap()
+}
