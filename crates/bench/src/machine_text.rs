@@ -261,7 +261,7 @@ fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
                     .unwrap_or_else(|| "-".into()),
             ];
             if !hybrid {
-                r.remove(KIND_COLUMN);
+                r.remove(CPU_KIND_COL);
             }
             if let Some(v) = verified {
                 r.push(format!("ran on CPU {}", v.threads[t.thread].observed_cpu));
@@ -283,7 +283,7 @@ fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
         "hops to mem",
     ];
     if !hybrid {
-        header.remove(KIND_COLUMN);
+        header.remove(CPU_KIND_COL);
     }
     if verified.is_some() {
         header.push("verified");
@@ -292,7 +292,7 @@ fn threads_table(plan: &Plan, verified: Option<&Verified>) -> String {
 }
 
 /// Where the CPU kind sits in the threads table.
-const KIND_COLUMN: usize = 9;
+const CPU_KIND_COL: usize = 9;
 
 /// `numalab plan` as text: each thread's place, the memory and what was verified.
 pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> String {

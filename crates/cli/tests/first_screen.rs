@@ -15,7 +15,9 @@ const FIXTURE: &str = concat!(
 /// What the page shows: the answer block's place and cells, the paragraph's lines,
 /// repeated sentences, and text that looks like Debug output.
 const PROBE: &str = r#"
-const out = {answer: null, cells: [], lines: 0, repeats: [], debug: [], absent: false, c2c: null};
+const out = {answer: null, cells: [], lines: 0, repeats: [], debug: [], absent: false, c2c: null, held: null};
+const hb = document.getElementById('held-back');
+if (hb) out.held = {text: hb.textContent, bottom: hb.getBoundingClientRect().bottom};
 const a = document.getElementById('answer');
 if (a) {
   const r = a.querySelector('table').getBoundingClientRect();
@@ -74,7 +76,11 @@ fn the_first_screen_answers_and_the_page_reads_well() {
         .map(|c| c.as_str().unwrap())
         .collect();
     assert_eq!(cells.first(), Some(&"node 0"), "{v}");
-    // Idle latency, read 1 core, read all cores and the five mixes: figures, not "-".
+    // Idle latency, read 1 core, read all cores and the five mixes: each a figure, or
+    // "-" only where the first screen says, on screen, which figures it held back and
+    // why. (This fixture's 2 cores read 2.5× one core: the pair is held back as
+    // implausible, rule bandwidth-scaling; the idle latency and the mixes stand.)
+    let held = v["held"]["text"].as_str().unwrap_or("");
     for (i, what) in [
         "idle latency",
         "read 1 core",
@@ -89,10 +95,14 @@ fn the_first_screen_answers_and_the_page_reads_well() {
     .enumerate()
     {
         let cell = cells[i + 1].split_whitespace().next().unwrap_or("");
-        assert!(
-            cell.parse::<f64>().is_ok_and(|x| x > 0.0),
-            "{what}: {cell:?} in {v}"
-        );
+        let figure = cell.parse::<f64>().is_ok_and(|x| x > 0.0);
+        let explained = cell == "-"
+            && held.contains("rule")
+            && v["held"]["bottom"].as_f64().is_some_and(|b| b <= 900.0);
+        assert!(figure || explained, "{what}: {cell:?} in {v}");
+        if ["idle latency", "all reads", "writes"].contains(what) {
+            assert!(figure, "{what}: {cell:?} in {v}");
+        }
     }
     // The loaded-latency curve is drawn in its cell.
     assert!(cells[9].contains("ns idle"), "{v}");

@@ -8,7 +8,7 @@
 use crate::env::JobEnv;
 use crate::env::TOKEN_VAR;
 use crate::error::{Error, Result};
-use crate::launch_notice::{is_transport, BoxFilter, Notice};
+use crate::launch_notice::{is_transport, unglue, BoxFilter, Notice};
 use crate::liveness::{overall_limit, seconds_from_env, Limit, Watch, DEFAULT_STALL, STALL_VAR};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -309,26 +309,39 @@ fn filter_stderr(stderr: std::process::ChildStderr, tx: mpsc::Sender<Notice>) {
     let mut err = std::io::stderr();
     for line in BufReader::new(stderr).lines() {
         let Ok(line) = line else { break };
-        match filter.feed(&line) {
-            // mpirun's own failure to forward a help text while a job aborts says
-            // nothing about the job; the abort's reason is already on stderr.
-            Some(Ok(pass)) if pass.contains("ORTE_ERROR_LOG") && pass.contains("show_help.c") => {}
-            // A transport's complaint that a peer went away: held until the job's
-            // fate is known (see [`report`]).
-            Some(Ok(pass)) if is_transport(&pass) => {
-                let _ = tx.send(Notice::Transport(pass));
-            }
-            Some(Ok(pass)) => {
-                let _ = writeln!(err, "{pass}");
-            }
-            Some(Err(notice)) => {
-                let _ = tx.send(notice);
-            }
-            None => {}
+        for part in unglue(&line) {
+            filter_line(&mut filter, part, &tx, &mut err);
         }
     }
     if let Some(n) = filter.finish() {
         let _ = tx.send(n);
+    }
+}
+
+/// One line of mpirun's stderr through the box filter: passed on, held as a transport
+/// notice, or part of a box.
+fn filter_line(
+    filter: &mut BoxFilter,
+    line: &str,
+    tx: &mpsc::Sender<Notice>,
+    err: &mut std::io::Stderr,
+) {
+    match filter.feed(line) {
+        // mpirun's own failure to forward a help text while a job aborts says
+        // nothing about the job; the abort's reason is already on stderr.
+        Some(Ok(pass)) if pass.contains("ORTE_ERROR_LOG") && pass.contains("show_help.c") => {}
+        // A transport's complaint that a peer went away: held until the job's
+        // fate is known (see [`report`]).
+        Some(Ok(pass)) if is_transport(&pass) => {
+            let _ = tx.send(Notice::Transport(pass));
+        }
+        Some(Ok(pass)) => {
+            let _ = writeln!(err, "{pass}");
+        }
+        Some(Err(notice)) => {
+            let _ = tx.send(notice);
+        }
+        None => {}
     }
 }
 

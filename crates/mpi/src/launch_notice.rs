@@ -100,6 +100,22 @@ fn is_rule(line: &str) -> bool {
     t.len() >= 40 && t.bytes().all(|b| b == b'-')
 }
 
+/// A line as the box filter must see it: mpirun's daemons write to one stream, so a
+/// transport's complaint without its newline can land in front of a box's opening
+/// rule ("[host][…]btl_tcp.c:559 -----…"); the text before the rule and the rule are
+/// then two lines, or the box (a dead rank's report) would go unread.
+pub fn unglue(line: &str) -> Vec<&str> {
+    let t = line.trim_end();
+    let dashes = t.len() - t.trim_end_matches('-').len();
+    if dashes >= 40 && dashes < t.len() {
+        let (before, rule) = t.split_at(t.len() - dashes);
+        if !before.trim().is_empty() {
+            return vec![before.trim_end(), rule];
+        }
+    }
+    vec![line]
+}
+
 impl BoxFilter {
     /// Feed one line: Some(Ok(line)) to pass through, Some(Err(notice)) when a box
     /// closes, None while inside a box.
@@ -209,7 +225,7 @@ mod tests {
     fn run(text: &str) -> (Vec<String>, Vec<Notice>) {
         let mut f = BoxFilter::default();
         let (mut pass, mut notes) = (vec![], vec![]);
-        for l in text.lines() {
+        for l in text.lines().flat_map(unglue) {
             match f.feed(l) {
                 Some(Ok(p)) => pass.push(p),
                 Some(Err(n)) => notes.push(n),
@@ -218,6 +234,31 @@ mod tests {
         }
         notes.extend(f.finish());
         (pass, notes)
+    }
+
+    #[test]
+    fn a_box_whose_opening_rule_is_glued_to_a_transport_line_is_still_read() {
+        // As seen across two emulated hosts: the remote daemon's complaint had no
+        // newline before mpirun's box.
+        let text = format!(
+            "[nlab-h1][[19206,1],0][btl_tcp.c:559:mca_btl_tcp_recv_blocking] {RULE}\nPrimary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.\n{RULE}\n{RULE}\nmpirun noticed that process rank 1 with PID 4023 on node nlab-h2 exited on signal 9 (Killed).\n{RULE}\n"
+        );
+        let (pass, notes) = run(&text);
+        assert_eq!(
+            pass,
+            vec!["[nlab-h1][[19206,1],0][btl_tcp.c:559:mca_btl_tcp_recv_blocking]"]
+        );
+        assert!(
+            notes.contains(&Notice::RankSignal {
+                rank: 1,
+                host: "nlab-h2".into(),
+                signal: 9,
+                name: "Killed".into()
+            }),
+            "{notes:?}"
+        );
+        assert_eq!(unglue("plain line"), vec!["plain line"]);
+        assert_eq!(unglue(RULE), vec![RULE]);
     }
 
     #[test]

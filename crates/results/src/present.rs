@@ -108,10 +108,15 @@ pub fn cards(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Card> {
 }
 
 /// Every presenter's first-screen block from the answers among `records` (settled
-/// and not flagged by a plausibility rule), in registry order.
+/// and not flagged by a plausibility rule), in registry order, then the line naming
+/// what was held back and why.
 pub fn blocks(registry: &[&dyn Presenter], records: &[Record]) -> Vec<Block> {
     let answers = summary::answers(records);
-    registry.iter().filter_map(|p| p.answer(&answers)).collect()
+    let mut blocks: Vec<Block> = registry.iter().filter_map(|p| p.answer(&answers)).collect();
+    if !blocks.is_empty() {
+        blocks.extend(summary::held_back(records));
+    }
+    blocks
 }
 
 /// The report's opening: paragraph, answer blocks and cards, then the rule each

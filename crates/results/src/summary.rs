@@ -535,7 +535,7 @@ pub fn wrap(text: &str, width: usize) -> String {
 mod answer;
 mod html;
 
-pub use answer::{answers, is_answer, Block};
+pub use answer::{answers, held_back, is_answer, Block};
 pub use html::{html, html_with};
 
 #[cfg(test)]

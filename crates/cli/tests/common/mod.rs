@@ -46,6 +46,8 @@ pub fn fixture_machine(root: &std::path::Path, host: &str) {
     }
     let cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC\n";
     std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();
+    // `tiers --root` takes only a tree that has a node folder.
+    std::fs::create_dir_all(root.join("sys/devices/system/node")).unwrap();
 }
 
 pub fn tmpdir(tag: &str) -> PathBuf {

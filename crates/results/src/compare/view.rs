@@ -32,9 +32,14 @@ pub fn verdict(c: &Comparison) -> String {
             .iter()
             .take(3)
             .map(|r| {
-                let pct = r
-                    .ratio
-                    .map_or("-".into(), |x| format!("{:+.0} %", (x - 1.0) * 100.0));
+                // A change beyond ten thousand percent reads as a factor.
+                let pct = r.ratio.map_or("-".into(), |x| {
+                    if (x - 1.0).abs() < 100.0 {
+                        format!("{:+.0} %", (x - 1.0) * 100.0)
+                    } else {
+                        format!("×{}", ratio_text(x))
+                    }
+                });
                 format!("{} {} {} {pct}", r.kind, r.name, r.metric)
             })
             .collect();

@@ -35,3 +35,46 @@ pub struct Block {
     /// The same as terminal text (a table, a line).
     pub text: String,
 }
+
+/// The first screen's line naming what it holds back: each measuring record that is no
+/// answer, with why (did not settle, or the plausibility rule it broke), so a "-" in
+/// the per-node table is never left unexplained. None when every figure is an answer.
+pub fn held_back(records: &[Record]) -> Option<Block> {
+    let flags = plausible::check(records);
+    let why = |r: &Record| {
+        let key = plausible::key(r);
+        match flags
+            .iter()
+            .find(|f| r.stats.iter().any(|s| f.names(&key, &s.metric)))
+        {
+            Some(f) => format!("implausible, rule {}", f.rule),
+            None => "did not settle".to_string(),
+        }
+    };
+    let held: Vec<String> = records
+        .iter()
+        .filter(|r| !r.stats.is_empty() && !is_answer(r, &flags))
+        .map(|r| format!("{} {} ({})", r.kind, r.name, why(r)))
+        .collect();
+    if held.is_empty() {
+        return None;
+    }
+    let shown = held.len().min(4);
+    let more = match held.len() - shown {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let n = held.len();
+    let line = format!(
+        "Not stated here: {n} {} did not settle or broke a plausibility rule: {}{more}; their cards and sections say so.",
+        if n == 1 { "figure" } else { "figures" },
+        held[..shown].join("; ")
+    );
+    Some(Block {
+        html: format!(
+            "<p class=\"held-back\" id=\"held-back\">{}</p>",
+            crate::report::esc(&line)
+        ),
+        text: format!("{line}\n"),
+    })
+}
