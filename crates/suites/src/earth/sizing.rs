@@ -184,8 +184,6 @@ pub fn overlap_figure(comp: &[f64], comm: &[f64], both: &[f64], empty: &[f64]) -
 
 /// The order-statistic interval of the median (one definition for every figure).
 pub use numalab_results::settle::median_interval;
-#[cfg(test)]
-use numalab_results::settle::rank;
 
 #[cfg(test)]
 mod tests {
@@ -222,22 +220,6 @@ mod tests {
         )
         .unwrap();
         (s, v)
-    }
-
-    #[test]
-    fn the_median_interval_is_the_range_when_few_and_narrows_with_more() {
-        assert_eq!(rank(5), 1);
-        // n = 6: P(B ≤ 0) = 1/64, twice is 3.1 % ≤ 5 %; P(B ≤ 1) = 7/64: j = 1.
-        assert_eq!(rank(6), 1);
-        // n = 20: P(B ≤ 5) = 2.07 % (×2 ≤ 5 %), P(B ≤ 6) = 5.77 %: j = 6.
-        assert_eq!(rank(20), 6);
-        assert_eq!(rank(100), 40);
-        let v: Vec<f64> = (1..=20).map(f64::from).collect();
-        assert_eq!(median_interval(&v), Some((6.0, 15.0)));
-        assert_eq!(median_interval(&[3.0, 1.0, 2.0]), Some((1.0, 3.0)));
-        assert_eq!(median_interval(&[]), None);
-        // The normal approximation joins the exact ranks smoothly.
-        assert!(rank(1001).abs_diff(rank(1000)) <= 1);
     }
 
     #[test]
