@@ -80,10 +80,19 @@ impl Cluster {
     /// by `limit_s`, with the agent as Open MPI's ssh and `env` added.
     pub fn numalab(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
         let agent = self.dir.join("agent");
+        // mpirun starts the same executable on every host, and each host has a /tmp of
+        // its own: a build under /tmp (a CI clone) is not there. The cluster's folder
+        // is seen by every host, so the binary runs from a copy in it.
+        let exe = self.dir.join("numalab");
+        if !exe.exists() {
+            std::fs::copy(env!("CARGO_BIN_EXE_numalab"), &exe)
+                .expect("copy numalab into the cluster");
+        }
         let mut c = Command::new("timeout");
         c.args(["-k", "10", limit_s, script().to_str().unwrap(), "exec"])
             .arg(&self.dir)
-            .args(["nlab-head", env!("CARGO_BIN_EXE_numalab")])
+            .arg("nlab-head")
+            .arg(&exe)
             .args(args)
             .env("OMPI_MCA_plm_rsh_agent", agent)
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
