@@ -83,7 +83,7 @@ if (sum) {
 document.getElementById('numalab-test').textContent = JSON.stringify(out);
 "#;
 
-/// The summary opens the page: its hierarchy row is on the first 1366×768 screen,
+/// The summary follows the per-node answer: its hierarchy row starts within two 1366×768 screens,
 /// every figure links to a section holding data, and figures carry spreads.
 fn check_summary_in_browser(html: &Path) {
     let Some(v) = browser::eval_in_page(html, 1366, 768, SUMMARY_PROBE) else {
@@ -95,9 +95,11 @@ fn check_summary_in_browser(html: &Path) {
         .find(|r| r["group"] == "Hierarchy")
         .unwrap_or_else(|| panic!("no hierarchy row: {v}"));
     assert!(hier["cards"].as_u64().unwrap() >= 2, "{v}");
+    // The first screen holds the per-node answer (first_screen.rs checks it); the
+    // cards follow it, within the next screen.
     assert!(
-        hier["bottom"].as_f64().unwrap() <= 768.0,
-        "the hierarchy cards end below the first screen: {v}"
+        hier["top"].as_f64().unwrap() <= 2.0 * 768.0,
+        "the hierarchy cards start past the second screen: {v}"
     );
     assert!(rows.iter().any(|r| r["group"] == "Cores"), "{v}");
     let figs = v["figs"].as_u64().unwrap();

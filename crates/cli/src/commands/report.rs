@@ -117,9 +117,10 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
 /// The records of one side of `compare`: a records file, or a survey's folder or
 /// journal (read as `report` reads them; notes go to stderr).
 fn compare_side(path: &Path) -> Result<Vec<Record>, CliError> {
+    // The reader's words are report's; the same refusal, said of compare.
     let input =
         numalab_suites::survey::files::read_inputs(std::slice::from_ref(&path.to_path_buf()))
-            .map_err(bad)?;
+            .map_err(|e| bad(e.replacen("nothing to report", "nothing to compare", 1)))?;
     for n in &input.notes {
         eprintln!("numalab: note: {n}");
     }

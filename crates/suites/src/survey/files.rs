@@ -119,10 +119,12 @@ pub fn read_inputs(paths: &[std::path::PathBuf]) -> Result<Input, String> {
     let names: Vec<String> = paths.iter().map(|p| format!("'{}'", p.display())).collect();
     let lacking = match all.missing.len() {
         0 => String::new(),
-        n => format!(" ({n} planned step(s) not measured)"),
+        1 => " (1 planned step not measured)".to_string(),
+        n => format!(" ({n} planned steps not measured)"),
     };
+    let hold = if names.len() == 1 { "holds" } else { "hold" };
     Err(format!(
-        "nothing to report: {} hold(s) no records{lacking}",
+        "nothing to report: {} {hold} no records{lacking}",
         names.join(", ")
     ))
 }
