@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod busy;
 pub mod cluster;
 
 use std::path::PathBuf;
