@@ -8,7 +8,7 @@ use crate::crew::threads;
 use crate::sizing;
 use numalab_probe::mix::{Mix, Store};
 use numalab_probe::mixed::{self, MixKernel};
-use numalab_probe::{bw, Crew, LineState, Member, Timer};
+use numalab_probe::{bw, span_ticks, Crew, LineState, Member, Timer};
 use numalab_results::{Provenance, Record};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
@@ -214,6 +214,9 @@ pub struct MixResult {
     pub steps: Vec<Vec<u64>>,
     /// Wall time of each pass per requestor, ns.
     pub ns: Vec<Vec<f64>>,
+    /// Per pass, ns from the first requestor's start to the last one's end
+    /// ([`numalab_probe::span_ticks`]).
+    pub span_ns: Vec<f64>,
     /// Pinning proof.
     pub pins: Vec<PinProof>,
     /// Where every buffer landed, per requestor.
@@ -287,6 +290,9 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
             .iter()
             .map(|v| v.iter().map(|t| timer.ns(t.ticks)).collect())
             .collect(),
+        span_ns: (0..res.samples.iter().map(Vec::len).min().unwrap_or(0))
+            .map(|s| timer.ns(span_ticks(res.samples.iter().map(|v| &v[s]), timer)))
+            .collect(),
         pins: res.pins,
         memory: bufs
             .iter()
@@ -321,13 +327,15 @@ pub struct MixData {
 }
 
 /// Aggregate issued GB/s of pass `s`: the sum of the requestors' (bwmp), or all bytes
-/// over the slowest requestor's time.
+/// over the span the requestors' passes took together (never over each one's own time:
+/// requestors run one after another would add up to more than they moved together).
 fn aggregate(plan: &MixPlan, r: &MixResult, per_req: &[Vec<f64>], s: usize) -> f64 {
     if plan.mp {
         return per_req.iter().map(|g| g[s]).sum();
     }
     let bytes: u64 = r.steps.iter().map(|v| plan.kernel.bytes(v[s])).sum();
-    bytes as f64 / r.ns.iter().map(|n| n[s]).fold(0.0, f64::max)
+    let slowest = r.ns.iter().map(|n| n[s]).fold(0.0, f64::max);
+    bytes as f64 / r.span_ns.get(s).copied().unwrap_or(slowest).max(slowest)
 }
 
 /// Parameters of a mixed plan's records.
@@ -416,7 +424,7 @@ pub fn record(
         aggregate_rule: if plan.mp {
             "sum of the requestors' figures (bwmp: the first to finish stopped the others)"
         } else {
-            "all bytes over the slowest requestor's time"
+            "all bytes over the span from the first requestor's start to the last one's end"
         }
         .into(),
     });
