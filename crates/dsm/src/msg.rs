@@ -73,8 +73,9 @@ pub enum Msg {
     /// Single writer: the requester installed the page; the manager may serve the next.
     PageDone { page: u32, from: u32, write: bool },
     /// LMWC: the sender's first access to `page`, to the page's directory home (`gcs`:
-    /// garbage collections the sender has done).
-    Touch { page: u32, gcs: u32 },
+    /// garbage collections the sender has done); `run`: the sender also claims the next
+    /// `run` pages, those nobody touched yet (it sweeps a block homed elsewhere).
+    Touch { page: u32, gcs: u32, run: u32 },
     /// LMWC: home to the first rank to touch `page`: it is yours alone (private).
     Owner { page: u32 },
     /// LMWC: home to the page's first toucher: rank `to` touches it too, so it is shared
@@ -82,6 +83,8 @@ pub enum Msg {
     BaseReq { page: u32, to: u32, gcs: u32 },
     /// LMWC: the page's contents when it turned shared (or at the last collection).
     Base { page: u32, data: Vec<u8> },
+    /// LMWC: home to a rank that claimed a run: these pages are yours alone (private).
+    Claimed { pages: Vec<u32> },
     /// LMWC prefetch at an acquire: [`Msg::DiffReq`] for several pages, one per writer.
     DiffBulkReq { reqs: Vec<(u32, Vec<u32>)> },
     /// LMWC prefetch: the [`Msg::DiffRep`] of each page asked for, in one message.
@@ -215,6 +218,7 @@ impl Msg {
             Msg::Base { .. } => 15,
             Msg::DiffBulkReq { .. } => 16,
             Msg::DiffBulkRep { .. } => 17,
+            Msg::Claimed { .. } => 18,
         }
     }
 
@@ -339,10 +343,12 @@ impl Msg {
                 w.u32(*from);
                 w.u8(*write as u8);
             }
-            Msg::Touch { page, gcs } => {
+            Msg::Touch { page, gcs, run } => {
                 w.u32(*page);
                 w.u32(*gcs);
+                w.u32(*run);
             }
+            Msg::Claimed { pages } => w.u32s(pages),
             Msg::Owner { page } => w.u32(*page),
             Msg::BaseReq { page, to, gcs } => {
                 w.u32(*page);
@@ -418,6 +424,7 @@ impl Msg {
             12 => Msg::Touch {
                 page: r.u32(),
                 gcs: r.u32(),
+                run: r.u32(),
             },
             13 => Msg::Owner { page: r.u32() },
             14 => Msg::BaseReq {
@@ -439,6 +446,7 @@ impl Msg {
                 let reps = (0..n).map(|_| (r.u32(), r.diffs())).collect();
                 Msg::DiffBulkRep { reps }
             }
+            18 => Msg::Claimed { pages: r.u32s() },
             t => panic!("unknown DSM message tag {t}"),
         }
     }
@@ -510,7 +518,12 @@ mod tests {
             },
             Msg::Inval { page: 3 },
             Msg::InvalAck { page: 3 },
-            Msg::Touch { page: 5, gcs: 1 },
+            Msg::Touch {
+                page: 5,
+                gcs: 1,
+                run: 3,
+            },
+            Msg::Claimed { pages: vec![6, 7] },
             Msg::Owner { page: 5 },
             Msg::BaseReq {
                 page: 5,

@@ -87,6 +87,10 @@ pub struct Stats {
     /// LMWC: pages this rank was the only one to touch (no twins, diffs or notices).
     #[serde(default)]
     pub private_pages: u64,
+    /// LMWC: pages this rank got private without touching them, claimed in a run
+    /// after a first touch homed elsewhere (counted in `private_pages` too).
+    #[serde(default)]
+    pub claimed: u64,
     /// LMWC: private pages of this rank that a second rank touched, so turned shared.
     #[serde(default)]
     pub reclassified: u64,
@@ -144,6 +148,7 @@ impl Stats {
                 twin_ns,
                 touches,
                 private_pages,
+                claimed,
                 reclassified,
                 prefetched,
                 prefetch_msgs,
