@@ -243,6 +243,17 @@ fn fault_line(d: &RunData) -> String {
     s
 }
 
+/// Round trips for pages: remote faults, and the bulk prefetches that replaced faults.
+fn prefetch_line(s: &crate::Stats) -> String {
+    if s.prefetch_msgs == 0 {
+        return String::new();
+    }
+    format!(
+        "round trips for pages: {} remote faults, {} bulk prefetches bringing {} pages ({} faults waited for one)\n",
+        s.remote_faults, s.prefetch_msgs, s.prefetched, s.prefetch_waits
+    )
+}
+
 /// Where the per-page mechanism's time went, per interval a rank closed (the counts of
 /// every rank over the intervals of every rank).
 fn interval_line(s: &crate::Stats) -> String {
@@ -251,7 +262,7 @@ fn interval_line(s: &crate::Stats) -> String {
     }
     let per = |x: u64| x as f64 / s.intervals as f64;
     format!(
-        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n",
+        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n{}",
         per(s.segv),
         per(s.segv_ns) / 1e3,
         per(s.mprotects),
@@ -261,5 +272,6 @@ fn interval_line(s: &crate::Stats) -> String {
         s.intervals,
         s.private_pages,
         s.reclassified,
+        prefetch_line(s),
     )
 }
