@@ -8,7 +8,7 @@ use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
 use numalab_results::stats::median;
 use numalab_results::{Provenance, Record, Unavailable};
-use numalab_topo::{Error, Host, Machine, Result};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -106,6 +106,14 @@ impl Options {
             return Err(Error::input(
                 "invalid --iterations '0': at least 1 timed pass",
             ));
+        }
+        use numalab_topo::lists::{once, once_by};
+        if let (Some(t), Some(v)) = (&a.threads, &threads) {
+            once("--threads", t, v, |p| p.to_string())?;
+        }
+        once_by("--sizes", &a.sizes, &sizes, |b| **b, |b| fmt_bytes(**b))?;
+        if let Some(o) = &a.only {
+            once("--only", o, &only, |x| format!("'{x}'"))?;
         }
         Ok(Parsed {
             level,
