@@ -248,6 +248,10 @@ fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
         assert!(err.contains("--force"), "{argv:?}: {err}");
+        // Item 19: a trace writer names what the file holds, not "a trace".
+        if a.contains(&"record") || a.contains(&"monitor") {
+            assert!(err.contains("something (not a trace)"), "{argv:?}: {err}");
+        }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), keep, "{argv:?}");
         // With --force it is replaced (a dry run's plan, a report, a trace).
         let mut forced = a.clone();
