@@ -18,8 +18,8 @@ pub struct OnTerminal {
 
 impl OnTerminal {
     /// Start `numalab ARGS` with stdin and stdout on /dev/null and stderr on a 200-column
-    /// terminal.
-    pub fn spawn(args: &[&str]) -> OnTerminal {
+    /// terminal; None (said) where no pseudo-terminal can be opened.
+    pub fn spawn(args: &[&str]) -> Option<OnTerminal> {
         let (mut master, mut slave) = (0, 0);
         let size = libc::winsize {
             ws_row: 40,
@@ -37,7 +37,11 @@ impl OnTerminal {
                 &size,
             )
         };
-        assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        if opened != 0 {
+            let e = std::io::Error::last_os_error();
+            eprintln!("skipped: no pseudo-terminal to draw the progress on (openpty: {e})");
+            return None;
+        }
         // SAFETY: both descriptors were just opened and are owned here alone.
         let (master, slave) = unsafe { (File::from_raw_fd(master), File::from_raw_fd(slave)) };
         let child = Command::new(env!("CARGO_BIN_EXE_numalab"))
@@ -59,11 +63,11 @@ impl OnTerminal {
                 into.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
-        OnTerminal {
+        Some(OnTerminal {
             child,
             seen,
             reader: Some(reader),
-        }
+        })
     }
 
     /// Everything drawn so far, as text.
