@@ -74,14 +74,25 @@ pub fn level(s: Option<&str>) -> Result<Option<numalab_topo::Level>> {
     .transpose()
 }
 
-/// Parse a comma-separated list; a bad item is named with what is valid.
-pub fn list<T>(what: &str, s: &str, f: impl Fn(&str) -> Option<T>, valid: &str) -> Result<Vec<T>> {
-    s.split(',')
+/// Parse a comma-separated list; a bad item is named with what is valid, and a value
+/// given twice (in any spelling) is refused ([`numalab_topo::lists::once`]).
+pub fn list<T: std::fmt::Debug>(
+    what: &str,
+    s: &str,
+    f: impl Fn(&str) -> Option<T>,
+    valid: &str,
+) -> Result<Vec<T>> {
+    let items = s
+        .split(',')
         .map(|x| {
-            f(x.trim())
-                .ok_or_else(|| Error::input(format!("invalid {what} item '{}': {valid}", x.trim())))
+            let x = x.trim();
+            f(x).map(|v| (x, v))
+                .ok_or_else(|| Error::input(format!("invalid {what} item '{x}': {valid}")))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let key = |(_, v): &&(&str, T)| format!("{v:?}");
+    numalab_topo::lists::once_by(what, s, &items, key, |(x, _)| format!("'{x}'"))?;
+    Ok(items.into_iter().map(|(_, v)| v).collect())
 }
 
 #[cfg(test)]

@@ -152,12 +152,20 @@ impl CommonArgs {
     fn write_out(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
         let write = |p: &std::path::Path| output::write_records(p, records);
         self.output.as_deref().map(write).transpose()?;
-        if self.json {
-            println!("{}", output::to_json(records));
+        let body = if self.json {
+            output::to_json(records) + "\n"
         } else {
-            print!("{}", text());
-        }
-        Ok(())
+            text()
+        };
+        // A full or failing standard output is a run-time error, never a panic.
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(body.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(|e| CliError {
+                code: 1,
+                msg: format!("writing the records to standard output failed: {e}"),
+            })
     }
 
     /// From now on SIGINT, SIGTERM and SIGHUP end the command with the records of the

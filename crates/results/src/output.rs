@@ -61,15 +61,24 @@ impl OutputFormat {
 pub fn check_creatable(path: &Path) -> Result<(), OutputError> {
     match crate::outpath::target(path)? {
         Target::Stdout => Ok(()),
-        Target::File(real) => creatable(&real).map_err(|why| OutputError::BadPath {
-            path: path.display().to_string(),
-            why,
+        Target::File(real) => creatable(&real).map_err(|(why, run_time)| match run_time {
+            // A full disk is the machine's state, not the user's input: exit 1, still
+            // before any work.
+            true => OutputError::Io {
+                path: path.display().to_string(),
+                why,
+            },
+            false => OutputError::BadPath {
+                path: path.display().to_string(),
+                why,
+            },
         }),
     }
 }
 
-/// Create and remove the temporary name beside the regular file `real`.
-fn creatable(real: &Path) -> Result<(), String> {
+/// Create and remove the temporary name beside the regular file `real`; why not, and
+/// whether that is a run-time failure ([`crate::outpath::failed_at_run_time`]).
+fn creatable(real: &Path) -> Result<(), (String, bool)> {
     let tmp = tmp_path(real);
     match std::fs::File::create_new(&tmp) {
         Ok(_) => {
@@ -81,7 +90,8 @@ fn creatable(real: &Path) -> Result<(), String> {
                 Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
                 _ => ".".into(),
             };
-            Err(format!("cannot create a file in '{dir}': {e}"))
+            let run_time = crate::outpath::failed_at_run_time(&e);
+            Err((format!("cannot create a file in '{dir}': {e}"), run_time))
         }
     }
 }

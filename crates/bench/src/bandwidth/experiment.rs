@@ -70,9 +70,12 @@ fn kernels(s: &str) -> Result<Vec<BwKernel>> {
     if s == "all" {
         return Ok(BwKernel::ALL.to_vec());
     }
-    s.split(',')
+    let v: Vec<BwKernel> = s
+        .split(',')
         .map(|k| BwKernel::parse(k).map_err(Error::Input))
-        .collect()
+        .collect::<Result<_>>()?;
+    numalab_topo::lists::once("--kernel", s, &v, |k| k.name().to_string())?;
+    Ok(v)
 }
 
 impl Options {

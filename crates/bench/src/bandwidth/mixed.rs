@@ -83,6 +83,7 @@ fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
         .split(',')
         .map(|s| Store::parse(s.trim()).map_err(Error::Input))
         .collect::<Result<_>>()?;
+    numalab_topo::lists::once("--store", &o.store, &stores, |s| s.name().to_string())?;
     let Some(list) = &o.mix else {
         return Ok(if o.injection {
             injection_rows()
@@ -94,7 +95,9 @@ fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
         s.check().map_err(Error::Input)?;
     }
     let mut out = Vec::new();
-    for k in MixKernel::parse_list(list).map_err(Error::Input)? {
+    let kernels = MixKernel::parse_list(list).map_err(Error::Input)?;
+    numalab_topo::lists::once("--mix", list, &kernels, |k| k.name())?;
+    for k in kernels {
         for &s in &stores {
             // In a list of stores, each mix takes those that apply to it.
             if stores.len() > 1 && k.check_store(s).is_err() {

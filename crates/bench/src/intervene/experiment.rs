@@ -50,13 +50,13 @@ struct Lists {
 impl Options {
     fn lists(&self) -> Result<Lists> {
         ThreadSpec::parse(&self.cpu)?;
-        let states = list(&self.states, parse_state)?;
-        let placements = list(&self.placements, Placement::parse)?;
+        let states = list("--states", &self.states, parse_state)?;
+        let placements = list("--placements", &self.placements, Placement::parse)?;
         let hops = self
             .hops
             .as_deref()
             .map(|h| {
-                list(h, |x| {
+                list("--hops", h, |x| {
                     x.parse::<u32>().map_err(|_| {
                         format!("invalid --hops '{x}': expected hop counts such as 0,1,2")
                     })
@@ -239,10 +239,19 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     Ok(records)
 }
 
-fn list<T>(s: &str, f: impl Fn(&str) -> std::result::Result<T, String>) -> Result<Vec<T>> {
-    s.split(',')
-        .map(|x| f(x.trim()).map_err(Error::Input))
-        .collect()
+/// A list flag's values; one given twice is refused (`numalab_topo::lists`).
+fn list<T: std::fmt::Debug>(
+    what: &str,
+    s: &str,
+    f: impl Fn(&str) -> std::result::Result<T, String>,
+) -> Result<Vec<T>> {
+    let v: Vec<(&str, T)> = s
+        .split(',')
+        .map(|x| f(x.trim()).map(|v| (x.trim(), v)).map_err(Error::Input))
+        .collect::<Result<_>>()?;
+    let key = |(_, v): &&(&str, T)| format!("{v:?}");
+    numalab_topo::lists::once_by(what, s, &v, key, |(x, _)| format!("'{x}'"))?;
+    Ok(v.into_iter().map(|(_, v)| v).collect())
 }
 
 fn parse_state(s: &str) -> std::result::Result<LineState, String> {

@@ -154,3 +154,34 @@ fn measured(records: &[Record]) -> Option<String> {
     );
     Some(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::Provenance;
+
+    /// Issue 40 item 20: `--placements x` shows the x column only, not y and z.
+    #[test]
+    fn only_the_placements_asked_for_get_columns() {
+        let prov = Provenance::collect("t", "s");
+        let params = serde_json::json!({
+            "iterations": 3, "hops": 1, "placements": ["xhops=0"], "state": "cexh", "size_bytes": 4096,
+        });
+        let mut u = Record::new(
+            "intervene-uown",
+            "uown hops 1",
+            prov.clone(),
+            params.clone(),
+        );
+        u.add_samples("latency", "ns", &[100.0, 101.0, 102.0]);
+        let mut x = Record::new("intervene", "cexh hops 1 xhops=0", prov, params);
+        x.add_samples("latency", "ns", &[90.0, 91.0, 92.0]);
+        let text = measured(&[u, x]).unwrap();
+        assert!(text.contains("xhops=0"), "{text}");
+        assert!(
+            !text.contains("yhops=0") && !text.contains("zhops=0"),
+            "{text}"
+        );
+        assert!(text.contains("-10.0"), "{text}");
+    }
+}

@@ -98,6 +98,9 @@ impl Options {
                 .collect::<Result<_>>()?,
             None => DEFAULT_DELAYS.to_vec(),
         };
+        if let Some(d) = &o.delays {
+            numalab_topo::lists::once("--delays", d, &delays, |x| x.to_string())?;
+        }
         crate::experiment::check_iterations(o.iterations)?;
         let size = o.size.as_deref().map(parse_size).transpose()?;
         let inject_size = o.inject_size.as_deref().map(parse_size).transpose()?;
@@ -122,7 +125,7 @@ impl Options {
 /// Write percentages ("0,25,50,75,100") as mixes, each named in the error if bad.
 fn parse_writes(s: &str) -> Result<Vec<Mix>> {
     let valid = "expected write percentages from 0 to 100, comma-separated, such as 0,25,50,75,100";
-    let mut v: Vec<Mix> = Vec::new();
+    let mut v: Vec<(&str, Mix)> = Vec::new();
     for x in s.split(',') {
         let pct: f64 = x
             .trim()
@@ -130,14 +133,12 @@ fn parse_writes(s: &str) -> Result<Vec<Mix>> {
             .map_err(|_| Error::input(format!("invalid write percentage '{x}': {valid}")))?;
         let mix = Mix::from_write_pct(pct)
             .map_err(|_| Error::input(format!("invalid write percentage '{x}': {valid}")))?;
-        if v.contains(&mix) {
-            return Err(Error::input(format!(
-                "invalid write percentage '{x}': it gives the mix {mix} again; {valid}"
-            )));
-        }
-        v.push(mix);
+        v.push((x.trim(), mix));
     }
-    Ok(v)
+    // Two spellings of one mix (50, 50.0) are one value.
+    let key = |(_, m): &&(&str, Mix)| m.to_string();
+    numalab_topo::lists::once_by("--writes", s, &v, key, |(x, _)| format!("'{x}'"))?;
+    Ok(v.into_iter().map(|(_, m)| m).collect())
 }
 
 /// A CPU-less node's traffic comes from the CPUs nearest it: the default chaser

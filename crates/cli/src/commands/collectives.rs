@@ -78,7 +78,7 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         return a.common.show(&[collectives::plan_record(&plan, &o, &ctx)]);
     }
     a.common.keep_on_signal();
-    let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, p))?;
+    let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, &ctx, p))?;
     let recs = collectives::records(&plan, &res, &o, &ctx);
     if a.osu {
         return a

@@ -210,12 +210,10 @@ impl SweepArgs {
 
 fn run_latency(a: LatencyArgs) -> Result<(), CliError> {
     a.sweep.common.validate()?;
-    let ops = a
-        .ops
-        .as_deref()
-        .unwrap_or("pingpong,get,put,acc")
-        .split(',');
-    let ops = ops.map(Op::parse_latency).collect::<Result<Vec<_>, _>>()?;
+    let list = a.ops.as_deref().unwrap_or("pingpong,get,put,acc");
+    let ops = list.split(',').map(Op::parse_latency);
+    let ops = ops.collect::<Result<Vec<_>, _>>()?;
+    numalab_topo::lists::once("--ops", list, &ops, |o| format!("{o:?}").to_lowercase())?;
     run_sweep(&a.sweep, a.sweep.options(ops, 64, a.batch)?)
 }
 

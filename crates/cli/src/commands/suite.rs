@@ -80,7 +80,7 @@ fn run_placement(a: PlacementArgs) -> Result<(), CliError> {
     if a.dry_run {
         return a.common.show(&placement::plan_records(&plan, &o, &ctx));
     }
-    let points = with_progress(|p| placement::run_suite(&host, &plan, &o, p))?;
+    let points = with_progress(|p| placement::run_suite(&host, &plan, &o, &ctx, p))?;
     a.common
         .show(&placement::point_records(&plan, &points, &o, &ctx))
 }

@@ -173,10 +173,27 @@ pub fn plan_records(plan: &Plan, a: &Options, ctx: &Context) -> Vec<Record> {
     recs
 }
 
-/// Measure every point on this machine.
-pub fn run(host: &Host, plan: &Plan, a: &Options, progress: Progress) -> Result<Vec<Point>> {
+/// Measure every point on this machine; each point's record is kept as it ends, should
+/// a signal end the points after it (`numalab_results::interrupt`).
+pub fn run(
+    host: &Host,
+    plan: &Plan,
+    a: &Options,
+    ctx: &Context,
+    progress: Progress,
+) -> Result<Vec<Point>> {
     let timer = Timer::best();
-    measure(host, &timer, plan, a.iterations, |d, n| {
+    let mut warnings = ctx.warnings.clone();
+    warnings.extend(one_point_notes(plan));
+    measure(host, &timer, plan, a.iterations, |p, d, n| {
+        let point = std::slice::from_ref(p);
+        numalab_results::interrupt::keep(point_records(
+            plan,
+            point,
+            a.iterations,
+            &ctx.prov,
+            &warnings,
+        ));
         progress(&format!("placement: {d}/{n} points"))
     })
 }

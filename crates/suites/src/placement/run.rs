@@ -55,13 +55,13 @@ pub fn scripts(plan: &Plan, c: &Curve, k: usize) -> Vec<Script> {
     out
 }
 
-/// Measure every point; `progress(done, total)` after each.
+/// Measure every point; `finished(point, done, total)` after each.
 pub fn measure(
     host: &Host,
     timer: &Timer,
     plan: &Plan,
     iterations: usize,
-    mut progress: impl FnMut(usize, usize),
+    mut finished: impl FnMut(&Point, usize, usize),
 ) -> Result<Vec<Point>> {
     let total = plan.points();
     let mut done = 0;
@@ -137,7 +137,7 @@ pub fn measure(
                 home: buf.proof.clone(),
             });
             done += 1;
-            progress(done, total);
+            finished(out.last().expect("just pushed"), done, total);
         }
     }
     Ok(out)

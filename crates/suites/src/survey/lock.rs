@@ -20,6 +20,21 @@ pub struct FolderLock {
     _file: File,
 }
 
+/// A file of the survey folder that cannot be created or written: a run-time failure
+/// (exit 1) when the disk is full or failing, else the folder is the user's mistake
+/// (exit 2); either way the file is named.
+pub fn cannot_write(dir: &Path, file: &str, e: std::io::Error) -> Error {
+    let path = dir.join(file);
+    if numalab_results::outpath::failed_at_run_time(&e) {
+        Error::System(format!("cannot write '{}': {e}", path.display()))
+    } else {
+        Error::input(format!(
+            "invalid output directory '{}': cannot create {file}: {e}",
+            dir.display()
+        ))
+    }
+}
+
 /// Take the folder's lock, or say which process holds it (a usage error, exit 2).
 pub fn take(dir: &Path) -> Result<FolderLock, Error> {
     let path = dir.join(FILE_NAME);
@@ -29,12 +44,7 @@ pub fn take(dir: &Path) -> Result<FolderLock, Error> {
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(|e| {
-            Error::input(format!(
-                "invalid output directory '{}': cannot create {FILE_NAME}: {e}",
-                dir.display()
-            ))
-        })?;
+        .map_err(|e| cannot_write(dir, FILE_NAME, e))?;
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let mut pid = String::new();

@@ -136,10 +136,15 @@ pub struct Plan {
     pub interleave: Option<u64>,
 }
 
-fn read_measured(path: &str, root: &str, m: &Machine) -> Result<Measured> {
+fn read_measured(path: &str, root: &str, export: bool, m: &Machine) -> Result<Measured> {
     let (mut records, _) = crate::survey::files::read_input(Path::new(path))
         .map_err(|e| Error::input(format!("invalid --from '{path}': {e}")))?;
     measure::same_machine(path, &records, root, m)?;
+    // The export writes this machine's topology with the measured figures: they must
+    // be this machine's too, whatever tree --root reads.
+    if export && root != "/" {
+        measure::same_machine(path, &records, "/", m)?;
+    }
     // A matrix file of its own carries no topology: its CPUs are this machine's.
     if !records.iter().any(|r| r.kind == "topo") {
         let prov = numalab_results::Provenance::collect(&m.summary(), &m.source);
@@ -178,7 +183,7 @@ impl Plan {
         let measured = o
             .from
             .as_deref()
-            .map(|p| read_measured(p, &o.root, m))
+            .map(|p| read_measured(p, &o.root, o.export_hwloc.is_some(), m))
             .transpose()?;
         let interleave = o
             .verify_interleave
