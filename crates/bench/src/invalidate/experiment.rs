@@ -76,7 +76,7 @@ impl InvalidatePlan {
                 o.size.as_deref().unwrap_or_default()
             )));
         }
-        InvalidatePlan::new(
+        let mut plan = InvalidatePlan::new(
             m,
             req[0].clone(),
             mem,
@@ -84,11 +84,12 @@ impl InvalidatePlan {
             o.sharers,
             size,
             o.iterations,
-            Rules {
-                settle: o.noise.goal().map_err(Error::Input)?,
-                ..Rules::default()
-            },
-        )
+        )?;
+        plan.rules = Rules {
+            settle: o.noise.goal().map_err(Error::Input)?,
+            ..Rules::default()
+        };
+        Ok(plan)
     }
 
     /// The plan as a record (what `--dry-run` emits).

@@ -113,7 +113,6 @@ impl InvalidatePlan {
         max: Option<usize>,
         size: u64,
         iterations: usize,
-        rules: Rules,
     ) -> Result<InvalidatePlan> {
         let home = *mem
             .nodes
@@ -152,7 +151,7 @@ impl InvalidatePlan {
             sharers,
             size,
             iterations,
-            rules,
+            rules: Rules::default(),
             warnings,
         })
     }
