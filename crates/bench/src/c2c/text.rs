@@ -166,3 +166,85 @@ fn grid(d: &C2cMatrixData, m: &[Vec<Option<f64>>], unsettled: &[[u32; 2]]) -> St
     let h: Vec<&str> = header.iter().map(|x| x.as_str()).collect();
     table(&h, &rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{experiment::pair_record_for_tests, PairResult};
+    use super::*;
+    use numalab_results::disturb::{Disturbance, PassMark, Rules};
+    use numalab_results::{Provenance, Settle};
+    use serde_json::json;
+
+    fn log(disturbed: bool) -> PassLog {
+        let mark = PassMark {
+            attempt: 0,
+            disturbed,
+            used: true,
+            counts: Disturbance::default(),
+        };
+        PassLog {
+            rules: Rules::default(),
+            passes: vec![mark; 5],
+        }
+    }
+
+    #[test]
+    fn the_header_says_what_the_median_is_of_and_an_unsettled_cell_says_so() {
+        let why = "machine busy: 5 of 5 passes disturbed (run-queue wait 99 %); its interval ±59.1 % against ±10 % (budget spent)";
+        let r = PairResult {
+            pair: super::super::Pair {
+                a: 0,
+                b: 1,
+                smt_siblings: false,
+            },
+            cas_half_ns: Some(vec![2602.4; 5]),
+            modified_read_ns: None,
+            cas_passes: Some(log(true)),
+            read_passes: None,
+            cas_settle: Some(Settle {
+                settled: false,
+                metric: "cas_rtt_half".into(),
+                passes: 5,
+                interval: [1149.0, 3278.0],
+                tolerance_pct: 10.0,
+                budget_ms: 100.0,
+                why: Some(why.into()),
+            }),
+            read_settle: None,
+            home_node: Some(0),
+        };
+        let params = json!({ "metric": "cas", "iterations": 5, "tolerance_pct": 10.0 });
+        let prov = Provenance::collect("t", "none");
+        let pair = pair_record_for_tests(&r, &params, &prov);
+        assert!(!pair.settled());
+        let mut m = Record::new("c2c-matrix", "2 CPUs", prov, params);
+        m.set_data(&C2cMatrixData {
+            cpus: vec![0, 1],
+            cas_rtt_half_ns: vec![vec![None, Some(2602.4)], vec![Some(2602.4), None]],
+            modified_read_ns: vec![vec![None; 2]; 2],
+            smt_sibling_pairs: Vec::new(),
+            statistic: "median of passes".into(),
+            cas_unsettled: vec![[0, 1]],
+            read_unsettled: Vec::new(),
+        });
+        let text = matrix_text(&[pair, m]).unwrap();
+        // The contradiction: a header of "the undisturbed" over a footer of
+        // "none undisturbed, so all kept".
+        assert!(
+            text.contains(
+                "median of all passes (none was undisturbed, so the disturbed ones are in it)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("median of the undisturbed"), "{text}");
+        assert!(text.contains("2602.4 unsettled*"), "{text}");
+        assert!(
+            !text.contains("2602.4 \n") && !text.contains(" 2602.4  "),
+            "a plain number: {text}"
+        );
+        assert!(
+            text.contains(&format!("warning: unsettled* cpu0-cpu1: cas_rtt_half not within ±10 % in its 100 ms budget (5 passes, interval 1149…3278): {why}")),
+            "{text}"
+        );
+    }
+}
