@@ -29,11 +29,11 @@ fn unsettled_html(records: &[Record]) -> String {
     if items.is_empty() {
         return String::new();
     }
-    format!(
-        "<p>{} pair(s) did not settle; their squares are blank and their cells marked:</p><ul>{}</ul>",
-        items.len(),
-        items.join("")
-    )
+    let head = match items.len() {
+        1 => "1 pair did not settle; its squares are blank and its cells marked".to_string(),
+        n => format!("{n} pairs did not settle; their squares are blank and their cells marked"),
+    };
+    format!("<p>{head}:</p><ul>{}</ul>", items.join(""))
 }
 
 impl Presenter for C2cPresenter {
