@@ -131,7 +131,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "NUMALAB_PARTIAL",
         kind: Kind::Path,
-        what: "set by numalab's launcher for its ranks: where finished configurations are kept",
+        what: "set by numalab's launcher for its ranks: where finished configurations are kept; for any measuring command, a file each finished part's records are appended to as one line",
     },
     Var {
         name: "NUMALAB_LAUNCH_TOKEN",

@@ -51,6 +51,9 @@ fn pass_noise(s: &mut Step, n: &NoiseOptions) {
     match e {
         Experiment::Latency(o) => o.noise = n.clone(),
         Experiment::Bandwidth(o) => o.noise = n.clone(),
+        Experiment::C2c(o) => o.noise = n.clone(),
+        Experiment::Invalidate(o) => o.noise = n.clone(),
+        Experiment::Intervene(o) => o.noise = n.clone(),
         _ => return,
     }
     s.args = argv(e);
@@ -150,6 +153,36 @@ mod tests {
             ..Options::default()
         }
         .max_bytes()
+    }
+
+    #[test]
+    fn the_settling_options_reach_every_step_that_settles() {
+        let m = numalab_topo::Host::load(&numalab_topo::TopologySource::Synthetic(
+            "pack:2 numa:2 core:2 pu:1".into(),
+        ))
+        .unwrap()
+        .machine;
+        let o = Options {
+            quick: true,
+            noise: NoiseOptions {
+                noise_budget: Some("300ms".into()),
+                tolerance: Some("4".into()),
+            },
+            ..Options::default()
+        };
+        let plan = Plan::resolve(&m, &o).unwrap();
+        for cmd in ["latency", "bandwidth", "c2c", "invalidate", "intervene"] {
+            let steps: Vec<&Step> = plan
+                .steps
+                .iter()
+                .filter(|s| s.skip.is_none() && s.args.first().map(String::as_str) == Some(cmd))
+                .collect();
+            assert!(!steps.is_empty(), "no {cmd} step");
+            for s in steps {
+                let a = s.args.join(" ");
+                assert!(a.contains("--noise-budget 300ms --tolerance 4"), "{a}");
+            }
+        }
     }
 
     proptest! {
