@@ -333,3 +333,35 @@ fn intervene_keeps_its_finished_placements_on_sighup() {
         assert!(r["settle"]["settled"].is_boolean(), "{r}");
     }
 }
+
+#[test]
+fn bandwidth_keeps_its_finished_kernels_on_sigint() {
+    // Each kernel adds passes towards a tolerance none meets, so the later kernels are
+    // still running when the first one's records are kept.
+    let recs = interrupted_after_a_part(
+        "bw-int",
+        |k| {
+            strings(
+                &[
+                    "bandwidth",
+                    "--kernel",
+                    "read,readv,copy,zero",
+                    "--size",
+                    "4M",
+                ],
+                20 * k,
+            )
+        },
+        libc::SIGINT,
+    );
+    assert!(recs.iter().all(|r| r["kind"] == "bandwidth"), "{recs:?}");
+    let kernels: Vec<&str> = recs
+        .iter()
+        .filter_map(|r| r["parameters"]["kernel"].as_str())
+        .collect();
+    assert!(!kernels.is_empty(), "{recs:?}");
+    assert_eq!(kernels[0], "read", "{kernels:?}");
+    for r in &recs {
+        assert!(r["settle"]["settled"].is_boolean(), "{r}");
+    }
+}
