@@ -51,6 +51,7 @@ fn pass_noise(s: &mut Step, n: &NoiseOptions) {
     match e {
         Experiment::Latency(o) => o.noise = n.clone(),
         Experiment::Bandwidth(o) => o.noise = n.clone(),
+        Experiment::Loaded(o) => o.noise = n.clone(),
         _ => return,
     }
     s.args = argv(e);
