@@ -206,7 +206,7 @@ pub fn resolve(m: &Machine, o: &Options) -> Result<Vec<MixPlan>> {
                 iterations: o.iterations,
                 mp: o.mp,
                 table: if o.injection { "injection" } else { "mix" },
-                rules: rules.clone(),
+                rules,
             };
             p.shape()?;
             out.push(p);
