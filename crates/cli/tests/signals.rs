@@ -363,5 +363,69 @@ fn bandwidth_keeps_its_finished_kernels_on_sigint() {
     assert_eq!(kernels[0], "read", "{kernels:?}");
     for r in &recs {
         assert!(r["settle"]["settled"].is_boolean(), "{r}");
+
+/// Threads of `pid` named as the process (its main and measuring threads; the signal
+/// watcher is named apart).
+fn workers(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "numalab")
+            })
+            .count()
+    })
+}
+
+#[test]
+fn loaded_latency_keeps_its_finished_points() {
+    let out_file = common::tmpdir("loaded-term").join("out.json");
+    let base = ["loaded-latency", "--size", "16M", "--inject-size", "16M"];
+    let plan = common::numalab(&[&base[..], &["--dry-run"]].concat());
+    if !plan.status.success() {
+        // One core: no injector CPU off the chaser's (the plan says so).
+        eprintln!("skipped: {}", String::from_utf8_lossy(&plan.stderr));
+        return;
+    }
+    let mut iterations = 5;
+    loop {
+        let _ = std::fs::remove_file(&out_file);
+        let it = iterations.to_string();
+        let o = out_file.to_str().unwrap();
+        let job = spawn(&[&base[..], &["--iterations", &it, "-o", o]].concat());
+        // The unloaded point (the chase alone) comes first; once an injector runs
+        // beside the chase (main, chase and injector threads), it has finished.
+        let t = Instant::now();
+        while workers(job.id()) < 3 {
+            assert!(
+                t.elapsed() < Duration::from_secs(300),
+                "no loaded point began"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = signal_and_finish(job, libc::SIGTERM, Duration::from_secs(60));
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            // Every point ended before the signal came: give the run more to do.
+            iterations *= 4;
+            assert!(iterations < 1000, "the run always ended first: {err}");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(143), "{err}");
+        assert!(err.contains("each marked interrupted"), "{err}");
+        let text = std::fs::read_to_string(&out_file).unwrap();
+        common::validate(text.as_bytes());
+        let recs: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        assert_eq!(recs[0]["name"], "unloaded", "{text}");
+        // 11 delays after the unloaded point: the ones not reached are missing.
+        assert!(recs.len() < 12, "{} records", recs.len());
+        for r in &recs {
+            assert_eq!(r["kind"], "loaded-latency");
+            assert!(r["settle"]["metric"].is_string(), "{r}");
+            let w = r["warnings"].as_array().unwrap();
+            assert!(w
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with("interrupted: ")));
+        }
+        return;
     }
 }

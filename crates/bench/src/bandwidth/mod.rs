@@ -254,7 +254,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
 
 /// The aggregate's best-of-N, judged like each requestor's: settled when every
 /// requestor's did and its own top passes agree.
-fn aggregate_settle(each: &[Settle], aggregate: &[f64]) -> Settle {
+pub(crate) fn aggregate_settle(each: &[Settle], aggregate: &[f64]) -> Settle {
     let first = &each[0];
     let i = settle::Figure::Max.of(aggregate);
     let within = i.is_some_and(|i| i.within(first.tolerance_pct));

@@ -176,6 +176,7 @@ fn loaded_args(o: &loaded::Options) -> Vec<String> {
     a.set("--iterations", &o.iterations, &d.iterations);
     a.opt("--size", &o.size, &d.size);
     a.opt("--inject-size", &o.inject_size, &d.inject_size);
+    noise(&mut a, &o.noise);
     a.0
 }
 

@@ -54,6 +54,7 @@ fn pass_noise(s: &mut Step, n: &NoiseOptions) {
         Experiment::C2c(o) => o.noise = n.clone(),
         Experiment::Invalidate(o) => o.noise = n.clone(),
         Experiment::Intervene(o) => o.noise = n.clone(),
+        Experiment::Loaded(o) => o.noise = n.clone(),
         _ => return,
     }
     s.args = argv(e);
