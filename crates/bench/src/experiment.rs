@@ -28,6 +28,19 @@ impl Context {
         };
         Context { prov, warnings }
     }
+
+    /// The context of records that measure nothing (topology, tiers, a plan): no
+    /// warning about timings or runs beside it, and no other runs named.
+    pub fn describing(host: &Host) -> Self {
+        let mut prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+        prov.concurrent_runs.clear();
+        let warnings = if host.machine.this_system {
+            prov.describing_warnings()
+        } else {
+            Vec::new()
+        };
+        Context { prov, warnings }
+    }
 }
 
 /// Where an experiment reports how far it is (one short line, e.g. "c2c: round 3/8").

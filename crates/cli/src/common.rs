@@ -209,3 +209,8 @@ where
 pub fn context(host: &Host) -> numalab_bench::experiment::Context {
     numalab_bench::experiment::Context::of(host)
 }
+
+/// The context of a command that measures nothing (`topo`, `tiers`, `plan`).
+pub fn describing(host: &Host) -> numalab_bench::experiment::Context {
+    numalab_bench::experiment::Context::describing(host)
+}

@@ -188,6 +188,10 @@ fn text(records: &[Record]) -> String {
         out.push_str(&table(&h, &cells));
         out.push('\n');
     }
+    if let Some(t) = super::stream_table::text(records) {
+        out.push_str(&t);
+        out.push('\n');
+    }
     out.push_str(&unavailable_lines(records));
     out.push_str(&warning_lines(records));
     out
@@ -261,6 +265,7 @@ impl Presenter for MixPresenter {
             "traffic estimate GB/s",
             "memory-controller counters",
         ];
+        out.push_str(&super::stream_table::html(records).unwrap_or_default());
         out.push_str(&format!(
             "<div class=\"mix-runs\">{}</div>",
             html_table(&h, &rows)

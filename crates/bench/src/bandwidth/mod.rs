@@ -8,6 +8,8 @@ pub mod imc;
 mod mix_present;
 pub mod mixed;
 mod present;
+pub mod scaling;
+pub mod stream_table;
 mod text;
 pub use experiment::{run, Options, Plan};
 pub use mix_present::MixPresenter;

@@ -106,6 +106,7 @@ impl Presenter for BandwidthPresenter {
                 )
             ));
         }
+        out.push_str(&super::scaling::html(records).unwrap_or_default());
         Some(out)
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {

@@ -116,6 +116,10 @@ pub struct SweepArgs {
     /// Print the plan without starting ranks.
     #[arg(long)]
     dry_run: bool,
+    /// Print OSU micro-benchmark style blocks (osu_latency's "# Size  Latency (us)",
+    /// osu_bw's "# Size  Bandwidth (MB/s)"), one per operation.
+    #[arg(long)]
+    osu: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -233,14 +237,19 @@ fn run_sweep(a: &SweepArgs, o: p2p::Options) -> Result<(), CliError> {
     let host = a.common.host()?;
     let mut launch = o.job.resolve(&host.machine, 2)?;
     let plan = p2p::Plan::resolve(&launch, &o)?;
-    launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
+    let estimate = plan.estimate(launch.req.crowding());
+    launch.req.estimate = Some(estimate);
+    // Said once, by the process that starts the ranks, before they start.
+    if !a.dry_run && !numalab_mpi::env::in_mpi_job() {
+        eprint!("{}", plan.summary(estimate.as_secs_f64()));
+    }
     run_job(
         (&a.common, a.dry_run),
         &host,
         &launch,
         |prov| plan.records(prov),
         |world| p2p::measure(world, &host, &plan, progress("mpi")),
-        None,
+        a.osu.then_some(p2p::osu_text as fn(&[Record]) -> String),
     )
 }
 

@@ -56,6 +56,9 @@ impl Presenter for DsmPresenter {
 }
 
 fn titled(t: &Table, chart: Option<String>) -> String {
+    if t.rows.is_empty() {
+        return String::new();
+    }
     format!("<h4>{}</h4>", numalab_results::report::esc(t.title))
         + &figure(chart, html_table(t.header, &t.rows))
 }
@@ -153,9 +156,25 @@ fn html(records: &[Record]) -> Option<String> {
         out.push_str(&titled(&tables::fig356(&here), None));
         out.push_str(&titled(&tables::fault_costs(&here), None));
         out.push_str(&format!("<div class=\"fig\">{}</div>", time_charts(&here)));
-        out.push_str(&titled(&tables::table2(&here), None));
-        out.push_str(&titled(&tables::table3(&here), None));
-        out.push_str(&titled(&tables::fig7(&here), switch_chart(&here)));
+        let (t2, t3, f7) = (
+            tables::table2(&here),
+            tables::table3(&here),
+            tables::fig7(&here),
+        );
+        out.push_str(&titled(&t2, None));
+        out.push_str(&titled(&t3, None));
+        out.push_str(&titled(&f7, switch_chart(&here)));
+        let all = [
+            tables::fig2(&here),
+            tables::fig356(&here),
+            tables::fault_costs(&here),
+            t2,
+            t3,
+            f7,
+        ];
+        if let Some(l) = tables::not_shown(&all) {
+            out.push_str(&format!("<p>{}</p>", numalab_results::report::esc(&l)));
+        }
     }
     (!out.is_empty()).then_some(out)
 }
