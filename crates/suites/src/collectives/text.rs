@@ -8,6 +8,7 @@ use super::Kind;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle;
 use numalab_results::stats::Summary;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
@@ -21,6 +22,19 @@ struct Row {
     lines: usize,
     time: Summary,
     thread_mean_ns: Vec<f64>,
+    /// Whether its median settled (an unsettled one is marked, its warning says why).
+    settled: bool,
+}
+
+impl Row {
+    /// A figure of this row as a cell: marked "unsettled*" when it did not settle.
+    fn cell(&self, figure: String) -> String {
+        if self.settled {
+            figure
+        } else {
+            format!("{figure} {}*", settle::UNSETTLED)
+        }
+    }
 }
 
 /// A run read back from its records.
@@ -64,6 +78,7 @@ impl<'a> Run<'a> {
                         .data_as::<CollectiveData>()
                         .map(|d| d.thread_mean_ns)
                         .unwrap_or_default(),
+                    settled: r.settled(),
                 })
             })
             .collect();
@@ -176,7 +191,7 @@ fn pairs_text(run: &Run) -> String {
                 p["hops"]
                     .as_u64()
                     .map_or_else(|| "-".into(), |h| h.to_string()),
-                t,
+                settle::cell(r, t),
             ]
         })
         .collect();
@@ -207,7 +222,7 @@ fn barriers_text(run: &Run) -> String {
                 row.push(format!(
                     "{}: {}",
                     m.kind.name().trim_start_matches("barrier-"),
-                    spread(&m.time)
+                    m.cell(spread(&m.time))
                 ));
             }
             row
@@ -264,7 +279,7 @@ fn shifts_text(run: &Run) -> String {
                 row.push(format!(
                     "k={}: {}",
                     m.kind.name().trim_start_matches("shift-"),
-                    us(m.time.median)
+                    m.cell(us(m.time.median))
                 ));
             }
             row
@@ -291,7 +306,7 @@ fn grid(run: &Run, pick: impl Fn(&Row) -> bool) -> String {
                     run.rows
                         .iter()
                         .find(|m| m.p == p && m.lines == l && pick(m))
-                        .map(|m| spread(&m.time))
+                        .map(|m| m.cell(spread(&m.time)))
                         .unwrap_or("-".into()),
                 );
             }
@@ -400,12 +415,13 @@ pub fn osu_text(records: &[Record]) -> Option<String> {
             let max = t.iter().copied().fold(0.0, f64::max);
             let _ = writeln!(
                 s,
-                "{:<12}{:>18.3}{:>18.3}{:>18.3}{:>12}",
+                "{:<12}{:>18.3}{:>18.3}{:>18.3}{:>12}{}",
                 m.lines * run.line,
                 avg / 1000.0,
                 min / 1000.0,
                 max / 1000.0,
-                m.time.n
+                m.time.n,
+                m.cell(String::new()).trim_end()
             );
         }
     }

@@ -51,6 +51,8 @@ fn pass_noise(s: &mut Step, n: &NoiseOptions) {
     match e {
         Experiment::Latency(o) => o.noise = n.clone(),
         Experiment::Bandwidth(o) => o.noise = n.clone(),
+        Experiment::Placement(o) => o.noise = n.clone(),
+        Experiment::Collectives(o) => o.noise = n.clone(),
         _ => return,
     }
     s.args = argv(e);
