@@ -428,3 +428,74 @@ pub fn osu_text(records: &[Record]) -> Option<String> {
     s.push_str(&warning_lines(records));
     Some(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::run::{Measured, Plan};
+    use super::super::{records, Options, Results};
+    use super::*;
+    use numalab_results::Settle;
+
+    fn settle(settled: bool) -> Settle {
+        Settle {
+            settled,
+            metric: "time".into(),
+            passes: 40,
+            interval: [10.0, 30.0],
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: (!settled).then(|| "machine busy: 30 of 40 passes disturbed".into()),
+        }
+    }
+
+    #[test]
+    fn an_unsettled_measurement_is_marked_in_the_text_the_osu_blocks_and_its_warning() {
+        let host = numalab_topo::Host::load(&numalab_topo::TopologySource::Xml(
+            numalab_fixtures::topology("64amd64-4s2n4ca2co.xml"),
+        ))
+        .unwrap();
+        let o = Options {
+            threads: Some("2".into()),
+            sizes: "1K".into(),
+            only: Some("broadcast".into()),
+            ..Options::default()
+        };
+        let plan = Plan::resolve(&host.machine, &o).unwrap();
+        let item = plan.items[0];
+        let m = |settled: bool| Measured {
+            item,
+            time_ns: vec![20_000.0; 5],
+            thread_mean_ns: vec![15_000.0, 20_000.0],
+            pins: Vec::new(),
+            pages_per_node: Default::default(),
+            settle: settle(settled),
+        };
+        let ctx = numalab_bench::experiment::Context {
+            prov: numalab_results::Provenance::collect("t", "none"),
+            warnings: Vec::new(),
+        };
+        let res = |settled| Results {
+            pairs: Vec::new(),
+            items: vec![m(settled)],
+            fits: Vec::new(),
+        };
+        let ok = records(&plan, &res(true), &o, &ctx);
+        let busy = records(&plan, &res(false), &o, &ctx);
+        assert!(ok[0].settle.as_ref().is_some_and(|s| s.settled));
+        assert!(
+            busy[0].warnings[0].starts_with("unsettled* broadcast"),
+            "{:?}",
+            busy[0].warnings
+        );
+        let (t_ok, t_busy) = (text(&ok).unwrap(), text(&busy).unwrap());
+        assert!(!t_ok.contains(settle::UNSETTLED), "{t_ok}");
+        let rows = |t: &str| {
+            t.lines()
+                .filter(|l| l.contains(" unsettled*") && !l.starts_with("warning"))
+                .count()
+        };
+        assert_eq!(rows(&t_busy), 1, "{t_busy}");
+        let osu = osu_text(&busy).unwrap();
+        assert_eq!(rows(&osu), 1, "{osu}");
+    }
+}
