@@ -275,6 +275,18 @@ fn bad_suite_input_exits_2_naming_the_value() {
         ),
         (vec!["collectives", "--barrier", "mcs"], "'mcs'".into()),
         (vec!["collectives", "--only", "scatter"], "'scatter'".into()),
+        (
+            vec!["placement", "--tolerance", "0"],
+            "--tolerance '0'".into(),
+        ),
+        (
+            vec!["collectives", "--noise-budget", "5"],
+            "--noise-budget '5'".into(),
+        ),
+        (
+            vec!["collectives", "--mpi", "--tolerance", "5"],
+            "--tolerance '5' with --mpi".into(),
+        ),
         (vec!["placement", "--topology", "x.xml"], "--dry-run".into()),
     ] {
         let mut a = vec!["suite"];

@@ -71,6 +71,11 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         ));
     }
     a.mpi.job.options().without_mpi(a.mpi.mpi)?;
+    if let (true, Some(f)) = (a.mpi.mpi, a.noise.given()) {
+        return Err(crate::common::bad(format!(
+            "invalid {f} with --mpi: measurements between MPI ranks do not settle yet; leave it out, or drop --mpi"
+        )));
+    }
     if a.mpi.mpi {
         return run_mpi(&a, &o);
     }
