@@ -64,9 +64,11 @@ pub struct PlacementArgs {
     /// What a read moves: a cache line, or a pair of lines (the KSR's 128-byte subpage).
     #[arg(long, default_value = "line")]
     unit: String,
-    /// Timed passes per point (after one untimed pass).
+    /// Timed passes per point (after one untimed pass; more while it has not settled).
     #[arg(long, default_value_t = 7)]
     iterations: usize,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the plan (domains, owners, reader order of every curve) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -96,6 +98,7 @@ impl PlacementArgs {
             size: self.size.clone(),
             unit: self.unit.clone(),
             iterations: self.iterations,
+            noise: self.noise.options(),
         }
     }
 }

@@ -4,6 +4,7 @@ use super::run::{measure, Point};
 use super::{Config, Part, Plan};
 use numalab_bench::experiment::{level, list, size_opt, Context, Progress};
 use numalab_probe::Timer;
+use numalab_results::settle::{self, NoiseOptions};
 use numalab_results::Record;
 use numalab_topo::{fmt_bytes, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
@@ -26,8 +27,11 @@ pub struct Options {
     pub size: Option<String>,
     /// line or pair.
     pub unit: String,
-    /// Timed passes per point.
+    /// Timed passes per point (first passes: more are added until it settles).
     pub iterations: usize,
+    /// How long each point may take to settle its median, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -41,6 +45,7 @@ impl Default for Options {
             size: None,
             unit: "line".into(),
             iterations: 7,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -86,6 +91,7 @@ impl Options {
                 "invalid --iterations '0': at least 1 timed pass",
             ));
         }
+        crate::settled::rules(&a.noise)?;
         let size = a
             .size
             .as_deref()
@@ -185,7 +191,8 @@ pub fn run(
     let timer = Timer::best();
     let mut warnings = ctx.warnings.clone();
     warnings.extend(one_point_notes(plan));
-    measure(host, &timer, plan, a.iterations, |p, d, n| {
+    let rules = crate::settled::rules(&a.noise)?;
+    measure(host, &timer, plan, &rules, a.iterations, |p, d, n| {
         let point = std::slice::from_ref(p);
         numalab_results::interrupt::keep(point_records(
             plan,
@@ -300,6 +307,7 @@ fn point_records(
                 data_checked: true,
             });
             r.warnings = warnings.to_vec();
+            settle::apply(&mut r, p.settle.clone());
             r
         })
         .collect()

@@ -214,6 +214,7 @@ fn placement_args(o: &placement::Options) -> Vec<String> {
     a.opt("--size", &o.size, &d.size);
     a.set("--unit", &o.unit, &d.unit);
     a.set("--iterations", &o.iterations, &d.iterations);
+    noise(&mut a, &o.noise);
     a.0
 }
 
@@ -226,6 +227,7 @@ fn collectives_args(o: &collectives::Options) -> Vec<String> {
     a.set("--barrier", &o.barrier, &d.barrier);
     a.opt("--only", &o.only, &d.only);
     a.set("--iterations", &o.iterations, &d.iterations);
+    noise(&mut a, &o.noise);
     a.0
 }
 

@@ -55,6 +55,8 @@ fn pass_noise(s: &mut Step, n: &NoiseOptions) {
         Experiment::Invalidate(o) => o.noise = n.clone(),
         Experiment::Intervene(o) => o.noise = n.clone(),
         Experiment::Loaded(o) => o.noise = n.clone(),
+        Experiment::Placement(o) => o.noise = n.clone(),
+        Experiment::Collectives(o) => o.noise = n.clone(),
         _ => return,
     }
     s.args = argv(e);
@@ -206,5 +208,36 @@ mod tests {
                 Err(e) => prop_assert!(b < 64 << 10, "{}: {}", printed, e),
             }
         }
+    }
+
+    #[test]
+    fn the_studies_take_the_users_noise_options_and_their_commands_say_them() {
+        let p = numalab_topo::Host::load(&numalab_topo::TopologySource::Xml(
+            numalab_fixtures::topology("64amd64-4s2n4ca2co.xml"),
+        ))
+        .unwrap();
+        let noise = NoiseOptions {
+            noise_budget: Some("300ms".into()),
+            tolerance: Some("4".into()),
+        };
+        let o = Options {
+            studies: true,
+            noise: noise.clone(),
+            ..Options::default()
+        };
+        let plan = Plan::resolve(&p.machine, &o).unwrap();
+        let mut seen = 0;
+        for s in &plan.steps {
+            let n = match &s.experiment {
+                Some(Experiment::Placement(x)) => &x.noise,
+                Some(Experiment::Collectives(x)) => &x.noise,
+                _ => continue,
+            };
+            assert_eq!(n, &noise);
+            let a = s.args.join(" ");
+            assert!(a.contains("--noise-budget 300ms --tolerance 4"), "{a}");
+            seen += 1;
+        }
+        assert_eq!(seen, 2);
     }
 }
