@@ -236,3 +236,166 @@ fn gone_soon(pid: &str) -> bool {
     }
     false
 }
+
+/// Every `dsm-run` record of `recs` computed what the sequential program does.
+fn all_verified(recs: &[serde_json::Value]) -> usize {
+    let runs: Vec<&serde_json::Value> = recs
+        .iter()
+        .filter(|r| r["data"]["check"].is_object())
+        .collect();
+    for r in &runs {
+        let c = &r["data"]["check"];
+        assert!(
+            c["max_rel_diff"].as_f64().unwrap() <= c["tolerance"].as_f64().unwrap(),
+            "{} not verified: {c}",
+            r["description"]
+        );
+    }
+    runs.len()
+}
+
+#[test]
+fn the_matrix_across_hosts_is_host_by_host_with_ranks_mapped_by_host() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 2);
+    let v = ok(&c.numalab(
+        "300",
+        &[
+            "mpi",
+            "matrix",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--ranks-per-host",
+            "2",
+            "--map-by",
+            "host",
+            "--iterations",
+            "200",
+            "--warmup",
+            "10",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "240")],
+    ));
+    let recs = v.as_array().unwrap();
+    let m = recs.iter().find(|r| r["kind"] == "mpi-matrix").unwrap();
+    // --map-by host: consecutive ranks on different hosts, two on each.
+    let at: Vec<String> = ranks_at(m).into_iter().map(|(h, _)| h).collect();
+    assert_eq!(at, ["nlab-h1", "nlab-h2", "nlab-h1", "nlab-h2"]);
+    assert_eq!(
+        m["placement"]["mapping"],
+        "--ranks-per-host 2 --map-by host"
+    );
+    for p in m["placement"]["per_rank"].as_array().unwrap() {
+        for field in ["rank", "host", "cpu", "node"] {
+            assert!(!p[field].is_null(), "{field} missing in {p}");
+        }
+    }
+    let by_host = &m["data"]["by_host"];
+    assert_eq!(by_host["labels"], serde_json::json!(["nlab-h1", "nlab-h2"]));
+    // Four pairs between the hosts, one inside each.
+    assert_eq!(by_host["pairs"], serde_json::json!([[1, 4], [4, 1]]));
+    assert!(by_host["median_ns"][0][1].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn suite_cvm_with_ranks_on_two_hosts_completes_and_verifies() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let v = ok(&c.numalab(
+        "400",
+        &[
+            "suite",
+            "cvm",
+            "--input",
+            "small",
+            "--ranks",
+            "2",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--apps",
+            "sor,water-nsq",
+            "--protocols",
+            "lmw,lmwc",
+            "--threads",
+            "1",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "360")],
+    ));
+    let recs = v.as_array().unwrap();
+    assert_eq!(all_verified(recs), 4, "two apps × two protocols");
+    let run = recs
+        .iter()
+        .find(|r| r["data"]["check"].is_object())
+        .unwrap();
+    let at = ranks_at(run);
+    assert_ne!(at[0].0, at[1].0, "one rank per host: {at:?}");
+}
+
+#[test]
+fn collectives_and_earth_run_between_ranks_on_two_hosts() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let h = hosts.to_str().unwrap();
+    let env = [("NUMALAB_MPI_TIMEOUT", "240")];
+    let coll = ok(&c.numalab(
+        "300",
+        &[
+            "suite",
+            "collectives",
+            "--mpi",
+            "--ranks",
+            "2",
+            "--hostfile",
+            h,
+            "--threads",
+            "2",
+            "--sizes",
+            "256",
+            "--iterations",
+            "2",
+            "--json",
+        ],
+        &env,
+    ));
+    let runs: Vec<&serde_json::Value> = coll
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    assert!(!runs.is_empty());
+    let at = ranks_at(runs[0]);
+    assert_ne!(at[0].0, at[1].0, "{at:?}");
+    let earth = ok(&c.numalab(
+        "300",
+        &[
+            "suite",
+            "earth",
+            "--mpi",
+            "--ranks",
+            "2",
+            "--hostfile",
+            h,
+            "--parts",
+            "ops",
+            "--iterations",
+            "2",
+            "--json",
+        ],
+        &env,
+    ));
+    let rows: Vec<&serde_json::Value> = earth
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "suite-earth-mpi")
+        .collect();
+    assert!(!rows.is_empty());
+    let at = ranks_at(rows[0]);
+    assert_ne!(at[0].0, at[1].0, "{at:?}");
+}

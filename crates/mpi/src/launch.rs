@@ -40,6 +40,8 @@ pub struct LaunchRequest {
     /// The plan's estimate of the job's run time, which bounds it when
     /// `NUMALAB_MPI_TIMEOUT` is not set (see [`crate::liveness::default_bound`]).
     pub estimate: Option<Duration>,
+    /// `--ranks-per-host` and `--map-by`.
+    pub mapping: crate::mapping::Mapping,
 }
 
 /// Where the process stands after [`ensure`].
@@ -106,6 +108,7 @@ impl LaunchRequest {
         if root {
             a.push("--allow-run-as-root".into());
         }
+        a.extend(self.mapping.mpirun_args());
         // numalab pins each rank itself, with the placement language, and proves it.
         a.push("--bind-to".into());
         a.push("none".into());
@@ -506,6 +509,7 @@ mod tests {
             cpus,
             min_ranks: 2,
             estimate: None,
+            mapping: Default::default(),
         }
     }
 

@@ -23,6 +23,8 @@ pub struct WorldOptions {
     pub threading: Threading,
     /// Where the ranks of each host go (placement language); default compact.
     pub rank_cpus: ThreadSpec,
+    /// `--ranks-per-host` and `--map-by` as given (None: neither), for the records.
+    pub mapping: Option<String>,
 }
 
 impl Default for WorldOptions {
@@ -30,6 +32,7 @@ impl Default for WorldOptions {
         WorldOptions {
             threading: Threading::Single,
             rank_cpus: ThreadSpec::Compact,
+            mapping: None,
         }
     }
 }
@@ -80,6 +83,8 @@ pub struct World {
     pub placements: Vec<RankPlacement>,
     /// The placement spec used.
     pub rank_cpus: ThreadSpec,
+    /// `--ranks-per-host` and `--map-by` as given.
+    pub mapping: Option<String>,
 }
 
 impl World {
@@ -140,6 +145,7 @@ impl World {
             provided,
             placements,
             rank_cpus: opts.rank_cpus.clone(),
+            mapping: opts.mapping.clone(),
         })
     }
 
@@ -191,10 +197,7 @@ impl World {
             rank_cpus: self.rank_cpus.to_string(),
             threading_requested: threading_name(self.requested).into(),
             threading_provided: threading_name(self.provided).into(),
-            library: mpi::environment::library_version()
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            library: library_name(&mpi::environment::library_version().unwrap_or_default()),
             placements: self.placements.clone(),
         }
     }
@@ -206,6 +209,8 @@ impl World {
             "ranks": facts.ranks,
             "hosts": facts.hosts,
             "rank_cpus": facts.rank_cpus,
+            // `--ranks-per-host` and `--map-by` as given (null: mpirun's default spread).
+            "mapping": self.mapping,
             "threading_requested": facts.threading_requested,
             "threading_provided": facts.threading_provided,
             "mpi_library": facts.library,
@@ -252,6 +257,13 @@ impl World {
     pub fn universe(&self) -> &mpi::environment::Universe {
         &self.universe
     }
+}
+
+/// The MPI library's version string as MPI_Get_library_version gives it, less the
+/// NUL and blanks that end it (Open MPI counts its terminator in the length).
+pub fn library_name(raw: &str) -> String {
+    raw.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+        .to_string()
 }
 
 /// Fault injection for the launcher's tests: `NUMALAB_MPI_KILL_RANK=R` makes rank R
@@ -306,5 +318,17 @@ pub fn fail(world: Option<&World>, e: &Error) -> ! {
             }
             std::process::exit(e.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_library_name_loses_its_terminating_nul() {
+        let raw = "Open MPI v4.1.4, package: Debian OpenMPI\n\0";
+        assert_eq!(
+            super::library_name(raw),
+            "Open MPI v4.1.4, package: Debian OpenMPI"
+        );
     }
 }
