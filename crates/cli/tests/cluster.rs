@@ -400,3 +400,116 @@ fn collectives_and_earth_run_between_ranks_on_two_hosts() {
     let at = ranks_at(rows[0]);
     assert_ne!(at[0].0, at[1].0, "{at:?}");
 }
+
+/// `mpi latency` pingpong between the two hosts of `hosts`, with `env`.
+fn pingpong(
+    c: &Cluster,
+    hosts: &std::path::Path,
+    iterations: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    c.numalab(
+        "300",
+        &[
+            "mpi",
+            "latency",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--ranks",
+            "2",
+            "--sizes",
+            "8",
+            "--ops",
+            "pingpong",
+            "--iterations",
+            iterations,
+        ],
+        env,
+    )
+}
+
+/// How many processes run the cluster's copy of numalab (the launcher and its ranks).
+fn running(c: &Cluster) -> usize {
+    let exe = c.dir.join("numalab");
+    let exe = exe.to_str().unwrap().as_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.starts_with(exe)))
+        .count()
+}
+
+#[test]
+fn a_failed_agent_an_unreachable_host_and_another_version_end_the_job_naming_the_host() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let env = [("NUMALAB_MPI_TIMEOUT", "200")];
+    // The agent (the launcher's ssh) refuses nlab-h2.
+    std::fs::write(c.dir.join("fail.nlab-h2"), "").unwrap();
+    let out = pingpong(&c, &hosts, "100", &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("host nlab-h2 could not be started by the remote shell"),
+        "{err}"
+    );
+    std::fs::remove_file(c.dir.join("fail.nlab-h2")).unwrap();
+    // nlab-h2 unreachable: its daemon starts but cannot connect back to mpirun.
+    c.script("cut", "nlab-h2");
+    let out = pingpong(&c, &hosts, "100", &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("could not start the job on every host"),
+        "{err}"
+    );
+    c.script("mend", "nlab-h2");
+    // Another numalab version on nlab-h2: refused before any measurement, both named.
+    let out = pingpong(
+        &c,
+        &hosts,
+        "100",
+        &[("NUMALAB_MPI_FAKE_VERSION", "nlab-h2=0.0.9"), env[0]],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("numalab 0.0.9 on nlab-h2 (rank 1)") && err.contains("on nlab-h1 (rank 0)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_link_cut_mid_run_ends_the_job_within_the_stall_bound_naming_the_host() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let cut_at = std::thread::scope(|s| {
+        let cutter = s.spawn(|| {
+            // Once the launcher and both ranks run, and a little after.
+            let t = std::time::Instant::now();
+            while running(&c) < 3 && t.elapsed().as_secs() < 120 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            c.script("cut", "nlab-h2");
+            std::time::Instant::now()
+        });
+        // Far more iterations than the test waits for: only the cut ends it.
+        let out = pingpong(&c, &hosts, "100000000", &[("NUMALAB_MPI_TIMEOUT", "250")]);
+        (cutter.join().unwrap(), out)
+    });
+    let (at, out) = cut_at;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("host nlab-h2 was cut off mid-run"), "{err}");
+    // Well before the overall bound (250 s): the stall bound's order (10 s), with
+    // room for a loaded machine.
+    assert!(
+        at.elapsed().as_secs() < 60,
+        "ended {:?} after the cut: {err}",
+        at.elapsed()
+    );
+}

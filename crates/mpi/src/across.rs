@@ -72,6 +72,14 @@ pub fn open_mpi(hosts: &[HostLine], forward: &[String]) -> Settings {
             "btl_tcp_if_include unset (no interface of this machine is on a remote host's network: Open MPI chooses)".into(),
         ),
     }
+    // A host whose link goes down mid-run leaves its ranks and daemon waiting for
+    // ever: mpirun's own connection to each daemon then probes it, and a daemon lost
+    // ends the job naming its host, within the launcher's stall bound (10 s).
+    let keep =
+        "a host cut off mid-run is found within about 7 s (mpirun then ends the job naming it)";
+    s.mca("oob_tcp_keepalive_time", "2", keep);
+    s.mca("oob_tcp_keepalive_intvl", "1", keep);
+    s.mca("oob_tcp_keepalive_probes", "5", keep);
     // One-sided windows (the collectives' and earth's RMA): the default choice across
     // hosts fails in MPI_Win_allocate ("invalid window") with ob1 over TCP, and pt2pt
     // computes wrong sums for the collectives; UCX's one-sided component over TCP works.

@@ -338,6 +338,10 @@ fn filter_line(
         Some(Ok(pass)) if is_transport(&pass) => {
             let _ = tx.send(Notice::Transport(pass));
         }
+        // The remote shell failing to reach a host: said once, naming it, in the report.
+        Some(Ok(pass)) if crate::launch_notice::remote_shell(&pass).is_some() => {
+            let _ = tx.send(crate::launch_notice::remote_shell(&pass).expect("checked"));
+        }
         Some(Ok(pass)) => {
             let _ = writeln!(err, "{pass}");
         }

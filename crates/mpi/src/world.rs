@@ -101,6 +101,11 @@ impl World {
         kill_for_tests(rank);
         // Ranks per host: the launcher's figures, else count the hosts' names.
         let names = gather::all_gather(&comm, &name)?;
+        // One numalab and one MPI library on every host, before anything is measured.
+        let builds = gather::all_gather(&comm, &build_of(&name))?;
+        if let Some(why) = mismatch(&names, &builds) {
+            return Err(Error::Usage(if rank == 0 { why } else { String::new() }));
+        }
         let (local_rank, local_size) =
             match job.as_ref().and_then(|j| j.local_rank.zip(j.local_size)) {
                 Some(l) => l,
@@ -266,6 +271,42 @@ pub fn library_name(raw: &str) -> String {
         .to_string()
 }
 
+/// What must be the same on every rank: numalab's version and the MPI library's name.
+/// `NUMALAB_MPI_FAKE_VERSION=HOST=VERSION` (tests only) makes numalab on HOST say
+/// VERSION.
+fn build_of(host: &str) -> (String, String) {
+    let fake = std::env::var("NUMALAB_MPI_FAKE_VERSION").ok();
+    let version = fake
+        .as_deref()
+        .and_then(|f| f.split_once('='))
+        .filter(|(h, _)| *h == host)
+        .map(|(_, v)| v.to_string())
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    let library = library_name(&mpi::environment::library_version().unwrap_or_default());
+    (version, library)
+}
+
+/// The first rank whose build differs from rank 0's, said with both (None: all alike).
+fn mismatch(names: &[String], builds: &[(String, String)]) -> Option<String> {
+    let (v0, l0) = builds.first()?;
+    let (r, (v, l)) = builds
+        .iter()
+        .enumerate()
+        .find(|(_, b)| b.0 != *v0 || b.1 != *l0)?;
+    let (what, a, b) = match v != v0 {
+        true => (
+            "numalab versions",
+            format!("numalab {v0}"),
+            format!("numalab {v}"),
+        ),
+        false => ("MPI libraries", l0.clone(), l.clone()),
+    };
+    Some(format!(
+        "different {what} across the job's hosts: {a} on {} (rank 0), {b} on {} (rank {r}); run one numalab build with one MPI library on every host",
+        names[0], names[r]
+    ))
+}
+
 /// Fault injection for the launcher's tests: `NUMALAB_MPI_KILL_RANK=R` makes rank R
 /// kill itself with SIGKILL once MPI is up, as a crashed rank would die.
 fn kill_for_tests(rank: usize) {
@@ -323,6 +364,25 @@ pub fn fail(world: Option<&World>, e: &Error) -> ! {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_build_that_differs_from_rank_0s_is_named_with_both() {
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let b = |v: &str, l: &str| (v.to_string(), l.to_string());
+        let same = [b("1", "ompi"), b("1", "ompi"), b("1", "ompi")];
+        assert_eq!(super::mismatch(&names, &same), None);
+        let v = super::mismatch(&names, &[b("1", "ompi"), b("1", "ompi"), b("2", "ompi")]).unwrap();
+        assert!(
+            v.contains("numalab 1 on a (rank 0), numalab 2 on c (rank 2)"),
+            "{v}"
+        );
+        let l =
+            super::mismatch(&names, &[b("1", "ompi"), b("1", "mpich"), b("1", "ompi")]).unwrap();
+        assert!(
+            l.contains("MPI libraries") && l.contains("mpich on b (rank 1)"),
+            "{l}"
+        );
+    }
+
     #[test]
     fn the_library_name_loses_its_terminating_nul() {
         let raw = "Open MPI v4.1.4, package: Debian OpenMPI\n\0";
