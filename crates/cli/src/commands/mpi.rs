@@ -38,6 +38,18 @@ pub struct JobArgs {
     /// or a CPU list.
     #[arg(long, value_name = "SPEC", default_value = "compact")]
     pub rank_cpus: String,
+    /// Ranks on each host of the hostfile (or on this machine); --ranks defaults to
+    /// N × hosts.
+    #[arg(long, value_name = "N")]
+    pub ranks_per_host: Option<usize>,
+    /// host: consecutive ranks on different hosts; node: each host filled in turn, its
+    /// ranks spread over its NUMA nodes; core: each host filled in turn, one rank per core.
+    #[arg(long, value_name = "host|node|core", value_parser = map_by)]
+    pub map_by: Option<numalab_mpi::mapping::MapBy>,
+}
+
+fn map_by(s: &str) -> Result<numalab_mpi::mapping::MapBy, String> {
+    numalab_mpi::mapping::MapBy::parse(s).map_err(|_| numalab_mpi::mapping::MAP_VALID.to_string())
 }
 
 impl JobArgs {
@@ -47,6 +59,8 @@ impl JobArgs {
             ranks: self.ranks,
             hostfile: self.hostfile.clone(),
             rank_cpus: self.rank_cpus.clone(),
+            ranks_per_host: self.ranks_per_host,
+            map_by: self.map_by,
         }
     }
 }
