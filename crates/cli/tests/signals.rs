@@ -363,6 +363,8 @@ fn bandwidth_keeps_its_finished_kernels_on_sigint() {
     assert_eq!(kernels[0], "read", "{kernels:?}");
     for r in &recs {
         assert!(r["settle"]["settled"].is_boolean(), "{r}");
+    }
+}
 
 /// Threads of `pid` named as the process (its main and measuring threads; the signal
 /// watcher is named apart).
