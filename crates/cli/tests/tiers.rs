@@ -60,8 +60,11 @@ fn this_machine_gives_node_records_and_names_what_is_unavailable() {
     assert!(features.contains(&"measured"), "{features:?}");
     let text = numalab(&["tiers"]);
     let text = String::from_utf8_lossy(&text.stdout);
+    // One memory node: no survey can hold a matrix, so none is suggested (issue 42
+    // item 5); with several, the survey or --from is.
     assert!(
-        text.contains("measured: not given (run `numalab survey` or pass --from)"),
+        text.contains("measured: not given (run `numalab survey` or pass --from)")
+            || text.contains("none possible: one node with memory"),
         "{text}"
     );
 }
