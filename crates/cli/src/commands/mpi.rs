@@ -255,6 +255,10 @@ fn run_sweep(a: &SweepArgs, o: p2p::Options) -> Result<(), CliError> {
     launch.req.estimate = Some(estimate);
     // Said once, by the process that starts the ranks, before they start.
     if !a.dry_run && !numalab_mpi::env::in_mpi_job() {
+        // A host that does not resolve is a one-line error before any plan is said.
+        if let Some(h) = &o.job.hostfile {
+            numalab_mpi::hostfile::check_hosts(h)?;
+        }
         eprint!("{}", plan.summary(estimate.as_secs_f64()));
     }
     run_job(
