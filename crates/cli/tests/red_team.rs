@@ -597,4 +597,9 @@ fn report_names_the_rule_a_superlinear_figure_broke_and_never_states_it() {
     );
     let page = std::fs::read_to_string(&html2).unwrap();
     assert!(page.contains("<code>bandwidth-scaling</code>") && !page.contains("together"));
+    // The detail tables still show the figure, but marked as breaking the rule.
+    assert!(
+        page.contains("30.71 ✗ (bandwidth-scaling)") && page.contains("<td>30.71 ✗</td>"),
+        "{page}"
+    );
 }

@@ -4,31 +4,51 @@
 
 use super::groups::{self, Place};
 use numalab_results::output::table;
+use numalab_results::plausible::{self, Flag};
 use numalab_results::present::of;
 use numalab_results::report::{esc, html_table};
 use numalab_results::Record;
 use std::collections::BTreeMap;
 
-/// Median GB/s of a bandwidth record: the aggregate with several threads.
-fn figure(r: &Record) -> Option<(u64, f64)> {
+/// Median GB/s of a bandwidth record (the aggregate with several threads), and whether
+/// a plausibility rule names it.
+fn figure(r: &Record, flags: &[Flag]) -> Option<(u64, Cell)> {
     let n = r.parameters["requestors"].as_u64().unwrap_or(1);
     let metric = if n > 1 {
         "aggregate_bandwidth"
     } else {
         "bandwidth"
     };
-    Some((n, r.median(metric)?))
+    let implausible = plausible::flag_of(flags, r, metric).is_some();
+    Some((n, (r.median(metric)?, implausible)))
 }
+
+/// A figure and whether it breaks a plausibility rule.
+type Cell = (f64, bool);
+
+/// `v` to two places, marked when it (or the figure it is over) breaks a rule: the
+/// table shows every figure, but never one that cannot be as if it could.
+fn shown(v: f64, implausible: bool) -> String {
+    if implausible {
+        format!("{v:.2} {MARK}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The mark beside a figure a plausibility rule names.
+const MARK: &str = "✗";
 
 /// Per (memory nodes, kernel): GB/s by thread count, for memory-bound regular passes
 /// measured at two thread counts or more.
-type Curves = BTreeMap<(Vec<u32>, String), BTreeMap<u64, f64>>;
+type Curves = BTreeMap<(Vec<u32>, String), BTreeMap<u64, Cell>>;
 
 fn curves(records: &[Record]) -> Curves {
     let caches = groups::caches(records);
+    let flags = plausible::check(records);
     let mut out: Curves = BTreeMap::new();
     for r in of(records, "bandwidth") {
-        let Some((n, v)) = figure(r) else {
+        let Some((n, v)) = figure(r, &flags) else {
             continue;
         };
         // Without the topology (text gets only bandwidth records) the cache levels are
@@ -57,7 +77,7 @@ fn tables(records: &[Record]) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
     nodes
         .into_iter()
         .map(|node| {
-            let kernels: Vec<(&String, &BTreeMap<u64, f64>)> = cs
+            let kernels: Vec<(&String, &BTreeMap<u64, Cell>)> = cs
                 .iter()
                 .filter(|((n, _), _)| n == node)
                 .map(|((_, k), by)| (k, by))
@@ -82,11 +102,12 @@ fn tables(records: &[Record]) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
                     let mut row = vec![t.to_string()];
                     for (_, by) in &kernels {
                         match by.get(t) {
-                            Some(v) => row.extend([
-                                format!("{v:.2}"),
-                                format!("{:.2}", v / *t as f64),
-                                by.get(&1)
-                                    .map_or("-".into(), |one| format!("{:.2}", v / one)),
+                            Some(&(v, bad)) => row.extend([
+                                shown(v, bad),
+                                shown(v / *t as f64, bad),
+                                by.get(&1).map_or("-".into(), |&(one, bad_one)| {
+                                    shown(v / one, bad || bad_one)
+                                }),
                             ]),
                             None => row.extend(["-".into(), "-".into(), "-".into()]),
                         }
@@ -108,7 +129,22 @@ fn tables(records: &[Record]) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
 }
 
 /// What the figures are, said once.
-const NOTE: &str = "median GB/s (10^9 bytes/s) of all threads together, each thread streaming its own buffer from the node's memory; × 1 thread: over the one-thread figure";
+const NOTE: &str = "median GB/s (10^9 bytes/s): every thread's bytes over the time from the first thread's start to the last one's end of a pass, each thread streaming its own buffer from the node's memory; × 1 thread: over the one-thread figure";
+
+/// Said under a table only when a figure in it is marked.
+const MARK_NOTE: &str = "✗: the figure breaks a plausibility rule (listed under Implausible figures) and is not an answer";
+
+/// The notes under the tables: what the figures are, and what the mark means if used.
+fn notes(ts: &[(String, Vec<String>, Vec<Vec<String>>)]) -> Vec<&'static str> {
+    let marked = ts
+        .iter()
+        .any(|(_, _, rows)| rows.iter().flatten().any(|c| c.ends_with(MARK)));
+    let mut out = vec![NOTE];
+    if marked {
+        out.push(MARK_NOTE);
+    }
+    out
+}
 
 /// The scaling tables as text, or None without a kernel measured at two thread counts.
 pub fn text(records: &[Record]) -> Option<String> {
@@ -121,7 +157,9 @@ pub fn text(records: &[Record]) -> Option<String> {
         let h: Vec<&str> = header.iter().map(String::as_str).collect();
         out.push_str(&format!("\n{title}\n\n{}\n", table(&h, rows)));
     }
-    out.push_str(&format!("({NOTE})\n"));
+    for n in notes(&ts) {
+        out.push_str(&format!("({n})\n"));
+    }
     Some(out)
 }
 
@@ -140,7 +178,9 @@ pub fn html(records: &[Record]) -> Option<String> {
             html_table(&h, rows)
         ));
     }
-    out.push_str(&format!("<p>{}</p>", esc(NOTE)));
+    for n in notes(&ts) {
+        out.push_str(&format!("<p>{}</p>", esc(n)));
+    }
     Some(out)
 }
 
