@@ -255,10 +255,12 @@ fn run_sweep(a: &SweepArgs, o: p2p::Options) -> Result<(), CliError> {
     launch.req.estimate = Some(estimate);
     // Said once, by the process that starts the ranks, before they start.
     if !a.dry_run && !numalab_mpi::env::in_mpi_job() {
-        // A host that does not resolve is a one-line error before any plan is said.
+        // A host that does not resolve, or a bad NUMALAB_MPI_TIMEOUT, is a one-line
+        // error before any plan is said.
         if let Some(h) = &o.job.hostfile {
             numalab_mpi::hostfile::check_hosts(h)?;
         }
+        numalab_mpi::liveness::overall_limit(Some(estimate))?;
         eprint!("{}", plan.summary(estimate.as_secs_f64()));
     }
     run_job(

@@ -57,7 +57,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond when the intervals (settled, else the 95 % order-statistic interval of the median) do not overlap, B/A is over 10 % from 1, and (with 10 comparable figures or more) B/A is further from its kind's median B/A than 3 scaled MADs of this pair's scatter; within (pair's spread) when only that last test fails; not comparable when unsettled, implausible, under 3 samples or mostly disturbed; cycles, traffic, issued and chase bandwidth, read share and a mix's read and write parts are left out unless --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; not comparable = unsettled, implausible, under 3 samples or mostly disturbed; derived metrics need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
