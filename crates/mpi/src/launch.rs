@@ -270,8 +270,11 @@ fn run(
         watch.kill_ranks();
     }
     // Whatever the launcher's end, nothing it started outlives the job: what is left
-    // in its group once it exited (a child a wrapper script backgrounded) is a stray.
+    // in its group once it exited (a child a wrapper script backgrounded) is a stray,
+    // and so is what a remote shell started in a group of its own (a daemon on a host
+    // cut off, which would hold the job's output open for ever).
     kill_group(&child, libc::SIGKILL);
+    watch.kill_strays();
     // Never wait on the pipe past the bound: a reader still blocked is left behind.
     let _ = done_rx.recv_timeout(STDERR_DRAIN);
     // Once the launcher ended the job, what mpirun says of it is an echo.
@@ -394,6 +397,7 @@ fn wait(
             let silent = watch.poll().map(|s| s.message(watch.bound));
             if overdue || timed_out || silent.is_some() {
                 killed_for = Some(silent.unwrap_or_else(|| kill_reason(timed_out, limit)));
+                watch.note_family();
                 watch.kill_ranks();
                 kill_group(child, libc::SIGKILL);
             }

@@ -14,6 +14,7 @@ pub mod coll;
 pub mod coll_timed;
 pub mod env;
 pub mod error;
+pub mod family;
 pub mod gather;
 pub mod hostfile;
 pub mod job;
