@@ -460,10 +460,15 @@ fn a_failed_agent_an_unreachable_host_and_another_version_end_the_job_naming_the
     let out = pingpong(&c, &hosts, "100", &env);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
+    // Named on stderr (the daemon's own report reaches mpirun's stdout), once.
     assert!(
-        err.contains("could not start the job on every host"),
+        err.contains("numalab: error: host nlab-h2 is unreachable: its daemon could not connect back to mpirun on nlab-head"),
         "{err}"
     );
+    assert_eq!(err.matches("numalab: error:").count(), 1, "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("TCP connection"), "{stdout}");
+    assert!(c.left_running().is_empty(), "{:?}", c.left_running());
     c.script("mend", "nlab-h2");
     // Another numalab version on nlab-h2: refused before any measurement, both named.
     let out = pingpong(

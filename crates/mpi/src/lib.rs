@@ -22,6 +22,7 @@ pub mod keep;
 pub mod kernels;
 pub mod launch;
 pub mod launch_notice;
+pub mod launch_stdout;
 pub mod liveness;
 pub mod loop7;
 pub mod mapping;
