@@ -107,6 +107,54 @@ fn mpi_latency_and_bandwidth_run_between_two_hosts_with_numalabs_own_settings() 
     assert_ne!(ranks_at(rec)[0].0, ranks_at(rec)[1].0);
 }
 
+/// The latency statistic `stat` of `op`'s record in `recs`, in ns.
+fn latency_of(recs: &serde_json::Value, op: &str, stat: &str) -> f64 {
+    let rec = recs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"].as_str().unwrap().starts_with(&format!("{op} ")))
+        .unwrap_or_else(|| panic!("no {op} record in {recs}"));
+    rec["stats"][0][stat].as_f64().unwrap()
+}
+
+#[test]
+fn one_sided_get_and_put_across_hosts_are_not_below_the_pairs_half_round_trip() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let v = ok(&c.numalab(
+        "300",
+        &[
+            "mpi",
+            "latency",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--ranks",
+            "2",
+            "--sizes",
+            "8",
+            "--ops",
+            "pingpong,get,put",
+            "--iterations",
+            "500",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "240")],
+    ));
+    // A physical bound, not a timing target: a get or put completed at the target
+    // takes at least a round trip over the hosts' network, and the ping-pong's fastest
+    // half round trip is a floor for it (the defect read 150 ns, against ~10 µs).
+    let half_rtt = latency_of(&v, "pingpong", "min");
+    for op in ["get", "put"] {
+        let median = latency_of(&v, op, "median");
+        assert!(
+            median >= half_rtt,
+            "{op} across hosts reads {median:.0} ns, below the ping-pong's half round trip {half_rtt:.0} ns"
+        );
+    }
+}
+
 #[test]
 fn dsm_sor_with_one_rank_per_host_matches_the_sequential_program() {
     let Some(_one) = cluster_test() else { return };
