@@ -37,8 +37,20 @@ pub fn script_time(
 ) -> Result<f64> {
     let me = comm.rank() as usize;
     let mut scratch = vec![0u8; p * n * line];
+    // A get into this rank's window lands by the next flush, not at once (over a
+    // network; shared memory happened to copy at once): any later local read or write
+    // of the window waits for it, or a combine reads the block before it arrived.
+    let mut landing = false;
     let t0 = timer.start();
     for st in steps {
+        if landing && matches!(st, Step::Copy { .. } | Step::Combine { .. }) {
+            let remote = |b: usize| b / 3 != me;
+            let only_gets = matches!(st, Step::Copy { src, .. } if remote(src.buf));
+            if !only_gets {
+                win.flush_all()?;
+                landing = false;
+            }
+        }
         match st {
             Step::Copy { src, dst } => {
                 let (from, to) = (
@@ -50,6 +62,7 @@ pub fn script_time(
                     win.local().copy_within(from..from + len, to);
                 } else {
                     win.get_local(src.buf / 3, from, to, len)?;
+                    landing = true;
                 }
             }
             Step::Combine { src, dst, op } => {
@@ -69,6 +82,7 @@ pub fn script_time(
                 }
             }
             Step::Sync => {
+                landing = false;
                 win.flush_all()?;
                 win.sync()?;
                 comm.barrier();

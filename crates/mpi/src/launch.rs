@@ -189,6 +189,7 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     cmd.arg(exe)
         .args(args)
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Its own process group, so that ending the job ends everything the launcher
         // started, a child that outlives it included ([`wait`] passes signals on).
@@ -257,11 +258,18 @@ fn run(
     let mut watch = Watch::new(child.id(), token, stall);
     pass_signals_on();
     let stderr = child.stderr.take().expect("stderr was piped");
+    let stdout = child.stdout.take().expect("stdout was piped");
     let (tx, rx) = mpsc::channel::<Notice>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (tx2, done2) = (tx.clone(), done_tx.clone());
     std::thread::spawn(move || {
         filter_stderr(stderr, tx);
         let _ = done_tx.send(());
+    });
+    // A remote daemon's report can reach stdout (see [`crate::launch_stdout`]).
+    std::thread::spawn(move || {
+        crate::launch_stdout::filter(stdout, tx2);
+        let _ = done2.send(());
     });
     let (status, mut notices, killed_for) = wait(&mut child, &rx, limit, &mut watch)?;
     // Killed by us, or by a signal from outside: ranks it left run on as orphans (each
@@ -270,10 +278,16 @@ fn run(
         watch.kill_ranks();
     }
     // Whatever the launcher's end, nothing it started outlives the job: what is left
-    // in its group once it exited (a child a wrapper script backgrounded) is a stray.
+    // in its group once it exited (a child a wrapper script backgrounded) is a stray,
+    // and so is what a remote shell started in a group of its own (a daemon on a host
+    // cut off, which would hold the job's output open for ever).
     kill_group(&child, libc::SIGKILL);
-    // Never wait on the pipe past the bound: a reader still blocked is left behind.
-    let _ = done_rx.recv_timeout(STDERR_DRAIN);
+    watch.kill_strays();
+    // Never wait on the pipes past the bound: a reader still blocked is left behind.
+    let drained = Instant::now() + STDERR_DRAIN;
+    for _ in 0..2 {
+        let _ = done_rx.recv_timeout(drained.saturating_duration_since(Instant::now()));
+    }
     // Once the launcher ended the job, what mpirun says of it is an echo.
     notices.extend(
         rx.try_iter()
@@ -394,6 +408,7 @@ fn wait(
             let silent = watch.poll().map(|s| s.message(watch.bound));
             if overdue || timed_out || silent.is_some() {
                 killed_for = Some(silent.unwrap_or_else(|| kill_reason(timed_out, limit)));
+                watch.note_family();
                 watch.kill_ranks();
                 kill_group(child, libc::SIGKILL);
             }
@@ -451,7 +466,14 @@ fn report(code: i32, notices: &[Notice], killed_for: Option<String>, req: &Launc
 /// The lines for the notices and the kill, and the exit status.
 fn verdict(code: i32, notices: &[Notice], killed_for: Option<String>, req: &LaunchRequest) -> i32 {
     let mut err = std::io::stderr();
+    // A host named as the one that failed says more than "not every host started".
+    let named = notices
+        .iter()
+        .any(|n| matches!(n, Notice::Unreachable { .. } | Notice::RemoteShell { .. }));
     for n in notices {
+        if named && *n == Notice::DaemonsFailed {
+            continue;
+        }
         if let Some(line) = n.message(req.ranks, req.hostfile.as_deref()) {
             let _ = writeln!(err, "numalab: error: {line}");
         }

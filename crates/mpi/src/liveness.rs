@@ -117,24 +117,9 @@ fn rank_of(pid: i32, token: &OsString) -> Option<usize> {
     rank.filter(|_| ours)
 }
 
-/// The job's ranks among `root`'s descendants: (pid, rank).
-fn ranks_under(root: i32, token: &OsString) -> Vec<(i32, usize)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let parents: Vec<(i32, i32)> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| Some((pid, stat(pid)?.1)))
-        .collect();
-    let mut family = vec![root];
-    let mut i = 0;
-    while i < family.len() {
-        let p = family[i];
-        family.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    family[1..]
+/// The job's ranks among `descendants`: (pid, rank).
+fn ranks_among(descendants: &[i32], token: &OsString) -> Vec<(i32, usize)> {
+    descendants
         .iter()
         .filter_map(|&pid| Some((pid, rank_of(pid, token)?)))
         .collect()
@@ -213,6 +198,8 @@ pub struct Watch {
     /// What the watch knows of the launcher itself.
     launcher: Option<Seen>,
     next: Instant,
+    /// Everything seen below the launcher, killed if left when the job ends.
+    family: crate::family::Family,
 }
 
 impl Watch {
@@ -225,6 +212,7 @@ impl Watch {
             seen: HashMap::new(),
             launcher: None,
             next: Instant::now(),
+            family: Default::default(),
         }
     }
 
@@ -236,7 +224,9 @@ impl Watch {
             return None;
         }
         self.next = now + EVERY;
-        for (pid, rank) in ranks_under(self.root, &self.token) {
+        let below = crate::family::descendants(self.root);
+        self.family.note(&below);
+        for (pid, rank) in ranks_among(&below, &self.token) {
             if let Some(st) = stat(pid) {
                 let s = self.seen.entry(pid).or_insert(Seen::new(rank, st.2, now));
                 s.update(st, now);
@@ -265,6 +255,18 @@ impl Watch {
             .filter(|(_, s)| over(s))
             .min_by_key(|(_, s)| s.rank)
             .map(|(&pid, s)| silent(pid, s, Some(s.rank)))
+    }
+
+    /// Note what runs below the launcher now (before it is killed: its orphans are
+    /// then below it no more).
+    pub fn note_family(&mut self) {
+        self.family.note(&crate::family::descendants(self.root));
+    }
+
+    /// Once the launcher has ended: kill whatever it started that still runs (a
+    /// remote shell's daemon in a process group of its own); how many.
+    pub fn kill_strays(&self) -> usize {
+        self.family.kill_left()
     }
 
     /// Kill every rank seen that is still this job's (a pid is checked against the

@@ -110,6 +110,44 @@ impl Cluster {
         out
     }
 
+    /// What still runs in the cluster's hosts besides the processes holding their
+    /// namespaces ("pid command" each), once it has had 10 s to end: a job that ended
+    /// leaves nothing there.
+    pub fn left_running(&self) -> Vec<String> {
+        let holders: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("pid."))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .map(|p| p.trim().to_string())
+            .collect();
+        let spaces = std::fs::read_to_string(self.dir.join("netns.hosts")).unwrap();
+        let mut left = Vec::new();
+        for _ in 0..50 {
+            left = spaces
+                .split_whitespace()
+                .flat_map(|ns| {
+                    let out = Command::new("ip").args(["netns", "pids", ns]).output();
+                    String::from_utf8_lossy(&out.map(|o| o.stdout).unwrap_or_default())
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+                .filter(|p| !holders.contains(p))
+                .filter_map(|p| {
+                    let cmd = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+                    // A zombie (empty command line) runs nothing; its parent reaps it.
+                    (!cmd.is_empty()).then(|| format!("{p} {}", String::from_utf8_lossy(&cmd)))
+                })
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        left
+    }
+
     /// Run the script's `cmd` (cut, mend, ...) on `host`.
     pub fn script(&self, cmd: &str, host: &str) {
         let ok = Command::new(script())
