@@ -18,13 +18,10 @@ pub fn judged(goal: &Goal, time: &[f64]) -> Settle {
     let settled = i.is_some_and(|i| i.within(tol));
     let why = (!settled).then(|| {
         let spread = i.map_or("no finite figure".into(), |i| {
-            format!(
-                "its interval ±{:.1} % against ±{tol} %",
-                i.half_pct().min(1e6)
-            )
+            format!("its interval ±{:.1} %", i.half_pct().min(1e6))
         });
         format!(
-            "{spread} from its {} passes; settling adds no passes between MPI ranks (--noise-budget not applied): give more --iterations, or measure on a quieter machine",
+            "{spread} from {} passes; settling adds no passes between MPI ranks (--noise-budget not applied): give more --iterations, or measure on a quieter machine",
             time.len()
         )
     });
@@ -57,7 +54,7 @@ mod tests {
         assert_eq!(s.interval, [101.0, 301.0]);
         let why = s.why.unwrap();
         assert!(
-            why.starts_with("its interval ±99.0 % against ±10 %"),
+            why.starts_with("its interval ±99.0 % from 5 passes; "),
             "{why}"
         );
         assert!(why.contains("no passes between MPI ranks"), "{why}");
