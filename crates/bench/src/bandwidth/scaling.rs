@@ -68,9 +68,12 @@ fn curves(records: &[Record]) -> Curves {
     out
 }
 
+/// One node's table: its title, header and rows.
+type Table = (String, Vec<String>, Vec<Vec<String>>);
+
 /// One table per memory node: threads down, and per kernel GB/s, GB/s per thread and
 /// the factor over one thread.
-fn tables(records: &[Record]) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
+fn tables(records: &[Record]) -> Vec<Table> {
     let cs = curves(records);
     let mut nodes: Vec<&Vec<u32>> = cs.keys().map(|(n, _)| n).collect();
     nodes.dedup();
@@ -135,7 +138,7 @@ const NOTE: &str = "median GB/s (10^9 bytes/s): every thread's bytes over the ti
 const MARK_NOTE: &str = "✗: the figure breaks a plausibility rule (listed under Implausible figures) and is not an answer";
 
 /// The notes under the tables: what the figures are, and what the mark means if used.
-fn notes(ts: &[(String, Vec<String>, Vec<Vec<String>>)]) -> Vec<&'static str> {
+fn notes(ts: &[Table]) -> Vec<&'static str> {
     let marked = ts
         .iter()
         .any(|(_, _, rows)| rows.iter().flatten().any(|c| c.ends_with(MARK)));
