@@ -42,19 +42,6 @@ pub struct NoiseArgs {
 }
 
 impl NoiseArgs {
-    /// The first of the two flags the user gave, as typed ("--noise-budget 1s").
-    pub fn given(&self) -> Option<String> {
-        let n = self
-            .noise_budget
-            .as_ref()
-            .map(|v| format!("--noise-budget '{v}'"));
-        n.or_else(|| {
-            self.tolerance
-                .as_ref()
-                .map(|v| format!("--tolerance '{v}'"))
-        })
-    }
-
     /// As an experiment's options keep them.
     pub fn options(&self) -> numalab_results::settle::NoiseOptions {
         numalab_results::settle::NoiseOptions {

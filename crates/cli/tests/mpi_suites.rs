@@ -138,6 +138,74 @@ fn table_4_breaks_one_remote_load_into_stamped_stages_beside_the_seed() {
 }
 
 #[test]
+fn collectives_between_ranks_take_the_settle_flags_and_each_figure_says_how_it_settled() {
+    let args = [
+        "suite",
+        "collectives",
+        "--mpi",
+        "--ranks",
+        "2",
+        "--sizes",
+        "128",
+        "--only",
+        "broadcast",
+        "--iterations",
+        "4",
+        "--tolerance",
+        "20",
+        "--noise-budget",
+        "1s",
+    ];
+    let v = ok_json(&[&args[..], &["--json"]].concat());
+    let runs: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    assert!(!runs.is_empty());
+    for r in &runs {
+        let s = &r["settle"];
+        assert_eq!(
+            (s["metric"].as_str(), s["tolerance_pct"].as_f64()),
+            (Some("time"), Some(20.0)),
+            "{r}"
+        );
+        assert_eq!(s["passes"], 4, "{r}");
+        assert!(
+            r["parameters"]["settling"]
+                .as_str()
+                .unwrap()
+                .contains("no passes are added between MPI ranks"),
+            "{r}"
+        );
+        match s["settled"].as_bool() {
+            Some(true) => assert!(s["why"].is_null(), "{r}"),
+            Some(false) => {
+                let why = s["why"].as_str().unwrap();
+                assert!(
+                    why.contains("settling adds no passes between MPI ranks"),
+                    "{why}"
+                );
+            }
+            None => panic!("no settle entry: {r}"),
+        }
+    }
+    // The text marks an unsettled figure and says why under the table (a run whose
+    // figures all settled shows neither).
+    let out = mpi_run(&args, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let unsettled = text.contains("unsettled*");
+    let why = text.contains("not within ±20 % from its first passes");
+    assert_eq!(unsettled, why, "{text}");
+}
+
+#[test]
 fn latency_and_earth_run_on_four_ranks() {
     let v = ok_json(&[
         "mpi",

@@ -284,8 +284,12 @@ fn bad_suite_input_exits_2_naming_the_value() {
             "--noise-budget '5'".into(),
         ),
         (
-            vec!["collectives", "--mpi", "--tolerance", "5"],
-            "--tolerance '5' with --mpi".into(),
+            vec!["collectives", "--mpi", "--tolerance", "0"],
+            "--tolerance '0'".into(),
+        ),
+        (
+            vec!["collectives", "--mpi", "--noise-budget", "-1s"],
+            "--noise-budget '-1s'".into(),
         ),
         (vec!["placement", "--topology", "x.xml"], "--dry-run".into()),
     ] {

@@ -39,6 +39,14 @@ impl LinearFit {
     /// determine a coefficient or R² means nothing, what is missing and why (never
     /// "n/a" or NaN).
     pub fn quality(&self) -> String {
+        match self.verdict() {
+            Ok(r2) => format!("(R² {r2:.3})"),
+            Err(why) => format!("({why})"),
+        }
+    }
+
+    /// R² when it means something, else the sentence saying why not.
+    fn verdict(&self) -> Result<f64, String> {
         let undetermined = self.coefficients.iter().any(|c| c.value.is_none());
         let fitted = self
             .coefficients
@@ -46,13 +54,11 @@ impl LinearFit {
             .filter(|c| c.value.is_some())
             .count();
         match self.r2 {
-            Some(r2) if !undetermined && self.n > fitted && r2.is_finite() => {
-                format!("(R² {r2:.3})")
-            }
+            Some(r2) if !undetermined && self.n > fitted && r2.is_finite() => Ok(r2),
             _ if undetermined || self.n <= fitted => {
-                format!("(not enough points to fit the model: {})", self.note)
+                Err(format!("not enough points to fit the model: {}", self.note))
             }
-            _ => "(R² undefined: every observation is equal)".into(),
+            _ => Err("R² undefined: every observation is equal".into()),
         }
     }
 
@@ -63,6 +69,35 @@ impl LinearFit {
             .find(|c| c.name == name)
             .and_then(|c| c.value)
     }
+}
+
+/// The quality cells of several fits shown in one table, each sentence said once: a fit
+/// whose R² means nothing gets a short reference ("note 1") and the sentences, one per
+/// distinct reason, go under the table ("note 1: not enough points …").
+pub fn quality_cells(fits: &[&LinearFit]) -> (Vec<String>, Vec<String>) {
+    let mut notes: Vec<String> = Vec::new();
+    let cells = fits
+        .iter()
+        .map(|f| match f.verdict() {
+            Ok(r2) => format!("{r2:.3}"),
+            Err(why) => {
+                let i = match notes.iter().position(|n| *n == why) {
+                    Some(i) => i,
+                    None => {
+                        notes.push(why);
+                        notes.len() - 1
+                    }
+                };
+                format!("see note {}", i + 1)
+            }
+        })
+        .collect();
+    let notes = notes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("note {}: {n}", i + 1))
+        .collect();
+    (cells, notes)
 }
 
 /// The observations are there, finite, and each has `k` terms.
@@ -228,6 +263,35 @@ mod tests {
             "{q}"
         );
         assert!(!q.contains("NaN") && !q.contains("n/a"), "{q}");
+    }
+
+    #[test]
+    fn a_table_of_fits_says_each_reason_once_under_it() {
+        let rows: Vec<Vec<f64>> = [16.0, 64.0, 256.0]
+            .iter()
+            .map(|&l| vec![1.0, 2.0, l])
+            .collect();
+        let short = fit("T", &TERMS, &rows, &[1.0, 2.5, 8.0]).unwrap();
+        let mut good_rows = Vec::new();
+        let mut y = Vec::new();
+        for p in [2.0, 4.0, 8.0] {
+            for l in [16.0, 64.0] {
+                good_rows.push(vec![1.0, p, l]);
+                y.push(0.4 + 0.05 * p + 0.03 * l + if p == 4.0 { 0.01 } else { 0.0 });
+            }
+        }
+        let good = fit("T", &TERMS, &good_rows, &y).unwrap();
+        let (cells, notes) = quality_cells(&[&short, &good, &short, &short]);
+        assert_eq!(cells[0], "see note 1");
+        assert_eq!(cells[2], "see note 1");
+        assert!(cells[1].parse::<f64>().is_ok(), "{cells:?}");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("note 1: not enough points to fit the model: ")
+                && notes[0].contains("C1 (P)"),
+            "{notes:?}"
+        );
+        assert_eq!(quality_cells(&[&good]).1, Vec::<String>::new());
     }
 
     #[test]

@@ -29,6 +29,18 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Notes said once under a table ("note 1: …"), escaped; empty when there are none.
+pub fn table_notes(notes: &[String]) -> String {
+    if notes.is_empty() {
+        return String::new();
+    }
+    let items: String = notes
+        .iter()
+        .map(|n| format!("<li>{}</li>", esc(n)))
+        .collect();
+    format!("<ul class=\"table-notes\">{items}</ul>")
+}
+
 /// An HTML table.
 pub fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let (rows, notes) = crate::output::footnoted(header, rows);

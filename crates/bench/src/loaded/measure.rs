@@ -7,7 +7,9 @@ use super::{Landed, Load, LoadedPlan, Point};
 use numalab_probe::inject;
 use numalab_probe::kernel::{self, Access};
 use numalab_probe::mix::Mix;
-use numalab_probe::{Chase, Crew, CrewResult, Layout, LineState, Member, Pass, Timer};
+use numalab_probe::{
+    span_ticks, Chase, Crew, CrewResult, Layout, LineState, Member, Pass, Timed, Timer,
+};
 use numalab_results::disturb::{Disturbance, PassLog, Rules};
 use numalab_results::plausible::LOADED_BELOW_TOL;
 use numalab_results::settle::{self, Settled};
@@ -286,29 +288,48 @@ fn figures(
     let mut figs = Vec::with_capacity(chase.len());
     let mut dist = Vec::with_capacity(chase.len());
     for (s, c) in chase.iter().enumerate() {
-        let mut f = Fig {
+        // Pass s of every injector: they ran together, started by one barrier.
+        let inj: Vec<Timed> = res.samples[1..].iter().map(|v| v[s]).collect();
+        let w: Vec<u64> = writes
+            .iter()
+            .map(|w| w.get(s).copied().unwrap_or(0))
+            .collect();
+        let (issued, injected) = injector_gbps(timer, &inj, &w);
+        let f = Fig {
             latency: ns(c) / c.units as f64,
-            injected: 0.0,
-            issued: 0.0,
-            lines: (0.0, 0.0),
+            injected,
+            issued,
+            lines: (
+                inj.iter().map(|t| t.units as f64).sum(),
+                w.iter().map(|&w| w as f64).sum(),
+            ),
             chase: c.units as f64 * 64.0 / ns(c),
         };
         let mut d = res.disturb[0].get(s).cloned().unwrap_or_default();
-        for (j, w) in writes.iter().enumerate() {
-            let t = &res.samples[j + 1][s];
-            let w = w.get(s).copied().unwrap_or(0);
-            f.issued += t.units as f64 * 64.0 / ns(t);
-            f.injected += (t.units + w) as f64 * 64.0 / ns(t);
-            f.lines.0 += t.units as f64;
-            f.lines.1 += w as f64;
-            if let Some(x) = res.disturb[j + 1].get(s) {
-                d.merge(x);
-            }
+        for x in res.disturb[1..].iter().filter_map(|v| v.get(s)) {
+            d.merge(x);
         }
         figs.push(f);
         dist.push(d);
     }
     (figs, dist)
+}
+
+/// The injectors' issued GB/s (64 bytes per line touched) and memory-traffic estimate
+/// (plus 64 per line written) in one pass: all injectors' bytes over the span from the
+/// earliest one's start to the latest one's end ([`span_ticks`]), as the bandwidth
+/// experiment's aggregate. Summing each injector's own rate instead would count
+/// injectors the hypervisor ran one after another (each alone at full speed) as if
+/// they had streamed together: twice the traffic the chase actually met.
+pub fn injector_gbps(timer: &Timer, passes: &[Timed], writes: &[u64]) -> (f64, f64) {
+    let touched: u64 = passes.iter().map(|t| t.units).sum();
+    if touched == 0 {
+        return (0.0, 0.0);
+    }
+    let written: u64 = writes.iter().sum();
+    let span = timer.ns(span_ticks(passes, timer));
+    let gbps = |lines: u64| lines as f64 * 64.0 / span;
+    (gbps(touched), gbps(touched + written))
 }
 
 /// A point from the passes its statistics use.
@@ -419,6 +440,45 @@ mod tests {
                 "machine busy: lat; the issued bandwidth did not settle either (machine busy: bw)"
             )
         );
+    }
+
+    fn pass(start: u64, end: u64, lines: u64) -> Timed {
+        Timed {
+            ticks: end - start,
+            units: lines,
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn issued_bandwidth_is_all_injectors_bytes_over_their_span() {
+        let mut timer = Timer::clock(None);
+        timer.overhead_ns = 0.0;
+        // 1000 lines each in 1000 ns: 64 GB/s alone.
+        let together = [pass(0, 1000, 1000), pass(0, 1000, 1000)];
+        let serialized = [pass(0, 1000, 1000), pass(1000, 2000, 1000)];
+        let (t, _) = injector_gbps(&timer, &together, &[0, 0]);
+        assert!((t - 128.0).abs() < 1e-9, "{t}");
+        // Run one after the other (a vCPU taken away): half the sum of their rates.
+        let (s, inj) = injector_gbps(&timer, &serialized, &[0, 0]);
+        assert!((s - 64.0).abs() < 1e-9, "{s}");
+        assert_eq!(s, inj);
+        // Written lines add to the traffic estimate over the same span.
+        let (s, inj) = injector_gbps(&timer, &serialized, &[500, 500]);
+        assert!(
+            (s - 64.0).abs() < 1e-9 && (inj - 96.0).abs() < 1e-9,
+            "{s} {inj}"
+        );
+        // Partly overlapping: 2000 lines over 1500 ns.
+        let (s, _) = injector_gbps(
+            &timer,
+            &[pass(0, 1000, 1000), pass(500, 1500, 1000)],
+            &[0, 0],
+        );
+        assert!((s - 2000.0 * 64.0 / 1500.0).abs() < 1e-9, "{s}");
+        // No injector: nothing issued.
+        assert_eq!(injector_gbps(&timer, &[], &[]), (0.0, 0.0));
     }
 
     #[test]

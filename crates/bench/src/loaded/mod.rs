@@ -73,9 +73,11 @@ pub struct Point {
     /// vector below is of the same passes).
     pub latency_ns: Vec<f64>,
     /// Injected memory traffic of all injectors together, GB/s, per pass: an
-    /// estimate, 64 bytes per line read, 128 per line written (write-allocate).
+    /// estimate, 64 bytes per line read, 128 per line written (write-allocate), over
+    /// the span from the first injector's start to the last one's end.
     pub injected_gbps: Vec<f64>,
-    /// Bytes the injectors issued (64 per line touched), GB/s, per pass.
+    /// Bytes the injectors issued (64 per line touched), GB/s, per pass: all
+    /// injectors' bytes over the same span (never the sum of each one's own rate).
     #[serde(default)]
     pub issued_gbps: Vec<f64>,
     /// Lines read over lines touched by the injectors, per pass (Mess's

@@ -168,6 +168,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
     for (c, mem) in plan.cells.iter().zip(&plan.mems) {
         let mem = mem.clone();
         let mut rec = cell_record(kind, c, prov, plan.extra());
+        rec.warnings = warnings.clone();
         {
             if bw {
                 let plan = BwPlan {
@@ -207,9 +208,10 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
                 rec.placement = Some(
                     json!({ "verified": { "threads": r.pins, "memory": r.requestors[0].memory } }),
                 );
+                // The cell's median settled as every latency does: say when it did not.
+                numalab_results::settle::apply(&mut rec, r.requestors[0].settle.clone());
             }
         }
-        rec.warnings = warnings.clone();
         // Kept should a signal end the cells after it.
         numalab_results::interrupt::keep([rec.clone()]);
         records.push(rec);

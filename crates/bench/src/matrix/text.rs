@@ -47,7 +47,8 @@ pub(super) fn render(records: &[Record]) -> String {
         let row = rows
             .entry(domain)
             .or_insert_with(|| vec![domain.to_string()]);
-        row.push(value(r).map(|v| format!("{v:.1}")).unwrap_or_else(|| {
+        let cell = |v: f64| numalab_results::settle::cell(r, format!("{v:.1}"));
+        row.push(value(r).map(cell).unwrap_or_else(|| {
             format!(
                 "hops {}",
                 hops(r).map(|h| h.to_string()).unwrap_or("?".into())

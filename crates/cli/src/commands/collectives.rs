@@ -71,11 +71,6 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         ));
     }
     a.mpi.job.options().without_mpi(a.mpi.mpi)?;
-    if let (true, Some(f)) = (a.mpi.mpi, a.noise.given()) {
-        return Err(crate::common::bad(format!(
-            "invalid {f} with --mpi: measurements between MPI ranks do not settle yet; leave it out, or drop --mpi"
-        )));
-    }
     if a.mpi.mpi {
         return run_mpi(&a, &o);
     }
@@ -108,6 +103,7 @@ fn run_mpi(a: &CollectivesArgs, threads: &Options) -> Result<(), CliError> {
         iterations: a.iterations,
         only,
         data: numalab_mpi::kernels::Data::parse(a.data.as_deref().unwrap_or("fresh"))?,
+        noise: threads.noise.clone(),
     };
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;

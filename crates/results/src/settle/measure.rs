@@ -71,9 +71,9 @@ pub fn measure<T: Clone, E>(
             .map(|t| want.saturating_sub(clean(rules, t)))
             .max()
             .unwrap_or(0);
-        let wide = judged.iter().any(|p| {
-            !interval(step, &value, p).is_some_and(|i| i.within(rules.settle.tolerance_pct))
-        });
+        let wide = judged
+            .iter()
+            .any(|p| !settled(rules, interval(step, &value, p), &p.log));
         let most = threads.iter().map(Vec::len).max().unwrap_or(0);
         attempt += 1;
         let again = (rules.policy == Policy::Remeasure && missing > 0) || wide;
@@ -116,6 +116,15 @@ fn interval<T: Clone>(step: Step, value: &impl Fn(&T) -> f64, p: &Passes<T>) -> 
     step.figure.of(&v)
 }
 
+/// Whether a figure is settled: its interval within the tolerance, and most of the
+/// passes it comes from undisturbed. A figure the disturbed passes make (every pass
+/// disturbed, so all kept; or `--disturbed keep` with most disturbed) is a busy
+/// machine's figure however narrow its interval: more passes are taken while the
+/// budget lasts, and when it is spent the figure is recorded as not settled.
+fn settled(rules: &Rules, i: Option<Interval>, log: &PassLog) -> bool {
+    i.is_some_and(|i| i.within(rules.settle.tolerance_pct)) && !log.mostly_disturbed()
+}
+
 fn finish<T: Clone>(
     rules: &Rules,
     step: Step,
@@ -126,7 +135,7 @@ fn finish<T: Clone>(
 ) -> Settled<T> {
     let tol = rules.settle.tolerance_pct;
     let i = interval(step, value, &passes);
-    let settled = i.is_some_and(|i| i.within(tol));
+    let settled = settled(rules, i, &passes.log);
     let why = (!settled).then(|| why(&passes.log, i, tol, capped));
     let settle = Settle {
         settled,
@@ -154,6 +163,17 @@ fn why(log: &PassLog, i: Option<Interval>, tol: f64, capped: bool) -> String {
     } else {
         "budget spent"
     };
+    if i.is_some_and(|i| i.within(tol)) {
+        // Narrow, but from disturbed passes: not an answer.
+        let used = log.passes.iter().filter(|p| p.used);
+        let (n, d) = used.fold((0, 0), |(n, d), p| (n + 1, d + usize::from(p.disturbed)));
+        return format!(
+            "machine busy: the figure comes from disturbed passes ({d} of the {n} it uses; {} of {} passes disturbed, {}) ({end})",
+            log.disturbed(),
+            log.passes.len(),
+            log.worst()
+        );
+    }
     match log.disturbed() {
         0 => format!(
             "machine busy: {spread} after {} passes, none seen disturbed ({end})",
@@ -307,6 +327,49 @@ mod tests {
         });
         let why = s.settle.why.unwrap();
         assert!(why.contains("none seen disturbed"), "{why}");
+    }
+
+    #[test]
+    fn a_narrow_figure_from_disturbed_passes_is_not_settled_when_the_budget_is_spent() {
+        // Every pass disturbed and all alike: the figure is the disturbed passes' (all
+        // kept, none being undisturbed), so it is no answer however narrow.
+        for policy in [Policy::Remeasure, Policy::Exclude, Policy::Keep] {
+            let r = Rules {
+                policy,
+                ..rules(50.0)
+            };
+            let s = run_with(&r, Figure::Median, 5, |_| (101.0, busy()));
+            let st = &s.settle;
+            assert!(!st.settled, "{policy:?}: {st:?}");
+            assert_eq!(st.interval, [101.0, 101.0]);
+            // The budget was spent taking more passes in the hope of undisturbed ones.
+            assert!(st.passes > 5, "{policy:?}: {st:?}");
+            let why = st.why.as_deref().unwrap();
+            assert!(
+                why.starts_with("machine busy: the figure comes from disturbed passes ("),
+                "{why}"
+            );
+            assert!(why.ends_with("(budget spent)"), "{why}");
+        }
+        // Kept but only a few disturbed (under half of the used): settled.
+        let r = Rules {
+            policy: Policy::Keep,
+            ..rules(50.0)
+        };
+        let s = run_with(&r, Figure::Median, 5, |i| {
+            (101.0, if i < 2 { busy() } else { quiet() })
+        });
+        assert!(s.settle.settled, "{:?}", s.settle);
+        // Disturbed at first, then undisturbed: settled on the undisturbed passes.
+        let s = run_with(&rules(1000.0), Figure::Median, 5, |i| {
+            if i < 5 {
+                (301.0, busy())
+            } else {
+                (101.0, quiet())
+            }
+        });
+        assert!(s.settle.settled, "{:?}", s.settle);
+        assert_eq!(s.settle.interval, [101.0, 101.0]);
     }
 
     #[test]

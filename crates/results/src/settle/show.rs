@@ -13,12 +13,17 @@ pub const UNSETTLED: &str = "unsettled";
 /// "unsettled*" a table shows.
 pub fn apply(rec: &mut Record, s: Settle) {
     if !s.settled {
+        // A zero budget: judged on its first passes, none added (MPI figures).
+        let budget = if s.budget_ms > 0.0 {
+            format!("in its {:.0} ms budget", s.budget_ms)
+        } else {
+            "from its first passes".into()
+        };
         rec.warnings.push(format!(
-            "{UNSETTLED}* {}: {} not within ±{} % in its {:.0} ms budget ({} passes, interval {}…{}): {}",
+            "{UNSETTLED}* {}: {} not within ±{} % {budget} ({} passes, interval {}…{}): {}",
             rec.name,
             s.metric,
             s.tolerance_pct,
-            s.budget_ms,
             s.passes,
             short(s.interval[0]),
             short(s.interval[1]),

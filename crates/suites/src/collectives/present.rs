@@ -1,10 +1,10 @@
 //! How the collectives suite's records are shown: time against threads per
 //! collective, every measurement's median, and the fitted cost models.
 
-use numalab_results::linfit::LinearFit;
+use numalab_results::linfit::{quality_cells, LinearFit};
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, num};
+use numalab_results::report::{figure, html_table, num, table_notes};
 use numalab_results::settle;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
@@ -99,14 +99,20 @@ impl Presenter for CollectivesPresenter {
             time_chart(&recs),
             html_table(&["measurement", "µs (median)"], &rows),
         );
-        let models: Vec<Vec<String>> = of(records, "suite-collectives-model")
-            .filter_map(|r| {
-                let f: LinearFit = r.data_as().ok()?;
-                Some(vec![
+        let fits: Vec<(&Record, LinearFit)> = of(records, "suite-collectives-model")
+            .filter_map(|r| Some((r, r.data_as::<LinearFit>().ok()?)))
+            .collect();
+        // A reason a fit means nothing is said once under the table, not per row.
+        let (quality, notes) = quality_cells(&fits.iter().map(|f| &f.1).collect::<Vec<_>>());
+        let models: Vec<Vec<String>> = fits
+            .iter()
+            .zip(quality)
+            .map(|((r, f), q)| {
+                vec![
                     r.parameters["collective"].as_str().unwrap_or("").into(),
                     f.formula.clone(),
-                    f.quality(),
-                ])
+                    q,
+                ]
             })
             .collect();
         if !models.is_empty() {
@@ -114,6 +120,7 @@ impl Presenter for CollectivesPresenter {
                 &["collective", "fitted model (µs)", "R²"],
                 &models,
             ));
+            body.push_str(&table_notes(&notes));
         }
         Some(body)
     }

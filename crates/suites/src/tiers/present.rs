@@ -49,10 +49,9 @@ impl Presenter for TiersPresenter {
             })
             .collect();
         h.push_str(&list("Recommendations", &r));
-        let u: Vec<String> = sys_rec
-            .unavailable
+        let u: Vec<String> = text::unavailable(&sys, sys_rec)
             .iter()
-            .map(|u| esc(&format!("{}: {}", u.feature, u.reason)))
+            .map(|u| esc(u))
             .collect();
         if !u.is_empty() {
             h.push_str(&list("Unavailable", &u));

@@ -129,9 +129,11 @@ fn the_guest_tree_predicts_tiers_4_6_54_and_agrees_with_its_kernel() {
     assert!(recs.last().unwrap().unavailable[0].reason.contains("6.9"));
     let text = crate::registry::text(&recs);
     assert!(
-        text.contains("measured: not given (run `numalab survey` or pass --from)"),
+        text.contains("measured reference: not given (run `numalab survey` or pass --from)"),
         "{text}"
     );
+    // Said on the measured reference line, not again as an unavailable line.
+    assert!(!text.contains("unavailable: measured:"), "{text}");
     let _ = fs::remove_dir_all(&root);
 }
 
@@ -448,5 +450,10 @@ fn one_memory_node_says_why_no_measured_figure_is_possible_instead_of_asking_for
         text.contains("none possible: one node with memory"),
         "{text}"
     );
+    // Said once, on the measured reference line (the record keeps the entry).
+    assert_eq!(text.matches("none possible").count(), 1, "{text}");
+    assert!(text.contains("measured reference: none possible"), "{text}");
+    let sys = recs.iter().find(|r| r.kind == "tiers-system").unwrap();
+    assert!(sys.unavailable.iter().any(|u| u.feature == "measured"));
     let _ = fs::remove_dir_all(&root);
 }

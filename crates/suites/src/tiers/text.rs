@@ -170,9 +170,20 @@ pub fn render(records: &[Record]) -> Option<String> {
     if let Some(c) = &sys.interleave {
         let _ = writeln!(s, "\nweighted interleave: {}", super::interleave::words(c));
     }
-    for u in &sys_rec.unavailable {
-        let _ = writeln!(s, "unavailable: {}: {}", u.feature, u.reason);
+    for u in unavailable(&sys, sys_rec) {
+        let _ = writeln!(s, "unavailable: {u}");
     }
     s.push_str(&warning_lines(records));
     Some(s)
+}
+
+/// The system record's unavailable entries as "feature: reason", less what a state line
+/// already says: why no measured figure is shown is the "measured reference" line, said
+/// once (issue 42: "none possible" was printed twice on one node).
+pub fn unavailable(sys: &TierSystem, rec: &Record) -> Vec<String> {
+    rec.unavailable
+        .iter()
+        .filter(|u| !(u.feature == "measured" && u.reason == sys.measured_reference))
+        .map(|u| format!("{}: {}", u.feature, u.reason))
+        .collect()
 }

@@ -10,6 +10,7 @@ mod data;
 mod plan;
 mod present;
 mod run;
+mod settle;
 mod text;
 
 pub use data::CollectiveMpiData;

@@ -5,6 +5,7 @@ use crate::collectives::{self, Kind};
 use numalab_mpi::coll::Native;
 use numalab_mpi::kernels::Data;
 use numalab_mpi::{Error, JobOptions, Launch, Result};
+use numalab_results::settle::{Goal, NoiseOptions};
 use numalab_results::{Provenance, Record};
 use numalab_topo::Machine;
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,11 @@ pub struct Options {
     pub only: Vec<String>,
     /// MPI's own collectives: fresh values every pass, or the same every pass (OSU's).
     pub data: Data,
+    /// `--noise-budget` and `--tolerance`, as every experiment takes them: each figure
+    /// is judged against the tolerance; no passes are added between ranks (the budget
+    /// is checked and recorded, not spent).
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -42,6 +48,7 @@ impl Default for Options {
             iterations: 9,
             only: Vec::new(),
             data: Data::Fresh,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -50,6 +57,7 @@ impl Options {
     /// Check what needs no machine: the job, sizes, passes and rank counts.
     pub fn check(&self) -> Result<()> {
         self.job.check()?;
+        self.noise.goal().map_err(Error::Usage)?;
         numalab_mpi::sizes::check_nonzero("--sizes", &self.sizes)?;
         if self.iterations == 0 {
             return Err(Error::Usage(
@@ -148,6 +156,9 @@ pub struct Plan {
     pub iterations: usize,
     /// Data of MPI's own collectives.
     pub data: Data,
+    /// What each figure is judged against (`--tolerance`; `--noise-budget` recorded).
+    #[serde(default)]
+    pub goal: Goal,
     /// Measurements in order.
     pub items: Vec<Item>,
 }
@@ -254,6 +265,7 @@ impl Plan {
             line,
             iterations: o.iterations,
             data: o.data,
+            goal: o.noise.goal().map_err(Error::Usage)?,
             items,
         })
     }
@@ -307,6 +319,7 @@ mod tests {
             iterations: 3,
             only: vec![],
             data: Data::Fresh,
+            noise: NoiseOptions::default(),
         }
     }
 

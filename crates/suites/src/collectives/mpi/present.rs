@@ -3,10 +3,10 @@
 //! seed's cost models fitted to them.
 
 use super::plan::{Plan, KIND_PLAN};
-use numalab_results::linfit::LinearFit;
+use numalab_results::linfit::{quality_cells, LinearFit};
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, num};
+use numalab_results::report::{figure, html_table, num, table_notes};
 use numalab_results::Record;
 use std::collections::BTreeMap;
 
@@ -144,9 +144,28 @@ fn table(runs: &[&Record]) -> String {
 
 /// The seed's cost models, or why one was not fitted.
 fn models(records: &[Record]) -> String {
-    let rows: Vec<Vec<String>> = of(records, "collective-mpi-model")
-        .map(|r| match r.data_as::<LinearFit>() {
-            Ok(f) => {
+    let recs: Vec<(&Record, Option<LinearFit>)> = of(records, "collective-mpi-model")
+        .map(|r| (r, r.data_as::<LinearFit>().ok()))
+        .collect();
+    // A reason a fit means nothing is said once under the table, not per row.
+    let fits: Vec<&LinearFit> = recs.iter().filter_map(|(_, f)| f.as_ref()).collect();
+    let (quality, mut notes) = quality_cells(&fits);
+    let mut quality = quality.into_iter();
+    // So is why a model was not fitted.
+    let mut not_fitted = |why: &str| {
+        let said = notes
+            .iter()
+            .position(|n| n.split_once(": ").is_some_and(|x| x.1 == why));
+        let i = said.unwrap_or_else(|| {
+            notes.push(format!("note {}: {why}", notes.len() + 1));
+            notes.len() - 1
+        });
+        format!("see note {}", i + 1)
+    };
+    let rows: Vec<Vec<String>> = recs
+        .iter()
+        .map(|(r, f)| match f {
+            Some(f) => {
                 let coef: Vec<String> = f
                     .coefficients
                     .iter()
@@ -156,16 +175,15 @@ fn models(records: &[Record]) -> String {
                     r.name.clone(),
                     f.formula.clone(),
                     coef.join(" "),
-                    f.quality(),
+                    quality.next().unwrap_or_default(),
                 ]
             }
-            Err(_) => vec![
+            None => vec![
                 r.name.clone(),
                 "not fitted".into(),
                 r.unavailable
                     .first()
-                    .map_or("", |u| u.reason.as_str())
-                    .into(),
+                    .map_or(String::new(), |u| not_fitted(&u.reason)),
                 "-".into(),
             ],
         })
@@ -175,4 +193,73 @@ fn models(records: &[Record]) -> String {
     }
     "<h3>seed cost models (µs)</h3>".to_string()
         + &html_table(&["collective", "model", "coefficients", "R²"], &rows)
+        + &table_notes(&notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::linfit::Coefficient;
+    use numalab_results::{Provenance, Unavailable};
+
+    fn model(name: &str, n: usize, undetermined: bool) -> Record {
+        let mut r = Record::new(
+            "collective-mpi-model",
+            name,
+            Provenance::collect("test", "synthetic"),
+            serde_json::json!({}),
+        );
+        let value = |v: f64| (!undetermined).then_some(v);
+        r.set_data(&LinearFit {
+            formula: "T = C0 + C1·P".into(),
+            coefficients: vec![
+                Coefficient {
+                    name: "C0".into(),
+                    term: "1".into(),
+                    value: Some(1.0),
+                },
+                Coefficient {
+                    name: "C1".into(),
+                    term: "P".into(),
+                    value: value(0.5),
+                },
+            ],
+            residuals: vec![0.0; n],
+            r2: Some(0.9),
+            n,
+            note: "one P: the P terms cannot be told apart".into(),
+        });
+        r
+    }
+
+    #[test]
+    fn the_models_table_says_each_reason_once_under_it() {
+        let mut unfit = Record::new(
+            "collective-mpi-model",
+            "gather",
+            Provenance::collect("test", "synthetic"),
+            serde_json::json!({}),
+        );
+        unfit.unavailable.push(Unavailable {
+            feature: "model fit".into(),
+            reason: "2 points for 3 coefficients".into(),
+        });
+        let recs = vec![
+            model("barrier", 4, true),
+            model("broadcast", 4, true),
+            model("reduce", 6, false),
+            unfit.clone(),
+            unfit,
+        ];
+        let h = models(&recs);
+        assert_eq!(h.matches("one P: the P terms").count(), 1, "{h}");
+        assert_eq!(h.matches("2 points for 3 coefficients").count(), 1, "{h}");
+        assert_eq!(h.matches("see note 1").count(), 2, "{h}");
+        assert_eq!(h.matches("see note 2").count(), 2, "{h}");
+        assert!(
+            h.contains("<li>note 2: 2 points for 3 coefficients</li>"),
+            "{h}"
+        );
+        assert!(h.contains("0.900"), "{h}");
+    }
 }

@@ -258,6 +258,8 @@ fn item_record(
             "line_bytes": plan.line, "iterations": plan.iterations,
             "data": if matches!(item.how, How::Mpi(_)) { plan.data.name() } else { "fresh" },
             "statistic": "per pass, the slowest rank's time from the releasing barrier to its completion",
+            "tolerance_pct": plan.goal.tolerance_pct, "noise_budget_ms": plan.goal.budget_ms,
+            "settling": super::settle::HOW,
         }),
     );
     r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
@@ -275,6 +277,7 @@ fn item_record(
         }
     }
     r.warnings.dedup();
+    numalab_results::settle::apply(&mut r, super::settle::judged(&plan.goal, &time));
     (r, median(&time).unwrap_or(f64::NAN))
 }
 

@@ -4,7 +4,7 @@
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::present::warning_lines;
-use numalab_results::Record;
+use numalab_results::{settle, Record};
 use std::fmt::Write;
 
 fn median_us(r: &Record) -> Option<f64> {
@@ -43,9 +43,12 @@ fn row(runs: &[&Record], r: &Record) -> Vec<String> {
         r.parameters["ranks"].to_string(),
         word(r, "collective").to_string(),
         r.parameters["block_bytes"].to_string(),
-        s.map_or("-".into(), |v| format!("{v:.2}")),
+        s.map_or("-".into(), |v| settle::cell(r, format!("{v:.2}"))),
         n.map_or("-".into(), |n| word(n, "implementation").to_string()),
-        m.map_or("-".into(), |v| format!("{v:.2}")),
+        match (n, m) {
+            (Some(n), Some(v)) => settle::cell(n, format!("{v:.2}")),
+            _ => "-".into(),
+        },
         match (s, m) {
             (Some(s), Some(m)) if m > 0.0 => format!("{:.2}", s / m),
             _ => "-".into(),
@@ -188,8 +191,7 @@ pub fn osu_text(recs: &[Record]) -> String {
             let avg = means.iter().sum::<f64>() / means.len() as f64 / 1000.0;
             let min = means.iter().copied().fold(f64::INFINITY, f64::min) / 1000.0;
             let max = means.iter().copied().fold(f64::NEG_INFINITY, f64::max) / 1000.0;
-            let _ = writeln!(
-                s,
+            let row = format!(
                 "  {:<10}{:>6}{:>18.2}{:>18.2}{:>18.2}{:>12}",
                 r.parameters["block_bytes"],
                 r.parameters["ranks"],
@@ -198,6 +200,8 @@ pub fn osu_text(recs: &[Record]) -> String {
                 max,
                 r.parameters["iterations"]
             );
+            // As the threads form's OSU layout: an unsettled row ends "unsettled*".
+            let _ = writeln!(s, "{}", settle::cell(r, row));
         }
         s.push('\n');
     }
