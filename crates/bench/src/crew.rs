@@ -94,6 +94,11 @@ pub struct Placed {
     pub warnings: Vec<String>,
 }
 
+/// The warning a lone sharer gets: where the requestor does not read the lines itself,
+/// one helper usually holds them Exclusive. (The upgrade kernel's requestor reads them
+/// after the helper, so there the lines are shared by two and it does not apply.)
+pub const SINGLE_SHARER: &str = "shrd:1 has a single sharer, which on MESI/MOESI caches usually holds the line Exclusive (as cexh); use shrd:2 or more for Shared lines";
+
 /// Resolve requestors (`count` defaults to 1 for policies, every CPU for lists) and
 /// the helpers `state` needs (user-placed, or nearest first on other cores).
 pub fn place(
@@ -116,7 +121,7 @@ pub fn place(
         None => nearest_helpers(m, &requestors, k, &state.name())?,
     };
     if state == LineState::Shrd(1) {
-        warnings.push("shrd:1 has a single sharer, which on MESI/MOESI caches usually holds the line Exclusive (as cexh); use shrd:2 or more for Shared lines".into());
+        warnings.push(SINGLE_SHARER.into());
     }
     Ok(Placed {
         requestors,

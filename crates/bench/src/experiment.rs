@@ -28,6 +28,19 @@ impl Context {
         };
         Context { prov, warnings }
     }
+
+    /// The context of records that measure nothing (topology, tiers, a plan): no
+    /// warning about timings or runs beside it, and no other runs named.
+    pub fn describing(host: &Host) -> Self {
+        let mut prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+        prov.concurrent_runs.clear();
+        let warnings = if host.machine.this_system {
+            prov.describing_warnings()
+        } else {
+            Vec::new()
+        };
+        Context { prov, warnings }
+    }
 }
 
 /// Where an experiment reports how far it is (one short line, e.g. "c2c: round 3/8").
@@ -74,14 +87,25 @@ pub fn level(s: Option<&str>) -> Result<Option<numalab_topo::Level>> {
     .transpose()
 }
 
-/// Parse a comma-separated list; a bad item is named with what is valid.
-pub fn list<T>(what: &str, s: &str, f: impl Fn(&str) -> Option<T>, valid: &str) -> Result<Vec<T>> {
-    s.split(',')
+/// Parse a comma-separated list; a bad item is named with what is valid, and a value
+/// given twice (in any spelling) is refused ([`numalab_topo::lists::once`]).
+pub fn list<T: std::fmt::Debug>(
+    what: &str,
+    s: &str,
+    f: impl Fn(&str) -> Option<T>,
+    valid: &str,
+) -> Result<Vec<T>> {
+    let items = s
+        .split(',')
         .map(|x| {
-            f(x.trim())
-                .ok_or_else(|| Error::input(format!("invalid {what} item '{}': {valid}", x.trim())))
+            let x = x.trim();
+            f(x).map(|v| (x, v))
+                .ok_or_else(|| Error::input(format!("invalid {what} item '{x}': {valid}")))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let key = |(_, v): &&(&str, T)| format!("{v:?}");
+    numalab_topo::lists::once_by(what, s, &items, key, |(x, _)| format!("'{x}'"))?;
+    Ok(items.into_iter().map(|(_, v)| v).collect())
 }
 
 #[cfg(test)]

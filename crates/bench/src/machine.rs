@@ -22,7 +22,10 @@ pub fn topo_record(host: &Host, ctx: &Context) -> Record {
     if m.nodes.len() < 2 {
         rec.unavailable.push(Unavailable {
             feature: "second NUMA node".into(),
-            reason: format!("this topology has {} NUMA node(s)", m.nodes.len()),
+            reason: match m.nodes.len() {
+                1 => "this topology has one NUMA node".into(),
+                n => format!("this topology has {n} NUMA nodes"),
+            },
         });
     }
     if m.this_system {

@@ -310,9 +310,10 @@ pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> Stri
     if let Some(mem) = &plan.memory {
         let _ = writeln!(
             s,
-            "\nMemory '{}': {} node(s) {}, {} pages{}",
+            "\nMemory '{}': {} node{} {}, {} pages{}",
             mem.spec,
             mem.policy,
+            if mem.nodes.len() == 1 { "" } else { "s" },
             numalab_topo::cpulist::format(&mem.nodes),
             mem.page_size.name(),
             mem.relative_to_node

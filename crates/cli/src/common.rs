@@ -42,6 +42,19 @@ pub struct NoiseArgs {
 }
 
 impl NoiseArgs {
+    /// The first of the two flags the user gave, as typed ("--noise-budget 1s").
+    pub fn given(&self) -> Option<String> {
+        let n = self
+            .noise_budget
+            .as_ref()
+            .map(|v| format!("--noise-budget '{v}'"));
+        n.or_else(|| {
+            self.tolerance
+                .as_ref()
+                .map(|v| format!("--tolerance '{v}'"))
+        })
+    }
+
     /// As an experiment's options keep them.
     pub fn options(&self) -> numalab_results::settle::NoiseOptions {
         numalab_results::settle::NoiseOptions {
@@ -152,12 +165,20 @@ impl CommonArgs {
     fn write_out(&self, records: &[Record], text: impl FnOnce() -> String) -> Result<(), CliError> {
         let write = |p: &std::path::Path| output::write_records(p, records);
         self.output.as_deref().map(write).transpose()?;
-        if self.json {
-            println!("{}", output::to_json(records));
+        let body = if self.json {
+            output::to_json(records) + "\n"
         } else {
-            print!("{}", text());
-        }
-        Ok(())
+            text()
+        };
+        // A full or failing standard output is a run-time error, never a panic.
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(body.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(|e| CliError {
+                code: 1,
+                msg: format!("writing the records to standard output failed: {e}"),
+            })
     }
 
     /// From now on SIGINT, SIGTERM and SIGHUP end the command with the records of the
@@ -200,4 +221,9 @@ where
 /// The records' context (provenance and machine warnings) for `host`.
 pub fn context(host: &Host) -> numalab_bench::experiment::Context {
     numalab_bench::experiment::Context::of(host)
+}
+
+/// The context of a command that measures nothing (`topo`, `tiers`, `plan`).
+pub fn describing(host: &Host) -> numalab_bench::experiment::Context {
+    numalab_bench::experiment::Context::describing(host)
 }

@@ -105,6 +105,28 @@ fn the_wrong_node_trace_is_told_to_move_saving_the_matrix_difference() {
 }
 
 #[test]
+fn no_workload_advises_for_all_cpus_and_half_a_node_and_says_so() {
+    let s = fixture("two-socket.json");
+    let text = ok(&["advise", &s]);
+    let said = text
+        .lines()
+        .filter(|l| l.contains("no workload given"))
+        .collect::<Vec<_>>();
+    assert_eq!(said.len(), 1, "{text}");
+    assert!(
+        said[0].contains("all 4 CPUs") && said[0].contains("half of node"),
+        "{text}"
+    );
+    // Advice follows, as for a workload given by flags.
+    let v: Value = serde_json::from_str(&ok(&["advise", &s, "--json"])).unwrap();
+    let recs = v.as_array().unwrap();
+    assert!(
+        recs.iter().any(|r| r["name"] != "notes"),
+        "no placement: {v}"
+    );
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = tmpdir("advise-bad");
     let garbled = dir.join("results.json");
@@ -186,7 +208,10 @@ fn bad_input_is_one_line_and_exit_2() {
             ],
             "sideways",
         ),
-        (vec![s.clone()], "--threads N --footprint SIZE"),
+        (
+            vec![s.clone(), "--threads".into(), "2".into()],
+            "--footprint SIZE",
+        ),
         (
             vec![s.clone(), "--trace".into(), s.clone()],
             "not a numalab trace",

@@ -236,3 +236,284 @@ fn gone_soon(pid: &str) -> bool {
     }
     false
 }
+
+/// Every `dsm-run` record of `recs` computed what the sequential program does.
+fn all_verified(recs: &[serde_json::Value]) -> usize {
+    let runs: Vec<&serde_json::Value> = recs.iter().filter(|r| r["kind"] == "dsm").collect();
+    for r in &runs {
+        let c = &r["data"]["check"];
+        assert!(
+            c["max_rel_diff"].as_f64().unwrap() <= c["tolerance"].as_f64().unwrap(),
+            "{} not verified: {c}",
+            r["description"]
+        );
+    }
+    runs.len()
+}
+
+#[test]
+fn the_matrix_across_hosts_is_host_by_host_with_ranks_mapped_by_host() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 2);
+    let v = ok(&c.numalab(
+        "300",
+        &[
+            "mpi",
+            "matrix",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--ranks-per-host",
+            "2",
+            "--map-by",
+            "host",
+            "--iterations",
+            "200",
+            "--warmup",
+            "10",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "240")],
+    ));
+    let recs = v.as_array().unwrap();
+    let m = recs.iter().find(|r| r["kind"] == "mpi-matrix").unwrap();
+    // --map-by host: consecutive ranks on different hosts, two on each.
+    let at: Vec<String> = ranks_at(m).into_iter().map(|(h, _)| h).collect();
+    assert_eq!(at, ["nlab-h1", "nlab-h2", "nlab-h1", "nlab-h2"]);
+    assert_eq!(
+        m["placement"]["mapping"],
+        "--ranks-per-host 2 --map-by host"
+    );
+    for p in m["placement"]["per_rank"].as_array().unwrap() {
+        for field in ["rank", "host", "cpu", "node"] {
+            assert!(!p[field].is_null(), "{field} missing in {p}");
+        }
+    }
+    let by_host = &m["data"]["by_host"];
+    assert_eq!(by_host["labels"], serde_json::json!(["nlab-h1", "nlab-h2"]));
+    // Four pairs between the hosts, one inside each.
+    assert_eq!(by_host["pairs"], serde_json::json!([[1, 4], [4, 1]]));
+    assert!(by_host["median_ns"][0][1].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn suite_cvm_with_ranks_on_two_hosts_completes_and_verifies() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let v = ok(&c.numalab(
+        "400",
+        &[
+            "suite",
+            "cvm",
+            "--input",
+            "small",
+            "--ranks",
+            "2",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--apps",
+            "sor,water-nsq",
+            "--protocols",
+            "lmw,lmwc",
+            "--threads",
+            "1",
+            "--json",
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "360")],
+    ));
+    let recs = v.as_array().unwrap();
+    assert_eq!(all_verified(recs), 4, "two apps × two protocols");
+    let run = recs
+        .iter()
+        .find(|r| r["data"]["check"].is_object())
+        .unwrap();
+    let at = ranks_at(run);
+    assert_ne!(at[0].0, at[1].0, "one rank per host: {at:?}");
+}
+
+#[test]
+fn collectives_and_earth_run_between_ranks_on_two_hosts() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let h = hosts.to_str().unwrap();
+    let env = [("NUMALAB_MPI_TIMEOUT", "240")];
+    let coll = ok(&c.numalab(
+        "300",
+        &[
+            "suite",
+            "collectives",
+            "--mpi",
+            "--ranks",
+            "2",
+            "--hostfile",
+            h,
+            "--threads",
+            "2",
+            "--sizes",
+            "256",
+            "--iterations",
+            "2",
+            // Not reduce: across hosts (osc ucx over TCP) the seed's reduce leaves a
+            // wrong word, an open defect (the shared-memory assumption of its window).
+            "--only",
+            "barrier,broadcast,shift,gather,allgather",
+            "--json",
+        ],
+        &env,
+    ));
+    let runs: Vec<&serde_json::Value> = coll
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    assert!(!runs.is_empty());
+    let at = ranks_at(runs[0]);
+    assert_ne!(at[0].0, at[1].0, "{at:?}");
+    let earth = ok(&c.numalab(
+        "300",
+        &[
+            "suite",
+            "earth",
+            "--mpi",
+            "--ranks",
+            "2",
+            "--hostfile",
+            h,
+            "--parts",
+            "ops",
+            "--iterations",
+            "2",
+            "--json",
+        ],
+        &env,
+    ));
+    let rows: Vec<&serde_json::Value> = earth
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "suite-earth-mpi")
+        .collect();
+    assert!(!rows.is_empty());
+    let at = ranks_at(rows[0]);
+    assert_ne!(at[0].0, at[1].0, "{at:?}");
+}
+
+/// `mpi latency` pingpong between the two hosts of `hosts`, with `env`.
+fn pingpong(
+    c: &Cluster,
+    hosts: &std::path::Path,
+    iterations: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    c.numalab(
+        "300",
+        &[
+            "mpi",
+            "latency",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--ranks",
+            "2",
+            "--sizes",
+            "8",
+            "--ops",
+            "pingpong",
+            "--iterations",
+            iterations,
+        ],
+        env,
+    )
+}
+
+/// How many processes run the cluster's copy of numalab (the launcher and its ranks).
+fn running(c: &Cluster) -> usize {
+    let exe = c.dir.join("numalab");
+    let exe = exe.to_str().unwrap().as_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.starts_with(exe)))
+        .count()
+}
+
+#[test]
+fn a_failed_agent_an_unreachable_host_and_another_version_end_the_job_naming_the_host() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let env = [("NUMALAB_MPI_TIMEOUT", "200")];
+    // The agent (the launcher's ssh) refuses nlab-h2.
+    std::fs::write(c.dir.join("fail.nlab-h2"), "").unwrap();
+    let out = pingpong(&c, &hosts, "100", &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("host nlab-h2 could not be started by the remote shell"),
+        "{err}"
+    );
+    std::fs::remove_file(c.dir.join("fail.nlab-h2")).unwrap();
+    // nlab-h2 unreachable: its daemon starts but cannot connect back to mpirun.
+    c.script("cut", "nlab-h2");
+    let out = pingpong(&c, &hosts, "100", &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("could not start the job on every host"),
+        "{err}"
+    );
+    c.script("mend", "nlab-h2");
+    // Another numalab version on nlab-h2: refused before any measurement, both named.
+    let out = pingpong(
+        &c,
+        &hosts,
+        "100",
+        &[("NUMALAB_MPI_FAKE_VERSION", "nlab-h2=0.0.9"), env[0]],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("numalab 0.0.9 on nlab-h2 (rank 1)") && err.contains("on nlab-h1 (rank 0)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+// Ignored: in CI on 2026-11-27 the orted left on the cut host kept this test waiting
+// past 9 minutes (the known defect of issue 44: mpirun's agent child is in another
+// process group, so the group kill misses it). Run with --ignored once it is fixed.
+#[test]
+#[ignore]
+fn a_link_cut_mid_run_ends_the_job_within_the_stall_bound_naming_the_host() {
+    let Some(_one) = cluster_test() else { return };
+    let c = Cluster::up(2, &[]);
+    let hosts = c.hostfile(2, 1);
+    let cut_at = std::thread::scope(|s| {
+        let cutter = s.spawn(|| {
+            // Once the launcher and both ranks run, and a little after.
+            let t = std::time::Instant::now();
+            while running(&c) < 3 && t.elapsed().as_secs() < 120 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            c.script("cut", "nlab-h2");
+            std::time::Instant::now()
+        });
+        // Far more iterations than the test waits for: only the cut ends it.
+        let out = pingpong(&c, &hosts, "100000000", &[("NUMALAB_MPI_TIMEOUT", "250")]);
+        (cutter.join().unwrap(), out)
+    });
+    let (at, out) = cut_at;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("host nlab-h2 was cut off mid-run"), "{err}");
+    // Well before the overall bound (250 s): the stall bound's order (10 s), with
+    // room for a loaded machine.
+    assert!(
+        at.elapsed().as_secs() < 60,
+        "ended {:?} after the cut: {err}",
+        at.elapsed()
+    );
+}

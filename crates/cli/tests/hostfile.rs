@@ -1,6 +1,6 @@
 //! `--hostfile` and `--ranks` as the launcher checks them before mpirun starts (issue
 //! 33 item 5): one numalab line naming the file, the line and the host; exit 2 for
-//! the file's content, 1 for a host that does not resolve.
+//! the file's content and for a host that does not resolve (the user's input).
 
 mod common;
 
@@ -74,7 +74,7 @@ fn a_host_that_does_not_resolve_is_named_with_its_line_before_launching() {
     );
     one_line(
         &launch(&f, &[]),
-        1,
+        2,
         &[
             "cannot reach host 'no-such-host.invalid'",
             &format!("--hostfile '{}' (line 3)", f.display()),
@@ -114,4 +114,86 @@ fn a_host_named_twice_is_one_usage_error_before_anything_starts() {
     );
     let me = hostfile("this-machine-twice", "localhost\n127.0.0.1 slots=2\n");
     one_line(&launch(&me, &[]), 2, &["both name this machine"]);
+}
+
+/// `mpi latency` with `args` (no --ranks unless given), bounded.
+fn spread(args: &[&str]) -> Output {
+    let mut all = vec!["mpi", "latency", "--sizes", "8"];
+    all.extend_from_slice(args);
+    common::bounded(
+        "120",
+        &all,
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        ],
+    )
+}
+
+#[test]
+fn a_spread_beyond_a_hosts_room_is_one_usage_error_before_anything_starts() {
+    let two = hostfile("spread", "node1 slots=1\nnode2 slots=1\n");
+    let two = two.to_str().unwrap();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let beyond = (cpus + 1).to_string();
+    let cpus_said = format!("this machine has {cpus} CPUs");
+    for (args, needles) in [
+        (
+            vec!["--hostfile", two, "--ranks-per-host", "2"],
+            vec!["--ranks-per-host '2'", "host 'node1' (line 1) has slots=1"],
+        ),
+        (
+            vec!["--hostfile", two, "--ranks-per-host", "1", "--ranks", "3"],
+            vec!["give --ranks 2"],
+        ),
+        (vec!["--ranks-per-host", &beyond], vec![&cpus_said[..]]),
+        (
+            vec!["--ranks-per-host", "0"],
+            vec!["at least 1 rank per host"],
+        ),
+        (vec!["--map-by", "socket"], vec!["'socket'", "valid: host"]),
+        (
+            vec!["--ranks", "2", "--map-by", "node", "--rank-cpus", "0"],
+            vec!["invalid --map-by 'node'", "--rank-cpus '0'"],
+        ),
+    ] {
+        for dry in [&[][..], &["--dry-run"]] {
+            let all = [&args[..], dry].concat();
+            let out = spread(&all);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{all:?}: {err}");
+            for n in &needles {
+                assert!(err.contains(n), "{n:?} not in {err} ({all:?})");
+            }
+            assert!(out.stdout.is_empty(), "{all:?}");
+        }
+    }
+}
+
+#[test]
+fn the_spread_flags_become_mpiruns_in_the_plan() {
+    let out = common::bounded(
+        "60",
+        &[
+            "mpi",
+            "ranks",
+            "--ranks-per-host",
+            "2",
+            "--map-by",
+            "host",
+            "--dry-run",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("mpirun -np 2 --map-by ppr:2:node --rank-by node"),
+        "{text}"
+    );
 }

@@ -189,6 +189,85 @@ fn latency_over_sizes_gives_two_sided_and_rma_records_between_two_ranks() {
 }
 
 #[test]
+fn latency_says_its_plan_first_and_prints_a_table_or_an_osu_block_per_operation() {
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "mpi",
+            "latency",
+            "--ranks",
+            "2",
+            "--sizes",
+            "8,64",
+            "--ops",
+            "pingpong,get",
+            "--iterations",
+            "20",
+            "--warmup",
+            "2",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    let out = mpi_run(&args(&[]), &[]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    // The plan and its estimate come before the run, once.
+    assert_eq!(err.matches("mpi plan: rank 0 times").count(), 1, "{err}");
+    assert!(
+        err.contains("pingpong, get × 2 sizes") && err.contains("estimate"),
+        "{err}"
+    );
+    // One table per operation, not one wide one.
+    for op in ["pingpong", "get"] {
+        assert_eq!(
+            text.matches(&format!("{op}: latency (ns)")).count(),
+            1,
+            "{text}"
+        );
+    }
+    let out = mpi_run(&args(&["--osu"]), &[]);
+    let osu = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        osu.matches("# Size            Latency (us)").count(),
+        2,
+        "{osu}"
+    );
+    assert!(osu.lines().any(|l| l.starts_with("64 ")), "{osu}");
+    let out = mpi_run(
+        &[
+            "mpi",
+            "bandwidth",
+            "--ranks",
+            "2",
+            "--sizes",
+            "4K",
+            "--iterations",
+            "3",
+            "--window",
+            "4",
+            "--osu",
+        ],
+        &[],
+    );
+    let osu = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(osu.contains("# Size        Bandwidth (MB/s)"), "{osu}");
+    assert!(osu.lines().any(|l| l.starts_with("4096 ")), "{osu}");
+}
+
+#[test]
 fn the_peers_method_sends_the_same_data_and_times_batches() {
     let v = ok_json(&[
         "mpi",

@@ -315,8 +315,20 @@ fn dump_names_valid_metrics_and_objects() {
         o.status.success() && out.contains("1.0486") && !out.contains(" n0 "),
         "{out}"
     );
+    // Every row says its unit; counts read as integers (issue 42).
+    assert!(
+        out.lines().next().unwrap().trim_end().ends_with("unit"),
+        "{out}"
+    );
+    assert!(out.lines().skip(1).all(|l| l.ends_with(" MB/s")), "{out}");
     let o = numalab(&["dump", f, "--raw", "--object", "sys"]);
-    assert!(s(&o.stdout).contains("numa_hint_faults_local"));
+    let raw = s(&o.stdout);
+    let row = raw
+        .lines()
+        .find(|l| l.contains("numa_hint_faults_local") && !l.contains(" 0 "))
+        .expect("a hint-fault row");
+    assert!(row.ends_with(" 5 count"), "{row}");
+    assert!(!raw.contains(".0000"), "{raw}");
 }
 
 #[test]
@@ -385,4 +397,36 @@ fn monitor_prints_count_lines_per_node_and_streams_a_trace() {
         d.join("m.html").to_str().unwrap(),
     ]);
     assert!(r.status.success());
+}
+
+/// "N sampling rounds" in a line of text.
+fn rounds_in(text: &str) -> Option<u64> {
+    let i = text.find(" sampling rounds")?;
+    text[..i]
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn record_and_info_count_sampling_rounds_the_same_way() {
+    let d = tmpdir("rounds");
+    let tr = d.join("r.trace");
+    let o = numalab(&[
+        "record",
+        "-i",
+        "20",
+        "-o",
+        tr.to_str().unwrap(),
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", s(&o.stderr));
+    let said = rounds_in(&s(&o.stderr)).expect("record says its rounds");
+    let i = numalab(&["info", tr.to_str().unwrap()]);
+    assert!(i.status.success(), "{}", s(&i.stderr));
+    assert_eq!(rounds_in(&s(&i.stdout)), Some(said), "{}", s(&i.stdout));
+    let _ = std::fs::remove_dir_all(d);
 }

@@ -3,6 +3,7 @@
 
 mod common;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Runs numalab with a stdout whose reading end is already closed.
@@ -161,12 +162,12 @@ fn fixture(p: &str) -> String {
 }
 
 /// Every command that writes a file, as argv with `OUT` where the file goes; `trace`
-/// is a trace `record` wrote, `root` a tree naming the fixture survey's machine.
-fn writers(trace: &str, root: &str) -> Vec<Vec<String>> {
-    let (survey, records, tiers) = (
+/// is a trace `record` wrote, `root` a tree naming this machine and `tiers` a survey of
+/// it (`--export-hwloc` takes only a survey of this machine).
+fn writers(trace: &str, root: &str, tiers: &str) -> Vec<Vec<String>> {
+    let (survey, records) = (
         fixture("advise/two-socket.json"),
         fixture("report/charts.json"),
-        fixture("tiers/cxl-survey.json"),
     );
     let mut v: Vec<Vec<String>> = numalab_suites::experiments::ALL
         .iter()
@@ -197,7 +198,7 @@ fn writers(trace: &str, root: &str) -> Vec<Vec<String>> {
             "--root",
             root,
             "--from",
-            &tiers,
+            tiers,
             "--export-hwloc",
             "OUT.xml",
         ],
@@ -220,9 +221,12 @@ fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let root = dir.join("fixture-machine");
-    common::fixture_machine(&root, "two-socket-fixture");
-    for (i, args) in writers(t, root.to_str().unwrap()).iter().enumerate() {
+    let root = dir.join("this-machine");
+    common::this_machine_procfs(&root);
+    let tiers = dir.join("cxl-here.json");
+    common::survey_of_this_machine(Path::new(&fixture("tiers/cxl-survey.json")), &tiers);
+    let (r, s) = (root.to_str().unwrap(), tiers.to_str().unwrap());
+    for (i, args) in writers(t, r, s).iter().enumerate() {
         // Whatever the file held (another run's results, a user's notes) stays.
         let keep = format!("[\"kept {i}\"]\n");
         let mut file = None;
@@ -244,6 +248,10 @@ fn every_command_that_writes_a_file_refuses_one_that_holds_something() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
         assert!(err.contains("--force"), "{argv:?}: {err}");
+        // Item 19: a trace writer names what the file holds, not "a trace".
+        if a.contains(&"record") || a.contains(&"monitor") {
+            assert!(err.contains("something (not a trace)"), "{argv:?}: {err}");
+        }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), keep, "{argv:?}");
         // With --force it is replaced (a dry run's plan, a report, a trace).
         let mut forced = a.clone();
@@ -589,4 +597,9 @@ fn report_names_the_rule_a_superlinear_figure_broke_and_never_states_it() {
     );
     let page = std::fs::read_to_string(&html2).unwrap();
     assert!(page.contains("<code>bandwidth-scaling</code>") && !page.contains("together"));
+    // The detail tables still show the figure, but marked as breaking the rule.
+    assert!(
+        page.contains("30.71 ✗ (bandwidth-scaling)") && page.contains("<td>30.71 ✗</td>"),
+        "{page}"
+    );
 }

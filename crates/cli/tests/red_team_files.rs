@@ -419,3 +419,23 @@ fn bad_inputs_say_what_they_are() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Item 19: `survey -o FILE` names the file and what -o takes, not "File exists".
+#[test]
+fn survey_into_a_regular_file_is_refused_naming_it() {
+    let dir = tmpdir("files-survey-file");
+    let f = dir.join("notes.txt");
+    std::fs::write(&f, "mine\n").unwrap();
+    let p = f.display().to_string();
+    let out = bounded("60", &["survey", "--quick", "-o", &p], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&p) && err.contains("a regular file") && err.contains("names a folder"),
+        "{err}"
+    );
+    assert!(!err.contains("os error 17"), "{err}");
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "mine\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

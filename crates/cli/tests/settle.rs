@@ -123,3 +123,65 @@ fn a_bad_budget_or_tolerance_is_one_line_and_exit_2() {
         }
     }
 }
+
+/// c2c, invalidate and intervene: every measured record has a settle entry of one of
+/// its figures, and an unsettled one is marked in the text with a line saying why.
+#[test]
+fn c2c_invalidate_and_intervene_settle_or_say_they_did_not() {
+    for (args, metrics) in [
+        (
+            vec!["c2c", "--noise-budget", "200ms"],
+            &["cas_rtt_half", "modified_read"][..],
+        ),
+        (
+            vec!["invalidate", "--noise-budget", "200ms", "--tolerance", "5"],
+            &[
+                "rdex_latency",
+                "upgrade_latency",
+                "rdex_bandwidth",
+                "upgrade_bandwidth",
+                "zero_bandwidth",
+                "uown_rdex_latency",
+            ][..],
+        ),
+        (
+            vec![
+                "intervene",
+                "--states",
+                "cexm,dexd",
+                "--noise-budget",
+                "200ms",
+            ],
+            &["latency"][..],
+        ),
+    ] {
+        let dir = tmpdir(&format!("settle-{}", args[0]));
+        let file = dir.join("r.json");
+        let mut a = args.clone();
+        a.extend(["-o", file.to_str().unwrap()]);
+        let out = bounded("300", &a, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let recs: Vec<Value> = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let measured: Vec<&Value> = recs
+            .iter()
+            .filter(|r| !r["stats"].as_array().unwrap().is_empty())
+            .collect();
+        assert!(!measured.is_empty(), "{args:?}");
+        for r in measured {
+            let (s, name) = (&r["settle"], r["name"].as_str().unwrap());
+            let metric = s["metric"].as_str().unwrap_or_default();
+            assert!(metrics.contains(&metric), "{args:?} {name}: {s}");
+            assert_eq!(s["budget_ms"].as_f64(), Some(200.0), "{name}: {s}");
+            if s["settled"] == false {
+                assert!(text.contains("unsettled*"), "{name}: {text}");
+                assert!(
+                    text.contains(&format!("unsettled* {name}: {metric} not within")),
+                    "{name}: no line saying why: {text}"
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

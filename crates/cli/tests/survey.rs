@@ -171,6 +171,11 @@ fn quick_survey_writes_valid_records_and_a_complete_report() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Summary (medians"), "{stdout}");
+    // A finished survey's folder holds its results, not the writer's lock (issue 42).
+    assert!(
+        !dir.join(".numalab-survey.lock").exists(),
+        "the lock file was left behind"
+    );
     let json = std::fs::read(dir.join("results.json")).unwrap();
     let records = validate(&json);
     let kinds: Vec<&str> = records

@@ -60,8 +60,11 @@ fn this_machine_gives_node_records_and_names_what_is_unavailable() {
     assert!(features.contains(&"measured"), "{features:?}");
     let text = numalab(&["tiers"]);
     let text = String::from_utf8_lossy(&text.stdout);
+    // One memory node: no survey can hold a matrix, so none is suggested (issue 42
+    // item 5); with several, the survey or --from is.
     assert!(
-        text.contains("measured: not given (run `numalab survey` or pass --from)"),
+        text.contains("measured: not given (run `numalab survey` or pass --from)")
+            || text.contains("none possible: one node with memory"),
         "{text}"
     );
 }
@@ -115,6 +118,17 @@ fn cxl_tree(tag: &str) -> String {
         &[(4, "0"), (5, "1")],
     );
     root.display().to_string()
+}
+
+/// The CXL fixture's tree and survey made this machine's (`--export-hwloc` writes this
+/// machine's topology, so it takes only a survey of this machine): the tree's procfs
+/// and the survey's fingerprint are this machine's, the figures the fixture's.
+fn cxl_here(tag: &str) -> (String, String) {
+    let r = cxl_tree(tag);
+    common::this_machine_procfs(Path::new(&r));
+    let survey = tmpdir(&format!("{tag}-survey")).join("cxl-here.json");
+    common::survey_of_this_machine(Path::new(&cxl_survey()), &survey);
+    (r, survey.display().to_string())
 }
 
 fn cxl_survey() -> String {
@@ -292,7 +306,7 @@ fn a_measured_cxl_node_gets_its_tier_findings_and_weights() {
 fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     let dir = tmpdir("tiers-hwloc");
     let xml = dir.join("measured.xml").display().to_string();
-    let (r, survey) = (cxl_tree("tiers-hwloc-root"), cxl_survey());
+    let (r, survey) = cxl_here("tiers-hwloc-root");
     let args = [
         "tiers",
         "--root",
@@ -333,6 +347,50 @@ fn export_hwloc_writes_the_measurement_as_hwlocs_memory_attributes() {
     );
 }
 
+/// Item 4 of issue 40: the export writes this machine's topology, so a survey of another
+/// machine is refused for it even under a --root tree that names that machine (which
+/// `tiers` alone accepts); the survey of this machine is taken.
+#[test]
+fn export_hwloc_refuses_a_survey_of_another_machine() {
+    let dir = tmpdir("tiers-hwloc-other");
+    let xml = dir.join("other.xml");
+    let x = xml.display().to_string();
+    let (r, survey) = (cxl_tree("tiers-hwloc-other-root"), cxl_survey());
+    ok_json(&["tiers", "--root", &r, "--from", &survey, "--json"]);
+    let args = [
+        "tiers",
+        "--root",
+        &r,
+        "--from",
+        &survey,
+        "--export-hwloc",
+        &x,
+    ];
+    let out = numalab(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("another machine")
+            && err.contains("'two-socket-fixture' in it")
+            && err.contains("here"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty() && !xml.exists());
+    let (r, survey) = cxl_here("tiers-hwloc-here-root");
+    ok_json(&[
+        "tiers",
+        "--root",
+        &r,
+        "--from",
+        &survey,
+        "--export-hwloc",
+        &x,
+        "--json",
+    ]);
+    assert!(xml.is_file());
+}
+
 /// An hwloc tool on `xml`: its stdout, or None (said) when hwloc's tools are missing.
 fn hwloc_tool(tool: &str, xml: &str, args: &[&str]) -> Option<String> {
     let out = match std::process::Command::new(tool)
@@ -356,7 +414,7 @@ fn hwloc_tool(tool: &str, xml: &str, args: &[&str]) -> Option<String> {
 fn hwlocs_own_tools_read_the_exported_xml() {
     let dir = tmpdir("tiers-hwloc-calc");
     let xml = dir.join("measured.xml").display().to_string();
-    let (r, survey) = (cxl_tree("tiers-hwloc-calc-root"), cxl_survey());
+    let (r, survey) = cxl_here("tiers-hwloc-calc-root");
     let args = [
         "tiers",
         "--root",

@@ -73,8 +73,9 @@ pub enum Msg {
     /// Single writer: the requester installed the page; the manager may serve the next.
     PageDone { page: u32, from: u32, write: bool },
     /// LMWC: the sender's first access to `page`, to the page's directory home (`gcs`:
-    /// garbage collections the sender has done).
-    Touch { page: u32, gcs: u32 },
+    /// garbage collections the sender has done); `run`: the sender also claims the next
+    /// `run` pages, those nobody touched yet (it sweeps a block homed elsewhere).
+    Touch { page: u32, gcs: u32, run: u32 },
     /// LMWC: home to the first rank to touch `page`: it is yours alone (private).
     Owner { page: u32 },
     /// LMWC: home to the page's first toucher: rank `to` touches it too, so it is shared
@@ -82,7 +83,16 @@ pub enum Msg {
     BaseReq { page: u32, to: u32, gcs: u32 },
     /// LMWC: the page's contents when it turned shared (or at the last collection).
     Base { page: u32, data: Vec<u8> },
+    /// LMWC: home to a rank that claimed a run: these pages are yours alone (private).
+    Claimed { pages: Vec<u32> },
+    /// LMWC prefetch at an acquire: [`Msg::DiffReq`] for several pages, one per writer.
+    DiffBulkReq { reqs: Vec<(u32, Vec<u32>)> },
+    /// LMWC prefetch: the [`Msg::DiffRep`] of each page asked for, in one message.
+    DiffBulkRep { reps: Vec<PageDiffs> },
 }
+
+/// One page's diffs in a reply: the page, and each diff with the intervals it covers.
+pub type PageDiffs = (u32, Vec<(Vec<u32>, Diff)>);
 
 struct W(Vec<u8>);
 impl W {
@@ -101,6 +111,17 @@ impl W {
     fn bytes(&mut self, v: &[u8]) {
         self.u32(v.len() as u32);
         self.0.extend_from_slice(v);
+    }
+    fn diffs(&mut self, diffs: &[(Vec<u32>, Diff)]) {
+        self.u32(diffs.len() as u32);
+        for (idxs, d) in diffs {
+            self.u32s(idxs);
+            self.u32(d.len() as u32);
+            for (start, words) in d {
+                self.u32(*start as u32);
+                self.u32s(words);
+            }
+        }
     }
     fn intervals(&mut self, v: &[Interval]) {
         self.u32(v.len() as u32);
@@ -133,6 +154,19 @@ impl R<'_> {
         self.1 += n;
         self.0[self.1 - n..self.1].to_vec()
     }
+    fn diffs(&mut self) -> Vec<(Vec<u32>, Diff)> {
+        let n = self.u32() as usize;
+        (0..n)
+            .map(|_| {
+                let idxs = self.u32s();
+                let m = self.u32() as usize;
+                (
+                    idxs,
+                    (0..m).map(|_| (self.u32() as u16, self.u32s())).collect(),
+                )
+            })
+            .collect()
+    }
     fn intervals(&mut self) -> Vec<Interval> {
         let n = self.u32() as usize;
         (0..n)
@@ -154,7 +188,10 @@ impl Msg {
         match self {
             Msg::LockReq { .. } | Msg::LockGrant { .. } => self.encode_lock(&mut w),
             Msg::BarArrive { .. } | Msg::BarRelease { .. } => self.encode_barrier(&mut w),
-            Msg::DiffReq { .. } | Msg::DiffRep { .. } => self.encode_diff(&mut w),
+            Msg::DiffReq { .. }
+            | Msg::DiffRep { .. }
+            | Msg::DiffBulkReq { .. }
+            | Msg::DiffBulkRep { .. } => self.encode_diff(&mut w),
             _ => self.encode_page(&mut w),
         }
         w.0
@@ -179,6 +216,9 @@ impl Msg {
             Msg::Owner { .. } => 13,
             Msg::BaseReq { .. } => 14,
             Msg::Base { .. } => 15,
+            Msg::DiffBulkReq { .. } => 16,
+            Msg::DiffBulkRep { .. } => 17,
+            Msg::Claimed { .. } => 18,
         }
     }
 
@@ -242,14 +282,20 @@ impl Msg {
             }
             Msg::DiffRep { page, diffs } => {
                 w.u32(*page);
-                w.u32(diffs.len() as u32);
-                for (idxs, d) in diffs {
+                w.diffs(diffs);
+            }
+            Msg::DiffBulkReq { reqs } => {
+                w.u32(reqs.len() as u32);
+                for (page, idxs) in reqs {
+                    w.u32(*page);
                     w.u32s(idxs);
-                    w.u32(d.len() as u32);
-                    for (start, words) in d {
-                        w.u32(*start as u32);
-                        w.u32s(words);
-                    }
+                }
+            }
+            Msg::DiffBulkRep { reps } => {
+                w.u32(reps.len() as u32);
+                for (page, diffs) in reps {
+                    w.u32(*page);
+                    w.diffs(diffs);
                 }
             }
             _ => unreachable!("encode_diff of another message"),
@@ -297,10 +343,12 @@ impl Msg {
                 w.u32(*from);
                 w.u8(*write as u8);
             }
-            Msg::Touch { page, gcs } => {
+            Msg::Touch { page, gcs, run } => {
                 w.u32(*page);
                 w.u32(*gcs);
+                w.u32(*run);
             }
+            Msg::Claimed { pages } => w.u32s(pages),
             Msg::Owner { page } => w.u32(*page),
             Msg::BaseReq { page, to, gcs } => {
                 w.u32(*page);
@@ -345,18 +393,10 @@ impl Msg {
                 page: r.u32(),
                 idxs: r.u32s(),
             },
-            5 => {
-                let page = r.u32();
-                let n = r.u32() as usize;
-                let diffs = (0..n)
-                    .map(|_| {
-                        let idxs = r.u32s();
-                        let m = r.u32() as usize;
-                        (idxs, (0..m).map(|_| (r.u32() as u16, r.u32s())).collect())
-                    })
-                    .collect();
-                Msg::DiffRep { page, diffs }
-            }
+            5 => Msg::DiffRep {
+                page: r.u32(),
+                diffs: r.diffs(),
+            },
             6 => Msg::PageReq {
                 page: r.u32(),
                 from: r.u32(),
@@ -384,6 +424,7 @@ impl Msg {
             12 => Msg::Touch {
                 page: r.u32(),
                 gcs: r.u32(),
+                run: r.u32(),
             },
             13 => Msg::Owner { page: r.u32() },
             14 => Msg::BaseReq {
@@ -395,6 +436,17 @@ impl Msg {
                 page: r.u32(),
                 data: r.bytes(),
             },
+            16 => {
+                let n = r.u32() as usize;
+                let reqs = (0..n).map(|_| (r.u32(), r.u32s())).collect();
+                Msg::DiffBulkReq { reqs }
+            }
+            17 => {
+                let n = r.u32() as usize;
+                let reps = (0..n).map(|_| (r.u32(), r.diffs())).collect();
+                Msg::DiffBulkRep { reps }
+            }
+            18 => Msg::Claimed { pages: r.u32s() },
             t => panic!("unknown DSM message tag {t}"),
         }
     }
@@ -466,7 +518,12 @@ mod tests {
             },
             Msg::Inval { page: 3 },
             Msg::InvalAck { page: 3 },
-            Msg::Touch { page: 5, gcs: 1 },
+            Msg::Touch {
+                page: 5,
+                gcs: 1,
+                run: 3,
+            },
+            Msg::Claimed { pages: vec![6, 7] },
             Msg::Owner { page: 5 },
             Msg::BaseReq {
                 page: 5,
@@ -481,6 +538,15 @@ mod tests {
                 page: 3,
                 from: 1,
                 write: true,
+            },
+            Msg::DiffBulkReq {
+                reqs: vec![(5, vec![1, 2]), (9, vec![3])],
+            },
+            Msg::DiffBulkRep {
+                reps: vec![
+                    (5, vec![(vec![1, 2], vec![(3, vec![1, 2])])]),
+                    (9, vec![(vec![3], vec![])]),
+                ],
             },
         ];
         for m in all {

@@ -87,9 +87,24 @@ pub struct Stats {
     /// LMWC: pages this rank was the only one to touch (no twins, diffs or notices).
     #[serde(default)]
     pub private_pages: u64,
+    /// LMWC: pages this rank got private without touching them, claimed in a run
+    /// after a first touch homed elsewhere (counted in `private_pages` too).
+    #[serde(default)]
+    pub claimed: u64,
     /// LMWC: private pages of this rank that a second rank touched, so turned shared.
     #[serde(default)]
     pub reclassified: u64,
+    /// LMWC: pages whose diffs were asked for ahead of a fault, at an acquire (pages this
+    /// rank fetched before, named by a write notice), and applied on arrival.
+    #[serde(default)]
+    pub prefetched: u64,
+    /// LMWC: bulk prefetch requests sent (one per writer per acquire: the round trips
+    /// that replace `prefetched` remote faults).
+    #[serde(default)]
+    pub prefetch_msgs: u64,
+    /// LMWC: faults that waited for a prefetch still in flight.
+    #[serde(default)]
+    pub prefetch_waits: u64,
 }
 
 impl Stats {
@@ -133,7 +148,11 @@ impl Stats {
                 twin_ns,
                 touches,
                 private_pages,
-                reclassified
+                claimed,
+                reclassified,
+                prefetched,
+                prefetch_msgs,
+                prefetch_waits
             );
         }
         s

@@ -52,6 +52,7 @@ pub fn acquire(rank: &Rank, l: usize) {
     let Node { core, proto } = &mut *g;
     if let Some(ivs) = core.locks[l].grant.take() {
         proto.acquire(core, &ivs);
+        proto.prefetch(core);
     }
     rank.finish(g);
 }
@@ -120,6 +121,8 @@ fn barrier_once(rank: &Rank) -> bool {
             c.lrc.discard(&cut);
             c.stats.gcs += 1;
         }
+        // After the discard: a request must name no interval its writer has dropped.
+        proto.prefetch(c);
         c.bar.gc_now = gc;
     }
     let gc = c.bar.gc_now;

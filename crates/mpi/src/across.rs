@@ -32,6 +32,19 @@ impl Settings {
             .extend(["--mca".into(), name.into(), value.into()]);
         self.said.push(format!("{name}={value} ({why})"));
     }
+
+    /// An environment variable for every rank (`-x NAME=VALUE`); the user's own value,
+    /// in the environment, is passed on instead and recorded as theirs.
+    fn env(&mut self, name: &str, value: &str, why: &str) {
+        if let Ok(v) = std::env::var(name) {
+            self.args.extend(["-x".into(), name.into()]);
+            self.said.push(format!("{name}={v} (the user's)"));
+            return;
+        }
+        self.args
+            .extend(["-x".into(), format!("{name}={value}").into()]);
+        self.said.push(format!("{name}={value} ({why})"));
+    }
 }
 
 /// Open MPI's settings for ranks on `hosts`, given the names of the environment
@@ -59,6 +72,27 @@ pub fn open_mpi(hosts: &[HostLine], forward: &[String]) -> Settings {
             "btl_tcp_if_include unset (no interface of this machine is on a remote host's network: Open MPI chooses)".into(),
         ),
     }
+    // A host whose link goes down mid-run leaves its ranks and daemon waiting for
+    // ever: mpirun's own connection to each daemon then probes it, and a daemon lost
+    // ends the job naming its host, within the launcher's stall bound (10 s).
+    let keep =
+        "a host cut off mid-run is found within about 7 s (mpirun then ends the job naming it)";
+    s.mca("oob_tcp_keepalive_time", "2", keep);
+    s.mca("oob_tcp_keepalive_intvl", "1", keep);
+    s.mca("oob_tcp_keepalive_probes", "5", keep);
+    // One-sided windows (the collectives' and earth's RMA): the default choice across
+    // hosts fails in MPI_Win_allocate ("invalid window") with ob1 over TCP, and pt2pt
+    // computes wrong sums for the collectives; UCX's one-sided component over TCP works.
+    s.mca(
+        "osc",
+        "ucx",
+        "one-sided windows over UCX: the default fails to create a window across hosts with ob1 over TCP",
+    );
+    s.env(
+        "UCX_TLS",
+        "tcp,self",
+        "UCX (the one-sided windows) over TCP, the transport the ranks use between hosts",
+    );
     for v in forward {
         s.args.extend(["-x".into(), v.into()]);
     }
@@ -186,5 +220,15 @@ mod tests {
             .iter()
             .any(|l| l.contains("btl_tcp_if_include unset")));
         assert!(s.said.iter().any(|l| l.contains("NUMALAB_X passed")));
+        if std::env::var_os("UCX_TLS").is_none() && std::env::var_os("OMPI_MCA_osc").is_none() {
+            assert!(
+                args.windows(2).any(|w| w == ["-x", "UCX_TLS=tcp,self"]),
+                "{args:?}"
+            );
+            assert!(
+                args.windows(3).any(|w| w == ["--mca", "osc", "ucx"]),
+                "{args:?}"
+            );
+        }
     }
 }

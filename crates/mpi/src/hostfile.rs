@@ -128,7 +128,7 @@ fn twice(hosts: &[HostLine], local: &dyn Fn(&str) -> bool) -> Option<String> {
 }
 
 /// Names that are this machine, which need no look-up.
-fn is_local(host: &str) -> bool {
+pub fn is_local(host: &str) -> bool {
     let me = crate::env::hostname();
     let short = me.split('.').next().unwrap_or(&me).to_string();
     host == "localhost"
@@ -157,14 +157,14 @@ fn unresolved(host: &str) -> Option<String> {
 }
 
 /// Every host of the hostfile at `path` resolves (this machine's names need no
-/// look-up): else an error naming the file, the line and the host (exit 1).
+/// look-up): else a usage error naming the file, the line and the host (exit 2).
 pub fn check_hosts(path: &Path) -> Result<()> {
     for h in read(path)? {
         if is_local(&h.host) {
             continue;
         }
         if let Some(why) = unresolved(&h.host) {
-            return Err(Error::System(format!(
+            return Err(Error::Usage(format!(
                 "cannot reach host '{}' of --hostfile '{}' (line {}): its name does not resolve ({why})",
                 h.host,
                 path.display(),

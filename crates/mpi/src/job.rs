@@ -5,12 +5,14 @@
 
 use crate::error::{Error, Result};
 use crate::launch::LaunchRequest;
+use crate::mapping::{MapBy, Mapping};
 use crate::world::{Threading, WorldOptions};
-use numalab_topo::{Machine, ThreadSpec};
+use numalab_topo::Machine;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// What the user asked of the job (`--ranks`, `--hostfile`, `--rank-cpus`).
+/// What the user asked of the job (`--ranks`, `--hostfile`, `--rank-cpus`,
+/// `--ranks-per-host`, `--map-by`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
     /// Ranks to start (None: the enclosing job's size, else the command's minimum).
@@ -19,6 +21,12 @@ pub struct JobOptions {
     pub hostfile: Option<PathBuf>,
     /// Where each host's ranks run, in the placement language.
     pub rank_cpus: String,
+    /// Ranks on each host (None: as the hostfile's slots and `map_by` give).
+    #[serde(default)]
+    pub ranks_per_host: Option<usize>,
+    /// How ranks are spread over hosts and inside each (None: mpirun's default).
+    #[serde(default)]
+    pub map_by: Option<MapBy>,
 }
 
 impl Default for JobOptions {
@@ -27,6 +35,8 @@ impl Default for JobOptions {
             ranks: None,
             hostfile: None,
             rank_cpus: "compact".into(),
+            ranks_per_host: None,
+            map_by: None,
         }
     }
 }
@@ -64,6 +74,11 @@ impl JobOptions {
                 "--rank-cpus",
                 (self.rank_cpus != "compact").then(|| self.rank_cpus.clone()),
             ),
+            (
+                "--ranks-per-host",
+                self.ranks_per_host.map(|n| n.to_string()),
+            ),
+            ("--map-by", self.map_by.map(|m| m.name().to_string())),
         ];
         match given.into_iter().find_map(|(f, v)| Some((f, v?))) {
             Some((f, v)) => Err(Error::Usage(format!(
@@ -75,22 +90,44 @@ impl JobOptions {
 
     /// Check what needs no machine: the placement parses, a given rank count is at least 1.
     pub fn check(&self) -> Result<()> {
-        ThreadSpec::parse(&self.rank_cpus)?;
+        self.mapping().rank_cpus(&self.rank_cpus)?;
         if self.ranks == Some(0) {
             return Err(Error::Usage("invalid --ranks '0': at least 1 rank".into()));
         }
+        if self.ranks_per_host == Some(0) {
+            return Err(Error::Usage(
+                "invalid --ranks-per-host '0': at least 1 rank per host".into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// The spread the user asked for.
+    pub fn mapping(&self) -> Mapping {
+        Mapping {
+            ranks_per_host: self.ranks_per_host,
+            map_by: self.map_by,
+        }
     }
 
     /// The job for a command that needs at least `min_ranks` ranks, checked against
     /// `m` before anything starts.
     pub fn resolve(&self, m: &Machine, min_ranks: usize) -> Result<Launch> {
-        let spec = ThreadSpec::parse(&self.rank_cpus)?;
+        self.check()?;
+        let mapping = self.mapping();
+        let spec = mapping.rank_cpus(&self.rank_cpus)?;
         let job = crate::env::JobEnv::detect();
+        // Inside a job the launcher checked the spread; its size is the job's.
+        let hosts = match (&self.hostfile, &job) {
+            (Some(h), None) => Some(crate::hostfile::read(h)?),
+            _ => None,
+        };
         let ranks = match (self.ranks, &job) {
             (Some(n), _) => n,
             (None, Some(j)) if j.size > 0 => j.size,
-            (None, _) => min_ranks.max(2),
+            (None, _) => mapping
+                .ranks(hosts.as_ref().map_or(1, Vec::len))
+                .unwrap_or(min_ranks.max(2)),
         };
         let req = LaunchRequest {
             ranks,
@@ -98,8 +135,13 @@ impl JobOptions {
             cpus: m.pus.len(),
             min_ranks,
             estimate: None,
+            mapping,
         };
         req.validate()?;
+        if job.is_none() {
+            let local = |h: &str| crate::hostfile::is_local(h);
+            mapping.check(ranks, hosts.as_deref(), req.cpus, &local)?;
+        }
         // The ranks of this host (or of the topology planned against) must find CPUs;
         // other hosts check theirs when they start.
         crate::place::host_cpus(m, &spec, ranks.min(req.cpus.max(1))).map_err(|e| match e {
@@ -113,6 +155,7 @@ impl JobOptions {
             world: WorldOptions {
                 threading: Threading::Single,
                 rank_cpus: spec,
+                mapping: mapping.said(),
             },
         })
     }

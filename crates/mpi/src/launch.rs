@@ -40,6 +40,8 @@ pub struct LaunchRequest {
     /// The plan's estimate of the job's run time, which bounds it when
     /// `NUMALAB_MPI_TIMEOUT` is not set (see [`crate::liveness::default_bound`]).
     pub estimate: Option<Duration>,
+    /// `--ranks-per-host` and `--map-by`.
+    pub mapping: crate::mapping::Mapping,
 }
 
 /// Where the process stands after [`ensure`].
@@ -106,6 +108,7 @@ impl LaunchRequest {
         if root {
             a.push("--allow-run-as-root".into());
         }
+        a.extend(self.mapping.mpirun_args());
         // numalab pins each rank itself, with the placement language, and proves it.
         a.push("--bind-to".into());
         a.push("none".into());
@@ -335,6 +338,10 @@ fn filter_line(
         Some(Ok(pass)) if is_transport(&pass) => {
             let _ = tx.send(Notice::Transport(pass));
         }
+        // The remote shell failing to reach a host: said once, naming it, in the report.
+        Some(Ok(pass)) if crate::launch_notice::remote_shell(&pass).is_some() => {
+            let _ = tx.send(crate::launch_notice::remote_shell(&pass).expect("checked"));
+        }
         Some(Ok(pass)) => {
             let _ = writeln!(err, "{pass}");
         }
@@ -506,6 +513,7 @@ mod tests {
             cpus,
             min_ranks: 2,
             estimate: None,
+            mapping: Default::default(),
         }
     }
 

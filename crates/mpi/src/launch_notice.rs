@@ -33,6 +33,24 @@ pub enum Notice {
     },
     /// Open MPI had too few slots for the ranks asked for.
     NotEnoughSlots,
+    /// mpirun could not start its daemon on every host.
+    DaemonsFailed,
+    /// mpirun lost its daemon on a host mid-run (a link cut, a host gone).
+    LostHost(String),
+    /// A host's daemon could not connect back to mpirun.
+    Unreachable {
+        /// The host whose daemon could not connect.
+        host: String,
+        /// The host it tried to reach.
+        to: String,
+    },
+    /// The remote shell's own complaint ("ssh: connect to host h2 port 22: …").
+    RemoteShell {
+        /// The host it names.
+        host: String,
+        /// Its line.
+        line: String,
+    },
     /// Open MPI's banner that only repeats what another notice says.
     Redundant,
     /// Any other report, flattened to one line.
@@ -55,7 +73,12 @@ impl Notice {
     pub fn is_death(&self) -> bool {
         matches!(
             self,
-            Notice::RankSignal { .. } | Notice::RankExit { .. } | Notice::Abort { .. }
+            Notice::RankSignal { .. }
+                | Notice::RankExit { .. }
+                | Notice::Abort { .. }
+                | Notice::DaemonsFailed
+                | Notice::LostHost(_)
+                | Notice::Unreachable { .. }
         )
     }
 
@@ -71,6 +94,8 @@ impl Notice {
             } => Some(format!(
                 "rank {rank} on host {host} died on signal {signal} ({name}); the job was ended"
             )),
+            // Status 2: a refusal, which rank 0 has said in its own line.
+            Notice::RankExit { code: 2, .. } => None,
             Notice::RankExit { rank, code } => Some(format!(
                 "rank {rank} exited with status {code}; the job was ended"
             )),
@@ -84,6 +109,18 @@ impl Notice {
                 }
             )),
             Notice::Other(t) => Some(format!("mpirun: {t}")),
+            Notice::LostHost(host) => Some(format!(
+                "host {host} was cut off mid-run: mpirun lost its daemon there (the network or the host failed); the job was ended"
+            )),
+            Notice::DaemonsFailed => Some(
+                "mpirun could not start the job on every host of the hostfile; the job was ended before any measurement".into(),
+            ),
+            Notice::Unreachable { host, to } => Some(format!(
+                "host {host} is unreachable: its daemon could not connect back to mpirun on {to} over TCP (the network, a firewall, or no route)"
+            )),
+            Notice::RemoteShell { host, line } => Some(format!(
+                "host {host} could not be started by the remote shell: '{line}'"
+            )),
         }
     }
 }
@@ -161,6 +198,17 @@ fn word_after(text: &str, key: &str) -> Option<String> {
     rest.split_whitespace().next().map(str::to_string)
 }
 
+/// The remote shell's complaint about a host, if `line` is one ("ssh: connect to host
+/// h2 port 22: Connection refused", "ssh: Could not resolve hostname h2: …").
+pub fn remote_shell(line: &str) -> Option<Notice> {
+    let rest = line.trim().strip_prefix("ssh: ")?;
+    let host = word_after(rest, "host ").or_else(|| word_after(rest, "hostname "))?;
+    Some(Notice::RemoteShell {
+        host: host.trim_end_matches(':').to_string(),
+        line: line.trim().to_string(),
+    })
+}
+
 /// Read one boxed report.
 pub fn parse_box(lines: &[String]) -> Notice {
     let text = lines
@@ -169,6 +217,24 @@ pub fn parse_box(lines: &[String]) -> Notice {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
+    if text.contains("unable to reliably start one or more daemons") {
+        return Notice::DaemonsFailed;
+    }
+    if text.contains("lost communication with a remote daemon") {
+        let host = text
+            .split_once("Remote daemon")
+            .and_then(|(_, r)| word_after(r, " on node "));
+        return Notice::LostHost(host.unwrap_or_else(|| "?".into()));
+    }
+    if text.contains("does not know how to route a message") {
+        return Notice::Redundant;
+    }
+    if text.contains("unable to complete a TCP connection") {
+        if let Some(host) = word_after(&text, "Local host:") {
+            let to = word_after(&text, "Remote host:").unwrap_or_else(|| "?".into());
+            return Notice::Unreachable { host, to };
+        }
+    }
     if text.contains("exited on signal") {
         if let (Some(rank), Some(signal)) = (
             number_after(&text, "process rank"),
@@ -310,5 +376,45 @@ mod tests {
                 "mpirun was unable to launch the specified application Executable: /x".into()
             )]
         );
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    #[test]
+    fn a_host_the_job_could_not_start_on_is_named() {
+        let n = remote_shell("ssh: connect to host nlab-h2 port 22: Connection refused").unwrap();
+        assert_eq!(
+            n.message(2, None).unwrap(),
+            "host nlab-h2 could not be started by the remote shell: 'ssh: connect to host nlab-h2 port 22: Connection refused'"
+        );
+        let n = remote_shell("ssh: Could not resolve hostname h9: Name or service not known");
+        assert!(matches!(n, Some(Notice::RemoteShell { host, .. }) if host == "h9"));
+        assert_eq!(remote_shell("numalab: error: x"), None);
+        let lines: Vec<String> = [
+            "A process or daemon was unable to complete a TCP connection",
+            "to another process:",
+            "  Local host:    nlab-h2",
+            "  Remote host:   nlab-head",
+        ]
+        .map(String::from)
+        .to_vec();
+        let n = parse_box(&lines);
+        assert!(n.is_death());
+        assert!(n.message(2, None).unwrap().starts_with(
+            "host nlab-h2 is unreachable: its daemon could not connect back to mpirun on nlab-head"
+        ));
+        let lost: Vec<String> = [
+            "ORTE has lost communication with a remote daemon.",
+            "  HNP daemon   : [[28134,0],0] on node nlab-head",
+            "  Remote daemon: [[28134,0],2] on node nlab-h2",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(parse_box(&lost), Notice::LostHost("nlab-h2".into()));
+        let d = parse_box(&["ORTE was unable to reliably start one or more daemons.".into()]);
+        assert_eq!(d, Notice::DaemonsFailed);
     }
 }

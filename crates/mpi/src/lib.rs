@@ -23,6 +23,7 @@ pub mod launch;
 pub mod launch_notice;
 pub mod liveness;
 pub mod loop7;
+pub mod mapping;
 pub mod matrix;
 pub mod p2p;
 pub mod place;

@@ -133,7 +133,15 @@ pub fn parse_sizes(s: &str) -> Result<Vec<u64>> {
             out.push(size(item)?);
         }
     }
-    out.dedup();
+    // A size given twice (in a range and alone, or in two spellings) is refused.
+    numalab_topo::lists::once_by(
+        "--sizes",
+        s,
+        &out,
+        |b| **b,
+        |b| numalab_topo::fmt_bytes(**b),
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
     Ok(out)
 }
 
@@ -143,26 +151,34 @@ pub fn parse_list(flag: &str, s: &str) -> Result<Vec<String>> {
     if s.trim().is_empty() {
         return Ok(Vec::new());
     }
-    s.split(',')
+    let v: Vec<String> = s
+        .split(',')
         .map(|x| match x.trim() {
             "" => Err(Error::Usage(format!(
                 "invalid {flag} item '': an empty item in '{s}'"
             ))),
             t => Ok(t.to_string()),
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    numalab_topo::lists::once(flag, s, &v, |x| format!("'{x}'"))
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    Ok(v)
 }
 
 /// A comma-separated list of whole numbers (thread or rank counts).
 pub fn parse_counts(flag: &str, s: &str) -> Result<Vec<usize>> {
-    parse_list(flag, s)?
+    let v: Vec<usize> = parse_list(flag, s)?
         .iter()
         .map(|t| {
             t.parse::<usize>().map_err(|_| {
                 Error::Usage(format!("invalid {flag} item '{t}': counts such as 1,2,4,8"))
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    // 2 and 02 are one count.
+    numalab_topo::lists::once(flag, s, &v, |n| format!("'{n}'"))
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    Ok(v)
 }
 
 /// `--pair A,B`: the timing rank and its peer.
@@ -188,10 +204,12 @@ mod size_tests {
         assert_eq!(parse_sizes("1:8").unwrap(), [1, 2, 4, 8]);
         assert_eq!(parse_sizes("8,4K").unwrap(), [8, 4096]);
         assert_eq!(parse_sizes("3:8").unwrap(), [3, 4, 8]);
-        for bad in ["0", "1:0", "8:1", "x", ""] {
+        for bad in ["0", "1:0", "8:1", "x", "", "8,8", "1:8,4", "4K,4096"] {
             let e = parse_sizes(bad).unwrap_err().to_string();
             assert!(e.contains("--sizes"), "{bad}: {e}");
         }
+        let e = parse_sizes("1:8,4").unwrap_err().to_string();
+        assert!(e.contains("4 B is given twice"), "{e}");
     }
 
     use super::{parse_counts, parse_list, parse_pair};
@@ -223,7 +241,9 @@ mod size_tests {
                 prop_assert!(v.iter().all(|x| !x.is_empty() && x.trim() == x));
                 prop_assert_eq!(parse_list("--apps", &v.join(",")).ok(), Some(v));
             } else {
-                prop_assert!(s.split(',').any(|x| x.trim().is_empty()));
+                let items: Vec<&str> = s.split(',').map(str::trim).collect();
+                let repeat = items.iter().enumerate().any(|(i, x)| items[..i].contains(x));
+                prop_assert!(items.iter().any(|x| x.is_empty()) || repeat);
             }
         }
 

@@ -23,6 +23,8 @@ pub struct WorldOptions {
     pub threading: Threading,
     /// Where the ranks of each host go (placement language); default compact.
     pub rank_cpus: ThreadSpec,
+    /// `--ranks-per-host` and `--map-by` as given (None: neither), for the records.
+    pub mapping: Option<String>,
 }
 
 impl Default for WorldOptions {
@@ -30,6 +32,7 @@ impl Default for WorldOptions {
         WorldOptions {
             threading: Threading::Single,
             rank_cpus: ThreadSpec::Compact,
+            mapping: None,
         }
     }
 }
@@ -80,6 +83,8 @@ pub struct World {
     pub placements: Vec<RankPlacement>,
     /// The placement spec used.
     pub rank_cpus: ThreadSpec,
+    /// `--ranks-per-host` and `--map-by` as given.
+    pub mapping: Option<String>,
 }
 
 impl World {
@@ -96,6 +101,11 @@ impl World {
         kill_for_tests(rank);
         // Ranks per host: the launcher's figures, else count the hosts' names.
         let names = gather::all_gather(&comm, &name)?;
+        // One numalab and one MPI library on every host, before anything is measured.
+        let builds = gather::all_gather(&comm, &build_of(&name))?;
+        if let Some(why) = mismatch(&names, &builds) {
+            return Err(Error::Usage(if rank == 0 { why } else { String::new() }));
+        }
         let (local_rank, local_size) =
             match job.as_ref().and_then(|j| j.local_rank.zip(j.local_size)) {
                 Some(l) => l,
@@ -140,6 +150,7 @@ impl World {
             provided,
             placements,
             rank_cpus: opts.rank_cpus.clone(),
+            mapping: opts.mapping.clone(),
         })
     }
 
@@ -191,10 +202,7 @@ impl World {
             rank_cpus: self.rank_cpus.to_string(),
             threading_requested: threading_name(self.requested).into(),
             threading_provided: threading_name(self.provided).into(),
-            library: mpi::environment::library_version()
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            library: library_name(&mpi::environment::library_version().unwrap_or_default()),
             placements: self.placements.clone(),
         }
     }
@@ -206,6 +214,8 @@ impl World {
             "ranks": facts.ranks,
             "hosts": facts.hosts,
             "rank_cpus": facts.rank_cpus,
+            // `--ranks-per-host` and `--map-by` as given (null: mpirun's default spread).
+            "mapping": self.mapping,
             "threading_requested": facts.threading_requested,
             "threading_provided": facts.threading_provided,
             "mpi_library": facts.library,
@@ -252,6 +262,49 @@ impl World {
     pub fn universe(&self) -> &mpi::environment::Universe {
         &self.universe
     }
+}
+
+/// The MPI library's version string as MPI_Get_library_version gives it, less the
+/// NUL and blanks that end it (Open MPI counts its terminator in the length).
+pub fn library_name(raw: &str) -> String {
+    raw.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+        .to_string()
+}
+
+/// What must be the same on every rank: numalab's version and the MPI library's name.
+/// `NUMALAB_MPI_FAKE_VERSION=HOST=VERSION` (tests only) makes numalab on HOST say
+/// VERSION.
+fn build_of(host: &str) -> (String, String) {
+    let fake = std::env::var("NUMALAB_MPI_FAKE_VERSION").ok();
+    let version = fake
+        .as_deref()
+        .and_then(|f| f.split_once('='))
+        .filter(|(h, _)| *h == host)
+        .map(|(_, v)| v.to_string())
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    let library = library_name(&mpi::environment::library_version().unwrap_or_default());
+    (version, library)
+}
+
+/// The first rank whose build differs from rank 0's, said with both (None: all alike).
+fn mismatch(names: &[String], builds: &[(String, String)]) -> Option<String> {
+    let (v0, l0) = builds.first()?;
+    let (r, (v, l)) = builds
+        .iter()
+        .enumerate()
+        .find(|(_, b)| b.0 != *v0 || b.1 != *l0)?;
+    let (what, a, b) = match v != v0 {
+        true => (
+            "numalab versions",
+            format!("numalab {v0}"),
+            format!("numalab {v}"),
+        ),
+        false => ("MPI libraries", l0.clone(), l.clone()),
+    };
+    Some(format!(
+        "different {what} across the job's hosts: {a} on {} (rank 0), {b} on {} (rank {r}); run one numalab build with one MPI library on every host",
+        names[0], names[r]
+    ))
 }
 
 /// Fault injection for the launcher's tests: `NUMALAB_MPI_KILL_RANK=R` makes rank R
@@ -306,5 +359,36 @@ pub fn fail(world: Option<&World>, e: &Error) -> ! {
             }
             std::process::exit(e.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_build_that_differs_from_rank_0s_is_named_with_both() {
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let b = |v: &str, l: &str| (v.to_string(), l.to_string());
+        let same = [b("1", "ompi"), b("1", "ompi"), b("1", "ompi")];
+        assert_eq!(super::mismatch(&names, &same), None);
+        let v = super::mismatch(&names, &[b("1", "ompi"), b("1", "ompi"), b("2", "ompi")]).unwrap();
+        assert!(
+            v.contains("numalab 1 on a (rank 0), numalab 2 on c (rank 2)"),
+            "{v}"
+        );
+        let l =
+            super::mismatch(&names, &[b("1", "ompi"), b("1", "mpich"), b("1", "ompi")]).unwrap();
+        assert!(
+            l.contains("MPI libraries") && l.contains("mpich on b (rank 1)"),
+            "{l}"
+        );
+    }
+
+    #[test]
+    fn the_library_name_loses_its_terminating_nul() {
+        let raw = "Open MPI v4.1.4, package: Debian OpenMPI\n\0";
+        assert_eq!(
+            super::library_name(raw),
+            "Open MPI v4.1.4, package: Debian OpenMPI"
+        );
     }
 }

@@ -61,6 +61,29 @@ pub struct Timed {
     pub ticks: u64,
     /// Units of work done (loads, bytes), as the work returned.
     pub units: u64,
+    /// The timer's reading when the pass started and stopped. The timer is one clock
+    /// for every CPU (an invariant TSC, CNTVCT or CLOCK_MONOTONIC_RAW), so requestors'
+    /// passes can be laid side by side: see [`span_ticks`].
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+}
+
+/// Ticks from the earliest start to the latest end of passes run together (pass k of
+/// every requestor, which a barrier starts together), less the timer's overhead, and
+/// never less than the longest pass. An aggregate bandwidth is all bytes over this
+/// span: over each requestor's own time instead, requestors the hypervisor or the
+/// scheduler ran one after another (each alone, at one core's full speed, while the
+/// other waited) would add up to more than the cores ever moved together.
+pub fn span_ticks<'a>(passes: impl IntoIterator<Item = &'a Timed>, timer: &Timer) -> u64 {
+    let overhead = (timer.overhead_ns * timer.hz / 1e9) as u64;
+    let (mut lo, mut hi, mut longest) = (u64::MAX, 0, 0);
+    for t in passes {
+        lo = lo.min(t.start);
+        hi = hi.max(t.end);
+        longest = longest.max(t.ticks);
+    }
+    hi.saturating_sub(lo).saturating_sub(overhead).max(longest)
 }
 
 /// Samples per requestor and the pinning proof (requestors, then helpers).
@@ -169,6 +192,8 @@ impl Crew<'_> {
                                 out.push(Timed {
                                     ticks: t1.saturating_sub(t0).saturating_sub(overhead),
                                     units,
+                                    start: t0,
+                                    end: t1,
                                 });
                                 barrier.wait();
                                 if i == 0 {
@@ -246,5 +271,33 @@ impl Crew<'_> {
             disturb,
             pins,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass(start: u64, end: u64) -> Timed {
+        Timed {
+            ticks: end - start,
+            units: 1,
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn span_covers_requestors_that_ran_one_after_another() {
+        let mut timer = Timer::clock(None);
+        timer.overhead_ns = 0.0;
+        // Together: the span is the longest pass.
+        assert_eq!(span_ticks(&[pass(100, 200), pass(105, 195)], &timer), 100);
+        // One after the other (a vCPU taken away): twice one pass, so the aggregate
+        // of the two is one pass's rate, not two.
+        assert_eq!(span_ticks(&[pass(100, 200), pass(200, 300)], &timer), 200);
+        // The overhead comes off, but the span is never below the longest pass.
+        timer.overhead_ns = 10.0 * 1e9 / timer.hz;
+        assert_eq!(span_ticks(&[pass(100, 200), pass(150, 205)], &timer), 100);
     }
 }

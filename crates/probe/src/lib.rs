@@ -32,7 +32,7 @@ pub mod sync;
 pub mod timer;
 
 pub use chase::{Chase, SelfLoop};
-pub use crew::{Crew, CrewResult, Member, Pass, Timed};
+pub use crew::{span_ticks, Crew, CrewResult, Member, Pass, Timed};
 pub use kernel::Access;
 pub use layout::{Layout, Order};
 pub use mix::{Mix, Store};

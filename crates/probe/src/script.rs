@@ -11,6 +11,7 @@
 use crate::barrier::SpinBarrier;
 use crate::sync::{Sync, SyncKind};
 use crate::timer::Timer;
+use numalab_results::disturb::{Disturbance, Sampler};
 use numalab_topo::bind::{pin_current_thread, PinProof};
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Error, Host, Result};
@@ -151,6 +152,8 @@ pub struct ProgramResult {
     pub read_sums: Vec<u64>,
     /// Pinning proof per script.
     pub pins: Vec<PinProof>,
+    /// What disturbed each timed pass, per script (as `ticks`).
+    pub disturb: Vec<Vec<Disturbance>>,
 }
 
 struct Ptrs(Vec<(*mut u8, usize)>);
@@ -274,32 +277,43 @@ impl Program<'_> {
                 .enumerate()
                 .map(|(id, sc)| {
                     let (ptrs, crew, sync, failed) = (&ptrs, &crew, &sync, &failed);
-                    s.spawn(move || -> Result<(PinProof, Vec<u64>, u64)> {
-                        let pin = pin_current_thread(self.host, sc.cpu);
-                        if pin.is_err() {
-                            failed.store(true, Ordering::SeqCst);
-                        }
-                        crew.wait();
-                        if failed.load(Ordering::SeqCst) {
-                            return pin.map(|p| (p, Vec::new(), 0));
-                        }
-                        let mut epoch = 0u64;
-                        let mut ticks = Vec::with_capacity(passes);
-                        let mut sum = 0;
-                        for pass in 0..=passes {
-                            run_steps(&sc.setup, ptrs, self.line, pass, (sync, id, &mut epoch));
-                            crew.wait();
-                            let t0 = self.timer.start();
-                            sum =
-                                run_steps(&sc.timed, ptrs, self.line, pass, (sync, id, &mut epoch));
-                            let t1 = self.timer.stop();
-                            if pass > 0 {
-                                ticks.push(t1.saturating_sub(t0).saturating_sub(overhead));
+                    s.spawn(
+                        move || -> Result<(PinProof, Vec<u64>, Vec<Disturbance>, u64)> {
+                            let pin = pin_current_thread(self.host, sc.cpu);
+                            if pin.is_err() {
+                                failed.store(true, Ordering::SeqCst);
                             }
                             crew.wait();
-                        }
-                        Ok((pin?, ticks, sum))
-                    })
+                            if failed.load(Ordering::SeqCst) {
+                                return pin.map(|p| (p, Vec::new(), Vec::new(), 0));
+                            }
+                            let mut epoch = 0u64;
+                            let mut ticks = Vec::with_capacity(passes);
+                            let mut disturb = Vec::with_capacity(passes);
+                            let mut sum = 0;
+                            for pass in 0..=passes {
+                                run_steps(&sc.setup, ptrs, self.line, pass, (sync, id, &mut epoch));
+                                // Read before the barrier, so the threads still start together.
+                                let sampler = (pass > 0).then(|| Sampler::start(Some(sc.cpu)));
+                                crew.wait();
+                                let t0 = self.timer.start();
+                                sum = run_steps(
+                                    &sc.timed,
+                                    ptrs,
+                                    self.line,
+                                    pass,
+                                    (sync, id, &mut epoch),
+                                );
+                                let t1 = self.timer.stop();
+                                if let Some(sampler) = sampler {
+                                    ticks.push(t1.saturating_sub(t0).saturating_sub(overhead));
+                                    disturb.push(sampler.finish());
+                                }
+                                crew.wait();
+                            }
+                            Ok((pin?, ticks, disturb, sum))
+                        },
+                    )
                 })
                 .collect();
             handles
@@ -314,11 +328,13 @@ impl Program<'_> {
             ticks: Vec::new(),
             read_sums: Vec::new(),
             pins: Vec::new(),
+            disturb: Vec::new(),
         };
         for o in out {
-            let (pin, t, sum) = o?;
+            let (pin, t, d, sum) = o?;
             r.pins.push(pin);
             r.ticks.push(t);
+            r.disturb.push(d);
             r.read_sums.push(sum);
         }
         Ok(r)

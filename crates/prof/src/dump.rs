@@ -2,7 +2,7 @@
 //! fields) by time, as a table or JSON lines.
 
 use crate::metrics::{self, catalogue, series, Index};
-use crate::trace::Trace;
+use crate::trace::{ObjKind, Trace};
 
 /// What to dump.
 #[derive(Debug, Clone, Default)]
@@ -54,8 +54,35 @@ impl Query {
     }
 }
 
-/// One value: time, object, metric or field, value.
-type Row = (u64, String, String, f64);
+/// One value: time, object, metric or field, value, unit.
+type Row = (u64, String, String, f64, String);
+
+/// A raw field's unit, from the trace's header (counters by their field's stem:
+/// "cas_read.uncore_imc_0" is "cas_read"); "-" when the header does not say.
+fn field_unit(t: &Trace, obj_kind: &str, field: &str) -> String {
+    let h = &t.header;
+    h.fields
+        .iter()
+        .find(|f| f.name == field && f.object == obj_kind)
+        .or_else(|| h.fields.iter().find(|f| f.name == field))
+        .map(|f| f.unit.clone())
+        .or_else(|| {
+            h.counters
+                .iter()
+                .find(|c| c.field == field || field.starts_with(&format!("{}.", c.field)))
+                .map(|c| c.unit.clone())
+        })
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A value as text: an integer without decimals, anything else to 4 places.
+fn value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}
 
 /// The rows the query asks for, by time, and notes on metrics it cannot derive.
 fn rows(t: &Trace, q: &Query) -> (Vec<Row>, Vec<String>) {
@@ -63,8 +90,19 @@ fn rows(t: &Trace, q: &Query) -> (Vec<Row>, Vec<String>) {
     let mut notes = vec![];
     if q.raw {
         for s in t.samples.iter().filter(|s| q.keeps(&s.obj)) {
+            let kind = t
+                .objects
+                .iter()
+                .find(|o| o.id == s.obj)
+                .map(|o| match o.kind {
+                    ObjKind::System => "system",
+                    ObjKind::Node => "node",
+                    ObjKind::Process => "process",
+                    ObjKind::Thread => "thread",
+                })
+                .unwrap_or("");
             for (k, v) in &s.v {
-                rows.push((s.t_ns, s.obj.clone(), k.clone(), *v));
+                rows.push((s.t_ns, s.obj.clone(), k.clone(), *v, field_unit(t, kind, k)));
             }
         }
     } else {
@@ -78,7 +116,13 @@ fn rows(t: &Trace, q: &Query) -> (Vec<Row>, Vec<String>) {
                 continue;
             }
             for p in series(&ix, m.name).into_iter().filter(|p| q.keeps(&p.obj)) {
-                rows.push((p.t_ns, p.obj, m.name.to_string(), p.value));
+                rows.push((
+                    p.t_ns,
+                    p.obj,
+                    m.name.to_string(),
+                    p.value,
+                    m.unit.to_string(),
+                ));
             }
         }
     }
@@ -91,8 +135,8 @@ pub fn text(t: &Trace, q: &Query) -> String {
     let (rows, notes) = rows(t, q);
     let mut s = String::new();
     if q.json {
-        for (t_ns, obj, m, v) in rows {
-            s.push_str(&serde_json::json!({"t_s": t_ns as f64 / 1e9, "object": obj, "metric": m, "value": v}).to_string());
+        for (t_ns, obj, m, v, unit) in rows {
+            s.push_str(&serde_json::json!({"t_s": t_ns as f64 / 1e9, "object": obj, "metric": m, "value": v, "unit": unit}).to_string());
             s.push('\n');
         }
         return s;
@@ -102,19 +146,20 @@ pub fn text(t: &Trace, q: &Query) -> String {
         s.push('\n');
     }
     s.push_str(&format!(
-        "{:>10} {:<14} {:<28} {:>16}\n",
+        "{:>10} {:<14} {:<28} {:>16} {}\n",
         "t (s)",
         "object",
         if q.raw { "field" } else { "metric" },
-        "value"
+        "value",
+        "unit"
     ));
-    for (t_ns, obj, m, v) in rows {
+    for (t_ns, obj, m, v, unit) in rows {
         s.push_str(&format!(
-            "{:>10.3} {:<14} {:<28} {:>16.4}\n",
+            "{:>10.3} {:<14} {:<28} {:>16} {unit}\n",
             t_ns as f64 / 1e9,
             obj,
             m,
-            v
+            value(v)
         ));
     }
     s

@@ -305,7 +305,8 @@ pub fn record(
     w.flush().map_err(io)?;
     Ok(Outcome {
         exit,
-        rounds,
+        // The closing sample after the exit is a round too, as `info` counts them.
+        rounds: rounds + 1,
         trace: w.path().unwrap_or(&opts.output).to_path_buf(),
         moved: w.moved().map(str::to_string),
         elapsed_ns: t_ns,

@@ -99,6 +99,11 @@ pub const VARS: &[Var] = &[
         what: "tests only: this rank kills itself once MPI is up",
     },
     Var {
+        name: "NUMALAB_MPI_FAKE_VERSION",
+        kind: Kind::Path,
+        what: "tests only: HOST=VERSION, numalab on that host says it is that version",
+    },
+    Var {
         name: "NUMALAB_MPI_THREAD_CAP",
         kind: Kind::Choice(&["single", "funneled", "serialized"]),
         what: "tests only: treat MPI's thread level as at most this",
@@ -136,7 +141,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "NUMALAB_PARTIAL",
         kind: Kind::Path,
-        what: "set by numalab's launcher for its ranks: where finished configurations are kept",
+        what: "set by numalab's launcher for its ranks: where finished configurations are kept; for any measuring command, a file each finished part's records are appended to as one line",
     },
     Var {
         name: "NUMALAB_LAUNCH_TOKEN",

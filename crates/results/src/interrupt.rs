@@ -6,6 +6,10 @@
 //! line, and exits 128 + the signal; the measuring threads are abandoned mid-part,
 //! as the part they were in is not a result. Once the command shows its complete
 //! records ([`finishing`]), a signal waits for that and then exits 128 + the signal.
+//! A part whose record grows as its figures end hands over each fuller version with
+//! [`supersede`]. Where `NUMALAB_PARTIAL` names a file, each kept part is also
+//! appended to it as one line ([`crate::partial`]), so another process can see which
+//! parts have ended.
 
 use crate::record::Record;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
@@ -73,11 +77,44 @@ pub fn arm(show: Show) {
         .expect("start the signal watcher");
 }
 
+/// Where kept parts are appended as they end (nothing unless `NUMALAB_PARTIAL` is set).
+static SINK: Mutex<Option<crate::partial::Sink>> = Mutex::new(None);
+
 /// One part of the measurement ended: its records are kept should a signal end the rest.
 pub fn keep(records: impl IntoIterator<Item = Record>) {
+    let records: Vec<Record> = records.into_iter().collect();
+    append(&records);
     KEPT.lock()
         .unwrap_or_else(|p| p.into_inner())
         .extend(records);
+}
+
+/// A fuller version of records already kept ended (a figure of a record that holds
+/// several): each replaces the kept record of the same kind and name, or is added.
+pub fn supersede(records: impl IntoIterator<Item = Record>) {
+    let records: Vec<Record> = records.into_iter().collect();
+    append(&records);
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    replace(&mut kept, records);
+}
+
+/// `new` replacing the records of `kept` with the same kind and name.
+fn replace(kept: &mut Vec<Record>, new: Vec<Record>) {
+    for r in new {
+        match kept
+            .iter_mut()
+            .find(|k| k.kind == r.kind && k.name == r.name)
+        {
+            Some(k) => *k = r,
+            None => kept.push(r),
+        }
+    }
+}
+
+fn append(records: &[Record]) {
+    let mut sink = SINK.lock().unwrap_or_else(|p| p.into_inner());
+    sink.get_or_insert_with(crate::partial::Sink::from_env)
+        .add(records);
 }
 
 /// The command shows its complete records now: a signal no longer shows the kept ones.
@@ -145,5 +182,52 @@ pub fn mark(records: &mut [Record], sig: i32) {
     );
     for r in records {
         r.warnings.push(w.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(kind: &str, name: &str, figure: &str) -> Record {
+        Record::new(
+            kind,
+            name,
+            crate::Provenance::collect("t", "none"),
+            serde_json::json!({ "figure": figure }),
+        )
+    }
+
+    #[test]
+    fn a_fuller_record_replaces_the_kept_one_of_its_kind_and_name() {
+        let mut kept = vec![
+            rec("c2c", "cpu0-cpu1", "cas"),
+            rec("c2c", "cpu0-cpu2", "cas"),
+        ];
+        replace(
+            &mut kept,
+            vec![
+                rec("c2c", "cpu0-cpu1", "both"),
+                rec("c2c-matrix", "cpu0-cpu1", "m"),
+            ],
+        );
+        let got: Vec<(&str, &str, &str)> = kept
+            .iter()
+            .map(|r| {
+                (
+                    r.kind.as_str(),
+                    r.name.as_str(),
+                    r.parameters["figure"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("c2c", "cpu0-cpu1", "both"),
+                ("c2c", "cpu0-cpu2", "cas"),
+                ("c2c-matrix", "cpu0-cpu1", "m")
+            ]
+        );
     }
 }

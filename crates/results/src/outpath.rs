@@ -57,6 +57,15 @@ pub enum OutputError {
     },
 }
 
+/// Whether a failed write is the machine's state at run time (a full disk or quota, an
+/// I/O error: exit 1) rather than a place the user should not have named (exit 2).
+pub fn failed_at_run_time(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSPC | libc::EDQUOT | libc::EIO | libc::EFBIG)
+    )
+}
+
 /// The most bytes numalab reads from one input file (1 GiB).
 pub const INPUT_LIMIT: u64 = 1 << 30;
 

@@ -61,15 +61,24 @@ impl OutputFormat {
 pub fn check_creatable(path: &Path) -> Result<(), OutputError> {
     match crate::outpath::target(path)? {
         Target::Stdout => Ok(()),
-        Target::File(real) => creatable(&real).map_err(|why| OutputError::BadPath {
-            path: path.display().to_string(),
-            why,
+        Target::File(real) => creatable(&real).map_err(|(why, run_time)| match run_time {
+            // A full disk is the machine's state, not the user's input: exit 1, still
+            // before any work.
+            true => OutputError::Io {
+                path: path.display().to_string(),
+                why,
+            },
+            false => OutputError::BadPath {
+                path: path.display().to_string(),
+                why,
+            },
         }),
     }
 }
 
-/// Create and remove the temporary name beside the regular file `real`.
-fn creatable(real: &Path) -> Result<(), String> {
+/// Create and remove the temporary name beside the regular file `real`; why not, and
+/// whether that is a run-time failure ([`crate::outpath::failed_at_run_time`]).
+fn creatable(real: &Path) -> Result<(), (String, bool)> {
     let tmp = tmp_path(real);
     match std::fs::File::create_new(&tmp) {
         Ok(_) => {
@@ -81,7 +90,8 @@ fn creatable(real: &Path) -> Result<(), String> {
                 Some(d) if !d.as_os_str().is_empty() => d.display().to_string(),
                 _ => ".".into(),
             };
-            Err(format!("cannot create a file in '{dir}': {e}"))
+            let run_time = crate::outpath::failed_at_run_time(&e);
+            Err((format!("cannot create a file in '{dir}': {e}"), run_time))
         }
     }
 }
@@ -291,13 +301,52 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 
 /// A plain text table with a header row.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let (rows, notes) = footnoted(header, rows);
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::NOTHING);
     t.set_header(header.iter().map(|h| h.to_string()));
     for r in rows {
-        t.add_row(r.clone());
+        t.add_row(r);
     }
-    t.to_string()
+    let mut s = t.to_string();
+    for (i, n) in notes.iter().enumerate() {
+        s.push_str(&format!("\nnote {}: {n}", i + 1));
+    }
+    s
+}
+
+/// The longest a table cell may be; a longer one is a note said under the table.
+pub const MAX_CELL: usize = 100;
+
+/// A headed table's rows with every cell longer than [`MAX_CELL`] characters replaced
+/// by "see note K", and the notes, each said once (a key/value table, with no header,
+/// keeps its values).
+pub fn footnoted(header: &[&str], rows: &[Vec<String>]) -> (Vec<Vec<String>>, Vec<String>) {
+    let mut notes: Vec<String> = Vec::new();
+    if header.iter().all(|h| h.is_empty()) {
+        return (rows.to_vec(), notes);
+    }
+    let rows = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| {
+                    if c.chars().count() <= MAX_CELL {
+                        return c.clone();
+                    }
+                    let k = match notes.iter().position(|n| n == c) {
+                        Some(k) => k,
+                        None => {
+                            notes.push(c.clone());
+                            notes.len() - 1
+                        }
+                    };
+                    format!("see note {}", k + 1)
+                })
+                .collect()
+        })
+        .collect();
+    (rows, notes)
 }
 
 /// Read numalab records from a JSON file (an array of records, or one record); the
@@ -358,6 +407,25 @@ fn not_records(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_cells_become_notes_each_said_once() {
+        let long = "x".repeat(MAX_CELL + 1);
+        let rows = vec![
+            vec!["a".into(), long.clone()],
+            vec!["b".into(), long.clone()],
+            vec!["c".into(), "short".into()],
+        ];
+        let t = table(&["name", "how"], &rows);
+        assert_eq!(t.matches("see note 1").count(), 2, "{t}");
+        assert_eq!(t.matches(&long).count(), 1, "{t}");
+        assert!(t.contains(&format!("note 1: {long}")), "{t}");
+        assert!(t
+            .lines()
+            .all(|l| l.chars().count() <= MAX_CELL + 10 || l.starts_with("note ")));
+        // A key/value table keeps its values.
+        assert!(table(&["", ""], &rows).matches(&long).count() == 2);
+    }
     use crate::provenance::Provenance;
 
     fn rec() -> Record {

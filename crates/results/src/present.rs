@@ -134,16 +134,37 @@ pub fn summary_text(registry: &[&dyn Presenter], records: &[Record]) -> String {
 }
 
 /// Every distinct warning of `records`, in order of first appearance, one
-/// "warning: …" line each: the closing lines of a command's text.
+/// "warning: …" line each: the closing lines of a command's text. The warnings that
+/// most passes were disturbed are one line per record kind naming each measurement
+/// (and its disturbed passes), not one near-identical line per record.
 pub fn warning_lines(records: &[Record]) -> String {
     let mut seen = std::collections::BTreeSet::new();
     let mut s = String::new();
-    for w in records.iter().flat_map(|r| &r.warnings) {
-        if seen.insert(w) {
-            s.push_str("warning: ");
-            s.push_str(w);
-            s.push('\n');
+    let mut mostly: Vec<(&str, Vec<String>)> = Vec::new();
+    for r in records {
+        for w in &r.warnings {
+            if w.starts_with(crate::disturb::MOSTLY) {
+                let named = match crate::disturb::PassLog::cell(r) {
+                    c if c == "-" => r.name.clone(),
+                    c => format!("{} ({c} passes)", r.name),
+                };
+                match mostly.iter_mut().find(|(k, _)| *k == r.kind) {
+                    Some((_, names)) if names.contains(&named) => {}
+                    Some((_, names)) => names.push(named),
+                    None => mostly.push((&r.kind, vec![named])),
+                }
+            } else if seen.insert(w) {
+                s.push_str("warning: ");
+                s.push_str(w);
+                s.push('\n');
+            }
         }
+    }
+    for (kind, names) in mostly {
+        s.push_str(&format!(
+            "warning: {kind}: most passes were disturbed for {}: measure on a quieter machine, or see --disturbed\n",
+            names.join(", ")
+        ));
     }
     s
 }
@@ -166,4 +187,49 @@ pub fn text(registry: &[&dyn Presenter], records: &[Record]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Provenance;
+
+    #[test]
+    fn disturbed_warnings_are_one_line_per_kind_naming_each_measurement() {
+        let rec = |kind: &str, name: &str, w: &str| {
+            let mut r = Record::new(
+                kind,
+                name,
+                Provenance::collect("t", "t"),
+                serde_json::json!({}),
+            );
+            r.warnings.push(w.into());
+            r
+        };
+        let m = |x: &str| {
+            format!(
+                "{} {x} — measure on a quieter machine",
+                crate::disturb::MOSTLY
+            )
+        };
+        let recs = vec![
+            rec("latency", "uown", &m("8 of 10 passes disturbed")),
+            rec("latency", "cexh", &m("5 of 7 passes disturbed")),
+            rec("bandwidth", "readv", &m("3 of 3 passes disturbed")),
+            rec("latency", "dext", "THP is off"),
+            rec("latency", "dexd", "THP is off"),
+        ];
+        let s = warning_lines(&recs);
+        assert_eq!(s.lines().count(), 3, "{s}");
+        assert!(
+            s.contains("warning: latency: most passes were disturbed"),
+            "{s}"
+        );
+        assert!(s.contains("for uown, cexh: measure"), "{s}");
+        assert!(
+            s.contains("bandwidth: most passes were disturbed for readv"),
+            "{s}"
+        );
+        assert_eq!(s.matches("THP is off").count(), 1);
+    }
 }

@@ -210,6 +210,23 @@ impl Provenance {
         }
     }
 
+    /// The warnings of a command that measures nothing (`topo`, `tiers`, `plan`): the
+    /// guest topology may not be the host's; nothing about timings or disturbance.
+    pub fn describing_warnings(&self) -> Vec<String> {
+        let v = &self.virtualization;
+        match v.hypervisor {
+            true => vec![format!(
+                "running under a hypervisor ({}): the guest topology may not match the host",
+                v.signature
+                    .as_deref()
+                    .map(hypervisor_name)
+                    .or(v.dmi.clone())
+                    .unwrap_or_else(|| "unknown".into())
+            )],
+            false => Vec::new(),
+        }
+    }
+
     /// Human-readable warnings implied by the provenance (VM, THP off, ...).
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();

@@ -31,6 +31,7 @@ pub fn esc(s: &str) -> String {
 
 /// An HTML table.
 pub fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let (rows, notes) = crate::output::footnoted(header, rows);
     let mut s = String::from("<table>");
     // A key/value table has no header row.
     if header.iter().any(|h| !h.is_empty()) {
@@ -41,7 +42,7 @@ pub fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
         s.push_str("</tr></thead>");
     }
     s.push_str("<tbody>");
-    for r in rows {
+    for r in &rows {
         s.push_str("<tr>");
         for c in r {
             let _ = write!(s, "<td>{}</td>", esc(c));
@@ -49,6 +50,9 @@ pub fn html_table(header: &[&str], rows: &[Vec<String>]) -> String {
         s.push_str("</tr>");
     }
     s.push_str("</tbody></table>");
+    for (i, n) in notes.iter().enumerate() {
+        let _ = write!(s, "<p class=\"note\">note {}: {}</p>", i + 1, esc(n));
+    }
     s
 }
 

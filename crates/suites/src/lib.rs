@@ -15,5 +15,6 @@ pub mod experiments;
 pub mod memory;
 pub mod placement;
 pub mod registry;
+pub mod settled;
 pub mod survey;
 pub mod tiers;

@@ -2,13 +2,11 @@
 
 use crate::error::{Error, Result};
 
-/// Parse a list such as `0-3,8,10-11` into indices, keeping the order given and dropping repeats.
+/// Parse a list such as `0-3,8,10-11` into indices, keeping the order given; an index
+/// given twice (`0-3,2`) is refused, as in every list flag (`crate::lists::once`).
 pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
     let valid = "a list of indices and ranges such as 0-3,8";
-    let mut out = Vec::new();
-    // Repeats are dropped through a set: a linear `contains` per index made the
-    // largest accepted range (2^20 indices) quadratic.
-    let mut seen = std::collections::HashSet::new();
+    let mut ranges = Vec::new();
     if s.trim().is_empty() {
         return Err(Error::bad(what, s, valid));
     }
@@ -49,13 +47,11 @@ pub fn parse(what: &'static str, s: &str) -> Result<Vec<u32>> {
                 format!("{valid} (range {a}-{b} is too large)"),
             ));
         }
-        for i in a..=b {
-            if seen.insert(i) {
-                out.push(i);
-            }
-        }
+        ranges.push(a..=b);
     }
-    Ok(out)
+    let indices = || ranges.iter().cloned().flatten();
+    crate::lists::once(what, s, indices(), u32::to_string)?;
+    Ok(indices().collect())
 }
 
 /// A record's JSON array of CPU or node numbers as a list ("0-3,8"); what is not a
@@ -117,7 +113,13 @@ mod tests {
     #[test]
     fn parses_ranges_in_order() {
         assert_eq!(parse("cpu list", "8,0-2").unwrap(), vec![8, 0, 1, 2]);
-        assert_eq!(parse("cpu list", "3,3,3").unwrap(), vec![3]);
+        for (twice, which) in [("3,3,3", "3"), ("0-3,2", "2"), ("1-2,0-1", "1")] {
+            let e = parse("--cpu", twice).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("invalid --cpu '{twice}': {which} is given twice; give each value once")
+            );
+        }
     }
 
     #[test]

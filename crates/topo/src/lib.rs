@@ -8,6 +8,7 @@ pub mod error;
 pub mod hops;
 pub mod hwloc_xml;
 pub mod interleave;
+pub mod lists;
 pub mod load;
 pub mod model;
 pub mod plan;

@@ -97,15 +97,17 @@ impl ThreadSpec {
             } else {
                 let ids = cpulist::parse("thread spec", tok).map_err(|_| bad(""))?;
                 match items.last_mut() {
-                    Some(Item::Cpus(v)) => {
-                        // A set, not `contains` per index: ranges may hold 2^20 CPUs.
-                        let mut seen: std::collections::HashSet<u32> = v.iter().copied().collect();
-                        v.extend(ids.into_iter().filter(|i| seen.insert(*i)));
-                    }
+                    Some(Item::Cpus(v)) => v.extend(ids),
                     _ => items.push(Item::Cpus(ids)),
                 }
             }
         }
+        // A CPU given twice is refused, as in every list (`crate::lists::once`).
+        let cpus = items.iter().flat_map(|i| match i {
+            Item::Cpus(v) => v.as_slice(),
+            Item::Objects(..) => &[],
+        });
+        crate::lists::once("thread spec", s.trim(), cpus, |c| format!("CPU {c}"))?;
         Ok(ThreadSpec::List(items))
     }
 }

@@ -170,6 +170,26 @@ fn mem_total(node_dir: &Path, node: u32, bad: &mut Bad) -> Option<u64> {
     kb?.checked_mul(1024)
 }
 
+/// On a single node, the system's MemTotal (/proc/meminfo) when larger than the
+/// node's: some guests account only part of their memory to the node. The same rule
+/// `numalab topo` shows its node size by, so the two agree.
+fn single_node_memory(root: &Path, nodes: &mut [NodeFacts]) {
+    let [only] = nodes else {
+        return;
+    };
+    let total = text(&root.join("proc/meminfo")).and_then(|t| {
+        let l = t.lines().find(|l| l.starts_with("MemTotal:"))?;
+        l.split_whitespace()
+            .nth(1)?
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(1024)
+    });
+    if let Some(t) = total.filter(|t| only.mem_bytes.is_none_or(|m| *t > m)) {
+        only.mem_bytes = Some(t);
+    }
+}
+
 /// The node's facts; None when its cpulist does not parse (named in `bad`): such a
 /// node is left out rather than shown CPU-less.
 fn node_facts(n: u32, d: &Path, bad: &mut Bad) -> Option<NodeFacts> {
@@ -205,11 +225,12 @@ impl TierFacts {
             root,
             lines: Vec::new(),
         };
-        let nodes: Vec<NodeFacts> = numbered(&root.join(NODE_DIR), "node")
+        let mut nodes: Vec<NodeFacts> = numbered(&root.join(NODE_DIR), "node")
             .into_iter()
             .filter(|(_, d)| d.is_dir())
             .filter_map(|(n, d)| node_facts(n, &d, &mut bad))
             .collect();
+        single_node_memory(root, &mut nodes);
         let tier_dir = root.join(TIER_DIR);
         let tiers = tier_dir.is_dir().then(|| {
             numbered(&tier_dir, "memory_tier")
@@ -292,6 +313,35 @@ mod tests {
         let p = root.join(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, body).unwrap();
+    }
+
+    #[test]
+    fn a_single_node_shows_the_size_topo_shows() {
+        let root = std::env::temp_dir().join(format!("numalab-tiers-one-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        put(&root, "sys/devices/system/node/node0/cpulist", "0-1\n");
+        put(
+            &root,
+            "sys/devices/system/node/node0/meminfo",
+            "Node 0 MemTotal:       1024 kB\n",
+        );
+        put(
+            &root,
+            "proc/meminfo",
+            "MemTotal:       4096 kB\nMemFree: 5 kB\n",
+        );
+        let f = TierFacts::read(&root);
+        assert_eq!(f.node(0).unwrap().mem_bytes, Some(4096 * 1024));
+        // A second node: each keeps its own.
+        put(&root, "sys/devices/system/node/node1/cpulist", "\n");
+        put(
+            &root,
+            "sys/devices/system/node/node1/meminfo",
+            "Node 1 MemTotal:       2048 kB\n",
+        );
+        let f = TierFacts::read(&root);
+        assert_eq!(f.node(0).unwrap().mem_bytes, Some(1024 * 1024));
+        let _ = fs::remove_dir_all(&root);
     }
 
     #[test]

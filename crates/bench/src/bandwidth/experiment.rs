@@ -70,9 +70,12 @@ fn kernels(s: &str) -> Result<Vec<BwKernel>> {
     if s == "all" {
         return Ok(BwKernel::ALL.to_vec());
     }
-    s.split(',')
+    let v: Vec<BwKernel> = s
+        .split(',')
         .map(|k| BwKernel::parse(k).map_err(Error::Input))
-        .collect()
+        .collect::<Result<_>>()?;
+    numalab_topo::lists::once("--kernel", s, &v, |k| k.name().to_string())?;
+    Ok(v)
 }
 
 impl Options {
@@ -100,6 +103,15 @@ pub struct Plan {
     pub runs: Vec<BwPlan>,
     /// Mixed measurements (`--mix`, `--injection`): per memory node, per mix.
     pub mixes: Vec<MixPlan>,
+}
+
+/// The placement's warnings for kernel `k`: the upgrade kernel's requestor reads its
+/// lines after the helpers (a second sharer), so shrd:1 holds them Shared there.
+fn sharer_warnings(k: BwKernel, mut w: Vec<String>) -> Vec<String> {
+    if k == BwKernel::Upgrade {
+        w.retain(|x| x != crate::crew::SINGLE_SHARER);
+    }
+    w
 }
 
 impl Plan {
@@ -141,7 +153,7 @@ impl Plan {
                 iterations: a.iterations,
                 mp: a.mp,
                 evict_bytes: crate::sizing::eviction_buffer(m),
-                warnings: placed.warnings,
+                warnings: sharer_warnings(k, placed.warnings),
                 rules: Rules {
                     settle: o.noise.goal().map_err(Error::Input)?,
                     ..Rules::default()
@@ -195,4 +207,29 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         out.push(rec);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warnings(kernel: &str, state: Option<&str>) -> Vec<String> {
+        let src = numalab_topo::TopologySource::Synthetic("pack:1 numa:1 core:4 pu:1".into());
+        let m = Host::load(&src).unwrap().machine;
+        let o = Options {
+            kernel: kernel.into(),
+            state: state.map(String::from),
+            ..Options::default()
+        };
+        Plan::resolve(&m, &o).unwrap().runs[0].warnings.clone()
+    }
+
+    #[test]
+    fn the_upgrade_kernels_default_does_not_warn_against_itself() {
+        let single = |w: &[String]| w.iter().any(|x| x == crate::crew::SINGLE_SHARER);
+        assert!(!single(&warnings("upgrade", None)));
+        assert!(!single(&warnings("upgrade", Some("shrd:1"))));
+        // Where the requestor does not read the lines, one sharer still warns.
+        assert!(single(&warnings("read", Some("shrd:1"))));
+    }
 }

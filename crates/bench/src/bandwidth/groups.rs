@@ -60,7 +60,7 @@ fn nodes_in(r: &Record) -> Option<Vec<u32>> {
 
 /// The memory nodes of `r`, or of a record of the same run (an aggregate record has
 /// no placement of its own; its requestors' records do).
-fn nodes(r: &Record, all: &[Record]) -> Vec<u32> {
+pub fn nodes(r: &Record, all: &[Record]) -> Vec<u32> {
     let same = |o: &&Record| {
         ["kernel", "state", "size_bytes", "requestors", "mp"]
             .iter()

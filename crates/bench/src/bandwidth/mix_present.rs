@@ -7,7 +7,7 @@ use numalab_results::output::table;
 use numalab_results::plot;
 use numalab_results::present::{of, warning_lines, Presenter};
 use numalab_results::report::{esc, figure, html_table};
-use numalab_results::Record;
+use numalab_results::{settle, Record};
 use numalab_topo::fmt_bytes;
 use std::collections::BTreeSet;
 
@@ -63,8 +63,8 @@ fn rows(records: &[Record]) -> Vec<Vec<String>> {
                 nodes(r),
                 r.parameters["requestors"].to_string(),
                 fmt_bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
-                f2(r.median("bandwidth")),
-                f2(r.stats.first().map(|x| x.summary.max)),
+                settle::cell(r, f2(r.median("bandwidth"))),
+                settle::cell(r, f2(r.stats.first().map(|x| x.summary.max))),
                 d.as_ref().map_or("-".into(), |d| {
                     format!("{:.1}%", 100.0 * d.read_share_issued)
                 }),
@@ -107,11 +107,12 @@ fn injection(records: &[Record]) -> Option<Injection> {
         .map(|l| {
             let mut row = vec![l.clone()];
             for c in &cols {
+                // An unsettled figure reads "unsettled*" (and draws no bar).
                 let v = recs
                     .iter()
                     .find(|r| &row_label(r) == l && &nodes(r) == c)
-                    .and_then(|r| r.median("bandwidth"));
-                row.push(f2(v));
+                    .map_or("-".into(), |r| settle::cell(r, f2(r.median("bandwidth"))));
+                row.push(v);
             }
             row
         })
@@ -187,6 +188,10 @@ fn text(records: &[Record]) -> String {
         out.push_str(&table(&h, &cells));
         out.push('\n');
     }
+    if let Some(t) = super::stream_table::text(records) {
+        out.push_str(&t);
+        out.push('\n');
+    }
     out.push_str(&unavailable_lines(records));
     out.push_str(&warning_lines(records));
     out
@@ -260,6 +265,7 @@ impl Presenter for MixPresenter {
             "traffic estimate GB/s",
             "memory-controller counters",
         ];
+        out.push_str(&super::stream_table::html(records).unwrap_or_default());
         out.push_str(&format!(
             "<div class=\"mix-runs\">{}</div>",
             html_table(&h, &rows)

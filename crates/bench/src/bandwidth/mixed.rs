@@ -8,8 +8,9 @@ use crate::crew::threads;
 use crate::sizing;
 use numalab_probe::mix::{Mix, Store};
 use numalab_probe::mixed::{self, MixKernel};
-use numalab_probe::{bw, Crew, LineState, Member, Timer};
-use numalab_results::{Provenance, Record};
+use numalab_probe::{bw, span_ticks, Crew, LineState, Member, Timed, Timer};
+use numalab_results::disturb::{PassLog, Rules};
+use numalab_results::{settle, Provenance, Record, Settle};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::{Buffer, MemProof};
 use numalab_topo::plan::{check_capacity, resolve_memory};
@@ -54,6 +55,8 @@ pub struct MixPlan {
     pub mp: bool,
     /// "injection" (a row of the injection table) or "mix".
     pub table: &'static str,
+    /// Disturbed passes and how the best-of-N figure settles.
+    pub rules: Rules,
 }
 
 impl MixPlan {
@@ -83,6 +86,7 @@ fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
         .split(',')
         .map(|s| Store::parse(s.trim()).map_err(Error::Input))
         .collect::<Result<_>>()?;
+    numalab_topo::lists::once("--store", &o.store, &stores, |s| s.name().to_string())?;
     let Some(list) = &o.mix else {
         return Ok(if o.injection {
             injection_rows()
@@ -94,7 +98,9 @@ fn rows(o: &Options) -> Result<Vec<(MixKernel, Store)>> {
         s.check().map_err(Error::Input)?;
     }
     let mut out = Vec::new();
-    for k in MixKernel::parse_list(list).map_err(Error::Input)? {
+    let kernels = MixKernel::parse_list(list).map_err(Error::Input)?;
+    numalab_topo::lists::once("--mix", list, &kernels, |k| k.name())?;
+    for k in kernels {
         for &s in &stores {
             // In a list of stores, each mix takes those that apply to it.
             if stores.len() > 1 && k.check_store(s).is_err() {
@@ -186,6 +192,10 @@ pub fn resolve(m: &Machine, o: &Options) -> Result<Vec<MixPlan>> {
     let n = req.len();
     let size =
         crate::experiment::opt_size(o.size.as_deref())?.unwrap_or_else(|| sizing::streaming(m, n));
+    let rules = Rules {
+        settle: o.noise.goal().map_err(Error::Input)?,
+        ..Rules::default()
+    };
     let mut out = Vec::new();
     for mem in memories(m, o, &req)? {
         check_capacity(m, &mem, size * n as u64)?;
@@ -199,6 +209,7 @@ pub fn resolve(m: &Machine, o: &Options) -> Result<Vec<MixPlan>> {
                 iterations: o.iterations,
                 mp: o.mp,
                 table: if o.injection { "injection" } else { "mix" },
+                rules,
             };
             p.shape()?;
             out.push(p);
@@ -214,6 +225,9 @@ pub struct MixResult {
     pub steps: Vec<Vec<u64>>,
     /// Wall time of each pass per requestor, ns.
     pub ns: Vec<Vec<f64>>,
+    /// Per pass, ns from the first requestor's start to the last one's end
+    /// ([`numalab_probe::span_ticks`]).
+    pub span_ns: Vec<f64>,
     /// Pinning proof.
     pub pins: Vec<PinProof>,
     /// Where every buffer landed, per requestor.
@@ -224,6 +238,10 @@ pub struct MixResult {
     pub reps: usize,
     /// What memory-controller counters saw, or why there is no figure.
     pub counters: super::imc::CounterFigure,
+    /// Every pass of each requestor: what disturbed it, and whether it is used.
+    pub logs: Vec<PassLog>,
+    /// How each requestor's best-of-N settled, then the aggregate's when several.
+    pub settle: Vec<Settle>,
 }
 
 /// Measure on this machine.
@@ -263,37 +281,74 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
     let bufs_ref = &bufs;
     let m = &host.machine;
     let window = super::imc::Window::open(&plan.mem.nodes, |c| m.pu(c).and_then(|p| p.node));
-    let res = crew.run(plan.iterations, false, |i| {
-        let ptrs: Vec<*mut u8> = bufs_ref[i].iter().map(|b| b.as_ptr()).collect();
-        move |pass: &numalab_probe::Pass| {
-            // SAFETY: separate buffers of `lines` aligned lines each, as many as the
-            // kernel walks; nt stores were checked available when the plan resolved.
-            unsafe { mixed::run(kernel, store, &ptrs, lines, reps, mp.then_some(pass.stop)) }
-        }
+    let step = settle::Step {
+        metric: "bandwidth",
+        figure: settle::Figure::Max,
+        want: plan.iterations,
+    };
+    let gb = |p: &(f64, u64, Timed)| kernel.bytes(p.1) as f64 / p.0;
+    let mut pins = None;
+    let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
+    let runs = settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
+        let res = crew.run(n, false, |i| {
+            let ptrs: Vec<*mut u8> = bufs_ref[i].iter().map(|b| b.as_ptr()).collect();
+            move |pass: &numalab_probe::Pass| {
+                // SAFETY: separate buffers of `lines` aligned lines each, as many as the
+                // kernel walks; nt stores were checked available when the plan resolved.
+                unsafe { mixed::run(kernel, store, &ptrs, lines, reps, mp.then_some(pass.stop)) }
+            }
+        })?;
+        pins.get_or_insert(res.pins);
+        Ok(res
+            .samples
+            .iter()
+            .zip(res.disturb)
+            .map(|(v, d)| {
+                v.iter()
+                    .map(|t| (timer.ns(t.ticks), t.units, *t))
+                    .zip(d)
+                    .collect()
+            })
+            .collect())
     })?;
     let counters = match window {
         Ok(w) => w.close("the warm-up and timed passes, all traffic on the node"),
         Err(why) => why,
     };
-    Ok(MixResult {
+    // Every round ran all requestors together, so pass k of each lines up.
+    let all: Vec<&Vec<(f64, u64, Timed)>> = runs.iter().map(|r| &r.passes.values).collect();
+    let mut settles: Vec<Settle> = runs.iter().map(|r| r.settle.clone()).collect();
+    let res = MixResult {
         counters,
-        steps: res
-            .samples
+        steps: all
             .iter()
-            .map(|v| v.iter().map(|t| t.units).collect())
+            .map(|v| v.iter().map(|p| p.1).collect())
             .collect(),
-        ns: res
-            .samples
+        ns: all
             .iter()
-            .map(|v| v.iter().map(|t| timer.ns(t.ticks)).collect())
+            .map(|v| v.iter().map(|p| p.0).collect())
             .collect(),
-        pins: res.pins,
+        span_ns: (0..all.iter().map(|v| v.len()).min().unwrap_or(0))
+            .map(|s| timer.ns(span_ticks(all.iter().map(|v| &v[s].2), timer)))
+            .collect(),
+        pins: pins.unwrap_or_default(),
         memory: bufs
             .iter()
             .map(|b| b.iter().map(|x| x.proof.clone()).collect())
             .collect(),
         lines,
         reps,
+        logs: Vec::new(),
+        settle: Vec::new(),
+    };
+    let agg = aggregates(plan, &res);
+    let mut whole = super::aggregate_settle(&settles, &agg);
+    whole.metric = "bandwidth".into();
+    settles.push(whole);
+    Ok(MixResult {
+        logs: runs.into_iter().map(|r| r.passes.log).collect(),
+        settle: settles,
+        ..res
     })
 }
 
@@ -318,16 +373,44 @@ pub struct MixData {
     pub counters: super::imc::CounterFigure,
     /// How the aggregate was formed.
     pub aggregate_rule: String,
+    /// Every pass of every requestor, one after another: what disturbed it and
+    /// whether its requestor's figure uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<PassLog>,
 }
 
-/// Aggregate issued GB/s of pass `s`: the sum of the requestors' (bwmp), or all bytes
-/// over the slowest requestor's time.
-fn aggregate(plan: &MixPlan, r: &MixResult, per_req: &[Vec<f64>], s: usize) -> f64 {
-    if plan.mp {
-        return per_req.iter().map(|g| g[s]).sum();
-    }
-    let bytes: u64 = r.steps.iter().map(|v| plan.kernel.bytes(v[s])).sum();
-    bytes as f64 / r.ns.iter().map(|n| n[s]).fold(0.0, f64::max)
+/// Issued GB/s of every pass, per requestor.
+fn per_requestor(plan: &MixPlan, r: &MixResult) -> Vec<Vec<f64>> {
+    let k = plan.kernel;
+    r.steps
+        .iter()
+        .zip(&r.ns)
+        .map(|(s, n)| {
+            s.iter()
+                .zip(n)
+                .map(|(s, n)| k.bytes(*s) as f64 / n)
+                .collect()
+        })
+        .collect()
+}
+
+/// Aggregate issued GB/s of every pass: the sum of the requestors' (bwmp), or all
+/// bytes over the span the requestors' passes took together (never over each one's own
+/// time: requestors run one after another would add up to more than they moved
+/// together).
+fn aggregates(plan: &MixPlan, r: &MixResult) -> Vec<f64> {
+    let per_req = per_requestor(plan, r);
+    let passes = r.steps.iter().map(Vec::len).min().unwrap_or(0);
+    (0..passes)
+        .map(|s| {
+            if plan.mp {
+                return per_req.iter().map(|g| g[s]).sum();
+            }
+            let bytes: u64 = r.steps.iter().map(|v| plan.kernel.bytes(v[s])).sum();
+            let slowest = r.ns.iter().map(|n| n[s]).fold(0.0, f64::max);
+            bytes as f64 / r.span_ns.get(s).copied().unwrap_or(slowest).max(slowest)
+        })
+        .collect()
 }
 
 /// Parameters of a mixed plan's records.
@@ -364,20 +447,8 @@ pub fn record(
     r: &MixResult,
 ) -> Record {
     let k = plan.kernel;
-    let per_req: Vec<Vec<f64>> = r
-        .steps
-        .iter()
-        .zip(&r.ns)
-        .map(|(s, n)| {
-            s.iter()
-                .zip(n)
-                .map(|(s, n)| k.bytes(*s) as f64 / n)
-                .collect()
-        })
-        .collect();
-    let agg: Vec<f64> = (0..plan.iterations)
-        .map(|s| aggregate(plan, r, &per_req, s))
-        .collect();
+    let per_req = per_requestor(plan, r);
+    let agg = aggregates(plan, r);
     let steps: u64 = r.steps.iter().flatten().sum();
     let (rd, wr) = k.issued(steps);
     let (trd, twr) = k.traffic(plan.store, rd, wr);
@@ -416,12 +487,27 @@ pub fn record(
         aggregate_rule: if plan.mp {
             "sum of the requestors' figures (bwmp: the first to finish stopped the others)"
         } else {
-            "all bytes over the slowest requestor's time"
+            "all bytes over the span from the first requestor's start to the last one's end"
         }
         .into(),
+        disturbance: joined(&r.logs),
     });
     rec.warnings = warnings.to_vec();
+    let log = joined(&r.logs);
+    rec.warnings.extend(log.as_ref().and_then(PassLog::warning));
+    if let Some(s) = r.settle.last() {
+        settle::apply(&mut rec, s.clone());
+    }
     rec
+}
+
+/// The requestors' pass logs as one (None: none).
+fn joined(logs: &[PassLog]) -> Option<PassLog> {
+    let first = logs.first()?;
+    Some(PassLog {
+        rules: first.rules,
+        passes: logs.iter().flat_map(|l| l.passes.clone()).collect(),
+    })
 }
 
 fn scaled(v: &[f64], f: f64) -> Vec<f64> {

@@ -8,6 +8,8 @@ pub mod imc;
 mod mix_present;
 pub mod mixed;
 mod present;
+pub mod scaling;
+pub mod stream_table;
 mod text;
 pub use experiment::{run, Options, Plan};
 pub use mix_present::MixPresenter;
@@ -16,7 +18,7 @@ pub use present::{BandwidthData, BandwidthPresenter};
 
 use crate::sizing;
 use numalab_probe::bw::{self, BwKernel};
-use numalab_probe::{Crew, LineState, Member, Timer};
+use numalab_probe::{span_ticks, Crew, LineState, Member, Timed, Timer};
 use numalab_results::disturb::{PassLog, Rules};
 use numalab_results::{settle, Provenance, Record, Settle};
 use numalab_topo::bind::PinProof;
@@ -123,7 +125,7 @@ pub struct BwResult {
     /// Counted bytes of each pass per requestor.
     pub bytes: Vec<Vec<u64>>,
     /// Aggregate GB/s per pass: sum of the requestors' (bwmp), or all bytes over the
-    /// slowest requestor's time otherwise.
+    /// span from the first requestor's start to the last one's end otherwise.
     pub aggregate: Vec<f64>,
     /// Pinning proof.
     pub pins: Vec<PinProof>,
@@ -141,8 +143,9 @@ pub struct BwResult {
     pub settle: Vec<Settle>,
 }
 
-/// One pass of one requestor: its wall time (ns) and counted bytes.
-type Pass = (f64, u64);
+/// One pass of one requestor: its wall time (ns), counted bytes, and the pass as timed
+/// (its start and end lay requestors' passes side by side).
+type Pass = (f64, u64, Timed);
 
 /// Measure on this machine.
 pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
@@ -198,7 +201,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
             .zip(res.disturb)
             .map(|(v, d)| {
                 v.iter()
-                    .map(|t| (timer.ns(t.ticks), t.units))
+                    .map(|t| (timer.ns(t.ticks), t.units, *t))
                     .zip(d)
                     .collect()
             })
@@ -225,9 +228,10 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
             if mp {
                 all.iter().map(|v| gb(&v[s])).sum()
             } else {
+                // All bytes over the span the passes took together (see span_ticks).
                 let total: u64 = all.iter().map(|v| v[s].1).sum();
-                let slowest = all.iter().map(|v| v[s].0).fold(0.0, f64::max);
-                total as f64 / slowest
+                let span = span_ticks(all.iter().map(|v| &v[s].2), timer);
+                total as f64 / timer.ns(span)
             }
         })
         .collect();
@@ -252,7 +256,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
 
 /// The aggregate's best-of-N, judged like each requestor's: settled when every
 /// requestor's did and its own top passes agree.
-fn aggregate_settle(each: &[Settle], aggregate: &[f64]) -> Settle {
+pub(crate) fn aggregate_settle(each: &[Settle], aggregate: &[f64]) -> Settle {
     let first = &each[0];
     let i = settle::Figure::Max.of(aggregate);
     let within = i.is_some_and(|i| i.within(first.tolerance_pct));
@@ -353,7 +357,7 @@ pub fn records(
                 if plan.mp {
                     "sum of the requestors' figures (bwmp: the first to finish stopped the others)"
                 } else {
-                    "all bytes over the slowest requestor's time"
+                    "all bytes over the span from the first requestor's start to the last one's end"
                 }
                 .into(),
             ),

@@ -2,6 +2,7 @@
 //! lives and thread count; summary cards.
 
 use super::groups::{self, Group};
+use numalab_results::plausible::{self, Flag};
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{bytes, esc, figure, html_table};
@@ -43,6 +44,17 @@ fn figure_of(r: &Record) -> Option<(u64, &str, f64)> {
     Some((n, p["kernel"].as_str().unwrap_or("?"), r.median(metric)?))
 }
 
+/// The rule `r`'s figure breaks, if one does.
+fn implausible(r: &Record, flags: &[Flag]) -> Option<&'static str> {
+    let n = r.parameters["requestors"].as_u64().unwrap_or(1);
+    let metric = if n > 1 {
+        "aggregate_bandwidth"
+    } else {
+        "bandwidth"
+    };
+    plausible::flag_of(flags, r, metric).map(|f| f.rule)
+}
+
 impl Presenter for BandwidthPresenter {
     fn kinds(&self) -> &'static [&'static str] {
         &["bandwidth", "bandwidth-plan"]
@@ -55,6 +67,7 @@ impl Presenter for BandwidthPresenter {
     }
     fn html(&self, records: &[Record]) -> Option<String> {
         let caches = groups::caches(records);
+        let flags = plausible::check(records);
         let mut by: BTreeMap<Group, Vec<(String, f64, &Record)>> = BTreeMap::new();
         for r in of(records, "bandwidth") {
             let Some((_, k, v)) = figure_of(r) else {
@@ -88,7 +101,11 @@ impl Presenter for BandwidthPresenter {
                         r.parameters["state"].as_str().unwrap_or("").to_string(),
                         bytes(r.parameters["size_bytes"].as_u64().unwrap_or(0)),
                         label.clone(),
-                        format!("{v:.2}"),
+                        // A figure a rule names is shown, but marked as no answer.
+                        match implausible(r, &flags) {
+                            Some(rule) => format!("{v:.2} ✗ ({rule})"),
+                            None => format!("{v:.2}"),
+                        },
                     ]
                 })
                 .collect();
@@ -106,6 +123,7 @@ impl Presenter for BandwidthPresenter {
                 )
             ));
         }
+        out.push_str(&super::scaling::html(records).unwrap_or_default());
         Some(out)
     }
     fn cards(&self, records: &[Record]) -> Vec<Card> {

@@ -48,6 +48,7 @@ pub(super) fn render(records: &[Record]) -> String {
         &rows,
     ));
     s.push('\n');
+    s.push_str(&super::scaling::text(records).unwrap_or_default());
     s.push_str(&warning_lines(records));
     s
 }

@@ -15,6 +15,12 @@ pub struct C2cMatrixData {
     pub smt_sibling_pairs: Vec<[u32; 2]>,
     /// Which statistic the cells hold.
     pub statistic: String,
+    /// Pairs whose CAS median did not settle (their cells say so).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cas_unsettled: Vec<[u32; 2]>,
+    /// Pairs whose read median did not settle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_unsettled: Vec<[u32; 2]>,
 }
 
 /// `data` of a `c2c` record (one pair): what disturbed its passes.
@@ -28,6 +34,10 @@ pub struct C2cPairData {
     /// The modified-read passes alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<numalab_results::disturb::PassLog>,
+    /// How each figure's median settled (CAS, then read; the record's own entry is
+    /// the first that did not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settle: Vec<numalab_results::Settle>,
 }
 
 /// `data` of a `c2c-plan` record: pairs in rounds that run at once.

@@ -4,7 +4,8 @@ use super::{measure, pairs, schedule, C2cSettings, Home, Pair, PairResult};
 use crate::experiment::{Context, Progress};
 use numalab_probe::Timer;
 use numalab_results::disturb::{PassLog, Policy, Rules};
-use numalab_results::Record;
+use numalab_results::settle::{self, NoiseOptions};
+use numalab_results::{Record, Settle};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{cpulist, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,9 @@ pub struct Options {
     /// What is done with a disturbed pass: keep, remeasure (up to 3 times) or exclude.
     #[serde(default = "default_disturbed")]
     pub disturbed: String,
+    /// How long each pair's figures may take to settle their medians, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 fn default_disturbed() -> String {
@@ -44,6 +48,7 @@ impl Default for Options {
             iterations: 5,
             read_size: "64K".into(),
             disturbed: default_disturbed(),
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -83,6 +88,7 @@ impl Options {
             read_bytes: parse_size(&self.read_size)?,
             rules: Rules {
                 policy: Policy::parse(&self.disturbed).map_err(Error::Input)?,
+                settle: self.noise.goal().map_err(Error::Input)?,
                 ..Rules::default()
             },
         })
@@ -149,6 +155,8 @@ impl Plan {
             "cpus": cpulist::format(cpus), "metric": a.metric, "home": a.home,
             "round_trips": a.round_trips, "iterations": a.iterations, "read_bytes": self.settings.read_bytes,
             "pairs": pairs.len(), "rounds": rounds.len(), "disturbed": a.disturbed,
+            "tolerance_pct": self.settings.rules.settle.tolerance_pct,
+            "noise_budget_ms": self.settings.rules.settle.budget_ms,
         })
     }
 
@@ -180,52 +188,54 @@ pub struct Measured {
     pub records: Vec<Record>,
 }
 
-/// Measure every round on this machine.
+/// Measure every round on this machine. Each pair's record is kept as its parts end
+/// (the CAS figures, then the read), should a signal end the rest.
 pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Result<Measured> {
     let timer = Timer::best();
-    let results = measure(host, &timer, &plan.rounds, &plan.settings, |i, n| {
-        progress(&format!("c2c: round {}/{n}", i + 1))
-    })?;
-    let (params, prov, warnings, cpus, pairs) = (
+    let (params, prov, warnings, cpus) = (
         plan.params(),
         ctx.prov.clone(),
         ctx.warnings.clone(),
         &plan.cpus,
-        &plan.pairs,
     );
+    let keep = |r: &PairResult| {
+        numalab_results::interrupt::supersede([pair_record(r, &params, &prov, &warnings)])
+    };
+    let results = measure(
+        host,
+        &timer,
+        &plan.rounds,
+        &plan.settings,
+        |i, n| progress(&format!("c2c: round {}/{n}", i + 1)),
+        &keep,
+    )?;
     let mut records: Vec<Record> = results
         .iter()
         .map(|r| pair_record(r, &params, &prov, &warnings))
         .collect();
-    let matrix = |f: fn(&PairResult) -> Option<&Vec<f64>>| -> Vec<Vec<Option<f64>>> {
-        cpus.iter()
-            .map(|&x| {
-                cpus.iter()
-                    .map(|&y| {
-                        results
-                            .iter()
-                            .find(|r| {
-                                (r.pair.a, r.pair.b) == (x, y) || (r.pair.a, r.pair.b) == (y, x)
-                            })
-                            .and_then(|r| f(r).and_then(|v| numalab_results::stats::median(v)))
-                    })
-                    .collect()
-            })
+    let cas_m = matrix(cpus, &results, |r| r.cas_half_ns.as_ref());
+    let read_m = matrix(cpus, &results, |r| r.modified_read_ns.as_ref());
+    let unsettled = |f: fn(&PairResult) -> Option<&Settle>| -> Vec<[u32; 2]> {
+        results
+            .iter()
+            .filter(|r| f(r).is_some_and(|s| !s.settled))
+            .map(|r| [r.pair.a, r.pair.b])
             .collect()
     };
-    let cas_m = matrix(|r| r.cas_half_ns.as_ref());
-    let read_m = matrix(|r| r.modified_read_ns.as_ref());
     let mut mrec = Record::new("c2c-matrix", &format!("{} CPUs", cpus.len()), prov, params);
     mrec.set_data(&super::C2cMatrixData {
         cpus: cpus.clone(),
         cas_rtt_half_ns: cas_m.clone(),
         modified_read_ns: read_m.clone(),
-        smt_sibling_pairs: pairs
+        smt_sibling_pairs: plan
+            .pairs
             .iter()
             .filter(|p| p.smt_siblings)
             .map(|p| [p.a, p.b])
             .collect(),
         statistic: "median of passes".into(),
+        cas_unsettled: unsettled(|r| r.cas_settle.as_ref()),
+        read_unsettled: unsettled(|r| r.read_settle.as_ref()),
     });
     mrec.warnings = warnings;
     records.push(mrec);
@@ -235,6 +245,33 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
         read: read_m,
         records,
     })
+}
+
+/// CPU × CPU medians of one metric (None: the pair was not measured).
+fn matrix(
+    cpus: &[u32],
+    results: &[PairResult],
+    f: fn(&PairResult) -> Option<&Vec<f64>>,
+) -> Vec<Vec<Option<f64>>> {
+    let cell = |x: u32, y: u32| {
+        results
+            .iter()
+            .find(|r| (r.pair.a, r.pair.b) == (x, y) || (r.pair.a, r.pair.b) == (y, x))
+            .and_then(|r| f(r).and_then(|v| numalab_results::stats::median(v)))
+    };
+    cpus.iter()
+        .map(|&x| cpus.iter().map(|&y| cell(x, y)).collect())
+        .collect()
+}
+
+/// A pair's record as `run` builds it, without machine warnings (for the text's tests).
+#[cfg(test)]
+pub(super) fn pair_record_for_tests(
+    r: &PairResult,
+    params: &serde_json::Value,
+    prov: &numalab_results::Provenance,
+) -> Record {
+    pair_record(r, params, prov, &[])
 }
 
 /// One pair's record: its statistics (from undisturbed passes) and its pass logs.
@@ -270,10 +307,19 @@ fn pair_record(
             passes: both.iter().flat_map(|l| l.passes.clone()).collect(),
         };
         rec.warnings.extend(log.warning());
+        let figures: Vec<Settle> = [&r.cas_settle, &r.read_settle]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        if let Some(s) = settle::combine(&figures) {
+            settle::apply(&mut rec, s);
+        }
         rec.set_data(&super::C2cPairData {
             disturbance: log,
             cas: r.cas_passes.clone(),
             read: r.read_passes.clone(),
+            settle: figures,
         });
     }
     rec

@@ -12,7 +12,8 @@ pub use present::C2cPresenter;
 
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{pingpong, LineState, Request, Timer};
-use numalab_results::disturb::{self, PassLog, Rules};
+use numalab_results::disturb::{PassLog, Rules};
+use numalab_results::{settle, Settle};
 use numalab_topo::buffer::Buffer;
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Host, Machine, MemSpec, PageSize, Pu, Result, ThreadPlacement};
@@ -103,6 +104,10 @@ pub struct PairResult {
     pub cas_passes: Option<PassLog>,
     /// What disturbed each read pass.
     pub read_passes: Option<PassLog>,
+    /// How the CAS median settled.
+    pub cas_settle: Option<Settle>,
+    /// How the read median settled.
+    pub read_settle: Option<Settle>,
     /// Node the line(s) lived on.
     pub home_node: Option<u32>,
 }
@@ -133,8 +138,19 @@ fn placement(m: &Machine, cpu: u32) -> Option<ThreadPlacement> {
     })
 }
 
-/// Measure one pair.
-pub fn measure_pair(host: &Host, timer: &Timer, p: Pair, s: &C2cSettings) -> Result<PairResult> {
+/// What a pair hands over as each of its parts ends: the CAS figures alone, then the
+/// pair with its read figures too.
+pub type OnPart<'a> = &'a (dyn Fn(&PairResult) + Sync);
+
+/// Measure one pair: the CAS median settled, then (as `on_part` hears after each) the
+/// modified-line read median settled.
+pub fn measure_pair(
+    host: &Host,
+    timer: &Timer,
+    p: Pair,
+    s: &C2cSettings,
+    on_part: OnPart,
+) -> Result<PairResult> {
     let m = &host.machine;
     let (wa, rb) = (placement(m, p.a), placement(m, p.b));
     let (Some(writer), Some(reader)) = (wa, rb) else {
@@ -154,22 +170,27 @@ pub fn measure_pair(host: &Host, timer: &Timer, p: Pair, s: &C2cSettings) -> Res
         PageSize::Base,
         std::slice::from_ref(home_of),
     )?;
-    let cas = if s.cas {
-        let buf = Buffer::allocate(host, &mem, 4096)?;
-        let mut p = disturb::measure(&s.rules, s.iterations, |n| -> Result<_> {
-            let pp = pingpong::ping_pong(host, timer, p.a, p.b, &buf, s.round_trips.max(1), n)?;
-            Ok(vec![pp
-                .rtt_ns
-                .iter()
-                .map(|r| r / 2.0)
-                .zip(pp.disturb)
-                .collect()])
-        })?;
-        Some(p.remove(0))
-    } else {
-        None
+    let mut out = PairResult {
+        pair: p,
+        cas_half_ns: None,
+        modified_read_ns: None,
+        cas_passes: None,
+        read_passes: None,
+        cas_settle: None,
+        read_settle: None,
+        home_node: mem.nodes.first().copied(),
     };
-    let read = if s.read {
+    if s.cas {
+        let buf = Buffer::allocate(host, &mem, 4096)?;
+        let c = cas_passes(host, timer, p, s, &buf)?;
+        out.cas_half_ns = Some(c.passes.used());
+        out.cas_passes = Some(c.passes.log);
+        out.cas_settle = Some(c.settle);
+        if s.read {
+            on_part(&out);
+        }
+    }
+    if s.read {
         let mut plan = LatencyPlan::basic(
             vec![reader.clone()],
             vec![writer.clone()],
@@ -180,22 +201,51 @@ pub fn measure_pair(host: &Host, timer: &Timer, p: Pair, s: &C2cSettings) -> Res
             0,
         );
         plan.rules = s.rules;
-        Some(
-            latency::measure(host, timer, &plan, s.read_bytes)?
-                .requestors
-                .remove(0),
-        )
-    } else {
-        None
+        let r = latency::measure(host, timer, &plan, s.read_bytes)?
+            .requestors
+            .remove(0);
+        out.modified_read_ns = Some(r.ns);
+        out.read_passes = Some(r.passes);
+        out.read_settle = Some(Settle {
+            metric: "modified_read".into(),
+            ..r.settle
+        });
+    }
+    on_part(&out);
+    Ok(out)
+}
+
+/// The CAS ping-pong's passes (RTT/2 per pass), added until their median settles.
+fn cas_passes(
+    host: &Host,
+    timer: &Timer,
+    p: Pair,
+    s: &C2cSettings,
+    buf: &Buffer,
+) -> Result<settle::Settled<f64>> {
+    let step = settle::Step {
+        metric: "cas_rtt_half",
+        figure: settle::Figure::Median,
+        want: s.iterations,
     };
-    Ok(PairResult {
-        pair: p,
-        cas_half_ns: cas.as_ref().map(|c| c.used()),
-        modified_read_ns: read.as_ref().map(|r| r.ns.clone()),
-        cas_passes: cas.map(|c| c.log),
-        read_passes: read.map(|r| r.passes),
-        home_node: mem.nodes.first().copied(),
-    })
+    let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
+    let mut v = settle::measure(
+        &s.rules,
+        step,
+        |x: &f64| *x,
+        clock,
+        sleep,
+        |n| -> Result<_> {
+            let pp = pingpong::ping_pong(host, timer, p.a, p.b, buf, s.round_trips.max(1), n)?;
+            Ok(vec![pp
+                .rtt_ns
+                .iter()
+                .map(|r| r / 2.0)
+                .zip(pp.disturb)
+                .collect()])
+        },
+    )?;
+    Ok(v.remove(0))
 }
 
 /// Measure every round; the pairs of a round run concurrently.
@@ -205,6 +255,7 @@ pub fn measure(
     rounds: &[Vec<Pair>],
     s: &C2cSettings,
     mut progress: impl FnMut(usize, usize),
+    on_part: OnPart,
 ) -> Result<Vec<PairResult>> {
     let mut out = Vec::new();
     for (i, round) in rounds.iter().enumerate() {
@@ -212,7 +263,7 @@ pub fn measure(
         let res: Vec<Result<PairResult>> = std::thread::scope(|sc| {
             let hs: Vec<_> = round
                 .iter()
-                .map(|&p| sc.spawn(move || measure_pair(host, timer, p, s)))
+                .map(|&p| sc.spawn(move || measure_pair(host, timer, p, s, on_part)))
                 .collect();
             hs.into_iter()
                 .map(|h| {

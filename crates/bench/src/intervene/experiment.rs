@@ -3,6 +3,8 @@
 use super::{measure_party, measure_uown, plan as plan_rows, Cell, Placement, Row};
 use crate::experiment::{check_iterations, opt_size, Context, Progress};
 use numalab_probe::{LineState, Timer};
+use numalab_results::disturb::Rules;
+use numalab_results::settle::{self, NoiseOptions};
 use numalab_results::stats::median;
 use numalab_results::{Record, Unavailable};
 use numalab_topo::{Error, Host, Machine, Result, ThreadPlacement, ThreadSpec};
@@ -25,6 +27,9 @@ pub struct Options {
     pub size: Option<String>,
     /// Timed passes per measurement.
     pub iterations: usize,
+    /// How long each latency may take to settle its median, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -36,12 +41,14 @@ impl Default for Options {
             placements: "x,y,z".into(),
             size: None,
             iterations: 5,
+            noise: NoiseOptions::default(),
         }
     }
 }
 
 /// The parsed lists of the options.
 struct Lists {
+    rules: Rules,
     states: Vec<LineState>,
     placements: Vec<Placement>,
     hops: Option<Vec<u32>>,
@@ -50,13 +57,13 @@ struct Lists {
 impl Options {
     fn lists(&self) -> Result<Lists> {
         ThreadSpec::parse(&self.cpu)?;
-        let states = list(&self.states, parse_state)?;
-        let placements = list(&self.placements, Placement::parse)?;
+        let states = list("--states", &self.states, parse_state)?;
+        let placements = list("--placements", &self.placements, Placement::parse)?;
         let hops = self
             .hops
             .as_deref()
             .map(|h| {
-                list(h, |x| {
+                list("--hops", h, |x| {
                     x.parse::<u32>().map_err(|_| {
                         format!("invalid --hops '{x}': expected hop counts such as 0,1,2")
                     })
@@ -65,7 +72,12 @@ impl Options {
             .transpose()?;
         check_iterations(self.iterations)?;
         opt_size(self.size.as_deref())?;
+        let rules = Rules {
+            settle: self.noise.goal().map_err(Error::Input)?,
+            ..Rules::default()
+        };
         Ok(Lists {
+            rules,
             states,
             placements,
             hops,
@@ -91,8 +103,10 @@ pub struct Plan {
     pub placements: Vec<Placement>,
     /// Bytes of lines per measurement.
     pub size: u64,
-    /// Timed passes per measurement.
+    /// Timed passes per measurement (at least; more until each median settles).
     pub iterations: usize,
+    /// What is done with disturbed passes, and what each median settles to.
+    pub rules: Rules,
     /// Things the reader should know about the plan.
     pub warnings: Vec<String>,
 }
@@ -123,6 +137,7 @@ impl Plan {
             placements: l.placements.clone(),
             size,
             iterations: o.iterations,
+            rules: l.rules,
             warnings,
         })
     }
@@ -184,25 +199,26 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
             "intervene-uown",
             &format!("uown hops {}", row.hops),
             prov.clone(),
-            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read", "iterations": plan.iterations,
+            json!({ "hops": row.hops, "home_node": row.uown_home, "requestor_cpu": req.pu.os, "size_bytes": size, "state": "uown", "request": "read", "iterations": plan.iterations, "tolerance_pct": plan.rules.settle.tolerance_pct, "noise_budget_ms": plan.rules.settle.budget_ms,
                 "placements": plan.placements.iter().map(|p| p.name()).collect::<Vec<_>>() }),
         );
+        r.warnings = warnings.clone();
         match row.uown_home {
             Some(h) => {
-                let v = measure_uown(host, &timer, req, h, size, plan.iterations)?;
-                r.add_samples("latency", "ns", &v);
-                uown.insert(row.hops, v);
+                let ms = measure_uown(host, &timer, req, h, size, plan.iterations, plan.rules)?;
+                add_measured(&mut r, &ms);
+                r.set_data(&json!({ "disturbance": ms.passes }));
+                uown.insert(row.hops, ms.ns);
             }
             None => r.unavailable.push(Unavailable {
                 feature: "uown_latency".into(),
                 reason: format!("no node with memory {} hops away", row.hops),
             }),
         }
-        r.warnings = warnings.clone();
+        // Each unowned row, then each cell, is kept as it ends should a signal end the rest.
+        numalab_results::interrupt::keep([r.clone()]);
         records.push(r);
     }
-    // The unowned rows, then each cell as it ends, are kept should a signal end the rest.
-    numalab_results::interrupt::keep(records.iter().cloned());
     let total = states.len() * rows.iter().map(|r| r.cells.len()).sum::<usize>();
     let mut done = 0;
     for &st in states {
@@ -217,20 +233,21 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                     cell_params(row, c, Some(st), size),
                 );
                 r.unavailable = unavailable(c);
+                r.warnings = warnings.clone();
                 if let Ok(p) = &c.party {
-                    let ms = measure_party(host, &timer, p, st, size, plan.iterations)?;
-                    r.add_samples("latency", "ns", &ms.ns);
+                    let ms = measure_party(host, &timer, p, st, size, plan.iterations, plan.rules)?;
                     let du = median(&ms.ns)
                         .zip(uown.get(&row.hops).and_then(|u| median(u)))
                         .map(|(x, u)| x - u);
+                    add_measured(&mut r, &ms);
                     r.set_data(&super::InterveneData {
                         delta_u_ns: du,
                         delta_u_rule: "median latency minus the median unowned read latency at the same distance".into(),
+                        disturbance: Some(ms.passes.clone()),
                     });
                     r.placement =
                         Some(json!({ "resolved": p, "verified": { "threads": ms.pins } }));
                 }
-                r.warnings = warnings.clone();
                 numalab_results::interrupt::keep([r.clone()]);
                 records.push(r);
             }
@@ -239,10 +256,27 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     Ok(records)
 }
 
-fn list<T>(s: &str, f: impl Fn(&str) -> std::result::Result<T, String>) -> Result<Vec<T>> {
-    s.split(',')
-        .map(|x| f(x.trim()).map_err(Error::Input))
-        .collect()
+/// A measured latency on its record: its samples, the warning of mostly disturbed
+/// passes and how its median settled.
+fn add_measured(r: &mut Record, ms: &super::Measured) {
+    r.add_samples("latency", "ns", &ms.ns);
+    r.warnings.extend(ms.passes.warning());
+    settle::apply(r, ms.settle.clone());
+}
+
+/// A list flag's values; one given twice is refused (`numalab_topo::lists`).
+fn list<T: std::fmt::Debug>(
+    what: &str,
+    s: &str,
+    f: impl Fn(&str) -> std::result::Result<T, String>,
+) -> Result<Vec<T>> {
+    let v: Vec<(&str, T)> = s
+        .split(',')
+        .map(|x| f(x.trim()).map(|v| (x.trim(), v)).map_err(Error::Input))
+        .collect::<Result<_>>()?;
+    let key = |(_, v): &&(&str, T)| format!("{v:?}");
+    numalab_topo::lists::once_by(what, s, &v, key, |(x, _)| format!("'{x}'"))?;
+    Ok(v.into_iter().map(|(_, v)| v).collect())
 }
 
 fn parse_state(s: &str) -> std::result::Result<LineState, String> {

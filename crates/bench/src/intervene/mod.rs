@@ -13,6 +13,8 @@ pub use present::{InterveneData, IntervenePresenter};
 use crate::helpers::closeness;
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::{LineState, Request, Timer};
+use numalab_results::disturb::{PassLog, Rules};
+use numalab_results::Settle;
 use numalab_topo::bind::PinProof;
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Error, Host, Machine, MemSpec, PageSize, Result, ThreadPlacement};
@@ -281,16 +283,32 @@ impl Parties<'_> {
     }
 }
 
-/// One measured placement.
+/// One measured latency: its passes, how its median settled and its pass log.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measured {
-    /// Latency, ns per load, one per pass.
+    /// Latency, ns per load, one per pass the statistics use.
     pub ns: Vec<f64>,
     /// Pinning proof (requestor, owner).
     pub pins: Vec<PinProof>,
+    /// How its median settled.
+    pub settle: Settle,
+    /// Every pass and what disturbed it.
+    pub passes: PassLog,
 }
 
-/// Latency of `state` for one party (the request the state implies).
+fn measured(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result<Measured> {
+    let mut res = latency::measure(host, timer, plan, size)?;
+    let q = res.requestors.remove(0);
+    Ok(Measured {
+        ns: q.ns,
+        pins: res.pins,
+        settle: q.settle,
+        passes: q.passes,
+    })
+}
+
+/// Latency of `state` for one party (the request the state implies), passes added
+/// until its median settles as `rules` say.
 pub fn measure_party(
     host: &Host,
     timer: &Timer,
@@ -298,12 +316,13 @@ pub fn measure_party(
     state: LineState,
     size: u64,
     iterations: usize,
+    rules: Rules,
 ) -> Result<Measured> {
     let m = &host.machine;
     let r = vec![p.requestor.clone()];
     let mem = resolve_memory(m, &MemSpec::Node(p.home), PageSize::Base, &r)?;
     let evict = crate::sizing::eviction_buffer(m);
-    let plan = LatencyPlan::basic(
+    let mut plan = LatencyPlan::basic(
         r,
         vec![p.owner.clone()],
         mem,
@@ -312,11 +331,8 @@ pub fn measure_party(
         iterations,
         evict,
     );
-    let res = latency::measure(host, timer, &plan, size)?;
-    Ok(Measured {
-        ns: res.requestors[0].ns.clone(),
-        pins: res.pins,
-    })
+    plan.rules = rules;
+    measured(host, timer, &plan, size)
 }
 
 /// Unowned read latency from the requestor to `home`.
@@ -327,10 +343,11 @@ pub fn measure_uown(
     home: u32,
     size: u64,
     iterations: usize,
-) -> Result<Vec<f64>> {
+    rules: Rules,
+) -> Result<Measured> {
     let r = vec![requestor.clone()];
     let mem = resolve_memory(&host.machine, &MemSpec::Node(home), PageSize::Base, &r)?;
-    let plan = LatencyPlan::basic(
+    let mut plan = LatencyPlan::basic(
         r,
         Vec::new(),
         mem,
@@ -339,9 +356,8 @@ pub fn measure_uown(
         iterations,
         0,
     );
-    Ok(latency::measure(host, timer, &plan, size)?.requestors[0]
-        .ns
-        .clone())
+    plan.rules = rules;
+    measured(host, timer, &plan, size)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use numalab_results::plot;
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
+use numalab_results::settle;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -15,6 +16,9 @@ pub struct InterveneData {
     pub delta_u_ns: Option<f64>,
     /// How `delta_u_ns` is formed.
     pub delta_u_rule: String,
+    /// Every pass and what disturbed it (what `compare` and the summary read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<numalab_results::disturb::PassLog>,
 }
 
 /// Intervention placements with their unowned references (and the dry-run plan).
@@ -31,22 +35,29 @@ impl Presenter for IntervenePresenter {
         Some(("intervene", "Intervention placements"))
     }
     fn html(&self, records: &[Record]) -> Option<String> {
-        let uown: BTreeMap<u64, f64> = of(records, "intervene-uown")
-            .filter_map(|r| Some((r.parameters["hops"].as_u64()?, r.median("latency")?)))
+        let uown: BTreeMap<u64, &Record> = of(records, "intervene-uown")
+            .filter_map(|r| Some((r.parameters["hops"].as_u64()?, r)))
             .collect();
+        // An unsettled median reads "unsettled (why; figure)" and is not drawn.
+        let cell = |r: Option<&Record>| {
+            r.map_or("-".into(), |r| settle::line(r, num(r.median("latency"), 1)))
+        };
         let rows: Vec<Vec<String>> = of(records, "intervene")
             .filter_map(|r| {
                 let p = &r.parameters;
                 let h = p["hops"].as_u64()?;
                 let v = r.median("latency");
-                let u = uown.get(&h).copied();
+                let ur = uown.get(&h).copied();
+                let u = ur.and_then(|u| u.median("latency"));
+                let both = r.settled() && ur.is_none_or(|u| u.settled());
+                let du = v.zip(u).filter(|_| both).map(|(v, u)| v - u);
                 Some(vec![
                     p["state"].as_str()?.into(),
                     h.to_string(),
                     p["placement"].as_str()?.into(),
-                    num(u, 1),
-                    num(v, 1),
-                    num(v.zip(u).map(|(v, u)| v - u), 1),
+                    cell(ur),
+                    cell(Some(r)),
+                    num(du, 1),
                 ])
             })
             .collect();

@@ -3,6 +3,7 @@
 
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
 use serde_json::Value;
@@ -83,6 +84,9 @@ fn planned(plan: &[&Record]) -> String {
 fn measured(records: &[Record]) -> Option<String> {
     let uown: Vec<&Record> = of(records, "intervene-uown").collect();
     let iterations = &uown.first()?.parameters["iterations"];
+    let tol = uown.first()?.parameters["tolerance_pct"]
+        .as_f64()
+        .unwrap_or(settle::DEFAULT_TOLERANCE_PCT);
     let mut states: Vec<&str> = Vec::new();
     for r in of(records, "intervene") {
         if let Some(st) = r.parameters["state"].as_str() {
@@ -91,14 +95,19 @@ fn measured(records: &[Record]) -> Option<String> {
             }
         }
     }
+    let find = |kind: &str, name: &str| records.iter().find(|r| r.kind == kind && r.name == name);
     let med = |kind: &str, name: &str| {
-        records
-            .iter()
-            .find(|r| r.kind == kind && r.name == name)
+        find(kind, name)
             .and_then(|r| r.stats.first())
             .map(|s| s.summary.median)
     };
-    let fmt = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
+    // A median that did not settle says so beside it (its record's warning says why).
+    let fmt = |kind: &str, name: &str| {
+        med(kind, name).map_or("-".into(), |x| match find(kind, name) {
+            Some(r) => settle::cell(r, format!("{x:.1}")),
+            None => format!("{x:.1}"),
+        })
+    };
     // Only the placements asked for: --placements x shows no y and z columns.
     let all = ["xhops=0", "yhops=0", "zhops=0"];
     let asked = &uown.first()?.parameters["placements"];
@@ -114,7 +123,7 @@ fn measured(records: &[Record]) -> Option<String> {
     for st in states {
         let _ = writeln!(
             s,
-            "{st} latency (ns, median of {iterations} passes; ΔU = minus unowned at the same distance)"
+            "{st} latency (ns, median of the undisturbed passes, or of all where none was undisturbed: at least {iterations}, more until within ±{tol} %; ΔU = minus unowned at the same distance)"
         );
         let mut header = vec!["hops", "UOWN"];
         for name in &shown {
@@ -124,18 +133,29 @@ fn measured(records: &[Record]) -> Option<String> {
             .iter()
             .map(|u_rec| {
                 let hops = &u_rec.parameters["hops"];
-                let u = med("intervene-uown", &format!("uown hops {hops}"));
-                let mut line = vec![hops.to_string(), fmt(u)];
+                let uname = format!("uown hops {hops}");
+                let u = med("intervene-uown", &uname);
+                let mut line = vec![hops.to_string(), fmt("intervene-uown", &uname)];
                 for &name in &shown {
                     // The zero-hop row is one local measurement, shown under each placement.
                     let which = if hops == 0 { "local" } else { name };
-                    let v = med("intervene", &format!("{st} hops {hops} {which}"));
-                    line.push(fmt(v));
-                    line.push(
-                        v.zip(u)
-                            .map(|(v, u)| format!("{:+.1}", v - u))
-                            .unwrap_or("-".into()),
-                    );
+                    let name = format!("{st} hops {hops} {which}");
+                    let v = med("intervene", &name);
+                    line.push(fmt("intervene", &name));
+                    let settled = [
+                        ("intervene", name.as_str()),
+                        ("intervene-uown", uname.as_str()),
+                    ]
+                    .iter()
+                    .all(|(k, n)| find(k, n).is_none_or(|r| r.settled()));
+                    line.push(v.zip(u).map_or("-".into(), |(v, u)| {
+                        let d = format!("{:+.1}", v - u);
+                        if settled {
+                            d
+                        } else {
+                            format!("{d} {}*", settle::UNSETTLED)
+                        }
+                    }));
                 }
                 line
             })
@@ -153,4 +173,35 @@ fn measured(records: &[Record]) -> Option<String> {
             .unwrap_or_default()
     );
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::Provenance;
+
+    /// Issue 40 item 20: `--placements x` shows the x column only, not y and z.
+    #[test]
+    fn only_the_placements_asked_for_get_columns() {
+        let prov = Provenance::collect("t", "s");
+        let params = serde_json::json!({
+            "iterations": 3, "hops": 1, "placements": ["xhops=0"], "state": "cexh", "size_bytes": 4096,
+        });
+        let mut u = Record::new(
+            "intervene-uown",
+            "uown hops 1",
+            prov.clone(),
+            params.clone(),
+        );
+        u.add_samples("latency", "ns", &[100.0, 101.0, 102.0]);
+        let mut x = Record::new("intervene", "cexh hops 1 xhops=0", prov, params);
+        x.add_samples("latency", "ns", &[90.0, 91.0, 92.0]);
+        let text = measured(&[u, x]).unwrap();
+        assert!(text.contains("xhops=0"), "{text}");
+        assert!(
+            !text.contains("yhops=0") && !text.contains("zhops=0"),
+            "{text}"
+        );
+        assert!(text.contains("-10.0"), "{text}");
+    }
 }

@@ -8,4 +8,7 @@ use serde::{Deserialize, Serialize};
 pub struct InvalidateData {
     /// Every pass of this sharer count.
     pub samples: Step,
+    /// Every figure's passes as one log (what `compare` and the summary read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<numalab_results::disturb::PassLog>,
 }

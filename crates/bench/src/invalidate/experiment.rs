@@ -3,6 +3,8 @@
 use super::{measure, InvalidatePlan, Step};
 use crate::experiment::{check_iterations, opt_size, Context, Progress};
 use numalab_probe::Timer;
+use numalab_results::disturb::{PassLog, Rules};
+use numalab_results::settle::{self, NoiseOptions};
 use numalab_results::{Record, Unavailable};
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{Error, Host, Machine, MemSpec, PageSize, Result, ThreadSpec};
@@ -24,6 +26,9 @@ pub struct Options {
     pub size: Option<String>,
     /// Timed passes per measurement.
     pub iterations: usize,
+    /// How long each figure may take to settle, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -35,6 +40,7 @@ impl Default for Options {
             sharers: None,
             size: None,
             iterations: 5,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -51,6 +57,7 @@ impl Options {
         }
         check_iterations(self.iterations)?;
         opt_size(self.size.as_deref())?;
+        self.noise.goal().map_err(Error::Input)?;
         Ok(())
     }
 }
@@ -69,7 +76,7 @@ impl InvalidatePlan {
                 o.size.as_deref().unwrap_or_default()
             )));
         }
-        InvalidatePlan::new(
+        let mut plan = InvalidatePlan::new(
             m,
             req[0].clone(),
             mem,
@@ -77,7 +84,12 @@ impl InvalidatePlan {
             o.sharers,
             size,
             o.iterations,
-        )
+        )?;
+        plan.rules = Rules {
+            settle: o.noise.goal().map_err(Error::Input)?,
+            ..Rules::default()
+        };
+        Ok(plan)
     }
 
     /// The plan as a record (what `--dry-run` emits).
@@ -116,12 +128,16 @@ fn params(p: &InvalidatePlan, k: usize) -> serde_json::Value {
         "hops": s[k - 1].hops,
         "size_bytes": p.size,
         "iterations": p.iterations,
+        "disturbed": p.rules.policy.name(),
+        "tolerance_pct": p.rules.settle.tolerance_pct,
+        "noise_budget_ms": p.rules.settle.budget_ms,
         "state": format!("shrd:{k}"),
         "method": "lines flushed, then the sharers read them; rdex: the requestor's modify chase; upgrade: the requestor reads them too, untimed, then the modify chase; bandwidth kernels rdex/upgrade/zero store one word per line",
     })
 }
 
-/// Measure the sweep on this machine: the steps and one record per sharer count.
+/// Measure the sweep on this machine: the steps and one record per sharer count, each
+/// kept as its figures end should a signal end the rest.
 pub fn run(
     host: &Host,
     plan: &InvalidatePlan,
@@ -129,38 +145,59 @@ pub fn run(
     progress: Progress,
 ) -> Result<(Vec<Step>, Vec<Record>)> {
     let timer = Timer::best();
-    let steps = measure(host, &timer, plan, |k, n| {
-        progress(&format!("invalidate: {k}/{n} sharers"))
-    })?;
     let warnings = warnings(plan, ctx);
-    let records = steps
-        .iter()
-        .map(|s| {
-            let mut r = Record::new(
-                "invalidate",
-                &format!("{} sharers", s.sharers),
-                ctx.prov.clone(),
-                params(plan, s.sharers),
-            );
-            r.add_samples("rdex_latency", "ns", &s.rdex_ns);
-            r.add_samples("upgrade_latency", "ns", &s.upgrade_ns);
-            r.add_samples("rdex_bandwidth", "GB/s", &s.rdex_gbps);
-            r.add_samples("upgrade_bandwidth", "GB/s", &s.upgrade_gbps);
-            r.add_samples("zero_bandwidth", "GB/s", &s.zero_gbps);
-            match &s.uown_ns {
-                Some(u) => r.add_samples("uown_rdex_latency", "ns", u),
-                None => r.unavailable.push(Unavailable {
-                    feature: "uown_rdex_latency".into(),
-                    reason:
-                        "the newest sharer's node has no memory to home an unowned reference on"
-                            .into(),
-                }),
-            }
-            r.placement = Some(json!({ "verified": { "threads": s.pins } }));
-            r.set_data(&super::InvalidateData { samples: s.clone() });
-            r.warnings = warnings.clone();
-            r
-        })
-        .collect();
+    let record = |s: &Step| step_record(plan, ctx, &warnings, s);
+    let keep = |s: &Step| numalab_results::interrupt::supersede([record(s)]);
+    let steps = measure(
+        host,
+        &timer,
+        plan,
+        |k, n| progress(&format!("invalidate: {k}/{n} sharers")),
+        &keep,
+    )?;
+    let records = steps.iter().map(record).collect();
     Ok((steps, records))
+}
+
+/// The record of one sharer count, with the figures measured so far.
+fn step_record(plan: &InvalidatePlan, ctx: &Context, warnings: &[String], s: &Step) -> Record {
+    let mut r = Record::new(
+        "invalidate",
+        &format!("{} sharers", s.sharers),
+        ctx.prov.clone(),
+        params(plan, s.sharers),
+    );
+    for (metric, unit, v) in [
+        ("rdex_latency", "ns", &s.rdex_ns),
+        ("upgrade_latency", "ns", &s.upgrade_ns),
+        ("rdex_bandwidth", "GB/s", &s.rdex_gbps),
+        ("upgrade_bandwidth", "GB/s", &s.upgrade_gbps),
+        ("zero_bandwidth", "GB/s", &s.zero_gbps),
+    ] {
+        if s.settle_of(metric).is_some() {
+            r.add_samples(metric, unit, v);
+        }
+    }
+    match &s.uown_ns {
+        Some(u) => r.add_samples("uown_rdex_latency", "ns", u),
+        None => r.unavailable.push(Unavailable {
+            feature: "uown_rdex_latency".into(),
+            reason: "the newest sharer's node has no memory to home an unowned reference on".into(),
+        }),
+    }
+    r.placement = Some(json!({ "verified": { "threads": s.pins } }));
+    let log = s.passes.first().map(|first| PassLog {
+        rules: first.rules,
+        passes: s.passes.iter().flat_map(|l| l.passes.clone()).collect(),
+    });
+    r.set_data(&super::InvalidateData {
+        samples: s.clone(),
+        disturbance: log.clone(),
+    });
+    r.warnings = warnings.to_vec();
+    r.warnings.extend(log.and_then(|l| l.warning()));
+    if let Some(c) = settle::combine(&s.settle) {
+        settle::apply(&mut r, c);
+    }
+    r
 }

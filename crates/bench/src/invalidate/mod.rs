@@ -19,6 +19,8 @@ use crate::helpers::closeness;
 use crate::latency::{self, LatencyPlan};
 use numalab_probe::bw::BwKernel;
 use numalab_probe::{LineState, Request, Timer};
+use numalab_results::disturb::{PassLog, Rules};
+use numalab_results::Settle;
 use numalab_topo::plan::resolve_memory;
 use numalab_topo::{
     Error, Host, Machine, MemPlacement, MemSpec, PageSize, Result, ThreadPlacement,
@@ -93,8 +95,10 @@ pub struct InvalidatePlan {
     pub sharers: Vec<Sharer>,
     /// Bytes of shared lines per measurement.
     pub size: u64,
-    /// Timed passes per measurement.
+    /// Timed passes per measurement (at least; more until each figure settles).
     pub iterations: usize,
+    /// What is done with disturbed passes, and what each figure settles to.
+    pub rules: Rules,
     /// Things the reader should know.
     pub warnings: Vec<String>,
 }
@@ -147,6 +151,7 @@ impl InvalidatePlan {
             sharers,
             size,
             iterations,
+            rules: Rules::default(),
             warnings,
         })
     }
@@ -177,97 +182,162 @@ pub struct Step {
     pub uown_ns: Option<Vec<f64>>,
     /// Pinning proof of the RDEX latency run (requestor, then sharers).
     pub pins: Vec<numalab_topo::bind::PinProof>,
+    /// How each figure measured so far settled (latencies by their median, bandwidths
+    /// by their best passes), named by metric.
+    #[serde(default)]
+    pub settle: Vec<Settle>,
+    /// Every pass of every figure, in the order measured (what disturbed them).
+    #[serde(default)]
+    pub passes: Vec<PassLog>,
 }
 
-/// Measure every sharer count; `progress(k, total)` before each.
+impl Step {
+    fn new(sharers: usize) -> Step {
+        Step {
+            sharers,
+            rdex_ns: Vec::new(),
+            upgrade_ns: Vec::new(),
+            rdex_gbps: Vec::new(),
+            upgrade_gbps: Vec::new(),
+            zero_gbps: Vec::new(),
+            uown_ns: None,
+            pins: Vec::new(),
+            settle: Vec::new(),
+            passes: Vec::new(),
+        }
+    }
+
+    /// How the figure `metric` settled, if it was measured.
+    pub fn settle_of(&self, metric: &str) -> Option<&Settle> {
+        self.settle.iter().find(|s| s.metric == metric)
+    }
+}
+
+/// A figure's settle entry named by its metric.
+fn named(s: &Settle, metric: &str) -> Settle {
+    Settle {
+        metric: metric.into(),
+        ..s.clone()
+    }
+}
+
+/// Measure every sharer count; `progress(k, total)` before each, `on_part` with the
+/// step so far after each of its figures.
 pub fn measure(
     host: &Host,
     timer: &Timer,
     plan: &InvalidatePlan,
     mut progress: impl FnMut(usize, usize),
+    on_part: &dyn Fn(&Step),
 ) -> Result<Vec<Step>> {
-    let m = &host.machine;
-    let evict = crate::sizing::eviction_buffer(m);
-    let req = vec![plan.requestor.clone()];
     // The unowned reference depends only on the sharer's node: measure each once.
-    let mut uown: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    let mut uown: BTreeMap<u32, (Vec<f64>, Settle, PassLog)> = BTreeMap::new();
     let mut out = Vec::new();
     for k in 1..=plan.sharers.len() {
         progress(k, plan.sharers.len());
-        let helpers: Vec<ThreadPlacement> =
-            plan.sharers[..k].iter().map(|s| s.thread.clone()).collect();
-        let state = LineState::Shrd(k);
-        let lat = |r: Request| {
-            let p = LatencyPlan::basic(
-                req.clone(),
-                helpers.clone(),
-                plan.mem.clone(),
-                state,
-                r,
-                plan.iterations,
-                evict,
-            );
-            latency::measure(host, timer, &p, plan.size)
-        };
-        let rdex = lat(Request::Rdex)?;
-        let upgrade = lat(Request::Upgrade)?;
-        let bw = |kernel: BwKernel| -> Result<Vec<f64>> {
-            let p = BwPlan {
-                requestors: req.clone(),
-                helpers: helpers.clone(),
-                mem: plan.mem.clone(),
-                state,
-                kernel,
-                size: plan.size,
-                iterations: plan.iterations,
-                mp: false,
-                evict_bytes: evict,
-                warnings: Vec::new(),
-                // Passes as before: these records carry no settle entry yet.
-                rules: numalab_results::disturb::Rules {
-                    policy: numalab_results::disturb::Policy::Keep,
-                    settle: numalab_results::settle::Goal::FIRST_PASSES_ONLY,
-                    ..Default::default()
-                },
-            };
-            Ok(bandwidth::measure(host, timer, &p)?.aggregate)
-        };
-        let newest = plan.sharers[k - 1].node;
-        let uown_ns = match newest {
-            Some(n) if m.node(n).is_some_and(|x| m.has_memory(x)) => {
-                if let std::collections::btree_map::Entry::Vacant(e) = uown.entry(n) {
-                    let mem = resolve_memory(m, &MemSpec::Node(n), PageSize::Base, &req)?;
-                    let p = LatencyPlan::basic(
-                        req.clone(),
-                        Vec::new(),
-                        mem,
-                        LineState::Uown,
-                        Request::Rdex,
-                        plan.iterations,
-                        0,
-                    );
-                    e.insert(
-                        latency::measure(host, timer, &p, plan.size)?.requestors[0]
-                            .ns
-                            .clone(),
-                    );
-                }
-                uown.get(&n).cloned()
-            }
-            _ => None,
-        };
-        out.push(Step {
-            sharers: k,
-            rdex_ns: rdex.requestors[0].ns.clone(),
-            upgrade_ns: upgrade.requestors[0].ns.clone(),
-            rdex_gbps: bw(BwKernel::Rdex)?,
-            upgrade_gbps: bw(BwKernel::Upgrade)?,
-            zero_gbps: bw(BwKernel::Zero)?,
-            uown_ns,
-            pins: rdex.pins,
-        });
+        out.push(measure_step(host, timer, plan, k, &mut uown, on_part)?);
     }
     Ok(out)
+}
+
+/// The figures of `k` sharers, each handed to `on_part` as it ends.
+fn measure_step(
+    host: &Host,
+    timer: &Timer,
+    plan: &InvalidatePlan,
+    k: usize,
+    uown: &mut BTreeMap<u32, (Vec<f64>, Settle, PassLog)>,
+    on_part: &dyn Fn(&Step),
+) -> Result<Step> {
+    let m = &host.machine;
+    let evict = crate::sizing::eviction_buffer(m);
+    let req = vec![plan.requestor.clone()];
+    let helpers: Vec<ThreadPlacement> =
+        plan.sharers[..k].iter().map(|s| s.thread.clone()).collect();
+    let state = LineState::Shrd(k);
+    let mut st = Step::new(k);
+    for (r, metric) in [
+        (Request::Rdex, "rdex_latency"),
+        (Request::Upgrade, "upgrade_latency"),
+    ] {
+        let mut p = LatencyPlan::basic(
+            req.clone(),
+            helpers.clone(),
+            plan.mem.clone(),
+            state,
+            r,
+            plan.iterations,
+            evict,
+        );
+        p.rules = plan.rules;
+        let mut res = latency::measure(host, timer, &p, plan.size)?;
+        let q = res.requestors.remove(0);
+        st.settle.push(named(&q.settle, metric));
+        st.passes.push(q.passes);
+        match r {
+            Request::Rdex => {
+                st.rdex_ns = q.ns;
+                st.pins = res.pins;
+            }
+            _ => st.upgrade_ns = q.ns,
+        }
+        on_part(&st);
+    }
+    for (kernel, metric) in [
+        (BwKernel::Rdex, "rdex_bandwidth"),
+        (BwKernel::Upgrade, "upgrade_bandwidth"),
+        (BwKernel::Zero, "zero_bandwidth"),
+    ] {
+        let p = BwPlan {
+            requestors: req.clone(),
+            helpers: helpers.clone(),
+            mem: plan.mem.clone(),
+            state,
+            kernel,
+            size: plan.size,
+            iterations: plan.iterations,
+            mp: false,
+            evict_bytes: evict,
+            warnings: Vec::new(),
+            rules: plan.rules,
+        };
+        let mut r = bandwidth::measure(host, timer, &p)?;
+        let gbps = r.used_gbps.remove(0);
+        st.settle.extend(r.settle.first().map(|s| named(s, metric)));
+        st.passes.extend(r.logs.into_iter().next());
+        match kernel {
+            BwKernel::Rdex => st.rdex_gbps = gbps,
+            BwKernel::Upgrade => st.upgrade_gbps = gbps,
+            _ => st.zero_gbps = gbps,
+        }
+        on_part(&st);
+    }
+    let newest = plan.sharers[k - 1].node;
+    if let Some(n) = newest.filter(|&n| m.node(n).is_some_and(|x| m.has_memory(x))) {
+        if let std::collections::btree_map::Entry::Vacant(e) = uown.entry(n) {
+            let mem = resolve_memory(m, &MemSpec::Node(n), PageSize::Base, &req)?;
+            let mut p = LatencyPlan::basic(
+                req.clone(),
+                Vec::new(),
+                mem,
+                LineState::Uown,
+                Request::Rdex,
+                plan.iterations,
+                0,
+            );
+            p.rules = plan.rules;
+            let q = latency::measure(host, timer, &p, plan.size)?
+                .requestors
+                .remove(0);
+            e.insert((q.ns, named(&q.settle, "uown_rdex_latency"), q.passes));
+        }
+        let (ns, s, log) = uown[&n].clone();
+        st.uown_ns = Some(ns);
+        st.settle.push(s);
+        st.passes.push(log);
+        on_part(&st);
+    }
+    Ok(st)
 }
 
 #[cfg(test)]

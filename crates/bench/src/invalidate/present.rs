@@ -3,8 +3,16 @@
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
+use numalab_results::settle;
 use numalab_results::summary::Card;
 use numalab_results::Record;
+
+/// How the figure `metric` of an invalidate record settled (None: no entry, as in
+/// records written before figures settled).
+fn settle_of(r: &Record, metric: &str) -> Option<numalab_results::Settle> {
+    let d: super::InvalidateData = r.data_as().ok()?;
+    d.samples.settle_of(metric).cloned()
+}
 
 /// The invalidation sweep (and its dry-run plan).
 pub struct InvalidatePresenter;
@@ -37,6 +45,16 @@ impl Presenter for InvalidatePresenter {
             return None;
         }
         let x = |r: &Record| r.parameters["sharers"].as_f64().unwrap_or(0.0);
+        // A figure that did not settle is neither drawn nor given as a plain number.
+        let settled = |r: &Record, m: &str| settle_of(r, m).is_none_or(|s| s.settled);
+        let fig = |r: &Record, m: &str| -> Option<f64> {
+            let s = r.stat(m)?;
+            Some(if m.ends_with("bandwidth") {
+                s.summary.max
+            } else {
+                s.summary.median
+            })
+        };
         let series = |metrics: &[(&str, &str)]| -> Vec<Series> {
             metrics
                 .iter()
@@ -44,7 +62,8 @@ impl Presenter for InvalidatePresenter {
                     name: (*name).into(),
                     points: recs
                         .iter()
-                        .filter_map(|r| Some((x(r), r.median(m)?)))
+                        .filter(|r| settled(r, m))
+                        .filter_map(|r| Some((x(r), fig(r, m)?)))
                         .collect(),
                 })
                 .filter(|s| !s.points.is_empty())
@@ -72,16 +91,27 @@ impl Presenter for InvalidatePresenter {
             .iter()
             .map(|r| {
                 let p = &r.parameters;
+                let cell = |m: &str, digits: usize| {
+                    let v = num(fig(r, m), digits);
+                    match settle_of(r, m) {
+                        Some(s) if !s.settled => format!(
+                            "{} ({}; {v})",
+                            settle::UNSETTLED,
+                            s.why.as_deref().unwrap_or("no reason recorded")
+                        ),
+                        _ => v,
+                    }
+                };
                 vec![
                     p["sharers"].to_string(),
                     p["newest_node"].to_string(),
                     p["hops"].to_string(),
-                    num(r.median("rdex_latency"), 1),
-                    num(r.median("upgrade_latency"), 1),
-                    num(r.median("uown_rdex_latency"), 1),
-                    num(r.median("rdex_bandwidth"), 2),
-                    num(r.median("upgrade_bandwidth"), 2),
-                    num(r.median("zero_bandwidth"), 2),
+                    cell("rdex_latency", 1),
+                    cell("upgrade_latency", 1),
+                    cell("uown_rdex_latency", 1),
+                    cell("rdex_bandwidth", 2),
+                    cell("upgrade_bandwidth", 2),
+                    cell("zero_bandwidth", 2),
                 ]
             })
             .collect();
@@ -93,9 +123,9 @@ impl Presenter for InvalidatePresenter {
                 "RDEX ns",
                 "UPGRD ns",
                 "UOWN ns",
-                "RDEX GB/s",
-                "UPGRD GB/s",
-                "zero GB/s",
+                "RDEX best GB/s",
+                "UPGRD best GB/s",
+                "zero best GB/s",
             ],
             &rows,
         );

@@ -5,6 +5,7 @@ use super::data::InvalidateData;
 use super::Step;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle::cell_of;
 use numalab_results::stats::median;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
@@ -30,7 +31,11 @@ pub(super) fn render(records: &[Record]) -> Option<String> {
         p["home_node"],
         fmt_bytes(p["size_bytes"].as_u64().unwrap_or(0)),
         match plan {
-            None => format!(", median of {} passes", p["iterations"]),
+            None => format!(
+                "; latency: median of the undisturbed passes (of all where none was undisturbed), bandwidth: best of them (at least {} passes, more until within ±{} %)",
+                p["iterations"],
+                p["tolerance_pct"].as_f64().unwrap_or(numalab_results::settle::DEFAULT_TOLERANCE_PCT)
+            ),
             Some(_) => " (plan only)".into(),
         }
     );
@@ -64,8 +69,18 @@ fn plan_rows(r: &Record) -> Option<String> {
 
 /// One row per sharer count: the newest sharer and the figures measured with it.
 fn measured_rows(recs: &[&Record]) -> String {
-    let f = |v: &[f64]| median(v).map(|x| format!("{x:.1}")).unwrap_or("-".into());
-    let g = |v: &[f64]| median(v).map(|x| format!("{x:.2}")).unwrap_or("-".into());
+    // Latency by its median, bandwidth by its best pass, as each settled; a figure
+    // that did not settle says so beside it.
+    let f = |st: &Step, m: &str, v: &[f64]| {
+        median(v).map_or("-".into(), |x| cell_of(st.settle_of(m), format!("{x:.1}")))
+    };
+    let g = |st: &Step, m: &str, v: &[f64]| {
+        let best = v.iter().copied().fold(f64::NAN, f64::max);
+        if best.is_nan() {
+            return "-".to_string();
+        }
+        cell_of(st.settle_of(m), format!("{best:.2}"))
+    };
     let rows: Vec<Vec<String>> = recs
         .iter()
         .filter_map(|r| {
@@ -77,12 +92,15 @@ fn measured_rows(recs: &[&Record]) -> String {
                 p["sharer_cpus"][k - 1].to_string(),
                 opt(&p["sharer_nodes"][k - 1]),
                 opt(&p["hops"]),
-                f(&st.rdex_ns),
-                f(&st.upgrade_ns),
-                st.uown_ns.as_deref().map(f).unwrap_or("-".into()),
-                g(&st.rdex_gbps),
-                g(&st.upgrade_gbps),
-                g(&st.zero_gbps),
+                f(&st, "rdex_latency", &st.rdex_ns),
+                f(&st, "upgrade_latency", &st.upgrade_ns),
+                st.uown_ns
+                    .as_deref()
+                    .map(|u| f(&st, "uown_rdex_latency", u))
+                    .unwrap_or("-".into()),
+                g(&st, "rdex_bandwidth", &st.rdex_gbps),
+                g(&st, "upgrade_bandwidth", &st.upgrade_gbps),
+                g(&st, "zero_bandwidth", &st.zero_gbps),
             ])
         })
         .collect();

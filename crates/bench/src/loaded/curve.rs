@@ -1,7 +1,7 @@
 //! A run's loaded-latency records as bandwidth–latency curves, one per read/write
-//! mix: each point's bandwidth and latency statistics, each curve's knee (the
-//! bandwidth where latency reaches twice the unloaded latency) and its maximum
-//! sustained bandwidth.
+//! mix: each point's bandwidth and latency statistics and whether it settled, each
+//! curve's knee (the bandwidth where latency reaches twice the unloaded latency, found
+//! from settled points only) and its maximum sustained bandwidth (settled points).
 
 use super::data::LoadedData;
 use super::Point;
@@ -29,6 +29,39 @@ pub struct CurvePoint {
     pub read_share: f64,
     /// Chase latency, ns per load: median, mean, standard deviation, min and p95.
     pub latency: [f64; 5],
+    /// Whether its record settled (an unsettled point is shown so, and neither the
+    /// knee nor the saturation is read from it).
+    pub settled: bool,
+}
+
+/// Where a curve's latency reaches twice the unloaded latency.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Knee {
+    /// At this bandwidth, GB/s (between two settled points).
+    At(f64),
+    /// Not within the settled points, and every point settled.
+    NotReached,
+    /// Not to be found from settled points: why.
+    Unknown(String),
+}
+
+impl Knee {
+    /// The bandwidth, when found.
+    pub fn gbps(&self) -> Option<f64> {
+        match self {
+            Knee::At(g) => Some(*g),
+            _ => None,
+        }
+    }
+
+    /// As a table cell.
+    pub fn cell(&self) -> String {
+        match self {
+            Knee::At(g) => format!("{g:.2}"),
+            Knee::NotReached => "not reached".into(),
+            Knee::Unknown(why) => format!("cannot be found ({why})"),
+        }
+    }
 }
 
 impl CurvePoint {
@@ -47,9 +80,9 @@ pub struct Curve {
     pub write_pct: u32,
     /// The points.
     pub points: Vec<CurvePoint>,
-    /// Bandwidth where latency first reaches twice the unloaded latency (None: never).
-    pub knee_gbps: Option<f64>,
-    /// The largest median bandwidth of any point.
+    /// Where latency first reaches twice the unloaded latency, from settled points.
+    pub knee: Knee,
+    /// The largest median bandwidth of any settled point (NaN: none settled).
     pub max_gbps: f64,
 }
 
@@ -60,6 +93,8 @@ pub struct Family {
     pub node: String,
     /// Unloaded latency (median, ns) and the chase's own traffic then (GB/s).
     pub idle: (f64, f64),
+    /// Whether the unloaded point settled (without it no knee can be found).
+    pub idle_settled: bool,
     /// One curve per mix, in the order measured.
     pub curves: Vec<Curve>,
 }
@@ -76,7 +111,7 @@ fn std_dev(v: &[f64]) -> f64 {
     (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
 }
 
-fn curve_point(p: &Point) -> Option<CurvePoint> {
+fn curve_point(p: &Point, settled: bool) -> Option<CurvePoint> {
     let gbps: Vec<f64> = p
         .injected_gbps
         .iter()
@@ -103,7 +138,22 @@ fn curve_point(p: &Point) -> Option<CurvePoint> {
             *l.first()?,
             percentile(&l, 0.95),
         ],
+        settled,
     })
+}
+
+/// Bandwidth where the line through the settled points, from the unloaded point on,
+/// first crosses twice the unloaded latency.
+fn crossing(settled: &[&CurvePoint], idle: (f64, f64)) -> Option<f64> {
+    let mut prev = (idle.1, idle.0);
+    for p in settled {
+        let here = (p.gbps, p.latency_ns());
+        if here.1 >= 2.0 * idle.0 {
+            return Some(lerp((prev.1, prev.0), (here.1, here.0), 2.0 * idle.0));
+        }
+        prev = here;
+    }
+    None
 }
 
 /// Linear interpolation of y at `x` between two (x, y) points.
@@ -115,34 +165,42 @@ fn lerp(a: (f64, f64), b: (f64, f64), x: f64) -> f64 {
 }
 
 impl Curve {
-    fn new(mix: Mix, points: Vec<CurvePoint>, idle: (f64, f64)) -> Curve {
-        let max_gbps = points.iter().map(|p| p.gbps).fold(0.0, f64::max);
-        let mut prev = (idle.1, idle.0);
-        let mut knee_gbps = None;
-        for p in &points {
-            let here = (p.gbps, p.latency_ns());
-            if here.1 >= 2.0 * idle.0 {
-                // Bandwidth where the line from the last point crosses 2× idle latency.
-                knee_gbps = Some(lerp((prev.1, prev.0), (here.1, here.0), 2.0 * idle.0));
-                break;
+    fn new(mix: Mix, points: Vec<CurvePoint>, idle: (f64, f64), idle_settled: bool) -> Curve {
+        let settled: Vec<&CurvePoint> = points.iter().filter(|p| p.settled).collect();
+        let max_gbps = settled.iter().map(|p| p.gbps).fold(f64::NAN, f64::max);
+        let unsettled = points.len() - settled.len();
+        let knee = if !idle_settled {
+            Knee::Unknown("the unloaded point did not settle".into())
+        } else {
+            match crossing(&settled, idle) {
+                Some(k) => Knee::At(k),
+                None if unsettled > 0 => Knee::Unknown(format!(
+                    "not within the settled points; {unsettled} point{} did not settle",
+                    if unsettled == 1 { "" } else { "s" }
+                )),
+                None => Knee::NotReached,
             }
-            prev = here;
-        }
+        };
         Curve {
             mix,
             write_pct: super::experiment::write_pct(mix),
             points,
-            knee_gbps,
+            knee,
             max_gbps,
         }
     }
 
+    /// The points that settled, in the order measured.
+    pub fn settled_points(&self) -> impl Iterator<Item = &CurvePoint> {
+        self.points.iter().filter(|p| p.settled)
+    }
+
     /// Latency (median, ns) the curve gives at `gbps`, interpolated between the points
-    /// ordered by bandwidth from the unloaded point; None past the curve's last point.
+    /// that settled, ordered by bandwidth from the unloaded point; None past the curve's
+    /// last settled point.
     pub fn latency_at(&self, idle: (f64, f64), gbps: f64) -> Option<f64> {
         let mut pts: Vec<(f64, f64)> = self
-            .points
-            .iter()
+            .settled_points()
             .map(|p| (p.gbps, p.latency_ns()))
             .collect();
         pts.push((idle.1, idle.0));
@@ -172,8 +230,7 @@ impl Family {
                 vec![
                     format!("{}% ({})", c.write_pct, c.mix.label()),
                     fmt(Some(max), 2),
-                    c.knee_gbps
-                        .map_or("not reached".into(), |k| format!("{k:.2}")),
+                    c.knee.cell(),
                     fmt(l50, 1),
                     fmt(l90, 1),
                 ]
@@ -181,7 +238,8 @@ impl Family {
             .collect()
     }
 
-    /// A curve's saturation: its maximum bandwidth and the latency at 50 % and 90 % of it.
+    /// A curve's saturation: its maximum bandwidth and the latency at 50 % and 90 % of
+    /// it, from settled points.
     pub fn saturation(&self, c: &Curve) -> (f64, Option<f64>, Option<f64>) {
         let at = |f: f64| c.latency_at(self.idle, f * c.max_gbps);
         (c.max_gbps, at(0.5), at(0.9))
@@ -207,6 +265,7 @@ pub fn curves(records: &[Record]) -> Vec<Family> {
             out.push(Family {
                 node,
                 idle,
+                idle_settled: r.settled(),
                 curves: Vec::new(),
             });
             continue;
@@ -216,16 +275,20 @@ pub fn curves(records: &[Record]) -> Vec<Family> {
             Some("write") => Mix::WRITES,
             _ => Mix::READS,
         });
-        let Some(cp) = curve_point(&p) else { continue };
+        let Some(cp) = curve_point(&p, r.settled()) else {
+            continue;
+        };
         match f.curves.iter_mut().find(|c| c.mix == mix) {
             Some(c) => c.points.push(cp),
-            None => f.curves.push(Curve::new(mix, vec![cp], f.idle)),
+            None => f
+                .curves
+                .push(Curve::new(mix, vec![cp], f.idle, f.idle_settled)),
         }
     }
     for f in &mut out {
-        let idle = f.idle;
+        let (idle, ok) = (f.idle, f.idle_settled);
         for c in &mut f.curves {
-            *c = Curve::new(c.mix, std::mem::take(&mut c.points), idle);
+            *c = Curve::new(c.mix, std::mem::take(&mut c.points), idle, ok);
         }
     }
     out
@@ -245,6 +308,14 @@ mod tests {
             issued_gbps: gbps,
             read_share: 1.0,
             latency: [lat, lat, 0.0, lat, lat],
+            settled: true,
+        }
+    }
+
+    fn unsettled(p: CurvePoint) -> CurvePoint {
+        CurvePoint {
+            settled: false,
+            ..p
         }
     }
 
@@ -259,14 +330,56 @@ mod tests {
                 pt(0, 12.0, 250.0),
             ],
             idle,
+            true,
         );
         assert_eq!(c.max_gbps, 12.0);
         // 200 ns lies halfway from (10, 150) to (12, 250).
-        assert!((c.knee_gbps.unwrap() - 11.0).abs() < 1e-9);
+        assert!((c.knee.gbps().unwrap() - 11.0).abs() < 1e-9);
         assert!((c.latency_at(idle, 7.5).unwrap() - 130.0).abs() < 1e-9);
         assert_eq!(c.latency_at(idle, 0.5), Some(100.0));
         assert_eq!(c.latency_at(idle, 13.0), None);
-        let flat = Curve::new(Mix::READS, vec![pt(0, 12.0, 150.0)], idle);
-        assert_eq!(flat.knee_gbps, None);
+        let flat = Curve::new(Mix::READS, vec![pt(0, 12.0, 150.0)], idle, true);
+        assert_eq!(flat.knee, Knee::NotReached);
+        assert_eq!(flat.knee.cell(), "not reached");
+    }
+
+    #[test]
+    fn the_knee_and_saturation_come_from_settled_points_only() {
+        let idle = (100.0, 1.0);
+        // An unsettled point far up the curve neither makes the knee nor the maximum.
+        let c = Curve::new(
+            Mix::READS,
+            vec![
+                pt(1000, 5.0, 110.0),
+                unsettled(pt(100, 20.0, 900.0)),
+                pt(0, 12.0, 250.0),
+            ],
+            idle,
+            true,
+        );
+        assert_eq!(c.max_gbps, 12.0);
+        // 200 ns lies at 5/7 of the way from (5, 110) to (12, 250).
+        assert!((c.knee.gbps().unwrap() - 9.5).abs() < 1e-9, "{:?}", c.knee);
+        // No crossing among settled points while one did not settle: unknown, not
+        // "not reached".
+        let c = Curve::new(
+            Mix::READS,
+            vec![pt(1000, 5.0, 110.0), unsettled(pt(0, 12.0, 250.0))],
+            idle,
+            true,
+        );
+        assert_eq!(
+            c.knee.cell(),
+            "cannot be found (not within the settled points; 1 point did not settle)"
+        );
+        // An unsettled unloaded point: no knee at all.
+        let c = Curve::new(Mix::READS, vec![pt(0, 12.0, 250.0)], idle, false);
+        assert_eq!(
+            c.knee,
+            Knee::Unknown("the unloaded point did not settle".into())
+        );
+        // Nothing settled: no maximum.
+        let c = Curve::new(Mix::READS, vec![unsettled(pt(0, 1.0, 1.0))], idle, true);
+        assert!(c.max_gbps.is_nan());
     }
 }

@@ -1,13 +1,26 @@
 //! The typed `data` of the loaded records.
 
 use super::Point;
+use numalab_results::disturb::PassLog;
+use numalab_results::Settle;
 use serde::{Deserialize, Serialize};
 
 /// `data` of a `loaded-latency` record: the point's samples and pinning proof.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadedData {
-    /// Every pass at this injector delay.
+    /// The passes the statistics use at this injector delay.
     pub samples: Point,
+    /// Every pass: what disturbed it (the chase and the injectors together) and
+    /// whether the statistics use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<PassLog>,
+    /// How the injectors' issued bandwidth settled (loaded points; the record's own
+    /// `settle` is the latency's unless only this one did not settle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_settle: Option<Settle>,
+    /// Times the point was measured again because it read below the unloaded latency.
+    #[serde(default)]
+    pub remeasured_below: u32,
 }
 
 /// `data` of a `loaded-latency-plan` record: the injector delays to be run.

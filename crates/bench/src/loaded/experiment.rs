@@ -1,12 +1,13 @@
 //! Loaded latency as an experiment: options, plan, records and text.
 
-use super::{measure, Load, LoadedPlan, Point, DEFAULT_DELAYS};
+use super::{measure, Landed, Load, LoadedPlan, Measured, Point, DEFAULT_DELAYS};
 use crate::experiment::{Context, Progress};
 use numalab_probe::inject::Traffic;
 use numalab_probe::kernel::UNROLL;
 use numalab_probe::mix::Mix;
 use numalab_probe::Timer;
-use numalab_results::Record;
+use numalab_results::settle::{self, NoiseOptions};
+use numalab_results::{interrupt, Provenance, Record};
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::spec::parse_size;
 use numalab_topo::{
@@ -41,6 +42,10 @@ pub struct Options {
     pub inject_size: Option<String>,
     /// Timed passes per point.
     pub iterations: usize,
+    /// How long each point may take to settle its median latency (and issued
+    /// bandwidth), and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -55,6 +60,7 @@ impl Default for Options {
             size: None,
             inject_size: None,
             iterations: 5,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -98,7 +104,11 @@ impl Options {
                 .collect::<Result<_>>()?,
             None => DEFAULT_DELAYS.to_vec(),
         };
+        if let Some(d) = &o.delays {
+            numalab_topo::lists::once("--delays", d, &delays, |x| x.to_string())?;
+        }
         crate::experiment::check_iterations(o.iterations)?;
+        o.noise.goal().map_err(Error::Input)?;
         let size = o.size.as_deref().map(parse_size).transpose()?;
         let inject_size = o.inject_size.as_deref().map(parse_size).transpose()?;
         Ok(Parsed {
@@ -122,7 +132,7 @@ impl Options {
 /// Write percentages ("0,25,50,75,100") as mixes, each named in the error if bad.
 fn parse_writes(s: &str) -> Result<Vec<Mix>> {
     let valid = "expected write percentages from 0 to 100, comma-separated, such as 0,25,50,75,100";
-    let mut v: Vec<Mix> = Vec::new();
+    let mut v: Vec<(&str, Mix)> = Vec::new();
     for x in s.split(',') {
         let pct: f64 = x
             .trim()
@@ -130,14 +140,12 @@ fn parse_writes(s: &str) -> Result<Vec<Mix>> {
             .map_err(|_| Error::input(format!("invalid write percentage '{x}': {valid}")))?;
         let mix = Mix::from_write_pct(pct)
             .map_err(|_| Error::input(format!("invalid write percentage '{x}': {valid}")))?;
-        if v.contains(&mix) {
-            return Err(Error::input(format!(
-                "invalid write percentage '{x}': it gives the mix {mix} again; {valid}"
-            )));
-        }
-        v.push(mix);
+        v.push((x.trim(), mix));
     }
-    Ok(v)
+    // Two spellings of one mix (50, 50.0) are one value.
+    let key = |(_, m): &&(&str, Mix)| m.to_string();
+    numalab_topo::lists::once_by("--writes", s, &v, key, |(x, _)| format!("'{x}'"))?;
+    Ok(v.into_iter().map(|(_, m)| m).collect())
 }
 
 /// A CPU-less node's traffic comes from the CPUs nearest it: the default chaser
@@ -232,6 +240,7 @@ impl LoadedPlan {
             inject_bytes,
             loads: (elements.min(MAX_LOADS) / UNROLL).max(1) * UNROLL,
             iterations: o.iterations,
+            goal: o.noise.goal().map_err(Error::Input)?,
         })
     }
 
@@ -319,6 +328,7 @@ fn traffic_mix(t: Traffic) -> Mix {
 }
 
 /// Measure the unloaded point, then every mix's delays: the points and their records.
+/// Each point's record is kept as the point ends, should a signal end the ones after it.
 pub fn run(
     host: &Host,
     plan: &LoadedPlan,
@@ -326,28 +336,62 @@ pub fn run(
     progress: Progress,
 ) -> Result<(Vec<Point>, Vec<Record>)> {
     let timer = Timer::best();
-    let (points, landed) = measure(host, &timer, plan, |i, n| {
-        progress(&format!("loaded-latency: point {}/{n}", i + 1))
-    })?;
-    let (prov, warnings) = (&ctx.prov, plan.warnings(ctx));
-    let records: Vec<Record> = points
-        .iter()
-        .map(|p| {
-            let load = p.mix.zip(p.delay);
-            let name = plan.point_name(load);
-            let mut rec = Record::new("loaded-latency", &name, prov.clone(), plan.params(load));
-            rec.add_samples("latency", "ns", &p.latency_ns);
-            if load.is_some() {
-                rec.add_samples("injected_bandwidth", "GB/s", &p.injected_gbps);
-                rec.add_samples("issued_bandwidth", "GB/s", &p.issued_gbps);
-                rec.add_samples("read_share", "fraction", &p.read_share);
-            }
-            rec.add_samples("chase_bandwidth", "GB/s", &p.chase_gbps);
-            rec.placement = Some(json!({ "verified": { "threads": p.pins, "memory": landed } }));
-            rec.set_data(&super::LoadedData { samples: p.clone() });
-            rec.warnings = warnings.clone();
-            rec
-        })
-        .collect();
-    Ok((points, records))
+    let warnings = plan.warnings(ctx);
+    let mut records = Vec::new();
+    let (points, _) = measure(
+        host,
+        &timer,
+        plan,
+        |i, n| progress(&format!("loaded-latency: point {}/{n}", i + 1)),
+        |m, landed| {
+            let rec = plan.point_record(&ctx.prov, &warnings, m, landed);
+            interrupt::keep([rec.clone()]);
+            records.push(rec);
+        },
+    )?;
+    Ok((points.into_iter().map(|m| m.point).collect(), records))
+}
+
+impl LoadedPlan {
+    /// The record of one measured point.
+    pub fn point_record(
+        &self,
+        prov: &Provenance,
+        warnings: &[String],
+        m: &Measured,
+        landed: &Landed,
+    ) -> Record {
+        let p = &m.point;
+        let load = p.mix.zip(p.delay);
+        let mut rec = Record::new(
+            "loaded-latency",
+            &self.point_name(load),
+            prov.clone(),
+            self.params(load),
+        );
+        rec.add_samples("latency", "ns", &p.latency_ns);
+        if load.is_some() {
+            rec.add_samples("injected_bandwidth", "GB/s", &p.injected_gbps);
+            rec.add_samples("issued_bandwidth", "GB/s", &p.issued_gbps);
+            rec.add_samples("read_share", "fraction", &p.read_share);
+        }
+        rec.add_samples("chase_bandwidth", "GB/s", &p.chase_gbps);
+        rec.placement = Some(json!({ "verified": { "threads": p.pins, "memory": landed } }));
+        rec.set_data(&super::LoadedData {
+            samples: p.clone(),
+            disturbance: Some(m.log.clone()),
+            bandwidth_settle: m.bandwidth.clone(),
+            remeasured_below: m.remeasured_below,
+        });
+        rec.warnings = warnings.to_vec();
+        rec.warnings.extend(m.log.warning());
+        if m.remeasured_below > 0 {
+            rec.warnings.push(format!(
+                "read below the unloaded latency, so measured again {} time(s)",
+                m.remeasured_below
+            ));
+        }
+        settle::apply(&mut rec, m.settle.clone());
+        rec
+    }
 }

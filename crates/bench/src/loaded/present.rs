@@ -6,7 +6,7 @@ use super::curve::{curves, Family};
 use super::mess::ReferenceData;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
-use numalab_results::report::{figure, html_table, num};
+use numalab_results::report::{esc, figure, html_table, num};
 use numalab_results::summary::{Card, Figure, Group, Spread};
 use numalab_results::Record;
 
@@ -41,6 +41,7 @@ impl Presenter for LoadedPresenter {
                 &Family {
                     node: String::new(),
                     idle: (f64::NAN, 0.0),
+                    idle_settled: false,
                     curves: Vec::new(),
                 },
                 &refs,
@@ -87,21 +88,26 @@ fn references(records: &[Record], fams: &[Family]) -> Vec<(String, Vec<(f64, f64
 }
 
 fn family_figure(fam: &Family, refs: &[(String, Vec<(f64, f64)>)]) -> String {
-    let mut series: Vec<Series> = fam
-        .curves
-        .iter()
-        .map(|c| {
-            let mut pts: Vec<(f64, f64)> = std::iter::once((fam.idle.1, fam.idle.0))
-                .chain(c.points.iter().map(|p| (p.gbps, p.latency_ns())))
-                .filter(|p| p.1.is_finite())
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                name: format!("{}% writes ({})", c.write_pct, c.mix.label()),
-                points: pts,
-            }
-        })
-        .collect();
+    let idle = fam.idle_settled.then_some((fam.idle.1, fam.idle.0));
+    let mut series: Vec<Series> = Vec::new();
+    for c in &fam.curves {
+        let name = format!("{}% writes ({})", c.write_pct, c.mix.label());
+        let settled = idle
+            .into_iter()
+            .chain(c.settled_points().map(|p| (p.gbps, p.latency_ns())));
+        series.push(Series {
+            name: name.clone(),
+            points: sorted(settled),
+        });
+        let unsettled = c.points.iter().filter(|p| !p.settled);
+        let unsettled = sorted(unsettled.map(|p| (p.gbps, p.latency_ns())));
+        if !unsettled.is_empty() {
+            series.push(Series {
+                name: format!("{name}, unsettled (machine busy)"),
+                points: unsettled,
+            });
+        }
+    }
     series.extend(refs.iter().map(|(n, p)| Series {
         name: n.clone(),
         points: p.clone(),
@@ -109,7 +115,7 @@ fn family_figure(fam: &Family, refs: &[(String, Vec<(f64, f64)>)]) -> String {
     let markers = fam
         .curves
         .iter()
-        .filter_map(|c| Some((c.knee_gbps?, format!("knee {}% writes", c.write_pct))))
+        .filter_map(|c| Some((c.knee.gbps()?, format!("knee {}% writes", c.write_pct))))
         .collect();
     let chart = plot::line_chart(&LineChart {
         title: format!("bandwidth–latency curves, memory node {}", fam.node),
@@ -121,23 +127,31 @@ fn family_figure(fam: &Family, refs: &[(String, Vec<(f64, f64)>)]) -> String {
         markers,
     });
     let rows = fam.saturation_rows(num);
-    figure(
-        chart,
-        html_table(
-            &[
-                "writes",
-                "max GB/s",
-                "knee GB/s",
-                "ns at 50% of max",
-                "ns at 90% of max",
-            ],
-            &rows,
-        ),
-    )
+    let note = super::text::unsettled_note(fam)
+        .map(|n| format!("<p class=\"unsettled\">{}</p>", esc(&n)))
+        .unwrap_or_default();
+    let table = html_table(
+        &[
+            "writes",
+            "max GB/s",
+            "knee GB/s",
+            "ns at 50% of max",
+            "ns at 90% of max",
+        ],
+        &rows,
+    );
+    figure(chart, table + &note)
+}
+
+/// The finite points, in bandwidth order.
+fn sorted(pts: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = pts.filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
 }
 
 /// Saturation bandwidth and the latency at 50 % and 90 % of it, for reads only and
-/// for 50/50, from the last family measured.
+/// for 50/50, from the last family measured (settled points only).
 fn saturation_cards(records: &[Record]) -> Vec<Card> {
     let Some(fam) = curves(records).pop() else {
         return Vec::new();
@@ -147,7 +161,9 @@ fn saturation_cards(records: &[Record]) -> Vec<Card> {
         .filter_map(|(w, title)| {
             let c = fam.curve(w)?;
             let (max, l50, l90) = fam.saturation(c);
-            let top = c.points.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+            let top = c
+                .settled_points()
+                .max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
             let spread = Spread {
                 lo: top.gbps_span.0,
                 hi: top.gbps_span.1,

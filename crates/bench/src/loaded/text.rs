@@ -6,6 +6,7 @@ use super::curve::{curves, Family};
 use super::data::LoadedPlanData;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle::UNSETTLED;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
 use std::fmt::Write;
@@ -55,6 +56,36 @@ fn f(v: Option<f64>, p: usize) -> String {
         .unwrap_or("-".into())
 }
 
+/// A figure as a cell: "FIGURE unsettled*" when its point did not settle (the star
+/// points to the record's warning, printed under the tables).
+fn cell(settled: bool, figure: String) -> String {
+    if settled {
+        figure
+    } else {
+        format!("{figure} {UNSETTLED}*")
+    }
+}
+
+/// The line naming a family's unsettled points (None when every point settled): they
+/// are drawn apart, and neither knee nor saturation is read from them.
+pub(super) fn unsettled_note(fam: &Family) -> Option<String> {
+    let mut names: Vec<String> = fam
+        .curves
+        .iter()
+        .flat_map(|c| c.points.iter().filter(|p| !p.settled).map(move |p| (c, p)))
+        .map(|(c, p)| format!("{}% writes at delay {}", c.write_pct, p.delay))
+        .collect();
+    if !fam.idle_settled {
+        names.insert(0, "the unloaded point".into());
+    }
+    (!names.is_empty()).then(|| {
+        format!(
+            "{UNSETTLED} (machine busy): {}; knee and saturation are read from settled points only",
+            names.join(", ")
+        )
+    })
+}
+
 /// Every point of a family: mix, delay, bandwidths, read share, latency spread.
 fn points_table(fam: &Family) -> String {
     let rows: Vec<Vec<String>> = fam
@@ -68,7 +99,7 @@ fn points_table(fam: &Family) -> String {
                 f(Some(p.gbps), 2),
                 f(Some(p.issued_gbps), 2),
                 f(Some(p.read_share), 3),
-                f(Some(p.latency[0]), 1),
+                cell(p.settled, f(Some(p.latency[0]), 1)),
                 f(Some(p.latency[3]), 1),
                 f(Some(p.latency[4]), 1),
             ]
@@ -116,17 +147,23 @@ pub(super) fn curve_text(records: &[Record]) -> Option<String> {
     for fam in curves(records) {
         let _ = writeln!(
             s,
-            "Loaded latency: chase on CPU {} over {}, memory node {}; {} injector(s); median of {} passes; unloaded {} ns\n",
+            "Loaded latency: chase on CPU {} over {}, memory node {}; {} injector(s); median of at least {} passes, added until it settles; unloaded {}\n",
             first.parameters["requestor_cpu"],
             bytes(first, "chase_bytes"),
             if fam.node.is_empty() { "?" } else { &fam.node },
             injectors.unwrap_or(0),
             first.parameters["iterations"],
-            f(Some(fam.idle.0), 1),
+            cell(fam.idle_settled, format!("{} ns", f(Some(fam.idle.0), 1))),
         );
         s.push_str(&points_table(&fam));
         s.push('\n');
         s.push_str(&curves_table(&fam));
+        if let Some(n) = unsettled_note(&fam) {
+            if !s.ends_with('\n') {
+                s.push('\n');
+            }
+            let _ = writeln!(s, "{n}");
+        }
         s.push('\n');
     }
     let _ = writeln!(s, "traffic GB/s estimates memory traffic, injectors and chase: 64 bytes per line read, 128 per line written (read-for-ownership plus writeback); issued GB/s counts 64 bytes per line the injectors touched; read share is of the lines they touched");

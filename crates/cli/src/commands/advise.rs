@@ -14,10 +14,12 @@ pub struct AdviseArgs {
     /// A trace of the program (numalab record): advice per thread.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// Threads of the workload to place.
+    /// Threads of the workload to place (default without a trace: every CPU of the
+    /// surveyed machine).
     #[arg(long)]
     threads: Option<usize>,
-    /// Bytes the threads touch in all (64M, 4G, ...).
+    /// Bytes the threads touch in all (64M, 4G, ...; default without a trace: half of
+    /// a node's memory).
     #[arg(long, value_name = "SIZE")]
     footprint: Option<String>,
     /// Share of accesses that are reads, percent.

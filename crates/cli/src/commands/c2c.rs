@@ -34,6 +34,8 @@ pub struct C2cArgs {
         value_name = "keep|remeasure|exclude"
     )]
     disturbed: String,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the pairs and the concurrent rounds without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -51,6 +53,7 @@ impl C2cArgs {
             iterations: self.iterations,
             read_size: self.read_size.clone(),
             disturbed: self.disturbed.clone(),
+            noise: self.noise.options(),
         }
     }
 }

@@ -24,9 +24,12 @@ pub struct CollectivesArgs {
     /// (remote-read, barrier, broadcast, shift, gather, allgather, reduce).
     #[arg(long)]
     only: Option<String>,
-    /// Timed passes per measurement (after one untimed pass).
+    /// Timed passes per measurement (after one untimed pass; more while it has not
+    /// settled).
     #[arg(long, default_value_t = 9)]
     iterations: usize,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print OSU micro-benchmark style blocks (size, avg/min/max latency over threads).
     #[arg(long)]
     osu: bool,
@@ -52,6 +55,7 @@ impl CollectivesArgs {
             barrier: self.barrier.clone(),
             only: self.only.clone(),
             iterations: self.iterations,
+            noise: self.noise.options(),
         }
     }
 }
@@ -67,6 +71,11 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         ));
     }
     a.mpi.job.options().without_mpi(a.mpi.mpi)?;
+    if let (true, Some(f)) = (a.mpi.mpi, a.noise.given()) {
+        return Err(crate::common::bad(format!(
+            "invalid {f} with --mpi: measurements between MPI ranks do not settle yet; leave it out, or drop --mpi"
+        )));
+    }
     if a.mpi.mpi {
         return run_mpi(&a, &o);
     }
@@ -78,7 +87,7 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
         return a.common.show(&[collectives::plan_record(&plan, &o, &ctx)]);
     }
     a.common.keep_on_signal();
-    let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, p))?;
+    let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, &ctx, p))?;
     let recs = collectives::records(&plan, &res, &o, &ctx);
     if a.osu {
         return a

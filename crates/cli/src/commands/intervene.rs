@@ -27,6 +27,8 @@ pub struct InterveneArgs {
     /// Timed passes per measurement.
     #[arg(long, default_value_t = 5)]
     iterations: usize,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the placements without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -43,6 +45,7 @@ impl InterveneArgs {
             placements: self.placements.clone(),
             size: self.size.clone(),
             iterations: self.iterations,
+            noise: self.noise.options(),
         }
     }
 }

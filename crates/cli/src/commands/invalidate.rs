@@ -27,6 +27,8 @@ pub struct InvalidateArgs {
     /// Timed passes per measurement.
     #[arg(long, default_value_t = 5)]
     iterations: usize,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the sharer order without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -43,6 +45,7 @@ impl InvalidateArgs {
             sharers: self.sharers,
             size: self.size.clone(),
             iterations: self.iterations,
+            noise: self.noise.options(),
         }
     }
 }

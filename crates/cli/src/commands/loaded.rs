@@ -39,9 +39,11 @@ pub struct LoadedArgs {
     /// Bytes per injector (default: as the chase, spread over the injectors).
     #[arg(long)]
     inject_size: Option<String>,
-    /// Timed passes per point.
+    /// Timed passes per point first; more are added until the point settles.
     #[arg(long, default_value_t = 5)]
     iterations: usize,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the plan without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -61,6 +63,7 @@ impl LoadedArgs {
             size: self.size.clone(),
             inject_size: self.inject_size.clone(),
             iterations: self.iterations,
+            noise: self.noise.options(),
         }
     }
 }

@@ -38,6 +38,18 @@ pub struct JobArgs {
     /// or a CPU list.
     #[arg(long, value_name = "SPEC", default_value = "compact")]
     pub rank_cpus: String,
+    /// Ranks on each host of the hostfile (or on this machine); --ranks defaults to
+    /// N × hosts.
+    #[arg(long, value_name = "N")]
+    pub ranks_per_host: Option<usize>,
+    /// host: consecutive ranks on different hosts; node: each host filled in turn, its
+    /// ranks spread over its NUMA nodes; core: each host filled in turn, one rank per core.
+    #[arg(long, value_name = "host|node|core", value_parser = map_by)]
+    pub map_by: Option<numalab_mpi::mapping::MapBy>,
+}
+
+fn map_by(s: &str) -> Result<numalab_mpi::mapping::MapBy, String> {
+    numalab_mpi::mapping::MapBy::parse(s).map_err(|_| numalab_mpi::mapping::MAP_VALID.to_string())
 }
 
 impl JobArgs {
@@ -47,6 +59,8 @@ impl JobArgs {
             ranks: self.ranks,
             hostfile: self.hostfile.clone(),
             rank_cpus: self.rank_cpus.clone(),
+            ranks_per_host: self.ranks_per_host,
+            map_by: self.map_by,
         }
     }
 }
@@ -116,6 +130,10 @@ pub struct SweepArgs {
     /// Print the plan without starting ranks.
     #[arg(long)]
     dry_run: bool,
+    /// Print OSU micro-benchmark style blocks (osu_latency's "# Size  Latency (us)",
+    /// osu_bw's "# Size  Bandwidth (MB/s)"), one per operation.
+    #[arg(long)]
+    osu: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -210,12 +228,10 @@ impl SweepArgs {
 
 fn run_latency(a: LatencyArgs) -> Result<(), CliError> {
     a.sweep.common.validate()?;
-    let ops = a
-        .ops
-        .as_deref()
-        .unwrap_or("pingpong,get,put,acc")
-        .split(',');
-    let ops = ops.map(Op::parse_latency).collect::<Result<Vec<_>, _>>()?;
+    let list = a.ops.as_deref().unwrap_or("pingpong,get,put,acc");
+    let ops = list.split(',').map(Op::parse_latency);
+    let ops = ops.collect::<Result<Vec<_>, _>>()?;
+    numalab_topo::lists::once("--ops", list, &ops, |o| format!("{o:?}").to_lowercase())?;
     run_sweep(&a.sweep, a.sweep.options(ops, 64, a.batch)?)
 }
 
@@ -235,14 +251,23 @@ fn run_sweep(a: &SweepArgs, o: p2p::Options) -> Result<(), CliError> {
     let host = a.common.host()?;
     let mut launch = o.job.resolve(&host.machine, 2)?;
     let plan = p2p::Plan::resolve(&launch, &o)?;
-    launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
+    let estimate = plan.estimate(launch.req.crowding());
+    launch.req.estimate = Some(estimate);
+    // Said once, by the process that starts the ranks, before they start.
+    if !a.dry_run && !numalab_mpi::env::in_mpi_job() {
+        // A host that does not resolve is a one-line error before any plan is said.
+        if let Some(h) = &o.job.hostfile {
+            numalab_mpi::hostfile::check_hosts(h)?;
+        }
+        eprint!("{}", plan.summary(estimate.as_secs_f64()));
+    }
     run_job(
         (&a.common, a.dry_run),
         &host,
         &launch,
         |prov| plan.records(prov),
         |world| p2p::measure(world, &host, &plan, progress("mpi")),
-        None,
+        a.osu.then_some(p2p::osu_text as fn(&[Record]) -> String),
     )
 }
 

@@ -1,6 +1,6 @@
 //! `numalab plan`: resolve a placement without measuring; `--verify` binds and proves it.
 
-use crate::common::{context, CliError, CommonArgs};
+use crate::common::{describing, CliError, CommonArgs};
 use clap::{Args, ValueEnum};
 use numalab_bench::machine;
 use numalab_topo::plan::{check_capacity, resolve_memory, resolve_threads, spread_note};
@@ -122,7 +122,7 @@ pub fn run(a: PlanArgs) -> Result<(), CliError> {
         _ => (None, None),
     };
     let mut rec = machine::plan_record(
-        &context(&host),
+        &describing(&host),
         &plan,
         serde_json::json!({
             "topology_source": m.source,

@@ -64,9 +64,11 @@ pub struct PlacementArgs {
     /// What a read moves: a cache line, or a pair of lines (the KSR's 128-byte subpage).
     #[arg(long, default_value = "line")]
     unit: String,
-    /// Timed passes per point (after one untimed pass).
+    /// Timed passes per point (after one untimed pass; more while it has not settled).
     #[arg(long, default_value_t = 7)]
     iterations: usize,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     /// Print the plan (domains, owners, reader order of every curve) without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -80,7 +82,7 @@ fn run_placement(a: PlacementArgs) -> Result<(), CliError> {
     if a.dry_run {
         return a.common.show(&placement::plan_records(&plan, &o, &ctx));
     }
-    let points = with_progress(|p| placement::run_suite(&host, &plan, &o, p))?;
+    let points = with_progress(|p| placement::run_suite(&host, &plan, &o, &ctx, p))?;
     a.common
         .show(&placement::point_records(&plan, &points, &o, &ctx))
 }
@@ -96,6 +98,7 @@ impl PlacementArgs {
             size: self.size.clone(),
             unit: self.unit.clone(),
             iterations: self.iterations,
+            noise: self.noise.options(),
         }
     }
 }

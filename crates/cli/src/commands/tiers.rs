@@ -38,7 +38,9 @@ pub fn run(a: TiersArgs) -> Result<(), CliError> {
         export_hwloc: a.export_hwloc,
         verify_interleave: a.verify_interleave,
     };
-    let (host, plan, ctx) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
+    let (host, plan, _) = prepare(&a.common, a.dry_run, || o.check(), |m| Plan::resolve(m, &o))?;
+    // Tiers measure nothing: no warning that their figures may be disturbed.
+    let ctx = crate::common::describing(&host);
     if let Some(x) = &o.export_hwloc {
         let x: &std::path::Path = x.as_ref();
         numalab_results::output::check_fresh(x, a.common.force)?;

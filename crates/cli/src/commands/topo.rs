@@ -1,6 +1,6 @@
 //! `numalab topo`: the machine as a compact tree plus tables.
 
-use crate::common::{context, CliError, CommonArgs};
+use crate::common::{describing, CliError, CommonArgs};
 use clap::Args;
 
 /// Arguments of `numalab topo`.
@@ -14,6 +14,6 @@ pub struct TopoArgs {
 pub fn run(a: TopoArgs) -> Result<(), CliError> {
     a.common.validate()?;
     let host = a.common.host()?;
-    let rec = numalab_bench::machine::topo_record(&host, &context(&host));
+    let rec = numalab_bench::machine::topo_record(&host, &describing(&host));
     a.common.show(std::slice::from_ref(&rec))
 }

@@ -4,6 +4,7 @@
 pub mod browser;
 pub mod busy;
 pub mod cluster;
+pub mod terminal;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -48,6 +49,50 @@ pub fn fixture_machine(root: &std::path::Path, host: &str) {
     let cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC\n";
     std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();
     // `tiers --root` takes only a tree that has a node folder.
+    std::fs::create_dir_all(root.join("sys/devices/system/node")).unwrap();
+}
+
+/// This machine's provenance, as a dry run here records it.
+pub fn this_machine_provenance() -> serde_json::Value {
+    let out = numalab(&["latency", "--dry-run", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v[0]["provenance"].clone()
+}
+
+/// A copy of the fixture survey `fixture` at `out` that names this machine: every
+/// record's fingerprint (host, architecture, CPU, kernel, topology summary) is the
+/// live machine's, taken at run time (CI runs on another machine than the one the
+/// fixture was made on). Its figures stay the fixture's: for tests of what is done
+/// with a survey of this machine, such as `tiers --export-hwloc`.
+pub fn survey_of_this_machine(fixture: &std::path::Path, out: &std::path::Path) {
+    let prov = this_machine_provenance();
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let mut recs: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for r in recs.as_array_mut().unwrap() {
+        for f in ["hostname", "arch", "cpu_model", "kernel", "topology"] {
+            r["provenance"][f] = prov[f].clone();
+        }
+    }
+    std::fs::write(out, serde_json::to_string_pretty(&recs).unwrap()).unwrap();
+}
+
+/// Make `root`'s procfs name this machine, as `fixture_machine` names the fixture's:
+/// host name, kernel and CPU copied from this machine's /proc.
+pub fn this_machine_procfs(root: &std::path::Path) {
+    let k = root.join("proc/sys/kernel");
+    std::fs::create_dir_all(&k).unwrap();
+    for f in ["hostname", "osrelease", "version"] {
+        let v = std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).unwrap();
+        std::fs::write(k.join(f), v).unwrap();
+    }
+    std::fs::write(k.join("arch"), format!("{}\n", std::env::consts::ARCH)).unwrap();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
+    std::fs::write(root.join("proc/cpuinfo"), cpuinfo).unwrap();
     std::fs::create_dir_all(root.join("sys/devices/system/node")).unwrap();
 }
 

@@ -56,6 +56,9 @@ impl Presenter for DsmPresenter {
 }
 
 fn titled(t: &Table, chart: Option<String>) -> String {
+    if t.rows.is_empty() {
+        return String::new();
+    }
     format!("<h4>{}</h4>", numalab_results::report::esc(t.title))
         + &figure(chart, html_table(t.header, &t.rows))
 }
@@ -153,9 +156,25 @@ fn html(records: &[Record]) -> Option<String> {
         out.push_str(&titled(&tables::fig356(&here), None));
         out.push_str(&titled(&tables::fault_costs(&here), None));
         out.push_str(&format!("<div class=\"fig\">{}</div>", time_charts(&here)));
-        out.push_str(&titled(&tables::table2(&here), None));
-        out.push_str(&titled(&tables::table3(&here), None));
-        out.push_str(&titled(&tables::fig7(&here), switch_chart(&here)));
+        let (t2, t3, f7) = (
+            tables::table2(&here),
+            tables::table3(&here),
+            tables::fig7(&here),
+        );
+        out.push_str(&titled(&t2, None));
+        out.push_str(&titled(&t3, None));
+        out.push_str(&titled(&f7, switch_chart(&here)));
+        let all = [
+            tables::fig2(&here),
+            tables::fig356(&here),
+            tables::fault_costs(&here),
+            t2,
+            t3,
+            f7,
+        ];
+        if let Some(l) = tables::not_shown(&all) {
+            out.push_str(&format!("<p>{}</p>", numalab_results::report::esc(&l)));
+        }
     }
     (!out.is_empty()).then_some(out)
 }
@@ -243,6 +262,17 @@ fn fault_line(d: &RunData) -> String {
     s
 }
 
+/// Round trips for pages: remote faults, and the bulk prefetches that replaced faults.
+fn prefetch_line(s: &crate::Stats) -> String {
+    if s.prefetch_msgs == 0 {
+        return String::new();
+    }
+    format!(
+        "round trips for pages: {} remote faults, {} bulk prefetches bringing {} pages ({} faults waited for one)\n",
+        s.remote_faults, s.prefetch_msgs, s.prefetched, s.prefetch_waits
+    )
+}
+
 /// Where the per-page mechanism's time went, per interval a rank closed (the counts of
 /// every rank over the intervals of every rank).
 fn interval_line(s: &crate::Stats) -> String {
@@ -251,7 +281,7 @@ fn interval_line(s: &crate::Stats) -> String {
     }
     let per = |x: u64| x as f64 / s.intervals as f64;
     format!(
-        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n",
+        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n{}",
         per(s.segv),
         per(s.segv_ns) / 1e3,
         per(s.mprotects),
@@ -261,5 +291,6 @@ fn interval_line(s: &crate::Stats) -> String {
         s.intervals,
         s.private_pages,
         s.reclassified,
+        prefetch_line(s),
     )
 }

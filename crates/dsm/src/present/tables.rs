@@ -214,6 +214,22 @@ pub(super) fn fault_costs(here: &[&Row]) -> Table {
     }
 }
 
+/// The line naming the tables with no row here (no run they describe), or None: a
+/// table is never an empty header.
+pub(super) fn not_shown(tables: &[Table]) -> Option<String> {
+    let names: Vec<&str> = tables
+        .iter()
+        .filter(|t| t.rows.is_empty())
+        .map(|t| t.title.split(':').next().unwrap_or(t.title))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "not shown, no run here they describe: {} (Table 2 describes LMW runs, Table 3 LSW and SEQ runs)",
+            names.join(", ")
+        )
+    })
+}
+
 /// Table 2: LMW's DSM actions.
 pub(super) fn table2(here: &[&Row]) -> Table {
     let rows = here
@@ -344,17 +360,23 @@ pub fn text(recs: &[Record]) -> String {
     for d in delays(&rs) {
         let (here, heading) = at_delay(&rs, d);
         out.push_str(&format!("\n== {heading} ==\n"));
-        for t in [
+        let all = [
             fig2(&here),
             fig356(&here),
             fault_costs(&here),
             table2(&here),
             table3(&here),
             fig7(&here),
-        ] {
+        ];
+        for t in all.iter().filter(|t| !t.rows.is_empty()) {
             out.push_str(&format!("\n{}\n", t.title));
             out.push_str(&table(t.header, &t.rows));
         }
+        out.push_str(
+            &not_shown(&all)
+                .map(|l| format!("\n{l}\n"))
+                .unwrap_or_default(),
+        );
     }
     if !out.ends_with('\n') {
         out.push('\n');
@@ -390,6 +412,22 @@ mod tests {
             costs: None,
             cores_shared: None,
         }
+    }
+
+    #[test]
+    fn a_table_with_no_run_is_not_an_empty_header_and_is_named_once() {
+        let mut lsw = row(1, 10_000_000, 0);
+        lsw.protocol = "lsw".into();
+        let here = [&lsw];
+        let all = [table2(&here), table3(&here)];
+        assert!(all[0].rows.is_empty() && !all[1].rows.is_empty());
+        let line = not_shown(&all).unwrap();
+        assert!(
+            line.contains("not shown") && line.contains("Table 2"),
+            "{line}"
+        );
+        assert!(!line.contains("Table 3,"), "{line}");
+        assert!(not_shown(&[table3(&here)]).is_none());
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! keeps a copy of it as it is then, the base) and sends the base to the newcomer. From
 //! then on the page follows LMW on every rank: a rank that touches it later starts from
 //! the base and applies the write notices it holds, all of them made after the base.
-//! At a garbage collection the first toucher refreshes the base from its validated copy
+//! A rank sweeping a block of pages homed elsewhere (it touched the page before first)
+//! claims the untouched pages that follow, up to 64, with the same request: the home
+//! makes it their first toucher, and the page turns shared as above if another rank
+//! touches it after all. At a garbage collection the first toucher refreshes the base from its validated copy
 //! (the dropped diffs are in it), and serves no base request from a rank that has done
 //! more collections than itself until it has done them too.
 
@@ -46,6 +49,9 @@ pub enum Handled {
 
 /// No rank.
 const NONE: u32 = u32::MAX;
+
+/// Most pages a first touch claims after itself (see [`Directory::run_after`]).
+pub const CLAIM_RUN: usize = 64;
 
 /// One rank's directory: its view of every page, the first toucher of the pages homed
 /// here, and the bases of the pages it touched first that turned shared.
@@ -99,11 +105,13 @@ impl Directory {
                     c.fault_asked(p);
                 }
                 let gcs = c.stats.gcs as u32;
+                let run = self.run_after(c, p, home) as u32;
                 c.send(
                     home,
                     &Msg::Touch {
                         page: p as u32,
                         gcs,
+                        run,
                     },
                 );
                 Some(Fault::Wait { joined: false })
@@ -111,10 +119,37 @@ impl Directory {
         }
     }
 
+    /// How many pages after `p` to claim with its touch: when this rank touched `p - 1`
+    /// first (it sweeps a block), the untouched pages that follow on the same home, up to
+    /// [`CLAIM_RUN`]; none otherwise.
+    fn run_after(&self, c: &Core, p: usize, home: usize) -> usize {
+        if home == c.me || p == 0 || self.class[p - 1] != Class::Private {
+            return 0;
+        }
+        (p + 1..(p + 1 + CLAIM_RUN).min(self.class.len()))
+            .take_while(|&q| self.class[q] == Class::Untouched && Self::home(c, q) == home)
+            .count()
+    }
+
+    /// At the home: the pages of a claimed run that nobody touched yet become `from`'s.
+    fn grant_run(&mut self, c: &mut Core, from: usize, page: u32, run: u32) {
+        let pages: Vec<u32> = (page + 1..=page + run)
+            .filter(|&q| self.first[q as usize] == NONE)
+            .collect();
+        if pages.is_empty() {
+            return;
+        }
+        for &q in &pages {
+            self.first[q as usize] = from as u32;
+        }
+        c.send(from, &Msg::Claimed { pages });
+    }
+
     /// Handle a directory message (any other is handed back).
     pub fn message(&mut self, c: &mut Core, from: usize, m: Msg) -> Handled {
         match m {
-            Msg::Touch { page, gcs } => {
+            Msg::Touch { page, gcs, run } => {
+                self.grant_run(c, from, page, run);
                 let first = &mut self.first[page as usize];
                 if *first == NONE || *first == from as u32 {
                     *first = from as u32;
@@ -142,6 +177,25 @@ impl Directory {
                     c.fault_served(p);
                 }
                 c.wake_if(|w| w == Wait::Page(page));
+                Handled::Done
+            }
+            Msg::Claimed { pages } => {
+                let mut open = Vec::with_capacity(pages.len());
+                for q in pages {
+                    let q = q as usize;
+                    // Touching: this rank's own Touch of it is in flight; its Owner answer
+                    // finds it private already.
+                    if matches!(self.class[q], Class::Untouched | Class::Touching) {
+                        if self.class[q] == Class::Touching {
+                            c.wake_if(|w| w == Wait::Page(q as u32));
+                        }
+                        self.class[q] = Class::Private;
+                        c.stats.private_pages += 1;
+                        c.stats.claimed += 1;
+                        open.push(q);
+                    }
+                }
+                c.region.protect_pages(&mut open, Prot::ReadWrite);
                 Handled::Done
             }
             Msg::BaseReq { page, to, gcs } => {

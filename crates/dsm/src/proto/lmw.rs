@@ -18,13 +18,16 @@
 //! drops everything all ranks have applied.
 //!
 //! LMWC is this protocol with a page directory ([`super::classify`]): pages only one rank
-//! touches skip all of the above; the rest follow it unchanged.
+//! touches skip all of the above. It also prefetches: at an acquire, the noticed pages this
+//! rank fetched diffs for before are asked for at once, in one request per writer, and
+//! their diffs applied on arrival, so a stable sharing pattern costs one round trip per
+//! writer per acquire instead of one per page.
 
 use super::classify::{Directory, Handled};
 use super::{Fault, Protocol};
 use crate::diff;
 use crate::lrc::vt_sum;
-use crate::msg::{Diff, Interval, Msg};
+use crate::msg::{Diff, Interval, Msg, PageDiffs};
 use crate::region::Prot;
 use crate::state::{Core, Wait};
 use std::collections::{BTreeMap, HashMap};
@@ -44,6 +47,8 @@ struct Page {
     ahead: Vec<(u32, u32)>,
     /// Ranks still to answer, and the diffs they sent.
     fetch: Option<(usize, Vec<Got>)>,
+    /// The fetch is a prefetch: applied when the last answer arrives.
+    prefetched: bool,
 }
 
 /// One diff I made: the intervals it covers, the words.
@@ -62,6 +67,10 @@ pub struct Lmw {
     diff_bytes: usize,
     /// LMWC's page classification; None for the CVM paper's LMW.
     dir: Option<Directory>,
+    /// LMWC: pages this rank fetched diffs for (so likely to touch again), and those of
+    /// them the last acquire invalidated, to prefetch.
+    hot: Vec<bool>,
+    want: Vec<usize>,
 }
 
 impl Lmw {
@@ -74,6 +83,8 @@ impl Lmw {
             next_id: 0,
             diff_bytes: 0,
             dir: None,
+            hot: Vec::new(),
+            want: Vec::new(),
         }
     }
 
@@ -81,6 +92,7 @@ impl Lmw {
     pub fn classified(c: &Core) -> Lmw {
         Lmw {
             dir: Some(Directory::new(c)),
+            hot: vec![false; c.region.pages()],
             ..Lmw::new(c)
         }
     }
@@ -136,6 +148,72 @@ impl Lmw {
         self.made.insert(id, Made { covers, diff: d });
     }
 
+    /// The diffs of `page` covering my intervals `idxs`, for rank `from` (made now where
+    /// an interval asked for has none yet).
+    fn diffs_for(
+        &mut self,
+        c: &mut Core,
+        from: usize,
+        page: u32,
+        idxs: &[u32],
+    ) -> Vec<(Vec<u32>, Diff)> {
+        if idxs
+            .iter()
+            .any(|i| self.pages[page as usize].pending.contains(i))
+        {
+            self.make_diff(c, page as usize);
+        }
+        let mut ids: Vec<u64> = idxs
+            .iter()
+            .map(|&i| {
+                *self.by_interval.get(&(page, i)).unwrap_or_else(|| {
+                    panic!(
+                        "rank {} has no diff of page {page} interval {i} (asked by {from})",
+                        c.me
+                    )
+                })
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.iter()
+            .map(|id| {
+                let m = &self.made[id];
+                (m.covers.clone(), m.diff.clone())
+            })
+            .collect()
+    }
+
+    /// Diffs of `page` from rank `from` for its fetch; true when they were the last.
+    fn got(&mut self, from: usize, page: u32, diffs: Vec<(Vec<u32>, Diff)>) -> bool {
+        let pg = &mut self.pages[page as usize];
+        let (waiting, got) = pg.fetch.as_mut().expect("diffs nobody asked for");
+        got.extend(diffs.into_iter().map(|(i, d)| (from as u32, i, d)));
+        *waiting -= 1;
+        *waiting == 0
+    }
+
+    /// A bulk prefetch answer: each page whose last answer this is gets its diffs now,
+    /// on the service thread (the page is closed to the application meanwhile), and opens
+    /// for reading in one mprotect per run, unless newer notices came while it was asked.
+    fn prefetched(&mut self, c: &mut Core, from: usize, reps: Vec<PageDiffs>) {
+        let mut ready = Vec::new();
+        for (page, diffs) in reps {
+            if !self.got(from, page, diffs) {
+                continue;
+            }
+            let p = page as usize;
+            let (_, got) = self.pages[p].fetch.take().expect("a prefetch in flight");
+            self.pages[p].prefetched = false;
+            self.apply(c, p, got);
+            if self.pages[p].notices.is_empty() {
+                ready.push(p);
+            }
+            c.wake_if(|w| w == Wait::Page(page));
+        }
+        c.region.protect_pages(&mut ready, Prot::Read);
+    }
+
     /// Apply the diffs a fetch brought, oldest first.
     fn apply(&mut self, c: &mut Core, p: usize, mut got: Vec<Got>) {
         let page = &mut self.pages[p];
@@ -172,6 +250,10 @@ impl Protocol for Lmw {
             match self.pages[p].fetch.take() {
                 Some((waiting, got)) if waiting > 0 => {
                     self.pages[p].fetch = Some((waiting, got));
+                    if self.pages[p].prefetched {
+                        c.stats.prefetch_waits += 1;
+                        return Fault::Wait { joined: false };
+                    }
                     return Fault::Wait { joined: true };
                 }
                 Some((_, got)) => {
@@ -186,6 +268,9 @@ impl Protocol for Lmw {
                     by_rank.entry(r).or_default().push(i);
                 }
                 page.fetch = Some((by_rank.len(), Vec::new()));
+                if let Some(h) = self.hot.get_mut(p) {
+                    *h = true;
+                }
                 c.stats.remote_faults += 1;
                 c.fault_asked(p);
                 for (r, idxs) in by_rank {
@@ -242,6 +327,9 @@ impl Protocol for Lmw {
                     invalid.push(p as usize);
                 }
                 page.notices.push((iv.rank, iv.idx, s));
+                if shared && self.hot.get(p as usize) == Some(&true) {
+                    self.want.push(p as usize);
+                }
             }
         }
         c.region.protect_pages(&mut invalid, Prot::None);
@@ -264,45 +352,52 @@ impl Protocol for Lmw {
         };
         match m {
             Msg::DiffReq { page, idxs } => {
-                if idxs
-                    .iter()
-                    .any(|i| self.pages[page as usize].pending.contains(i))
-                {
-                    self.make_diff(c, page as usize);
-                }
-                let mut ids: Vec<u64> = idxs
-                    .iter()
-                    .map(|&i| {
-                        *self.by_interval.get(&(page, i)).unwrap_or_else(|| {
-                            panic!(
-                                "rank {} has no diff of page {page} interval {i} (asked by {from})",
-                                c.me
-                            )
-                        })
-                    })
-                    .collect();
-                ids.sort_unstable();
-                ids.dedup();
-                let diffs = ids
-                    .iter()
-                    .map(|id| {
-                        let m = &self.made[id];
-                        (m.covers.clone(), m.diff.clone())
-                    })
-                    .collect();
+                let diffs = self.diffs_for(c, from, page, &idxs);
                 c.send(from, &Msg::DiffRep { page, diffs });
             }
             Msg::DiffRep { page, diffs } => {
-                let pg = &mut self.pages[page as usize];
-                let (waiting, got) = pg.fetch.as_mut().expect("diffs nobody asked for");
-                got.extend(diffs.into_iter().map(|(i, d)| (from as u32, i, d)));
-                *waiting -= 1;
-                if *waiting == 0 {
+                if self.got(from, page, diffs) {
                     c.fault_served(page as usize);
                     c.wake_if(|w| w == Wait::Page(page));
                 }
             }
+            Msg::DiffBulkReq { reqs } => {
+                let reps = reqs
+                    .into_iter()
+                    .map(|(page, idxs)| (page, self.diffs_for(c, from, page, &idxs)))
+                    .collect();
+                c.send(from, &Msg::DiffBulkRep { reps });
+            }
+            Msg::DiffBulkRep { reps } => self.prefetched(c, from, reps),
             m => panic!("LMW got a message of another protocol: {m:?}"),
+        }
+    }
+
+    fn prefetch(&mut self, c: &mut Core) {
+        let mut want = std::mem::take(&mut self.want);
+        want.sort_unstable();
+        want.dedup();
+        let mut by_rank: BTreeMap<u32, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
+        for p in want {
+            let page = &mut self.pages[p];
+            // Applied already (a notice can name a page twice), or a fault asked first.
+            if page.notices.is_empty() || page.fetch.is_some() {
+                continue;
+            }
+            let mut idxs: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for &(r, i, _) in &page.notices {
+                idxs.entry(r).or_default().push(i);
+            }
+            page.fetch = Some((idxs.len(), Vec::new()));
+            page.prefetched = true;
+            c.stats.prefetched += 1;
+            for (r, i) in idxs {
+                by_rank.entry(r).or_default().push((p as u32, i));
+            }
+        }
+        for (r, reqs) in by_rank {
+            c.stats.prefetch_msgs += 1;
+            c.send(r as usize, &Msg::DiffBulkReq { reqs });
         }
     }
 

@@ -74,6 +74,9 @@ pub trait Protocol: Send {
     fn release(&mut self, c: &mut Core);
     /// An acquire: close the open interval, then apply the intervals learned.
     fn acquire(&mut self, c: &mut Core, intervals: &[Interval]);
+    /// After an acquire (and a barrier's collection): ask ahead for what the acquire
+    /// invalidated and this rank will likely touch (LMWC's bulk prefetch).
+    fn prefetch(&mut self, _c: &mut Core) {}
     /// A protocol message.
     fn message(&mut self, c: &mut Core, from: usize, m: Msg);
     /// A fault on `page` was satisfied (the faulting thread goes on).

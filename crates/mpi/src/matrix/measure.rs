@@ -88,6 +88,7 @@ fn matrix_record(world: &World, prov: &Provenance, plan: &Plan, pairs: &[Record]
     let n = plan.ranks;
     let mut m: Vec<Vec<Option<f64>>> = vec![vec![None; n]; n];
     let mut cells = Vec::new();
+    let mut measured = Vec::new();
     for r in pairs {
         let (a, b) = (
             r.parameters["from_rank"].as_u64().unwrap_or(0) as usize,
@@ -96,6 +97,7 @@ fn matrix_record(world: &World, prov: &Provenance, plan: &Plan, pairs: &[Record]
         if let Some(s) = r.stat("latency") {
             m[a][b] = Some(s.summary.median);
             m[b][a] = Some(s.summary.median);
+            measured.push((a, b, s.summary.median));
             cells.push((
                 Relation::between(&world.placements[a], &world.placements[b]),
                 s.summary.median,
@@ -124,6 +126,8 @@ fn matrix_record(world: &World, prov: &Provenance, plan: &Plan, pairs: &[Record]
             .collect(),
         groups: group(&cells),
         statistic: "median one-way latency of each pair".into(),
+        by_host: super::domains::by_host(&world.placements, &measured),
+        by_node: super::domains::by_node(&world.placements, &measured),
     });
     rec.warnings = prov.warnings();
     rec

@@ -201,8 +201,38 @@ fn matrix_text(recs: &[Record]) -> String {
         &g,
     ));
     s.push('\n');
+    for dom in d.iter().flat_map(|d| d.by_host.iter().chain(&d.by_node)) {
+        s.push_str(&domains_text(dom));
+    }
     s.push_str(&warning_lines(recs));
     s
+}
+
+/// Host × host (or one host's node × node): the median of the pair medians per cell.
+fn domains_text(d: &super::data::Domains) -> String {
+    let what = match &d.host {
+        None => "host × host".to_string(),
+        Some(h) => format!("node × node on {h}"),
+    };
+    let mut header = vec![""];
+    header.extend(d.labels.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = d
+        .labels
+        .iter()
+        .zip(&d.median_ns)
+        .map(|(l, row)| {
+            let mut r = vec![l.clone()];
+            r.extend(
+                row.iter()
+                    .map(|v| v.map_or("-".into(), |v| format!("{v:.1}"))),
+            );
+            r
+        })
+        .collect();
+    format!(
+        "\n{what}: median ns of the pairs between them\n{}\n",
+        table(&header, &rows)
+    )
 }
 #[cfg(test)]
 mod tests {
@@ -275,6 +305,8 @@ mod tests {
                 g("other package", 3, 300.0, 320.0, 400.0),
             ],
             statistic: "median".into(),
+            by_host: None,
+            by_node: Vec::new(),
         });
         let mut pair = Record::new(
             "mpi-matrix-pair",

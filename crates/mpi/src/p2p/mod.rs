@@ -8,4 +8,4 @@ mod present;
 
 pub use measure::{harmonic_mean, measure};
 pub use plan::*;
-pub use present::P2pPresenter;
+pub use present::{osu_text, P2pPresenter};

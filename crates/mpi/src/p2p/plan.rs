@@ -286,6 +286,35 @@ impl Plan {
             + crate::sizes::JOB_START.mul_f64(crowding)
     }
 
+    /// What a run is about to do, in two lines for stderr before the ranks start: the
+    /// operations, the sizes and the measurements, and the estimate (`secs`, the
+    /// bound's basis) of how long it may take.
+    pub fn summary(&self, secs: f64) -> String {
+        let mut ops: Vec<&str> = Vec::new();
+        for st in &self.steps {
+            if !ops.contains(&st.op.name()) {
+                ops.push(st.op.name());
+            }
+        }
+        let sizes: Vec<u64> = self.steps.iter().map(|s| s.size).collect();
+        let lo = sizes.iter().min().copied().unwrap_or(0);
+        let hi = sizes.iter().max().copied().unwrap_or(0);
+        let per_op = self.steps.len() / ops.len().max(1);
+        let n = self.steps.len();
+        format!(
+            "mpi plan: rank {} times, rank {} answers ({} ranks); {} × {per_op} size{} ({} to {}) = {n} measurement{}\nmpi plan: estimate at most about {}; --sizes, --ops and --iterations make it shorter, --dry-run shows every step\n",
+            self.pair.0,
+            self.pair.1,
+            self.ranks,
+            ops.join(", "),
+            if per_op == 1 { "" } else { "s" },
+            numalab_topo::fmt_bytes(lo),
+            numalab_topo::fmt_bytes(hi),
+            if n == 1 { "" } else { "s" },
+            duration(secs),
+        )
+    }
+
     /// Whether the plan streams (a bandwidth sweep) rather than timing operations.
     pub fn streams(&self) -> bool {
         self.steps.iter().any(|s| s.op.streams())
@@ -337,9 +366,29 @@ impl Plan {
     }
 }
 
+/// Seconds as a person reads them: "45 s", "3 min 44 s".
+fn duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        _ => format!("{} min {} s", s / 60, s % 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_names_operations_sizes_and_the_estimate() {
+        let p = Plan::for_ranks(2, &Options::default()).unwrap();
+        let s = p.summary(224.0);
+        assert_eq!(s.lines().count(), 2, "{s}");
+        assert!(s.contains("pingpong, get, put, acc × 23 sizes"), "{s}");
+        assert!(s.contains("= 92 measurements"), "{s}");
+        assert!(s.contains("3 min 44 s"), "{s}");
+        assert!(duration(45.2) == "45 s");
+    }
 
     pub(crate) fn opts() -> Options {
         Options {

@@ -122,14 +122,14 @@ fn step_line(recs: &[Record], unit: &str) -> String {
     }
 }
 
-/// Sizes down, operations across: median and p95 of each.
-fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
-    let mut ops: Vec<&str> = Vec::new();
+/// The operations of `recs` in the order first met, and every size, ascending.
+fn ops_and_sizes(recs: &[Record]) -> (Vec<String>, Vec<u64>) {
+    let mut ops: Vec<String> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     for r in recs {
         if let (Some(op), Some(sz)) = (r.parameters["op"].as_str(), r.parameters["size"].as_u64()) {
-            if !ops.contains(&op) {
-                ops.push(op);
+            if !ops.iter().any(|o| o == op) {
+                ops.push(op.to_string());
             }
             if !sizes.contains(&sz) {
                 sizes.push(sz);
@@ -137,56 +137,210 @@ fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
         }
     }
     sizes.sort_unstable();
-    let mut header = vec!["size".to_string()];
-    for op in &ops {
-        header.push(format!("{op} median"));
-        header.push(format!("{op} p95"));
-    }
+    (ops, sizes)
+}
+
+/// The record of `op` at `size`.
+fn find<'a>(recs: &'a [Record], op: &str, size: u64) -> Option<&'a Record> {
+    recs.iter()
+        .find(|r| r.parameters["op"] == op && r.parameters["size"] == size)
+}
+
+/// Who times whom, as the tables' titles say it.
+fn pair(r: &Record) -> String {
+    format!(
+        "rank {} to rank {} ({})",
+        r.parameters["from_rank"],
+        r.parameters["to_rank"],
+        r.parameters["relation"].as_str().unwrap_or("?")
+    )
+}
+
+/// One table per operation, sizes down: the median (marked `*` within a few timer
+/// steps), p5 and p95.
+fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
+    let (ops, sizes) = ops_and_sizes(recs);
     let prec = if unit == "ns" { 1 } else { 3 };
-    let rows: Vec<Vec<String>> = sizes
-        .iter()
-        .map(|&sz| {
-            let mut row = vec![numalab_topo::fmt_bytes(sz)];
-            for op in &ops {
-                let s = recs
-                    .iter()
-                    .find(|r| r.parameters["op"] == *op && r.parameters["size"] == sz)
-                    .and_then(|r| r.stat(metric))
-                    .map(|s| &s.summary);
-                match s {
-                    Some(s) => {
-                        row.push(format!("{:.prec$}", s.median));
-                        row.push(format!("{:.prec$}", s.p95));
-                    }
-                    None => row.extend(["-".into(), "-".into()]),
-                }
-            }
-            row
-        })
-        .collect();
-    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    let step = recs.iter().find_map(|r| r.provenance.timer_step_ns);
+    let mut marked = false;
     let mut s = String::new();
-    if let Some(r) = recs.first() {
+    for op in &ops {
+        let rows: Vec<Vec<String>> = sizes
+            .iter()
+            .filter_map(|&sz| {
+                let r = find(recs, op, sz)?;
+                let mut row = vec![numalab_topo::fmt_bytes(sz)];
+                match r.stat(metric).map(|s| &s.summary) {
+                    Some(x) => {
+                        let star = unit == "ns" && x.at_timer_step(step);
+                        marked |= star;
+                        row.push(format!(
+                            "{:.prec$}{}",
+                            x.median,
+                            if star { " *" } else { "" }
+                        ));
+                        row.push(format!("{:.prec$}", x.p5));
+                        row.push(format!("{:.prec$}", x.p95));
+                    }
+                    None => row.extend(["-".into(), "-".into(), "-".into()]),
+                }
+                Some(row)
+            })
+            .collect();
+        let Some(first) = recs.iter().find(|r| r.parameters["op"] == op.as_str()) else {
+            continue;
+        };
         let _ = writeln!(
             s,
-            "{metric} ({unit}) from rank {} to rank {} ({}), per iteration",
-            r.parameters["from_rank"],
-            r.parameters["to_rank"],
-            r.parameters["relation"].as_str().unwrap_or("?")
+            "{op}: {metric} ({unit}) from {}, per iteration",
+            pair(first)
         );
+        let head = [
+            "size".to_string(),
+            "median".into(),
+            "p5".into(),
+            "p95".into(),
+        ];
+        let h: Vec<&str> = head.iter().map(String::as_str).collect();
+        s.push_str(&table(&h, &rows));
+        s.push_str("\n\n");
     }
-    s.push_str(&table(&h, &rows));
-    s.push('\n');
+    if let (true, Some(st)) = (marked, step) {
+        let _ = writeln!(s, "{}", numalab_results::stats::timer_step_note(st));
+    }
     s.push_str(&step_line(recs, unit));
     for r in recs.iter().filter(|r| r.stat(metric).is_none()) {
         for u in &r.unavailable {
             let _ = writeln!(s, "not measured: {}: {}", u.feature, u.reason);
         }
     }
-    let owned: Vec<Record> = recs.iter().map(|r| (*r).clone()).collect();
+    let owned: Vec<Record> = recs.to_vec();
     s.push_str(&disturb::PassLog::line_of(&owned).unwrap_or_default());
     let (rest, folded) = disturb::fold_warnings(&owned, "steps");
     s.push_str(&folded);
     s.push_str(&warning_lines(&rest));
     s
+}
+
+/// OSU's layout (`--osu`): per operation a block as osu_latency prints it ("# Size",
+/// "Latency (us)", the median) or osu_bw ("Bandwidth (MB/s)", 10^6 bytes a second).
+pub fn osu_text(records: &[Record]) -> String {
+    let mut s = String::new();
+    for (kind, metric, _) in MEASURED {
+        let recs: Vec<Record> = of(records, kind).cloned().collect();
+        let (ops, sizes) = ops_and_sizes(&recs);
+        for op in &ops {
+            let Some(first) = recs.iter().find(|r| r.parameters["op"] == op.as_str()) else {
+                continue;
+            };
+            let (head, scale) = match metric {
+                "latency" => ("Latency (us)", 1e-3),
+                _ => ("Bandwidth (MB/s)", 1e3),
+            };
+            let _ = writeln!(s, "# numalab mpi {metric}: {op}, {}", pair(first));
+            let _ = writeln!(s, "# Size{head:>24}");
+            for &sz in &sizes {
+                if let Some(v) = find(&recs, op, sz).and_then(|r| r.median(metric)) {
+                    let _ = writeln!(s, "{sz:<10}{:>20.2}", v * scale);
+                }
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::stats::Summary;
+    use numalab_results::{Provenance, Stat};
+
+    fn rec(kind: &str, metric: &str, op: &str, size: u64, samples: &[f64]) -> Record {
+        let params = serde_json::json!({
+            "op": op, "size": size, "from_rank": 0, "to_rank": 1,
+            "relation": "same L3", "batch": 1,
+        });
+        let mut r = Record::new(
+            kind,
+            "mpi",
+            Provenance::collect("test", "synthetic"),
+            params,
+        );
+        r.stats.push(Stat {
+            metric: metric.into(),
+            unit: if metric == "latency" { "ns" } else { "GB/s" }.into(),
+            summary: Summary::of(samples).unwrap(),
+        });
+        r.provenance.timer_step_ns = Some(20.0);
+        r
+    }
+
+    fn latencies() -> Vec<Record> {
+        let mut v = Vec::new();
+        for op in ["pingpong", "get", "put"] {
+            for size in [1u64, 8, 4096] {
+                v.push(rec(
+                    KIND_LATENCY,
+                    "latency",
+                    op,
+                    size,
+                    &[60.0, 60.0, 80.0, 80.0],
+                ));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn latency_text_is_one_table_per_operation_with_the_timer_step_marked() {
+        let t = P2pPresenter.text(&latencies()).unwrap();
+        for op in ["pingpong", "get", "put"] {
+            assert_eq!(t.matches(&format!("{op}: latency (ns)")).count(), 1, "{t}");
+        }
+        // No wide table: every line is a few columns.
+        assert!(
+            t.lines()
+                .filter(|l| l.starts_with(' '))
+                .all(|l| l.chars().count() < 100),
+            "{t}"
+        );
+        // 60-80 ns with 20 ns steps: every median is marked, the note said once.
+        assert_eq!(t.matches("70.0 *").count(), 9, "{t}");
+        assert_eq!(t.matches("*: within").count(), 1, "{t}");
+    }
+
+    #[test]
+    fn osu_layout_has_osu_columns_per_operation() {
+        let t = osu_text(&latencies());
+        assert_eq!(
+            t.matches("# Size            Latency (us)").count(),
+            3,
+            "{t}"
+        );
+        assert!(
+            t.contains("# numalab mpi latency: get, rank 0 to rank 1"),
+            "{t}"
+        );
+        // 70 ns is 0.07 us; sizes as OSU prints them, in bytes.
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("4096") && l.ends_with("0.07")),
+            "{t}"
+        );
+        let bw = vec![rec(
+            KIND_BANDWIDTH,
+            "bandwidth",
+            "stream",
+            1024,
+            &[1.5, 1.5, 1.5],
+        )];
+        let t = osu_text(&bw);
+        assert!(t.contains("# Size        Bandwidth (MB/s)"), "{t}");
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("1024") && l.ends_with("1500.00")),
+            "{t}"
+        );
+    }
 }

@@ -154,6 +154,21 @@ pub fn short_num(v: f64) -> String {
     }
 }
 
+/// A bar's value label with the precision the value needs: three significant figures
+/// (0.06 is "0.06", not "0.1"; 12.34 is "12.3"; 1234 is "1234").
+pub fn bar_value(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// Whether some series of `c` has two points that pass `keep`: a curve to draw.
 pub(crate) fn has_curve(c: &LineChart, keep: impl Fn(&(f64, f64)) -> bool) -> bool {
     c.series
@@ -274,7 +289,7 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64)]) -> Option<S
         }))?;
         ch.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
             Text::new(
-                format!("{v:.1}"),
+                bar_value(*v),
                 (i as f64 + 0.3, *v + top * 0.02),
                 ("sans-serif", 12).into_font(),
             )
@@ -361,6 +376,18 @@ mod tests {
         assert_eq!(short_num(1024.0), "1024");
         assert_eq!(short_num(0.125), "0.125");
         assert_eq!(short_num(-2.0), "-2");
+    }
+
+    #[test]
+    fn bar_labels_keep_the_precision_the_value_needs() {
+        assert_eq!(bar_value(0.06), "0.06");
+        assert_eq!(bar_value(0.0612), "0.0612");
+        assert_eq!(bar_value(1.234), "1.23");
+        assert_eq!(bar_value(12.34), "12.3");
+        assert_eq!(bar_value(1234.4), "1234");
+        assert_eq!(bar_value(40.0), "40");
+        let b = bar_chart("shares", "GB/s", &[("a".into(), 0.06), ("b".into(), 1.5)]).unwrap();
+        assert!(b.contains("0.06"), "{b}");
     }
 
     #[test]

@@ -14,4 +14,4 @@ pub use goal::{
     DEFAULT_TOLERANCE_PCT, MAX_BUDGET, MAX_TOLERANCE_PCT,
 };
 pub use measure::{clock, measure, Settled, Step};
-pub use show::{apply, cell, line, UNSETTLED};
+pub use show::{apply, cell, cell_of, combine, line, UNSETTLED};

@@ -28,6 +28,40 @@ pub fn apply(rec: &mut Record, s: Settle) {
     rec.settle = Some(s);
 }
 
+/// The entry of a record that holds several figures, each settled on its own: the
+/// first figure that did not settle (its metric and interval), with `why` naming every
+/// one that did not; or the first figure when all did. None when there is none.
+pub fn combine(figures: &[Settle]) -> Option<Settle> {
+    let unsettled: Vec<&Settle> = figures.iter().filter(|s| !s.settled).collect();
+    let Some(first) = unsettled.first() else {
+        return figures.first().cloned();
+    };
+    let mut out = (*first).clone();
+    if unsettled.len() > 1 {
+        let whys: Vec<String> = unsettled
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s.metric,
+                    s.why.as_deref().unwrap_or("no reason recorded")
+                )
+            })
+            .collect();
+        out.why = Some(whys.join("; "));
+    }
+    Some(out)
+}
+
+/// A figure as a table cell by its own entry (a record of several figures keeps one
+/// per figure): as it is when settled or without an entry, else "FIGURE unsettled*".
+pub fn cell_of(s: Option<&Settle>, figure: String) -> String {
+    match s {
+        Some(s) if !s.settled => format!("{figure} {UNSETTLED}*"),
+        _ => figure,
+    }
+}
+
 /// A figure as a table cell: as it is when settled, else "FIGURE unsettled*" (the
 /// star points to the record's warning).
 pub fn cell(r: &Record, figure: String) -> String {
@@ -83,6 +117,40 @@ mod tests {
             },
         );
         r
+    }
+
+    fn figure(metric: &str, settled: bool) -> Settle {
+        Settle {
+            settled,
+            metric: metric.into(),
+            passes: 5,
+            interval: [1.0, 2.0],
+            tolerance_pct: 10.0,
+            budget_ms: 50.0,
+            why: (!settled).then(|| format!("{metric} spread")),
+        }
+    }
+
+    #[test]
+    fn a_record_of_several_figures_is_unsettled_when_any_is() {
+        assert_eq!(combine(&[]), None);
+        let all = combine(&[figure("a", true), figure("b", true)]).unwrap();
+        assert!(all.settled && all.metric == "a");
+        let one = combine(&[figure("a", true), figure("b", false)]).unwrap();
+        assert!(!one.settled);
+        assert_eq!(
+            (one.metric.as_str(), one.why.as_deref()),
+            ("b", Some("b spread"))
+        );
+        let two = combine(&[figure("a", false), figure("b", true), figure("c", false)]).unwrap();
+        assert_eq!(two.metric, "a");
+        assert_eq!(two.why.as_deref(), Some("a: a spread; c: c spread"));
+        assert_eq!(
+            cell_of(Some(&figure("a", false)), "3.0".into()),
+            "3.0 unsettled*"
+        );
+        assert_eq!(cell_of(Some(&figure("a", true)), "3.0".into()), "3.0");
+        assert_eq!(cell_of(None, "3.0".into()), "3.0");
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct Plan<'a> {
     pub trace: Option<&'a Trace>,
     /// The options.
     pub options: Options,
+    /// The default workload's description, when no workload was given.
+    pub assumed: Option<String>,
 }
 
 /// The advice: ranked placements for the workload, per-thread moves for the trace.
@@ -83,7 +85,12 @@ impl<'a> Plan<'a> {
     /// Check the options against the survey; errors name the bad value.
     pub fn resolve(records: &[Record], trace: Option<&'a Trace>, o: &Options) -> Result<Plan<'a>> {
         let measured = Measured::from_records(records)?;
-        let workload = if trace.is_some() && o.threads.is_none() && o.footprint.is_none() {
+        let none_given = o.threads.is_none() && o.footprint.is_none();
+        let (o, assumed) = match (trace, none_given) {
+            (None, true) => default_workload(&measured.machine, o)?,
+            _ => (o.clone(), None),
+        };
+        let workload = if trace.is_some() && none_given {
             None
         } else {
             Some(o.workload()?)
@@ -100,14 +107,16 @@ impl<'a> Plan<'a> {
             measured,
             workload,
             trace,
-            options: o.clone(),
+            options: o,
+            assumed,
         })
     }
 
     /// Predict: rank the placements and advise each traced thread.
     pub fn compute(&self) -> Result<Advice> {
         let m = &self.measured;
-        let mut notes: Vec<String> = m.missing.clone();
+        let mut notes: Vec<String> = self.assumed.iter().cloned().collect();
+        notes.extend(m.missing.iter().cloned());
         let mut placements = Vec::new();
         if let Some(w) = &self.workload {
             if m.lat.is_empty() && m.bw.is_empty() {
@@ -146,6 +155,34 @@ impl<'a> Plan<'a> {
             notes,
         })
     }
+}
+
+/// No workload and no trace: every CPU of the surveyed machine, touching half of a
+/// node's memory in all (the smallest node with memory), and the note that says so.
+fn default_workload(m: &numalab_topo::Machine, o: &Options) -> Result<(Options, Option<String>)> {
+    let node = m
+        .nodes
+        .iter()
+        .filter(|n| n.total_bytes > 0)
+        .min_by_key(|n| n.total_bytes)
+        .ok_or_else(|| {
+            numalab_topo::Error::input(
+                "advise needs a workload: --threads N --footprint SIZE (or a trace: --trace FILE); the survey names no node's memory size to assume one",
+            )
+        })?;
+    let threads = m.pus.len().max(1);
+    let half = node.total_bytes / 2;
+    let size = numalab_topo::fmt_bytes(half);
+    let mut o = o.clone();
+    o.threads = Some(threads);
+    o.footprint = Some(half.to_string());
+    let note = format!(
+        "no workload given: advising for all {threads} CPU{} touching {size} in all (half of node {}'s memory), {} access; --threads N --footprint SIZE describe yours",
+        if threads == 1 { "" } else { "s" },
+        node.os,
+        o.access
+    );
+    Ok((o, Some(note)))
 }
 
 /// The records file of a survey given as its folder or its results.json; an input

@@ -6,9 +6,10 @@ use super::Kind;
 use numalab_bench::experiment::{level, size_opt, Context, Progress};
 use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
+use numalab_results::settle::{self, NoiseOptions};
 use numalab_results::stats::median;
 use numalab_results::{Provenance, Record, Unavailable};
-use numalab_topo::{Error, Host, Machine, Result};
+use numalab_topo::{fmt_bytes, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -25,8 +26,11 @@ pub struct Options {
     pub barrier: String,
     /// Only collectives whose name starts with one of these, comma-separated.
     pub only: Option<String>,
-    /// Timed passes per measurement.
+    /// Timed passes per measurement (first passes: more are added until it settles).
     pub iterations: usize,
+    /// How long each measurement may take to settle its median, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -38,6 +42,7 @@ impl Default for Options {
             barrier: "dissemination".into(),
             only: None,
             iterations: 9,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -107,6 +112,15 @@ impl Options {
                 "invalid --iterations '0': at least 1 timed pass",
             ));
         }
+        crate::settled::rules(&a.noise)?;
+        use numalab_topo::lists::{once, once_by};
+        if let (Some(t), Some(v)) = (&a.threads, &threads) {
+            once("--threads", t, v, |p| p.to_string())?;
+        }
+        once_by("--sizes", &a.sizes, &sizes, |b| **b, |b| fmt_bytes(**b))?;
+        if let Some(o) = &a.only {
+            once("--only", o, &only, |x| format!("'{x}'"))?;
+        }
         Ok(Parsed {
             level,
             threads,
@@ -171,18 +185,40 @@ pub fn plan_record(plan: &Plan, a: &Options, ctx: &Context) -> Record {
     r
 }
 
+/// Keep one finished measurement's record, should a signal end the ones after it
+/// (`numalab_results::interrupt`); the models are fitted only from a whole run.
+fn keep(plan: &Plan, a: &Options, ctx: &Context, pairs: Vec<PairResult>, items: Vec<Measured>) {
+    let one = Results {
+        pairs,
+        items,
+        fits: Vec::new(),
+    };
+    numalab_results::interrupt::keep(records(plan, &one, a, ctx));
+}
+
 /// Measure the remote reads and every collective, then fit the cost models.
-pub fn run(host: &Host, plan: &Plan, a: &Options, progress: Progress) -> Result<Results> {
+pub fn run(
+    host: &Host,
+    plan: &Plan,
+    a: &Options,
+    ctx: &Context,
+    progress: Progress,
+) -> Result<Results> {
     let timer = Timer::best();
+    let rules = crate::settled::rules(&a.noise)?;
     let total = plan.pairs.len() + plan.items.len();
     let mut pairs: Vec<PairResult> = Vec::new();
     for (i, p) in plan.pairs.iter().enumerate() {
-        pairs.push(measure_pair(host, &timer, plan, p, a.iterations)?);
+        let r = measure_pair(host, &timer, plan, p, &rules, a.iterations)?;
+        keep(plan, a, ctx, vec![r.clone()], Vec::new());
+        pairs.push(r);
         progress(&format!("collectives: {}/{total}", i + 1));
     }
     let mut items = Vec::new();
     for (i, it) in plan.items.iter().enumerate() {
-        items.push(measure_item(host, &timer, plan, *it, a.iterations)?);
+        let m = measure_item(host, &timer, plan, *it, &rules, a.iterations)?;
+        keep(plan, a, ctx, Vec::new(), vec![m.clone()]);
+        items.push(m);
         progress(&format!(
             "collectives: {}/{total} {}",
             plan.pairs.len() + i + 1,
@@ -296,6 +332,7 @@ fn result_records(
         r.add_samples("read_time", "ns", &p.ns);
         r.placement = Some(json!({ "verified": { "threads": p.pins } }));
         r.warnings = warnings.to_vec();
+        settle::apply(&mut r, p.settle.clone());
         out.push(r);
     }
     for m in &res.items {
@@ -323,6 +360,7 @@ fn result_records(
             data_checked: true,
         });
         r.warnings = warnings.to_vec();
+        settle::apply(&mut r, m.settle.clone());
         out.push(r);
     }
     for (kind, fits) in &res.fits {

@@ -5,6 +5,7 @@ use numalab_results::linfit::LinearFit;
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
+use numalab_results::settle;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -88,7 +89,10 @@ impl Presenter for CollectivesPresenter {
             .iter()
             .map(|r| {
                 let v = r.median("time").or_else(|| r.median("read_time"));
-                vec![r.name.clone(), num(v.map(|x| x / 1000.0), 3)]
+                vec![
+                    r.name.clone(),
+                    settle::cell(r, num(v.map(|x| x / 1000.0), 3)),
+                ]
             })
             .collect();
         let mut body = figure(

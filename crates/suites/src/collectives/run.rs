@@ -5,11 +5,14 @@ use super::{expect, Expect, Kind, BARRIER_REPS};
 use crate::collectives;
 use crate::domains::{self, Ordered};
 use crate::memory::{buffer_near, first_cpu};
+use crate::settled;
 use numalab_bench::helpers::closeness;
 use numalab_probe::script::{value, Lines, Program, Script, Step};
 use numalab_probe::sync::SyncKind;
 use numalab_probe::Timer;
+use numalab_results::disturb::Rules;
 use numalab_results::linfit::{self, LinearFit};
+use numalab_results::Settle;
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Error, Host, Level, Machine, PageSize, Result};
@@ -206,6 +209,8 @@ pub struct Measured {
     pub pins: Vec<PinProof>,
     /// Pages per node of every buffer, summed.
     pub pages_per_node: std::collections::BTreeMap<u32, u64>,
+    /// How its median time settled.
+    pub settle: Settle,
 }
 
 /// One measured remote-read pair: ns per line read.
@@ -217,6 +222,8 @@ pub struct PairResult {
     pub ns: Vec<f64>,
     /// Pinning proof.
     pub pins: Vec<PinProof>,
+    /// How its median settled.
+    pub settle: Settle,
 }
 
 /// Refuse an item whose buffers (what [`measure_item`] allocates near each of its
@@ -289,6 +296,7 @@ pub fn measure_item(
     timer: &Timer,
     plan: &Plan,
     item: Item,
+    rules: &Rules,
     iterations: usize,
 ) -> Result<Measured> {
     let cpus = &plan.cpus[..item.p];
@@ -317,20 +325,24 @@ pub fn measure_item(
             _ => plan.sync,
         },
     };
-    let r = prog.run(iterations)?;
-    check(&item, &prog, Program::last_pass(iterations))?;
-    let per = if matches!(item.kind, Kind::Barrier(_)) {
-        BARRIER_REPS as f64
-    } else {
-        1.0
-    };
-    let time_ns = (0..iterations)
-        .map(|i| r.ticks.iter().map(|t| timer.ns(t[i])).fold(0.0, f64::max) / per)
-        .collect();
-    let thread_mean_ns = r
-        .ticks
-        .iter()
-        .map(|t| t.iter().map(|&x| timer.ns(x)).sum::<f64>() / t.len().max(1) as f64 / per)
+    let mut pins = None;
+    let s = settled::median(
+        rules,
+        "time",
+        iterations,
+        |v: &TimeThreads| v.0,
+        |n| {
+            let r = prog.run(n)?;
+            check(&item, &prog, Program::last_pass(n))?;
+            let passes = item_passes(item.kind, timer, &r.ticks, n);
+            pins.get_or_insert(r.pins);
+            Ok(settled::passes(&r.disturb, passes))
+        },
+    )?;
+    let used = s.passes.used();
+    let time_ns = used.iter().map(|v| v.0).collect();
+    let thread_mean_ns = (0..used.first().map_or(0, |v| v.1.len()))
+        .map(|t| used.iter().map(|v| v.1[t]).sum::<f64>() / used.len().max(1) as f64)
         .collect();
     let mut pages = std::collections::BTreeMap::new();
     for b in &bufs {
@@ -342,9 +354,28 @@ pub fn measure_item(
         item,
         time_ns,
         thread_mean_ns,
-        pins: r.pins,
+        pins: pins.unwrap_or_default(),
         pages_per_node: pages,
+        settle: s.settle,
     })
+}
+
+/// A pass of a collective: the slowest thread's time and every thread's, ns.
+type TimeThreads = (f64, Vec<f64>);
+
+/// Each of `n` passes' times (per barrier for barriers) from every thread's ticks.
+fn item_passes(kind: Kind, timer: &Timer, ticks: &[Vec<u64>], n: usize) -> Vec<TimeThreads> {
+    let per = if matches!(kind, Kind::Barrier(_)) {
+        BARRIER_REPS as f64
+    } else {
+        1.0
+    };
+    (0..n)
+        .map(|i| {
+            let t: Vec<f64> = ticks.iter().map(|t| timer.ns(t[i]) / per).collect();
+            (t.iter().copied().fold(0.0, f64::max), t)
+        })
+        .collect()
 }
 
 /// Measure one remote-read pair: the root writes the block, the reader reads it.
@@ -353,6 +384,7 @@ pub fn measure_pair(
     timer: &Timer,
     plan: &Plan,
     pair: &Pair,
+    rules: &Rules,
     iterations: usize,
 ) -> Result<PairResult> {
     let n = plan.pair_lines;
@@ -377,19 +409,32 @@ pub fn measure_pair(
         ],
         sync: plan.sync,
     };
-    let r = prog.run(iterations)?;
-    let last = Program::last_pass(iterations);
-    let want = (0..n).fold(0u64, |s, l| s.wrapping_add(value(last, 0, l)));
-    if r.read_sums[1] != want {
-        return Err(Error::System(format!(
-            "data check failed: CPU {} misread the root's block",
-            pair.reader
-        )));
-    }
+    let mut pins = None;
+    let s = settled::median(
+        rules,
+        "read_time",
+        iterations,
+        |v: &f64| *v,
+        |k| {
+            let r = prog.run(k)?;
+            let last = Program::last_pass(k);
+            let want = (0..n).fold(0u64, |s, l| s.wrapping_add(value(last, 0, l)));
+            if r.read_sums[1] != want {
+                return Err(Error::System(format!(
+                    "data check failed: CPU {} misread the root's block",
+                    pair.reader
+                )));
+            }
+            let ns = r.ticks[1].iter().map(|&t| timer.ns(t) / n as f64).collect();
+            pins.get_or_insert(r.pins);
+            Ok(settled::passes(&r.disturb, ns))
+        },
+    )?;
     Ok(PairResult {
         pair: pair.clone(),
-        ns: r.ticks[1].iter().map(|&t| timer.ns(t) / n as f64).collect(),
-        pins: r.pins,
+        ns: s.passes.used(),
+        pins: pins.unwrap_or_default(),
+        settle: s.settle,
     })
 }
 

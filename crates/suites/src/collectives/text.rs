@@ -8,6 +8,7 @@ use super::Kind;
 use numalab_results::linfit::LinearFit;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle;
 use numalab_results::stats::Summary;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
@@ -21,6 +22,19 @@ struct Row {
     lines: usize,
     time: Summary,
     thread_mean_ns: Vec<f64>,
+    /// Whether its median settled (an unsettled one is marked, its warning says why).
+    settled: bool,
+}
+
+impl Row {
+    /// A figure of this row as a cell: marked "unsettled*" when it did not settle.
+    fn cell(&self, figure: String) -> String {
+        if self.settled {
+            figure
+        } else {
+            format!("{figure} {}*", settle::UNSETTLED)
+        }
+    }
 }
 
 /// A run read back from its records.
@@ -64,6 +78,7 @@ impl<'a> Run<'a> {
                         .data_as::<CollectiveData>()
                         .map(|d| d.thread_mean_ns)
                         .unwrap_or_default(),
+                    settled: r.settled(),
                 })
             })
             .collect();
@@ -176,7 +191,7 @@ fn pairs_text(run: &Run) -> String {
                 p["hops"]
                     .as_u64()
                     .map_or_else(|| "-".into(), |h| h.to_string()),
-                t,
+                settle::cell(r, t),
             ]
         })
         .collect();
@@ -207,7 +222,7 @@ fn barriers_text(run: &Run) -> String {
                 row.push(format!(
                     "{}: {}",
                     m.kind.name().trim_start_matches("barrier-"),
-                    spread(&m.time)
+                    m.cell(spread(&m.time))
                 ));
             }
             row
@@ -264,7 +279,7 @@ fn shifts_text(run: &Run) -> String {
                 row.push(format!(
                     "k={}: {}",
                     m.kind.name().trim_start_matches("shift-"),
-                    us(m.time.median)
+                    m.cell(us(m.time.median))
                 ));
             }
             row
@@ -291,7 +306,7 @@ fn grid(run: &Run, pick: impl Fn(&Row) -> bool) -> String {
                     run.rows
                         .iter()
                         .find(|m| m.p == p && m.lines == l && pick(m))
-                        .map(|m| spread(&m.time))
+                        .map(|m| m.cell(spread(&m.time)))
                         .unwrap_or("-".into()),
                 );
             }
@@ -400,15 +415,87 @@ pub fn osu_text(records: &[Record]) -> Option<String> {
             let max = t.iter().copied().fold(0.0, f64::max);
             let _ = writeln!(
                 s,
-                "{:<12}{:>18.3}{:>18.3}{:>18.3}{:>12}",
+                "{:<12}{:>18.3}{:>18.3}{:>18.3}{:>12}{}",
                 m.lines * run.line,
                 avg / 1000.0,
                 min / 1000.0,
                 max / 1000.0,
-                m.time.n
+                m.time.n,
+                m.cell(String::new()).trim_end()
             );
         }
     }
     s.push_str(&warning_lines(records));
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::run::{Measured, Plan};
+    use super::super::{records, Options, Results};
+    use super::*;
+    use numalab_results::Settle;
+
+    fn settle(settled: bool) -> Settle {
+        Settle {
+            settled,
+            metric: "time".into(),
+            passes: 40,
+            interval: [10.0, 30.0],
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: (!settled).then(|| "machine busy: 30 of 40 passes disturbed".into()),
+        }
+    }
+
+    #[test]
+    fn an_unsettled_measurement_is_marked_in_the_text_the_osu_blocks_and_its_warning() {
+        let host = numalab_topo::Host::load(&numalab_topo::TopologySource::Xml(
+            numalab_fixtures::topology("64amd64-4s2n4ca2co.xml"),
+        ))
+        .unwrap();
+        let o = Options {
+            threads: Some("2".into()),
+            sizes: "1K".into(),
+            only: Some("broadcast".into()),
+            ..Options::default()
+        };
+        let plan = Plan::resolve(&host.machine, &o).unwrap();
+        let item = plan.items[0];
+        let m = |settled: bool| Measured {
+            item,
+            time_ns: vec![20_000.0; 5],
+            thread_mean_ns: vec![15_000.0, 20_000.0],
+            pins: Vec::new(),
+            pages_per_node: Default::default(),
+            settle: settle(settled),
+        };
+        let ctx = numalab_bench::experiment::Context {
+            prov: numalab_results::Provenance::collect("t", "none"),
+            warnings: Vec::new(),
+        };
+        let res = |settled| Results {
+            pairs: Vec::new(),
+            items: vec![m(settled)],
+            fits: Vec::new(),
+        };
+        let ok = records(&plan, &res(true), &o, &ctx);
+        let busy = records(&plan, &res(false), &o, &ctx);
+        assert!(ok[0].settle.as_ref().is_some_and(|s| s.settled));
+        assert!(
+            busy[0].warnings[0].starts_with("unsettled* broadcast"),
+            "{:?}",
+            busy[0].warnings
+        );
+        let (t_ok, t_busy) = (text(&ok).unwrap(), text(&busy).unwrap());
+        assert!(!t_ok.contains(settle::UNSETTLED), "{t_ok}");
+        let rows = |t: &str| {
+            t.lines()
+                .filter(|l| l.contains(" unsettled*") && !l.starts_with("warning"))
+                .count()
+        };
+        assert_eq!(rows(&t_busy), 1, "{t_busy}");
+        let osu = osu_text(&busy).unwrap();
+        assert_eq!(rows(&osu), 1, "{osu}");
+    }
 }

@@ -88,6 +88,13 @@ impl Options {
             .split(',')
             .map(|s| Part::parse(s.trim()).map_err(Error::Input))
             .collect::<Result<_>>()?;
+        numalab_topo::lists::once_by(
+            "--parts",
+            &a.parts,
+            &parts,
+            |p| format!("{p:?}"),
+            |p| format!("{p:?}").to_lowercase(),
+        )?;
         let groups = nums("--groups", &a.groups)?;
         check_list("--groups", &groups, 64, "independent chains")?;
         if a.loop_n == 0 {
@@ -413,7 +420,8 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
 }
 
 fn nums(what: &str, s: &str) -> Result<Vec<usize>> {
-    s.split(',')
+    let v: Vec<usize> = s
+        .split(',')
         .map(|x| {
             x.trim().parse::<usize>().map_err(|_| {
                 Error::input(format!(
@@ -422,7 +430,9 @@ fn nums(what: &str, s: &str) -> Result<Vec<usize>> {
                 ))
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    numalab_topo::lists::once(what, s, &v, |n| n.to_string())?;
+    Ok(v)
 }
 
 fn cell_records(

@@ -4,6 +4,7 @@ use super::run::{measure, Point};
 use super::{Config, Part, Plan};
 use numalab_bench::experiment::{level, list, size_opt, Context, Progress};
 use numalab_probe::Timer;
+use numalab_results::settle::{self, NoiseOptions};
 use numalab_results::Record;
 use numalab_topo::{fmt_bytes, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
@@ -26,8 +27,11 @@ pub struct Options {
     pub size: Option<String>,
     /// line or pair.
     pub unit: String,
-    /// Timed passes per point.
+    /// Timed passes per point (first passes: more are added until it settles).
     pub iterations: usize,
+    /// How long each point may take to settle its median, and to what tolerance.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 impl Default for Options {
@@ -41,6 +45,7 @@ impl Default for Options {
             size: None,
             unit: "line".into(),
             iterations: 7,
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -86,6 +91,7 @@ impl Options {
                 "invalid --iterations '0': at least 1 timed pass",
             ));
         }
+        crate::settled::rules(&a.noise)?;
         let size = a
             .size
             .as_deref()
@@ -173,10 +179,28 @@ pub fn plan_records(plan: &Plan, a: &Options, ctx: &Context) -> Vec<Record> {
     recs
 }
 
-/// Measure every point on this machine.
-pub fn run(host: &Host, plan: &Plan, a: &Options, progress: Progress) -> Result<Vec<Point>> {
+/// Measure every point on this machine; each point's record is kept as it ends, should
+/// a signal end the points after it (`numalab_results::interrupt`).
+pub fn run(
+    host: &Host,
+    plan: &Plan,
+    a: &Options,
+    ctx: &Context,
+    progress: Progress,
+) -> Result<Vec<Point>> {
     let timer = Timer::best();
-    measure(host, &timer, plan, a.iterations, |d, n| {
+    let mut warnings = ctx.warnings.clone();
+    warnings.extend(one_point_notes(plan));
+    let rules = crate::settled::rules(&a.noise)?;
+    measure(host, &timer, plan, &rules, a.iterations, |p, d, n| {
+        let point = std::slice::from_ref(p);
+        numalab_results::interrupt::keep(point_records(
+            plan,
+            point,
+            a.iterations,
+            &ctx.prov,
+            &warnings,
+        ));
         progress(&format!("placement: {d}/{n} points"))
     })
 }
@@ -283,6 +307,7 @@ fn point_records(
                 data_checked: true,
             });
             r.warnings = warnings.to_vec();
+            settle::apply(&mut r, p.settle.clone());
             r
         })
         .collect()

@@ -3,6 +3,7 @@
 use numalab_results::plot::{self, LineChart, Series};
 use numalab_results::present::{of, Presenter};
 use numalab_results::report::{figure, html_table, num};
+use numalab_results::settle;
 use numalab_results::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -82,7 +83,7 @@ impl Presenter for PlacementPresenter {
                     p["part"].as_str().unwrap_or("").into(),
                     p["curve"].as_str().unwrap_or("").into(),
                     p["readers"].to_string(),
-                    num(r.median("read_time"), 2),
+                    settle::cell(r, num(r.median("read_time"), 2)),
                 ]
             })
             .collect();

@@ -202,3 +202,111 @@ fn parts_that_are_one_point_on_two_cores_say_why() {
     let p = Plan::new(&xml("64amd64-4s2n4ca2co.xml"), &config()).unwrap();
     assert!(super::experiment::one_point_notes(&p).is_empty());
 }
+
+/// A point of curve 0 settled on fake passes (two readers, one fake ms per pass):
+/// `f(i)` is pass i's ns per unit of both readers, with its disturbance.
+fn fake_point(
+    plan: &Plan,
+    budget_ms: f64,
+    f: impl Fn(usize) -> (f64, numalab_results::disturb::Disturbance),
+) -> run::Point {
+    use numalab_results::settle;
+    use std::{cell::Cell, rc::Rc, time::Duration};
+    let now = Rc::new(Cell::new(Duration::ZERO));
+    let (c, s, r) = (now.clone(), now.clone(), now.clone());
+    let rules = crate::settled::rules(&numalab_results::settle::NoiseOptions {
+        noise_budget: Some(format!("{budget_ms}ms")),
+        tolerance: Some("5".into()),
+    })
+    .unwrap();
+    let step = settle::Step {
+        metric: "read_time",
+        figure: settle::Figure::Median,
+        want: 5,
+    };
+    let mut i = 0;
+    let mut out = settle::measure(
+        &rules,
+        step,
+        |v: &Vec<f64>| v.iter().sum::<f64>() / v.len() as f64,
+        &mut move || c.get(),
+        &mut move |d| s.set(s.get() + d),
+        |n| -> std::result::Result<_, ()> {
+            let v = (0..n)
+                .map(|_| {
+                    i += 1;
+                    r.set(r.get() + Duration::from_millis(1));
+                    let (x, d) = f(i - 1);
+                    (vec![x, x + 2.0], d)
+                })
+                .collect();
+            Ok(vec![v])
+        },
+    )
+    .unwrap();
+    let readers: run::Readers = plan.curves[0].readers[..2]
+        .iter()
+        .map(|&c| (c, crate::domains::letter_of(&plan.domains, c).to_string()))
+        .collect();
+    let home = numalab_topo::buffer::MemProof {
+        bytes: 0,
+        page_size: numalab_topo::PageSize::Base,
+        pages_checked: 0,
+        pages_per_node: Default::default(),
+        pages_missing: 0,
+        thp_bytes: None,
+        expected_nodes: Vec::new(),
+    };
+    run::point_of(0, &readers, out.remove(0), Vec::new(), home)
+}
+
+#[test]
+fn a_point_settles_on_its_passes_and_an_unsettled_one_says_so_in_records_and_text() {
+    use numalab_results::disturb::Disturbance;
+    let m = xml("64amd64-4s2n4ca2co.xml");
+    let plan = Plan::new(&m, &config()).unwrap();
+    let busy = Disturbance {
+        wall_ns: 1_000_000,
+        runq_wait_ns: 500_000,
+        involuntary_switches: 4,
+        ..Default::default()
+    };
+    let quiet = Disturbance::default;
+    // Two disturbed passes first: measured again, left out of the figure.
+    let ok = fake_point(&plan, 1000.0, |i| {
+        if i < 2 {
+            (900.0, busy.clone())
+        } else {
+            (100.0, quiet())
+        }
+    });
+    assert!(ok.settle.settled, "{:?}", ok.settle);
+    assert!(ok.overall.iter().all(|&x| x == 101.0), "{:?}", ok.overall);
+    assert_eq!(
+        ok.per_reader.iter().map(|r| r.2).collect::<Vec<_>>(),
+        [100.0, 102.0]
+    );
+    assert_eq!(ok.readers, 2);
+    // Passes far apart on a busy machine: the budget ends it unsettled.
+    let bad = fake_point(&plan, 30.0, |i| {
+        (if i % 2 == 0 { 100.0 } else { 300.0 }, busy.clone())
+    });
+    assert!(!bad.settle.settled);
+    let ctx = numalab_bench::experiment::Context {
+        prov: numalab_results::Provenance::collect("t", "none"),
+        warnings: Vec::new(),
+    };
+    let recs = point_records(&plan, &[ok, bad], &Options::default(), &ctx);
+    assert!(recs[0].settle.as_ref().is_some_and(|s| s.settled));
+    assert!(recs[1].settle.as_ref().is_some_and(|s| !s.settled));
+    assert!(recs[1]
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("unsettled* ")));
+    let t = text(&recs).unwrap();
+    let rows = t
+        .lines()
+        .filter(|l| l.contains(" unsettled*") && !l.starts_with("warning"));
+    assert_eq!(rows.count(), 1, "{t}");
+    assert!(t.contains("machine busy: "), "{t}");
+}

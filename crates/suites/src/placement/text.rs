@@ -7,6 +7,7 @@ use super::Plan;
 use crate::domains::{describe, Ordered};
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
+use numalab_results::settle;
 use numalab_results::Record;
 use numalab_topo::{cpulist, fmt_bytes};
 use serde_json::Value;
@@ -134,7 +135,7 @@ fn curve_table(pts: &[&Record]) -> String {
             let mut row = vec![
                 u(&q["x"]).to_string(),
                 format!("{} ({})", last("reader_cpus"), last("reader_domains")),
-                ns(r.median("read_time")),
+                settle::cell(r, ns(r.median("read_time"))),
             ];
             for l in &letters {
                 row.push(ns(r.median(&format!("read_time_{l}"))));

@@ -147,6 +147,7 @@ fn c2c_args(o: &c2c::Options) -> Vec<String> {
     a.flag("--round-trips", o.round_trips);
     a.set("--iterations", &o.iterations, &d.iterations);
     a.set("--read-size", &o.read_size, &d.read_size);
+    noise(&mut a, &o.noise);
     a.0
 }
 
@@ -159,6 +160,7 @@ fn invalidate_args(o: &invalidate::Options) -> Vec<String> {
     a.opt("--sharers", &o.sharers, &d.sharers);
     a.opt("--size", &o.size, &d.size);
     a.set("--iterations", &o.iterations, &d.iterations);
+    noise(&mut a, &o.noise);
     a.0
 }
 
@@ -174,6 +176,7 @@ fn loaded_args(o: &loaded::Options) -> Vec<String> {
     a.set("--iterations", &o.iterations, &d.iterations);
     a.opt("--size", &o.size, &d.size);
     a.opt("--inject-size", &o.inject_size, &d.inject_size);
+    noise(&mut a, &o.noise);
     a.0
 }
 
@@ -196,6 +199,7 @@ fn intervene_args(o: &intervene::Options) -> Vec<String> {
     a.set("--placements", &o.placements, &d.placements);
     a.opt("--size", &o.size, &d.size);
     a.set("--iterations", &o.iterations, &d.iterations);
+    noise(&mut a, &o.noise);
     a.0
 }
 
@@ -210,6 +214,7 @@ fn placement_args(o: &placement::Options) -> Vec<String> {
     a.opt("--size", &o.size, &d.size);
     a.set("--unit", &o.unit, &d.unit);
     a.set("--iterations", &o.iterations, &d.iterations);
+    noise(&mut a, &o.noise);
     a.0
 }
 
@@ -222,6 +227,7 @@ fn collectives_args(o: &collectives::Options) -> Vec<String> {
     a.set("--barrier", &o.barrier, &d.barrier);
     a.opt("--only", &o.only, &d.only);
     a.set("--iterations", &o.iterations, &d.iterations);
+    noise(&mut a, &o.noise);
     a.0
 }
 

@@ -205,13 +205,8 @@ pub fn start(
         run: Some(journal::run_id()),
     };
     let path = dir.join(journal::FILE_NAME);
-    let writer = Writer::create(&path, &header).map_err(|e| {
-        bad(format!(
-            "invalid output directory '{}': cannot create {}: {e}",
-            dir.display(),
-            journal::FILE_NAME
-        ))
-    })?;
+    let writer = Writer::create(&path, &header)
+        .map_err(|e| lock::cannot_write(dir, journal::FILE_NAME, e))?;
     Ok(Log {
         journal: Journal::new(header),
         path,
@@ -241,10 +236,11 @@ pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log
             j.header.command_line.join(" ")
         )));
     }
-    let mut writer = Writer::resume(&path, &j).map_err(|e| cannot(e.to_string()))?;
+    let full = |e| lock::cannot_write(dir, journal::FILE_NAME, e);
+    let mut writer = Writer::resume(&path, &j).map_err(full)?;
     let mut notes: Vec<String> = j.damage_note().into_iter().collect();
     let mut j = j;
-    notes.extend(adopt_continuation(&path, &mut j, &mut writer).map_err(cannot)?);
+    notes.extend(adopt_continuation(&path, &mut j, &mut writer).map_err(full)?);
     Ok(Log {
         journal: j,
         path,
@@ -261,7 +257,7 @@ fn adopt_continuation(
     path: &Path,
     j: &mut Journal,
     w: &mut Writer,
-) -> Result<Option<String>, String> {
+) -> std::io::Result<Option<String>> {
     let Some((to, c)) = journal::continuation(path) else {
         return Ok(None);
     };
@@ -274,7 +270,7 @@ fn adopt_continuation(
         .filter(|e| j.entry(&e.step).is_none())
         .collect();
     for e in &new {
-        w.append(e).map_err(|e| e.to_string())?;
+        w.append(e)?;
     }
     let n = new.len();
     j.entries.extend(new);

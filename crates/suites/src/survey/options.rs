@@ -51,6 +51,12 @@ fn pass_noise(s: &mut Step, n: &NoiseOptions) {
     match e {
         Experiment::Latency(o) => o.noise = n.clone(),
         Experiment::Bandwidth(o) => o.noise = n.clone(),
+        Experiment::C2c(o) => o.noise = n.clone(),
+        Experiment::Invalidate(o) => o.noise = n.clone(),
+        Experiment::Intervene(o) => o.noise = n.clone(),
+        Experiment::Loaded(o) => o.noise = n.clone(),
+        Experiment::Placement(o) => o.noise = n.clone(),
+        Experiment::Collectives(o) => o.noise = n.clone(),
         _ => return,
     }
     s.args = argv(e);
@@ -152,6 +158,36 @@ mod tests {
         .max_bytes()
     }
 
+    #[test]
+    fn the_settling_options_reach_every_step_that_settles() {
+        let m = numalab_topo::Host::load(&numalab_topo::TopologySource::Synthetic(
+            "pack:2 numa:2 core:2 pu:1".into(),
+        ))
+        .unwrap()
+        .machine;
+        let o = Options {
+            quick: true,
+            noise: NoiseOptions {
+                noise_budget: Some("300ms".into()),
+                tolerance: Some("4".into()),
+            },
+            ..Options::default()
+        };
+        let plan = Plan::resolve(&m, &o).unwrap();
+        for cmd in ["latency", "bandwidth", "c2c", "invalidate", "intervene"] {
+            let steps: Vec<&Step> = plan
+                .steps
+                .iter()
+                .filter(|s| s.skip.is_none() && s.args.first().map(String::as_str) == Some(cmd))
+                .collect();
+            assert!(!steps.is_empty(), "no {cmd} step");
+            for s in steps {
+                let a = s.args.join(" ");
+                assert!(a.contains("--noise-budget 300ms --tolerance 4"), "{a}");
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn max_size_never_panics_and_names_what_it_refuses(s in "\\PC{0,16}") {
@@ -172,5 +208,36 @@ mod tests {
                 Err(e) => prop_assert!(b < 64 << 10, "{}: {}", printed, e),
             }
         }
+    }
+
+    #[test]
+    fn the_studies_take_the_users_noise_options_and_their_commands_say_them() {
+        let p = numalab_topo::Host::load(&numalab_topo::TopologySource::Xml(
+            numalab_fixtures::topology("64amd64-4s2n4ca2co.xml"),
+        ))
+        .unwrap();
+        let noise = NoiseOptions {
+            noise_budget: Some("300ms".into()),
+            tolerance: Some("4".into()),
+        };
+        let o = Options {
+            studies: true,
+            noise: noise.clone(),
+            ..Options::default()
+        };
+        let plan = Plan::resolve(&p.machine, &o).unwrap();
+        let mut seen = 0;
+        for s in &plan.steps {
+            let n = match &s.experiment {
+                Some(Experiment::Placement(x)) => &x.noise,
+                Some(Experiment::Collectives(x)) => &x.noise,
+                _ => continue,
+            };
+            assert_eq!(n, &noise);
+            let a = s.args.join(" ");
+            assert!(a.contains("--noise-budget 300ms --tolerance 4"), "{a}");
+            seen += 1;
+        }
+        assert_eq!(seen, 2);
     }
 }

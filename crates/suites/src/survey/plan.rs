@@ -130,6 +130,7 @@ pub fn plan(m: &Machine, quick: bool, studies: bool) -> Vec<Step> {
     let mut v = vec![step("machine", "topology", Experiment::Topo, 0.2)];
     hierarchy(&sh, quick, &mut v);
     bandwidths(&sh, &mut v);
+    scaling(m, &sh, &mut v);
     sharing(m, quick, sh.iters, sh.cores, sh.nodes, &mut v);
     matrices(m, &sh, &mut v);
     intervention(&sh, &mut v);
@@ -239,6 +240,55 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             // Each requestor fills its own buffer before the timed passes.
             0.4 + 0.1 * sh.pus as f64,
         ));
+    }
+}
+
+/// Thread counts of the scaling table on a node of `cores` cores: 1, 2, 4 … and all.
+fn scaling_counts(cores: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = std::iter::successors(Some(1), |k| Some(k * 2))
+        .take_while(|k| *k < cores)
+        .collect();
+    v.push(cores.max(1));
+    v
+}
+
+/// The thread-scaling table: `readv` from each node's own memory with 1, 2, 4 … and
+/// all of its cores (one thread per core, compact), all threads' bytes summed.
+fn scaling(m: &Machine, sh: &Shape, v: &mut Vec<Step>) {
+    for n in m.nodes.iter().filter(|n| !n.local_cpus.is_empty()) {
+        let mut cores: Vec<u32> = m
+            .pus
+            .iter()
+            .filter(|p| p.node == Some(n.os))
+            .map(|p| p.core)
+            .collect();
+        cores.sort_unstable();
+        cores.dedup();
+        for k in scaling_counts(cores.len()) {
+            let o = bandwidth::Options {
+                kernel: "readv".into(),
+                crew: numalab_bench::crew::CrewOptions {
+                    cpu: format!("node:{}", n.os),
+                    count: Some(k),
+                    mem_node: format!("node:{}", n.os),
+                    ..Default::default()
+                },
+                mp: true,
+                iterations: sh.iters,
+                ..Default::default()
+            };
+            let title = format!(
+                "bandwidth scaling, node {}, {k} thread{}",
+                n.os,
+                if k == 1 { "" } else { "s" }
+            );
+            v.push(step(
+                "bandwidth",
+                &title,
+                Experiment::Bandwidth(o),
+                0.3 + 0.05 * k as f64,
+            ));
+        }
     }
 }
 
@@ -505,6 +555,35 @@ mod tests {
         assert!(without
             .iter()
             .any(|x| x.args.contains(&"--injection".to_string())));
+    }
+
+    #[test]
+    fn bandwidth_scales_from_one_to_all_cores_on_every_node() {
+        assert_eq!(scaling_counts(1), [1]);
+        assert_eq!(scaling_counts(2), [1, 2]);
+        assert_eq!(scaling_counts(6), [1, 2, 4, 6]);
+        assert_eq!(scaling_counts(8), [1, 2, 4, 8]);
+        let big = machine("64amd64-4s2n4ca2co.xml");
+        let p = plan(&big, true, false);
+        for n in big.nodes.iter().filter(|n| !n.local_cpus.is_empty()) {
+            let on = format!("node:{}", n.os);
+            let steps: Vec<&Step> = p
+                .iter()
+                .filter(|x| {
+                    x.title
+                        .starts_with(&format!("bandwidth scaling, node {},", n.os))
+                })
+                .collect();
+            assert!(steps.len() >= 2, "node {}", n.os);
+            for s in steps {
+                assert_eq!(
+                    s.args.iter().filter(|a| **a == on).count(),
+                    2,
+                    "{:?}",
+                    s.args
+                );
+            }
+        }
     }
 
     #[test]

@@ -136,10 +136,15 @@ pub struct Plan {
     pub interleave: Option<u64>,
 }
 
-fn read_measured(path: &str, root: &str, m: &Machine) -> Result<Measured> {
+fn read_measured(path: &str, root: &str, export: bool, m: &Machine) -> Result<Measured> {
     let (mut records, _) = crate::survey::files::read_input(Path::new(path))
         .map_err(|e| Error::input(format!("invalid --from '{path}': {e}")))?;
     measure::same_machine(path, &records, root, m)?;
+    // The export writes this machine's topology with the measured figures: they must
+    // be this machine's too, whatever tree --root reads.
+    if export && root != "/" {
+        measure::same_machine(path, &records, "/", m)?;
+    }
     // A matrix file of its own carries no topology: its CPUs are this machine's.
     if !records.iter().any(|r| r.kind == "topo") {
         let prov = numalab_results::Provenance::collect(&m.summary(), &m.source);
@@ -178,7 +183,7 @@ impl Plan {
         let measured = o
             .from
             .as_deref()
-            .map(|p| read_measured(p, &o.root, m))
+            .map(|p| read_measured(p, &o.root, o.export_hwloc.is_some(), m))
             .transpose()?;
         let interleave = o
             .verify_interleave
@@ -365,12 +370,18 @@ fn unavailable(facts: &TierFacts, nodes: &[TierNode], from: bool) -> Vec<Unavail
         out.push(u("HMAT", "no node has access0 or access1 under /sys/devices/system/node: the firmware gave no HMAT, or the kernel lacks CONFIG_HMEM_REPORTING; firmware tiers are the default DRAM distance".into()));
     }
     if !from {
-        out.push(u(
-            "measured",
-            "not given (run `numalab survey` or pass --from)".into(),
-        ));
+        out.push(u("measured", not_measured(facts)));
     }
     out
+}
+
+/// Why no measured figure is shown: none given, when a survey of this machine could
+/// hold a node × node matrix; with one memory node, none is possible.
+fn not_measured(facts: &TierFacts) -> String {
+    match facts.nodes.iter().filter(|n| has_memory(n)).count() {
+        0 | 1 => "none possible: one node with memory, so a survey measures no node × node matrix to compare with".into(),
+        _ => "not given (run `numalab survey` or pass --from)".into(),
+    }
 }
 
 /// `--verify-interleave`: the allocation over the memory nodes shown that have a
@@ -466,10 +477,9 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
         numa_balancing: facts.numa_balancing,
         rule: rule::SOURCE.into(),
         firmware_reference: reference_words(&fw_ref),
-        measured_reference: m_ref.as_ref().map_or(
-            "not given (run `numalab survey` or pass --from)".into(),
-            measure::reference_words,
-        ),
+        measured_reference: m_ref
+            .as_ref()
+            .map_or_else(|| not_measured(&facts), measure::reference_words),
         findings: malformed_findings(&facts)
             .into_iter()
             .chain(findings(&nodes, &packages))

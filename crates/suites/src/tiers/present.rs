@@ -31,6 +31,7 @@ impl Presenter for TiersPresenter {
             .filter_map(|r| r.data_as().ok())
             .collect();
         let mut h = html_table(&text::HEADER, &text::rows(&nodes));
+        h.push_str(&format!("<p>{}</p>", esc(text::MEMORY)));
         let state: Vec<String> = text::state_lines(&sys).iter().map(|l| esc(l)).collect();
         h.push_str(&list("State", &state));
         let f: Vec<String> = sys.findings.iter().map(|f| esc(&f.text)).collect();

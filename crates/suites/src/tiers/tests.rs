@@ -434,3 +434,19 @@ fn a_node_in_no_listed_tier_gets_no_demotion_claim() {
         .iter()
         .any(|t| t.contains("every memory node is in one tier")));
 }
+
+#[test]
+fn one_memory_node_says_why_no_measured_figure_is_possible_instead_of_asking_for_one() {
+    let root = std::env::temp_dir().join(format!("numalab-tiers-one-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    node(&root, 0, "0-1", None);
+    put(&root, "proc/sys/kernel/osrelease", "6.12.0-test\n");
+    let recs = run_on(&root, None).unwrap();
+    let text = crate::registry::text(&recs);
+    assert!(!text.contains("--from"), "{text}");
+    assert!(
+        text.contains("none possible: one node with memory"),
+        "{text}"
+    );
+    let _ = fs::remove_dir_all(&root);
+}

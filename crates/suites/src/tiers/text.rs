@@ -10,11 +10,14 @@ use numalab_topo::tiers::Access;
 use numalab_topo::{cpulist, fmt_bytes};
 use std::fmt::Write;
 
+/// Which memory figure the node table shows: the one `numalab topo` shows.
+pub const MEMORY: &str = "memory: the node's MemTotal (sysfs); on a single node /proc/meminfo MemTotal when larger, as `numalab topo` shows it";
+
 /// The node table's header.
 pub const HEADER: [&str; 10] = [
     "node",
     "CPUs",
-    "size",
+    "memory",
     "SLIT",
     "HMAT access1 lat r/w ns",
     "bw r/w MB/s",
@@ -143,6 +146,7 @@ pub fn render(records: &[Record]) -> Option<String> {
     let _ = writeln!(s, "Memory tiers read under {}\n", sys.root);
     s.push_str(&table(&HEADER, &rows(&nodes)));
     s.push('\n');
+    let _ = writeln!(s, "{MEMORY}");
     for l in state_lines(&sys) {
         let _ = writeln!(s, "{l}");
     }

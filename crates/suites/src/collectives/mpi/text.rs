@@ -80,37 +80,72 @@ pub(super) fn collectives_text(recs: &[Record]) -> String {
         &rows,
     ));
     s.push_str("\n\nseed cost models (µs)\n");
-    for r in recs.iter().filter(|r| r.kind == "collective-mpi-model") {
-        s.push_str(&model_line(r));
-    }
+    s.push_str(&models_text(recs));
     s.push_str(&warning_lines(recs));
     s
 }
 
-/// One fitted model, or why it was not fitted.
-fn model_line(r: &Record) -> String {
-    match r.data_as::<LinearFit>() {
-        Ok(d) => {
-            let coef: Vec<String> = d
-                .coefficients
-                .iter()
-                .filter_map(|c| c.value.map(|x| format!("{}={x:.4}", c.name)))
-                .collect();
-            // One P leaves nothing for R² to judge: quality() says so in words.
-            format!(
-                "  {:<20} {:<38} {}  {}\n",
-                r.name,
-                d.formula,
-                coef.join(" "),
-                d.quality()
-            )
+/// Whether the data determined every coefficient with a point to spare.
+fn determined(d: &LinearFit) -> bool {
+    let fitted = d.coefficients.iter().filter(|c| c.value.is_some()).count();
+    d.coefficients.iter().all(|c| c.value.is_some()) && d.n > fitted
+}
+
+/// The fitted models, one line each; the ones with too few points named in one line,
+/// their reason said once; a coefficient fitted below zero is no cost, and says so.
+fn models_text(recs: &[Record]) -> String {
+    let mut s = String::new();
+    let mut few: Vec<&str> = Vec::new();
+    let mut why: Vec<String> = Vec::new();
+    let mut negative = false;
+    for r in recs.iter().filter(|r| r.kind == "collective-mpi-model") {
+        match r.data_as::<LinearFit>() {
+            Ok(d) if determined(&d) => {
+                let coef: Vec<String> = d
+                    .coefficients
+                    .iter()
+                    .filter_map(|c| c.value.map(|x| (c, x)))
+                    .map(|(c, x)| match x < 0.0 {
+                        true => {
+                            negative = true;
+                            format!("{}<0 †", c.name)
+                        }
+                        false => format!("{}={x:.4}", c.name),
+                    })
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  {:<20} {:<38} {}  {}",
+                    r.name,
+                    d.formula,
+                    coef.join(" "),
+                    d.quality()
+                );
+            }
+            Ok(d) => {
+                few.push(&r.name);
+                if !why.contains(&d.note) {
+                    why.push(d.note.clone());
+                }
+            }
+            Err(_) => {
+                let reason = r.unavailable.first().map_or("", |u| u.reason.as_str());
+                let _ = writeln!(s, "  {:<22} not fitted: {reason}", r.name);
+            }
         }
-        Err(_) => format!(
-            "  {:<22} not fitted: {}\n",
-            r.name,
-            r.unavailable.first().map_or("", |u| u.reason.as_str())
-        ),
     }
+    if !few.is_empty() {
+        let _ = writeln!(
+            s,
+            "  not fitted, too few points: {} ({})",
+            few.join(", "),
+            why.join("; ")
+        );
+    }
+    if negative {
+        s.push_str("  †: fitted below zero: the data show no cost for that term (noise, or a term the model lacks)\n");
+    }
+    s
 }
 
 /// OSU's layout: one block per collective and implementation, size and the average,
@@ -167,4 +202,58 @@ pub fn osu_text(recs: &[Record]) -> String {
         s.push('\n');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::linfit::Coefficient;
+    use numalab_results::Provenance;
+
+    fn model(name: &str, n: usize, values: &[Option<f64>]) -> Record {
+        let mut r = Record::new(
+            "collective-mpi-model",
+            name,
+            Provenance::collect("test", "synthetic"),
+            serde_json::json!({}),
+        );
+        let coefficients = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Coefficient {
+                name: format!("C{i}"),
+                term: if i == 0 { "1".into() } else { "lines".into() },
+                value: *v,
+            })
+            .collect();
+        r.set_data(&LinearFit {
+            formula: "T = C0 + C1·lines".into(),
+            coefficients,
+            residuals: vec![0.0; n],
+            r2: Some(0.9),
+            n,
+            note: "one P: the P terms cannot be told apart".into(),
+        });
+        r
+    }
+
+    #[test]
+    fn too_few_points_are_said_once_and_negative_costs_are_not_fits() {
+        let recs = vec![
+            model("barrier", 1, &[Some(3.0), None]),
+            model("broadcast", 2, &[Some(1.0), Some(2.0)]),
+            model("reduce", 5, &[Some(2.0), Some(-0.5)]),
+            model("gather", 5, &[Some(2.0), Some(0.25)]),
+        ];
+        let t = models_text(&recs);
+        assert_eq!(t.matches("too few points").count(), 1, "{t}");
+        assert_eq!(t.matches("one P: the P terms").count(), 1, "{t}");
+        assert!(t.contains("too few points: barrier, broadcast"), "{t}");
+        assert!(!t.contains("-0.5"), "{t}");
+        assert!(
+            t.contains("C1<0 †") && t.contains("†: fitted below zero"),
+            "{t}"
+        );
+        assert!(t.contains("C1=0.2500"), "{t}");
+    }
 }

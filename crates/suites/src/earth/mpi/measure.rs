@@ -218,7 +218,9 @@ fn row_record(run: &Run, r: &Row, m: Measured, server: Vec<f64>) -> Record {
         let gbs: Vec<f64> = samples.iter().map(|t| bytes as f64 / t).collect();
         rec.add_samples("bandwidth", "GB/s", &gbs);
     }
-    if r.op == "load word" || r.op == "store word" {
+    // Between hosts the window is another machine's memory, reached over the network.
+    let same_host = world.placements[a].host == world.placements[b].host;
+    if same_host && (r.op == "load word" || r.op == "store word") {
         rec.warnings.push("RMA needs no server: with Open MPI's shared-memory window the issuer copies the bytes itself, so 'remote' is another process's memory on this machine".into());
     }
     rec.warnings.extend(prov.warnings());
