@@ -517,3 +517,125 @@ fn a_link_cut_mid_run_ends_the_job_within_the_stall_bound_naming_the_host() {
         at.elapsed()
     );
 }
+
+/// Run `cmd` on `host` of the cluster (inside its namespaces), asserting it worked.
+fn on_host(c: &Cluster, host: &str, cmd: &str) {
+    let out = std::process::Command::new(common::cluster::script())
+        .arg("exec")
+        .arg(&c.dir)
+        .args([host, "sh", "-c", cmd])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{host}: {cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting() {
+    let Some(_one) = cluster_test() else { return };
+    // The script limits what nlab-h3 sends; the bridge's port to it limits what it
+    // receives (inside the cluster's own namespace, gone with it).
+    let c = Cluster::up(3, &["--rate", "nlab-h3=20mbit"]);
+    let bridge = std::fs::read_to_string(c.dir.join("netns.bridge")).unwrap();
+    let tc = std::process::Command::new("ip")
+        .args(["-n", bridge.trim(), "link", "show", "h3"])
+        .status()
+        .unwrap();
+    assert!(tc.success(), "the bridge's port to nlab-h3");
+    let st = std::process::Command::new("tc")
+        .args([
+            "-n",
+            bridge.trim(),
+            "qdisc",
+            "add",
+            "dev",
+            "h3",
+            "root",
+            "tbf",
+        ])
+        .args(["rate", "20mbit", "burst", "32kbit", "latency", "400ms"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tc on the bridge's port to nlab-h3");
+    // Each host's private /tmp holds a settings tree: THP is never on nlab-h2 only.
+    for (h, thp) in [
+        ("nlab-h1", "[always] madvise never"),
+        ("nlab-h2", "always madvise [never]"),
+        ("nlab-h3", "[always] madvise never"),
+    ] {
+        let dir = "/tmp/fake/sys/kernel/mm/transparent_hugepage";
+        on_host(
+            &c,
+            h,
+            &format!("mkdir -p {dir} && echo '{thp}' > {dir}/enabled"),
+        );
+    }
+    let hosts = c.hostfile(3, 1);
+    let v = ok(&c.numalab(
+        "500",
+        &[
+            "cluster",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--lat-iterations",
+            "50",
+            "--bw-size",
+            "512K",
+            "--bw-window",
+            "2",
+            "--bw-iterations",
+            "2",
+            "--coll-iterations",
+            "3",
+            "--mem-iterations",
+            "1",
+            "--json",
+        ],
+        &[
+            ("NUMALAB_MPI_TIMEOUT", "400"),
+            ("NUMALAB_CLUSTER_ROOT", "/tmp/fake"),
+        ],
+    ));
+    let recs = v.as_array().unwrap();
+    let kinds = |k: &str| recs.iter().filter(|r| r["kind"] == k).count();
+    assert_eq!(kinds("cluster-host"), 3);
+    assert_eq!((kinds("cluster-links"), kinds("cluster-findings")), (1, 1));
+    let f = &recs
+        .iter()
+        .find(|r| r["kind"] == "cluster-findings")
+        .unwrap()["data"];
+    let bw: Vec<(String, String, String)> = f["odd_links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["matrix"].as_str().unwrap().contains("bandwidth"))
+        .map(|o| {
+            let s = |k: &str| o[k].as_str().unwrap_or("").to_string();
+            (s("matrix"), s("part"), s("host"))
+        })
+        .collect();
+    for part in ["from", "to"] {
+        assert!(
+            bw.contains(&("receive bandwidth".into(), part.into(), "nlab-h3".into())),
+            "nlab-h3's {part} links not named: {f}"
+        );
+    }
+    assert!(
+        bw.iter().all(|(_, _, h)| h == "nlab-h3"),
+        "only nlab-h3's links are odd in bandwidth: {f}"
+    );
+    let thp: Vec<&serde_json::Value> = f["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["setting"] == "THP")
+        .collect();
+    assert_eq!(thp.len(), 1, "THP named as differing: {f}");
+    assert_eq!(
+        thp[0]["values"],
+        serde_json::json!([["always", ["nlab-h1", "nlab-h3"]], ["never", ["nlab-h2"]]])
+    );
+}

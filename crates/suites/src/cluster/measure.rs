@@ -23,6 +23,9 @@ const COLL_REPS: usize = 10;
 /// Words of the allreduce (64 bytes).
 const ALLREDUCE_WORDS: usize = 8;
 
+/// One rank's figures by peer (None: not measured).
+type Row = Vec<Option<f64>>;
+
 /// What one rank measured: its row of each matrix (by peer).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Rows {
@@ -125,7 +128,7 @@ fn bandwidth_rows(
     plan: &Plan,
     timer: &Timer,
     progress: &mut impl FnMut(usize, usize),
-) -> Result<(Vec<Option<f64>>, Vec<Option<f64>>)> {
+) -> Result<(Row, Row)> {
     let n = plan.hosts.len();
     let me = world.me().rank;
     let o = &plan.options;

@@ -234,7 +234,7 @@ fn hostfile_hosts(f: &std::path::Path) -> Result<Vec<String>> {
 pub fn rounds(n: usize) -> usize {
     if n < 2 {
         0
-    } else if n % 2 == 0 {
+    } else if n.is_multiple_of(2) {
         n - 1
     } else {
         n
@@ -244,7 +244,7 @@ pub fn rounds(n: usize) -> usize {
 /// Host `me`'s partner in round `r` of the tournament of `n` hosts (the circle method:
 /// the last seat fixed, the others turning), None when it sits the round out.
 pub fn partner(n: usize, r: usize, me: usize) -> Option<usize> {
-    let m = if n % 2 == 0 { n } else { n + 1 };
+    let m = if n.is_multiple_of(2) { n } else { n + 1 };
     let turning = m - 1;
     let p = if me == turning {
         r

@@ -170,7 +170,7 @@ pub fn differing(hosts: &[(String, Vec<super::data::Setting>)]) -> Vec<SettingDi
                     None => values.push((v, vec![host.clone()])),
                 }
             }
-            values.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+            values.sort_by_key(|v| std::cmp::Reverse(v.1.len()));
             (values.len() > 1).then(|| SettingDiff {
                 setting: name.to_string(),
                 values,
@@ -181,6 +181,9 @@ pub fn differing(hosts: &[(String, Vec<super::data::Setting>)]) -> Vec<SettingDi
 
 /// The memory figures of every host: (figure, unit, higher is worse, one value per host).
 type Figure = (String, &'static str, bool, Vec<Option<f64>>);
+
+/// A host × host matrix (None: not measured).
+type Matrix = Vec<Vec<Option<f64>>>;
 
 fn memory_figures(hosts: &[HostData]) -> Vec<Figure> {
     let mut nodes: Vec<u32> = hosts
@@ -244,7 +247,7 @@ pub fn findings(hosts: &[HostData], links: Option<&LinksData>) -> FindingsData {
         }
     }
     if let Some(l) = links {
-        let matrices: [(&str, &str, bool, bool, &Vec<Vec<Option<f64>>>); 3] = [
+        let matrices: [(&str, &str, bool, bool, &Matrix); 3] = [
             ("send bandwidth", "GB/s", false, false, &l.send_gbps),
             ("receive bandwidth", "GB/s", false, false, &l.recv_gbps),
             ("latency", "ns", true, true, &l.latency_ns),

@@ -73,7 +73,6 @@ fn huge_pages(root: &Path) -> String {
     let field = |k: &str| {
         info.lines().find_map(|l| {
             l.strip_prefix(k)?
-                .trim()
                 .split_whitespace()
                 .next()
                 .map(String::from)
