@@ -264,16 +264,6 @@ fn matrix(
         .collect()
 }
 
-/// A pair's record as `run` builds it, without machine warnings (for the text's tests).
-#[cfg(test)]
-pub(super) fn pair_record_for_tests(
-    r: &PairResult,
-    params: &serde_json::Value,
-    prov: &numalab_results::Provenance,
-) -> Record {
-    pair_record(r, params, prov, &[])
-}
-
 /// One pair's record: its statistics (from undisturbed passes) and its pass logs.
 fn pair_record(
     r: &PairResult,
@@ -323,4 +313,14 @@ fn pair_record(
         });
     }
     rec
+}
+
+/// A pair's record as `run` builds it, without machine warnings (for the text's tests).
+#[cfg(test)]
+pub(super) fn pair_record_for_tests(
+    r: &PairResult,
+    params: &serde_json::Value,
+    prov: &numalab_results::Provenance,
+) -> Record {
+    pair_record(r, params, prov, &[])
 }

@@ -5,8 +5,10 @@
 //! comparable", never "beyond"; derived duplicates (cycles beside ns, traffic beside
 //! bandwidth, issued beside injected) are left out unless asked for.
 
+mod spread;
 mod view;
 
+pub use spread::{PairSpread, Shift};
 pub use view::{html, ratio_text, text_rows, verdict, HEADER};
 
 use crate::disturb::PassLog;
@@ -55,7 +57,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond when the intervals (settled, else the 95 % order-statistic interval of the median) do not overlap and B/A is over 10 % from 1; not comparable when unsettled, implausible, under 3 samples or mostly disturbed; cycles, traffic, issued and chase bandwidth and read share are left out unless --all-metrics";
+pub const RULE: &str = "change: beyond when the intervals (settled, else the 95 % order-statistic interval of the median) do not overlap, B/A is over 10 % from 1, and (with 10 comparable figures or more) B/A is further from its kind's median B/A than 3 scaled MADs of this pair's scatter; within (pair's spread) when only that last test fails; not comparable when unsettled, implausible, under 3 samples or mostly disturbed; cycles, traffic, issued and chase bandwidth, read share and a mix's read and write parts are left out unless --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -65,6 +67,10 @@ pub const DERIVED: &[&str] = &[
     "issued_bandwidth",
     "chase_bandwidth",
     "read_share",
+    // A mix's read and write parts and traffic are its bandwidth times fixed shares.
+    "read_bandwidth",
+    "write_bandwidth",
+    "traffic_estimate",
 ];
 
 /// Why a figure cannot be compared, or None when it can.
@@ -128,6 +134,8 @@ pub struct Comparison {
     /// Figures A and B repeat (same kind, name, metric and unit as an earlier one of the
     /// same run): only the first of each is compared.
     pub duplicates: (usize, usize),
+    /// This pair's scatter and whole-kind shifts (None: too few figures to measure it).
+    pub spread: Option<PairSpread>,
 }
 
 /// What names one figure: kind, name, metric and unit.
@@ -186,9 +194,10 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
             }
         }
     }
+    let spread = spread::apply(&mut rows, MIN_EFFECT);
     let order = |r: &Row| match r.change.as_str() {
         "beyond" => 0,
-        "within" => 1,
+        c if c.starts_with("within") => 1,
         _ => 2,
     };
     // Stable: equal effects keep A's order.
@@ -205,6 +214,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
         only_a,
         only_b,
         duplicates: (duplicates(a, &keep), duplicates(b, &keep)),
+        spread,
     }
 }
 

@@ -174,7 +174,7 @@ fn the_verdict_counts_and_names_what_moved() {
     let c = compare(&a, &b, false);
     assert_eq!(
         verdict(&c),
-        "1 of 2 comparable figures changed beyond their spread (50.0 %): latency moved latency +50 %; 0 not comparable; 1 only in A, 0 only in B"
+        "1 of 2 comparable figures changed beyond their spread (50.0 %): latency moved latency +50 %; too few figures to measure this pair's scatter, so intervals alone decide; 0 not comparable; 1 only in A, 0 only in B"
     );
     let h = html(&c, "a", "b", &[], &[]);
     assert!(h.contains("1 of 2 comparable figures") && h.contains("do not overlap"));

@@ -46,6 +46,31 @@ pub fn verdict(c: &Comparison) -> String {
         let more = if beyond.len() > 3 { ", …" } else { "" };
         let _ = write!(s, ": {}{more}", named.join(", "));
     }
+    match &c.spread {
+        Some(p) => {
+            let _ = write!(
+                s,
+                "; this pair's scatter: beyond means over ×{:.2} from its kind's median",
+                p.factor
+            );
+            for sh in &p.shifts {
+                let _ = write!(
+                    s,
+                    "; {} figures as a whole {:+.0} % (median of {}), a shift one pair of runs cannot tell from a change",
+                    sh.kind,
+                    (sh.ratio - 1.0) * 100.0,
+                    sh.figures
+                );
+            }
+        }
+        None if comparable > 0 => {
+            let _ = write!(
+                s,
+                "; too few figures to measure this pair's scatter, so intervals alone decide"
+            );
+        }
+        None => {}
+    }
     let _ = write!(s, "; {not} not comparable");
     if c.only_a + c.only_b > 0 {
         let _ = write!(s, "; {} only in A, {} only in B", c.only_a, c.only_b);

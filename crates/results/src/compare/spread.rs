@@ -1,0 +1,192 @@
+//! The pair's own spread. A figure's interval comes from passes run back to back, so it
+//! says nothing about how far the whole machine moves between two runs: on a VM the
+//! hypervisor places the vCPUs anew, the clock and the neighbours change, and half the
+//! figures of two identical back-to-back surveys land outside each other's intervals
+//! (compare/survey-trust measured 48 %). So the comparison also measures how far this
+//! pair's figures scatter around each other, and calls a figure beyond only when it
+//! moved further than that scatter. A kind of figure that moved as a whole (all
+//! bandwidths 20 % lower) is said as such: one pair of runs cannot tell a whole-machine
+//! shift from a change, so it is named, not hidden, and not counted figure by figure.
+
+use super::Row;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Fewest comparable figures from which the pair's scatter is estimated.
+pub const MIN_FIGURES: usize = 10;
+
+/// Fewest figures of one kind from which that kind's shift is estimated.
+const MIN_KIND: usize = 4;
+
+/// How many scaled MADs from its kind's shift a figure must be to be beyond.
+pub const K: f64 = 3.0;
+
+/// A kind whose figures moved together.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Shift {
+    /// Record kind.
+    pub kind: String,
+    /// Median B/A of its comparable figures.
+    pub ratio: f64,
+    /// How many figures the median is of.
+    pub figures: usize,
+}
+
+/// What this pair's scatter is and which kinds moved as a whole.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairSpread {
+    /// Comparable figures the scatter was measured on.
+    pub figures: usize,
+    /// The least B/A factor (either way) counted as beyond this scatter, e.g. 1.42.
+    pub factor: f64,
+    /// Kinds whose median B/A is over the least effect from 1.
+    pub shifts: Vec<Shift>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn comparable(r: &Row) -> Option<f64> {
+    let x = r.ratio.filter(|x| *x > 0.0 && x.is_finite())?;
+    (!r.change.starts_with("not comparable")).then(|| x.ln())
+}
+
+/// Measures the pair's scatter and turns each "beyond" that lies within it into
+/// "within (pair's spread)"; None (rows untouched) with too few figures to measure it.
+pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
+    let mut by_kind: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in rows.iter() {
+        if let Some(l) = comparable(r) {
+            by_kind.entry(r.kind.clone()).or_default().push(l);
+        }
+    }
+    let figures: usize = by_kind.values().map(Vec::len).sum();
+    if figures < MIN_FIGURES {
+        return None;
+    }
+    // Each kind's own shift (0 where too few figures to tell one).
+    let centre: BTreeMap<String, f64> = by_kind
+        .iter()
+        .map(|(k, v)| {
+            let c = if v.len() >= MIN_KIND {
+                median(&mut v.clone())
+            } else {
+                0.0
+            };
+            (k.clone(), c)
+        })
+        .collect();
+    let mut dev: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| Some(comparable(r)? - centre[&r.kind]))
+        .collect();
+    let mid = median(&mut dev);
+    let mut abs: Vec<f64> = dev.iter().map(|d| (d - mid).abs()).collect();
+    // 1.4826 × MAD estimates a normal scatter's σ and ignores the few real changes.
+    let sigma = 1.4826 * median(&mut abs);
+    let least = (1.0 + min_effect).ln();
+    let bound = (K * sigma).max(least);
+    for r in rows.iter_mut().filter(|r| r.change == "beyond") {
+        let Some(l) = comparable(r) else { continue };
+        if (l - centre[&r.kind]).abs() <= bound {
+            r.change = "within (pair's spread)".into();
+        }
+    }
+    let shifts = by_kind
+        .iter()
+        .filter(|(k, _)| centre[*k].abs() > least)
+        .map(|(k, v)| Shift {
+            kind: k.clone(),
+            ratio: centre[k].exp(),
+            figures: v.len(),
+        })
+        .collect();
+    Some(PairSpread {
+        figures,
+        factor: bound.exp(),
+        shifts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: &str, ratio: f64, change: &str) -> Row {
+        Row {
+            kind: kind.into(),
+            name: format!("{kind} {ratio}"),
+            metric: "m".into(),
+            unit: "u".into(),
+            a: 1.0,
+            b: ratio,
+            ratio: Some(ratio),
+            a_interval: (1.0, 1.0),
+            b_interval: (ratio, ratio),
+            disturbed: ("-".into(), "-".into()),
+            change: change.into(),
+            effect: ratio.ln().abs(),
+        }
+    }
+
+    /// Ratios scattered ±`w` around `c`, every one "beyond" its interval.
+    fn scattered(kind: &str, c: f64, w: f64, n: usize) -> Vec<Row> {
+        (0..n)
+            .map(|i| {
+                let x = c * (1.0 + w * ((i as f64 / (n - 1) as f64) * 2.0 - 1.0));
+                row(kind, x, "beyond")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_scatter_of_identical_runs_is_within_and_a_lone_real_change_stays_beyond() {
+        let mut rows = scattered("latency", 1.0, 0.25, 20);
+        rows.push(row("latency", 3.0, "beyond"));
+        let s = apply(&mut rows, 0.10).unwrap();
+        let beyond: Vec<&Row> = rows.iter().filter(|r| r.change == "beyond").collect();
+        assert_eq!(beyond.len(), 1, "{rows:?}");
+        assert_eq!(beyond[0].b, 3.0);
+        assert!(s.factor > 1.1 && s.factor < 3.0, "{s:?}");
+        assert!(s.shifts.is_empty());
+    }
+
+    #[test]
+    fn a_kind_that_moved_as_a_whole_is_named_as_a_shift() {
+        let mut rows = scattered("bandwidth", 0.8, 0.02, 8);
+        rows.extend(scattered("latency", 1.0, 0.02, 8));
+        let s = apply(&mut rows, 0.10).unwrap();
+        assert_eq!(s.shifts.len(), 1, "{s:?}");
+        assert_eq!(
+            (s.shifts[0].kind.as_str(), s.shifts[0].figures),
+            ("bandwidth", 8)
+        );
+        assert!((s.shifts[0].ratio - 0.8).abs() < 0.01);
+        // Tight scatter: the least effect (10 %) is the bound.
+        assert!((s.factor - 1.1).abs() < 1e-9);
+        assert!(rows.iter().all(|r| r.change != "beyond"));
+    }
+
+    #[test]
+    fn too_few_figures_leave_every_verdict_as_the_intervals_gave_it() {
+        let mut rows = scattered("latency", 1.0, 0.25, 5);
+        assert!(apply(&mut rows, 0.10).is_none());
+        assert!(rows.iter().all(|r| r.change == "beyond"));
+    }
+
+    #[test]
+    fn not_comparable_rows_neither_count_nor_change() {
+        let mut rows = scattered("latency", 1.0, 0.25, 12);
+        rows.push(row("latency", 9.0, "not comparable (A unsettled)"));
+        let s = apply(&mut rows, 0.10).unwrap();
+        assert_eq!(s.figures, 12);
+        assert_eq!(rows[12].change, "not comparable (A unsettled)");
+    }
+}
