@@ -61,6 +61,9 @@ enum Command {
     Advise(commands::advise::AdviseArgs),
     /// Memory tiers: the kernel's, its rule on the HMAT and on measurements; weights, demotion.
     Tiers(commands::tiers::TiersArgs),
+    /// Every host's settings and memory and every link between hosts (one rank per host
+    /// of a hostfile), with the odd host, link or setting named; --dry-run --hosts N plans.
+    Cluster(commands::cluster::ClusterArgs),
     /// Compare two runs (record files or survey folders) figure by figure: a verdict line,
     /// then medians, intervals, B/A, and each change beyond, within or not comparable.
     Compare(commands::report::CompareArgs),
@@ -177,6 +180,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Compare(a) => commands::report::run_compare(a),
         Command::Advise(a) => commands::advise::run(a),
         Command::Tiers(a) => commands::tiers::run(a),
+        Command::Cluster(a) => commands::cluster::run(a),
         Command::Topo(a) => commands::topo::run(a),
         Command::Plan(a) => commands::plan::run(a),
         Command::Latency(a) => commands::latency::run(a),

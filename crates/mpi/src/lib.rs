@@ -32,6 +32,7 @@ pub mod place;
 pub mod ranks;
 pub mod raw;
 pub mod remote;
+pub mod shift;
 pub mod sizes;
 pub mod world;
 

@@ -124,6 +124,11 @@ pub const VARS: &[Var] = &[
         what: "tests only: the signal NUMALAB_DSM_KILL_RANK uses (default KILL)",
     },
     Var {
+        name: "NUMALAB_CLUSTER_ROOT",
+        kind: Kind::Path,
+        what: "cluster: read each host's THP, NUMA balancing, governor and huge pages under this folder instead of / (a recorded or fake tree, e.g. one per host in a test)",
+    },
+    Var {
         name: "NUMALAB_PARENT_RUN",
         kind: Kind::Whole {
             min: 1,

@@ -6,6 +6,7 @@
 //! the timed loops they call live in probe and mpi.
 
 pub mod advise;
+pub mod cluster;
 pub mod collectives;
 pub mod cvm;
 pub mod domains;

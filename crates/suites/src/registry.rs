@@ -28,6 +28,7 @@ pub static REGISTRY: &[&dyn Presenter] = &[
     &numalab_dsm::present::DsmPresenter,
     &crate::advise::AdvicePresenter,
     &crate::tiers::TiersPresenter,
+    &crate::cluster::ClusterPresenter,
     &numalab_mpi::p2p::P2pPresenter,
     &numalab_mpi::matrix::MatrixPresenter,
     &numalab_mpi::ranks::RanksPresenter,

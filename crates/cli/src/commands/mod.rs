@@ -3,6 +3,7 @@
 pub mod advise;
 pub mod bandwidth;
 pub mod c2c;
+pub mod cluster;
 pub mod collectives;
 pub mod cvm;
 pub mod dsm;

@@ -1,0 +1,94 @@
+//! `numalab cluster`: every host's settings and memory and every link between hosts,
+//! one rank per host of the hostfile, the odd host, link or setting named.
+
+use crate::commands::mpi::{progress, run_job};
+use crate::common::{check_measurable, size_opt, CliError, CommonArgs};
+use clap::Args;
+use numalab_mpi::JobOptions;
+use numalab_suites::cluster::{self, Options, Plan};
+use std::path::PathBuf;
+
+/// Arguments of `numalab cluster`.
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    /// The hosts, one per line (`host slots=1`): one rank each.
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// Plan for N hosts without a hostfile (with --dry-run): the plan, its estimate
+    /// and the bytes its figures take.
+    #[arg(long, value_name = "N")]
+    hosts: Option<usize>,
+    /// Timed 8-byte round trips per pair of hosts.
+    #[arg(long, default_value_t = 1000)]
+    lat_iterations: usize,
+    /// Bytes per message of the bandwidth matrix.
+    #[arg(long, default_value = "1M")]
+    bw_size: String,
+    /// Messages in flight per bandwidth sample.
+    #[arg(long, default_value_t = 8)]
+    bw_window: usize,
+    /// Timed samples per shift step of the bandwidth matrix.
+    #[arg(long, default_value_t = 5)]
+    bw_iterations: usize,
+    /// Timed passes of the allreduce and the barrier.
+    #[arg(long, default_value_t = 20)]
+    coll_iterations: usize,
+    /// Timed passes of each memory figure per NUMA node.
+    #[arg(long, default_value_t = 3)]
+    mem_iterations: usize,
+    /// Print the plan without starting ranks.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+impl ClusterArgs {
+    fn options(&self) -> Result<Options, CliError> {
+        Ok(Options {
+            job: JobOptions {
+                hostfile: self.hostfile.clone(),
+                ..JobOptions::default()
+            },
+            hosts: self.hosts,
+            lat_iterations: self.lat_iterations,
+            bw_size: size_opt("--bw-size", &self.bw_size)?,
+            bw_window: self.bw_window,
+            bw_iterations: self.bw_iterations,
+            coll_iterations: self.coll_iterations,
+            mem_iterations: self.mem_iterations,
+        })
+    }
+}
+
+/// Run `numalab cluster`.
+pub fn run(a: ClusterArgs) -> Result<(), CliError> {
+    a.common.validate()?;
+    let o = a.options()?;
+    o.check()?;
+    if let (Some(n), false) = (o.hosts, a.dry_run) {
+        return Err(CliError::from(numalab_mpi::Error::Usage(format!(
+            "invalid --hosts '{n}' without --dry-run: --hosts plans for N hosts; to measure, give --hostfile"
+        ))));
+    }
+    check_measurable(&a.common, a.dry_run)?;
+    let plan = Plan::resolve(&o)?;
+    if a.dry_run && plan.options.hosts.is_some() {
+        // A plan for N hosts needs no launcher and no machine beyond this one's provenance.
+        let host = a.common.host()?;
+        return a
+            .common
+            .show(&plan.records(&crate::common::context(&host).prov));
+    }
+    let host = a.common.host()?;
+    let mut launch = plan.job().resolve(&host.machine, 2)?;
+    launch.req.estimate = Some(plan.estimate());
+    run_job(
+        (&a.common, a.dry_run),
+        &host,
+        &launch,
+        |prov| plan.records(prov),
+        |world| cluster::measure(world, &host, &plan, progress("cluster")),
+        None,
+    )
+}

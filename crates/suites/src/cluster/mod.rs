@@ -1,0 +1,21 @@
+//! `numalab cluster`: every host's settings and memory and every link between hosts in
+//! one run, one rank per host, and the odd host, link or setting named. The latency
+//! matrix is measured in rounds of disjoint pairs (N − 1 rounds, not N²/2 steps), the
+//! bandwidth matrix in mpiGraph's shift steps (everyone sending at once); the plan
+//! scales to 10,000 hosts on paper (`--dry-run --hosts N`).
+
+mod data;
+mod measure;
+mod memory;
+mod plan;
+mod present;
+mod rule;
+mod settings;
+mod text;
+
+pub use data::*;
+pub use measure::measure;
+pub use plan::*;
+pub use present::ClusterPresenter;
+pub use rule::{beyond, findings, odd_parts, odd_values, FACTOR, K, MIN_HOSTS};
+pub use settings::ROOT_VAR;
