@@ -71,9 +71,6 @@ fn curves(records: &[Record]) -> Curves {
     out
 }
 
-/// One node's table: its title, header and rows.
-type Table = (String, Vec<String>, Vec<Vec<String>>);
-
 /// One table per memory node: threads down, and per kernel GB/s, GB/s per thread and
 /// the factor over one thread.
 fn tables(records: &[Record]) -> Vec<Table> {
