@@ -189,6 +189,11 @@ pub static ALL: &[Experiment] = &[
         dry_run: &["sor", "--ranks", "2"],
         options: shape!(numalab_dsm::experiment::Options, |o| o.threads = 0),
     },
+    Experiment {
+        command: &["cluster"],
+        dry_run: &["--hosts", "4"],
+        options: shape!(crate::cluster::Options, |o| o.lat_iterations = 0),
+    },
 ];
 
 #[cfg(test)]
