@@ -198,3 +198,30 @@ fn plan_text_shows_no_cpu_kind_column_on_a_machine_of_one_kind() {
     );
     assert!(text.contains("2 threads on"), "{text}");
 }
+
+/// The CPU-kind column tells threads apart only on a hybrid CPU: `plan` shows it on a
+/// P/E-core topology and never prints a column of zeros ("kind 0") elsewhere.
+#[test]
+fn plan_shows_the_cpu_kind_column_only_on_a_hybrid_cpu() {
+    let header = |xml: &str, threads: &str| {
+        let out = numalab(&["plan", threads, "--topology", &topology(xml)]);
+        assert!(
+            out.status.success(),
+            "{xml}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text.lines().find(|l| l.trim_start().starts_with("thread"));
+        let cols: Vec<String> = line
+            .unwrap_or_else(|| panic!("{xml}: no threads table in {text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        cols
+    };
+    let plain = header("16em64t-4s2c2t.xml", "0-3");
+    assert!(plain.contains(&"node".to_string()), "{plain:?}");
+    assert!(!plain.contains(&"kind".to_string()), "{plain:?}");
+    let hybrid = header("20em64t-hybrid-1p6c2t+2ca4co1t.xml", "0-15");
+    assert!(hybrid.contains(&"kind".to_string()), "{hybrid:?}");
+}
