@@ -50,11 +50,12 @@ pub fn nearest_helpers(
     if free.len() < k {
         let cpus: Vec<u32> = free.iter().map(|p| p.os).collect();
         return Err(Error::Unsatisfiable(format!(
-            "state {state} needs {k} helper thread(s) on cores other than the requestors' ({}), but only {} such CPU(s) exist{}",
+            "state {state} needs {} on cores other than the requestors' ({}), but the machine has only {}{}",
+            numalab_results::words::count(k as u64, "helper thread"),
             numalab_topo::cpulist::format(
                 &requestors.iter().map(|t| t.pu.os).collect::<Vec<_>>()
             ),
-            free.len(),
+            numalab_results::words::count(free.len() as u64, "such CPU"),
             if cpus.is_empty() {
                 String::new()
             } else {

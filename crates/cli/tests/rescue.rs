@@ -598,9 +598,10 @@ fn resume_takes_the_steps_a_continued_journal_holds() {
     std::fs::write(&moved, format!("{header}\n{rest}\n")).unwrap();
     std::fs::remove_file(dir.join("results.json")).unwrap();
     let err = run(&["--resume", d]);
+    let n = lines.len() - 4;
     let taken = format!(
-        "{} finished step(s) taken from '{}'",
-        lines.len() - 4,
+        "{n} finished step{} taken from '{}'",
+        if n == 1 { "" } else { "s" },
         moved.display()
     );
     assert!(err.contains(&taken), "{err}");

@@ -159,6 +159,9 @@ fn every_documented_study_runs_cleanly_as_written() {
                 for (_check, what) in walk_checks::all(&ran.out) {
                     problems.push(format!("{}: {what}", ran.command));
                 }
+                for what in common::wording::problems(&ran.out) {
+                    problems.push(format!("{}: {what}", ran.command));
+                }
             }
             Err(e) => problems.push(e),
         }

@@ -150,7 +150,8 @@ impl LineState {
             LineState::Warm => "no preparation; timed passes follow an untimed warm-up pass over the same chase".into(),
             LineState::Uown => "before each pass every test line is flushed (written back and invalidated in all caches)".into(),
             LineState::Shrd(k) => format!(
-                "before each pass every test line is flushed, then {k} helper thread(s) read every line{}",
+                "before each pass every test line is flushed, then {} read every line{}",
+                numalab_results::words::count(k as u64, "helper thread"),
                 if k == 1 { " (with one sharer x86 caches usually hold the line Exclusive, as in cexh)" } else { "" }
             ),
             LineState::Cexh => "before each pass every test line is flushed, then one helper reads every line (Exclusive in its cache)".into(),

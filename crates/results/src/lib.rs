@@ -30,6 +30,7 @@ pub mod runlock;
 pub mod settle;
 pub mod stats;
 pub mod summary;
+pub mod words;
 
 pub use output::{write_records, OutputError, OutputFormat};
 pub use present::Presenter;

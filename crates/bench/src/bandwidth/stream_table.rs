@@ -114,7 +114,11 @@ const HEADER: [&str; 5] = [
 /// A group's title: the memory nodes and threads.
 fn title((nodes, threads): &(String, String)) -> String {
     let nodes = nodes.trim_matches(|c| c == '[' || c == ']');
-    format!("STREAM layout, memory node {nodes}, {threads} threads")
+    let n = threads.parse::<u64>().ok();
+    let threads = n.map_or(format!("{threads} threads"), |n| {
+        numalab_results::words::count(n, "thread")
+    });
+    format!("STREAM layout, memory node {nodes}, {threads}")
 }
 
 /// What the rows are, said once under the tables.
@@ -175,6 +179,12 @@ mod tests {
         });
         r.data = Some(serde_json::json!({ "samples_gbps": samples }));
         r
+    }
+
+    #[test]
+    fn one_thread_is_singular_in_the_title() {
+        let one = title(&("[0]".to_string(), "1".to_string()));
+        assert_eq!(one, "STREAM layout, memory node 0, 1 thread");
     }
 
     #[test]

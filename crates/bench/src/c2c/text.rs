@@ -6,6 +6,7 @@ use numalab_results::disturb::PassLog;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
 use numalab_results::settle;
+use numalab_results::words;
 use numalab_results::Record;
 use std::fmt::Write;
 
@@ -17,10 +18,10 @@ pub(super) fn plan_text(r: &Record) -> Option<String> {
         numalab_topo::cpulist::parse("cpus", c).map_or(0, |v| v.len())
     });
     let mut s = format!(
-        "c2c plan: {} CPUs, {} pairs in {} rounds (pairs in a round share no core, L3 or package and run at once)\n",
-        cpus,
-        p["pairs"].as_u64().unwrap_or(0),
-        rounds.len()
+        "c2c plan: {}, {} in {} (pairs in a round share no core, L3 or package and run at once)\n",
+        words::count(cpus as u64, "CPU"),
+        words::count(p["pairs"].as_u64().unwrap_or(0), "pair"),
+        words::count(rounds.len() as u64, "round")
     );
     for (i, r) in rounds.iter().enumerate().take(20) {
         let ps: Vec<String> = r.iter().map(|p| format!("{}-{}", p.a, p.b)).collect();

@@ -132,7 +132,8 @@ impl InvalidatePlan {
                     "--sharers",
                     k.to_string(),
                     format!(
-                        "1 to {available} ({available} CPU(s) off the requestor's core, at most {per_node} per node; raise --per-node for more)"
+                        "1 to {available} ({} off the requestor's core, at most {per_node} per node; raise --per-node for more)",
+                        numalab_results::words::count(available as u64, "CPU")
                     ),
                 ));
             }

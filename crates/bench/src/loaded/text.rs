@@ -7,6 +7,7 @@ use super::data::LoadedPlanData;
 use numalab_results::output::table;
 use numalab_results::present::{of, warning_lines};
 use numalab_results::settle::UNSETTLED;
+use numalab_results::words;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
 use std::fmt::Write;
@@ -29,21 +30,21 @@ pub(super) fn plan_text(r: &Record) -> Option<String> {
         None => p["traffic"].as_str().unwrap_or("?").to_string(),
     };
     let mut s = format!(
-        "loaded latency: chase on CPU {} over {}, {} {traffic} injector(s) on CPUs {} with {} each, memory {}; an unloaded point, then delays {:?}{}\n",
+        "loaded latency: chase on CPU {} over {}, {injectors} {traffic} {} on CPUs {} with {} each, memory {}; an unloaded point, then delays {}{}\n",
         p["requestor_cpu"],
         bytes(r, "chase_bytes"),
-        injectors,
+        words::noun(injectors as u64, "injector"),
         p["injector_cpus"].as_str().unwrap_or(""),
         bytes(r, "inject_bytes"),
         numalab_topo::cpulist::format(&nodes),
-        d.delays,
+        list(&d.delays),
         if d.write_pcts.is_some() { " for each mix" } else { "" }
     );
     s.push_str(&warning_lines(std::slice::from_ref(r)));
     Some(s)
 }
 
-fn list(v: &[u32]) -> String {
+fn list<T: ToString>(v: &[T]) -> String {
     v.iter()
         .map(|x| x.to_string())
         .collect::<Vec<_>>()
@@ -147,12 +148,16 @@ pub(super) fn curve_text(records: &[Record]) -> Option<String> {
     for fam in curves(records) {
         let _ = writeln!(
             s,
-            "Loaded latency: chase on CPU {} over {}, memory node {}; {} injector(s); median of at least {} passes, added until it settles; unloaded {}\n",
+            "Loaded latency: chase on CPU {} over {}, memory node {}; {}; median of at least {}, added until it settles; unloaded {}\n",
             first.parameters["requestor_cpu"],
             bytes(first, "chase_bytes"),
             if fam.node.is_empty() { "?" } else { &fam.node },
-            injectors.unwrap_or(0),
-            first.parameters["iterations"],
+            words::count(injectors.unwrap_or(0), "injector"),
+            words::count_as(
+                first.parameters["iterations"].as_u64().unwrap_or(0),
+                "pass",
+                "passes"
+            ),
             cell(fam.idle_settled, format!("{} ns", f(Some(fam.idle.0), 1))),
         );
         s.push_str(&points_table(&fam));

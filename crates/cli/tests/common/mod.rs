@@ -5,6 +5,7 @@ pub mod browser;
 pub mod busy;
 pub mod cluster;
 pub mod terminal;
+pub mod wording;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -103,9 +103,9 @@ impl Plan {
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         format!(
-            "mpi matrix plan: {} ranks, {} pairs one at a time, ping-pong of {} B, {} round trips after {} warm-up each\n",
+            "mpi matrix plan: {} ranks, {} one at a time, ping-pong of {} B, {} round trips after {} warm-up each\n",
             self.ranks,
-            self.pairs.len(),
+            numalab_results::words::count(self.pairs.len() as u64, "pair"),
             self.options.size,
             self.options.iterations,
             self.options.warmup

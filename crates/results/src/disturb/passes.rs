@@ -6,6 +6,7 @@
 use super::sampler::Disturbance;
 use crate::record::Record;
 use crate::settle::Goal;
+use crate::words::passes;
 use serde::{Deserialize, Serialize};
 
 /// Key of a record's `data` that holds its [`PassLog`] (every kind uses this one).
@@ -139,8 +140,13 @@ impl Threshold {
         if d.involuntary_switches > self.involuntary_switches && d.runq_share() >= SWITCH_WAIT_SHARE
         {
             c.push(format!(
-                "{} involuntary context switches",
-                d.involuntary_switches
+                "{} involuntary context {}",
+                d.involuntary_switches,
+                if d.involuntary_switches == 1 {
+                    "switch"
+                } else {
+                    "switches"
+                }
             ));
         }
         if d.other_runs > self.other_runs {
@@ -258,7 +264,7 @@ impl PassLog {
     /// "0 of 10 passes disturbed".
     pub fn summary(&self) -> String {
         let (d, n) = (self.disturbed(), self.passes.len());
-        let mut s = format!("{d} of {n} passes disturbed");
+        let mut s = format!("{d} of {} disturbed", passes(n));
         if d == 0 {
             return s;
         }

@@ -6,6 +6,7 @@
 use super::goal::{Figure, Interval};
 use crate::disturb::{judge, Disturbance, PassLog, Passes, Policy, Rules};
 use crate::record::Settle;
+use crate::words::passes;
 use std::time::Duration;
 
 /// A step's passes as [`measure`] takes them: the figure's name and kind and the
@@ -168,20 +169,20 @@ fn why(log: &PassLog, i: Option<Interval>, tol: f64, capped: bool) -> String {
         let used = log.passes.iter().filter(|p| p.used);
         let (n, d) = used.fold((0, 0), |(n, d), p| (n + 1, d + usize::from(p.disturbed)));
         return format!(
-            "machine busy: the figure comes from disturbed passes ({d} of the {n} it uses; {} of {} passes disturbed, {}) ({end})",
+            "machine busy: the figure comes from disturbed passes ({d} of the {n} it uses; {} of {} disturbed, {}) ({end})",
             log.disturbed(),
-            log.passes.len(),
+            passes(log.passes.len()),
             log.worst()
         );
     }
     match log.disturbed() {
         0 => format!(
-            "machine busy: {spread} after {} passes, none seen disturbed ({end})",
-            log.passes.len()
+            "machine busy: {spread} after {}, none seen disturbed ({end})",
+            passes(log.passes.len())
         ),
         d => format!(
-            "machine busy: {d} of {} passes disturbed ({}); {spread} ({end})",
-            log.passes.len(),
+            "machine busy: {d} of {} disturbed ({}); {spread} ({end})",
+            passes(log.passes.len()),
             log.worst()
         ),
     }

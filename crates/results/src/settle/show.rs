@@ -20,11 +20,11 @@ pub fn apply(rec: &mut Record, s: Settle) {
             "from its first passes".into()
         };
         rec.warnings.push(format!(
-            "{UNSETTLED}* {}: {} not within ±{} % {budget} ({} passes, interval {}…{}): {}",
+            "{UNSETTLED}* {}: {} not within ±{} % {budget} ({}, interval {}…{}): {}",
             rec.name,
             s.metric,
             s.tolerance_pct,
-            s.passes,
+            crate::words::count_as(s.passes as u64, "pass", "passes"),
             short(s.interval[0]),
             short(s.interval[1]),
             s.why.as_deref().unwrap_or("no reason recorded")

@@ -242,8 +242,8 @@ pub fn text(a: &Advice, records: &[Record]) -> String {
     if let Some(w) = &a.workload {
         let _ = writeln!(
             s,
-            "Workload: {} thread(s), footprint {} ({}), {}% reads, {}\n",
-            w.threads,
+            "Workload: {}, footprint {} ({}), {}% reads, {}\n",
+            numalab_results::words::count(w.threads as u64, "thread"),
             numalab_topo::fmt_bytes(w.footprint),
             if w.shared {
                 "shared by all threads"

@@ -5,7 +5,7 @@ use super::{Config, Part, Plan};
 use numalab_bench::experiment::{level, list, size_opt, Context, Progress};
 use numalab_probe::Timer;
 use numalab_results::settle::{self, NoiseOptions};
-use numalab_results::Record;
+use numalab_results::{words, Record};
 use numalab_topo::{fmt_bytes, Error, Host, Machine, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -234,10 +234,13 @@ pub(super) fn one_point_notes(plan: &Plan) -> Vec<String> {
                 Part::Suite4 => "staggered readers and several owners",
             };
             format!(
-                "{} is one point here: {readers} reader CPU(s) besides the owner, {} {} domain(s) of at most {widest} CPU(s), so its curve ({shape}) cannot form; the row is the one-reader case, not the seed's shape (a machine with more CPUs per domain shows it)",
+                "{} is one point here: {} besides the owner, {} {} {} of at most {}, so its curve ({shape}) cannot form; the row is the one-reader case, not the seed's shape (a machine with more CPUs per domain shows it)",
                 p.name(),
+                words::count(readers as u64, "reader CPU"),
                 plan.domains.len(),
-                plan.level
+                plan.level,
+                words::noun(plan.domains.len() as u64, "domain"),
+                words::count(widest as u64, "CPU"),
             )
         })
         .collect()
@@ -282,7 +285,12 @@ fn point_records(
             let cv = &plan.curves[p.curve];
             let mut r = Record::new(
                 "suite-placement",
-                &format!("{} {}: {} readers", cv.part.id(), cv.label, p.readers),
+                &format!(
+                    "{} {}: {}",
+                    cv.part.id(),
+                    cv.label,
+                    words::count(p.readers as u64, "reader")
+                ),
                 prov.clone(),
                 params(plan, p.curve, p.readers, iterations),
             );

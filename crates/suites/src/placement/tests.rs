@@ -197,7 +197,7 @@ fn parts_that_are_one_point_on_two_cores_say_why() {
         })
         .collect();
     assert_eq!(said, [true; 4], "{notes:#?}");
-    assert!(notes[0].contains("1 reader CPU(s)"), "{notes:#?}");
+    assert!(notes[0].contains("1 reader CPU besides"), "{notes:#?}");
     // Sixty-four cores: every curve has its points, nothing to say.
     let p = Plan::new(&xml("64amd64-4s2n4ca2co.xml"), &config()).unwrap();
     assert!(super::experiment::one_point_notes(&p).is_empty());

@@ -275,7 +275,8 @@ fn adopt_continuation(
     let n = new.len();
     j.entries.extend(new);
     Ok(Some(format!(
-        "{n} finished step(s) taken from '{}', where the journal continued when it could not be written",
+        "{} taken from '{}', where the journal continued when it could not be written",
+        numalab_results::words::count(n as u64, "finished step"),
         to.display()
     )))
 }

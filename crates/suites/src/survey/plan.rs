@@ -166,8 +166,8 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
     ));
     let one_core = || {
         format!(
-            "one core ({} CPU(s)): helper threads need a second core",
-            sh.pus
+            "one core ({}): helper threads need a second core",
+            numalab_results::words::count(sh.pus as u64, "CPU")
         )
     };
     let states: &[&str] = if sh.cores >= 3 {
@@ -369,7 +369,12 @@ fn mpi_matrix(quick: bool, cores: usize) -> Step {
 /// Steps between cores: core-to-core pairs, the invalidation sweep, loaded latency.
 fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v: &mut Vec<Step>) {
     let pus = m.pus.len();
-    let one_core = || format!("one core ({pus} CPU(s)): helper threads need a second core");
+    let one_core = || {
+        format!(
+            "one core ({}): helper threads need a second core",
+            numalab_results::words::count(pus as u64, "CPU")
+        )
+    };
     let cpus = c2c_cpus(m, if quick { 8 } else { 16 });
     if cpus.len() >= 2 {
         let list = numalab_topo::cpulist::format(&cpus);

@@ -224,7 +224,8 @@ fn check_nodes(asked: &[u32], have: &[u32]) -> Result<()> {
             "--nodes",
             n.to_string(),
             format!(
-                "node(s) {} (the nodes this machine has)",
+                "{} {} (the nodes this machine has)",
+                numalab_results::words::noun(have.len() as u64, "node"),
                 cpulist::format(have)
             ),
         )),

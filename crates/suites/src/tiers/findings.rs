@@ -255,8 +255,10 @@ fn demotion_recommendation(
     if !untiered.is_empty() {
         return Recommendation {
             text: format!(
-                "demotion: node(s) {} are in no memory tier the kernel lists, so the tiers cannot be compared; nothing is recommended ({})",
+                "demotion: {} {} {} in no memory tier the kernel lists, so the tiers cannot be compared; nothing is recommended ({})",
+                numalab_results::words::noun(untiered.len() as u64, "node"),
                 untiered.join(", "),
+                if untiered.len() == 1 { "is" } else { "are" },
                 enabled.map_or("demotion_enabled unknown".into(), |e| format!("demotion_enabled {e}"))
             ),
             commands: Vec::new(),

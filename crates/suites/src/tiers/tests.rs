@@ -429,7 +429,7 @@ fn a_node_in_no_listed_tier_gets_no_demotion_claim() {
     let text: Vec<&str> = recs.iter().map(|r| r.text.as_str()).collect();
     assert!(
         text.iter()
-            .any(|t| t.contains("node(s) 1 are in no memory tier")),
+            .any(|t| t.contains("node 1 is in no memory tier")),
         "{text:?}"
     );
     assert!(!text

@@ -1,0 +1,83 @@
+//! Wording a reader objects to in any command's text (issue 42 item 4): a count with
+//! a hedged plural ("1 injector(s)"), a singular count with a plural noun ("1
+//! threads"), and sizes in decimal units ("32KB", "23.5 GB" where numalab prints
+//! KiB/MiB/GiB; rates such as GB/s are decimal on purpose, as STREAM's and likwid's).
+
+/// Nouns numalab counts in its text, in their plural.
+const COUNTED: &[&str] = &[
+    "threads",
+    "passes",
+    "injectors",
+    "records",
+    "ranks",
+    "steps",
+    "CPUs",
+    "nodes",
+    "pages",
+    "pairs",
+    "figures",
+    "hosts",
+    "sizes",
+    "runs",
+    "helpers",
+    "readers",
+    "sharers",
+    "lines",
+    "intervals",
+    "faults",
+    "measurements",
+    "cores",
+    "rounds",
+    "rows",
+    "cells",
+    "samples",
+    "iterations",
+];
+
+/// Every wording problem in `out`, one string per line that has any.
+pub fn problems(out: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for line in out.lines() {
+        let mut bad = Vec::new();
+        if line.contains("(s)") || line.contains("(es)") {
+            bad.push("a hedged plural '(s)'".to_string());
+        }
+        let ws: Vec<&str> = line.split_whitespace().collect();
+        for w in ws.windows(2) {
+            let noun = w[1].trim_end_matches([',', ';', ':', '.', ')']);
+            if w[0].trim_start_matches('(') == "1" && COUNTED.contains(&noun) {
+                bad.push(format!("'1 {noun}'"));
+            }
+        }
+        for (i, w) in ws.iter().enumerate() {
+            let next = ws.get(i + 1).copied().unwrap_or("");
+            let word = w.trim_matches(|c: char| "(),;:".contains(c));
+            if decimal_size(word) || (number(word) && ["KB", "MB", "GB", "TB"].contains(&next)) {
+                bad.push(format!("a decimal size '{word}'"));
+            }
+        }
+        if !bad.is_empty() {
+            v.push(format!("{} in line: {}", bad.join(", "), line.trim()));
+        }
+    }
+    v
+}
+
+fn number(w: &str) -> bool {
+    !w.is_empty() && w.parse::<f64>().is_ok()
+}
+
+/// `32KB`, `23.5GB`: a number glued to a decimal byte unit (not a rate: no `/s`).
+fn decimal_size(w: &str) -> bool {
+    ["KB", "MB", "GB", "TB"]
+        .iter()
+        .any(|u| w.strip_suffix(u).is_some_and(number))
+}
+
+#[test]
+fn the_wording_checks_find_each_case_and_pass_good_text() {
+    let bad = "1 injector(s) on CPU 1\nSTREAM layout, 1 threads\nL1 32KB, L3 23.5 GB\n(1 passes)";
+    assert_eq!(problems(bad).len(), 4, "{:#?}", problems(bad));
+    let good = "1 injector, 2 threads, 1 pass, 12.5 GB/s, 32 KiB, 1 MiB, 2 nodes";
+    assert!(problems(good).is_empty(), "{:#?}", problems(good));
+}
