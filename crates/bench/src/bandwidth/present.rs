@@ -33,26 +33,29 @@ pub struct BandwidthData {
 /// Bandwidth per kernel and thread count.
 pub struct BandwidthPresenter;
 
+/// A bandwidth record's requestors and the metric that is its figure: the aggregate
+/// with several threads, the one thread's bandwidth otherwise.
+pub(super) fn metric_of(r: &Record) -> (u64, &'static str) {
+    let n = r.parameters["requestors"].as_u64().unwrap_or(1);
+    (
+        n,
+        if n > 1 {
+            "aggregate_bandwidth"
+        } else {
+            "bandwidth"
+        },
+    )
+}
+
 fn figure_of(r: &Record) -> Option<(u64, &str, f64)> {
-    let p = &r.parameters;
-    let n = p["requestors"].as_u64().unwrap_or(1);
-    let metric = if n > 1 {
-        "aggregate_bandwidth"
-    } else {
-        "bandwidth"
-    };
-    Some((n, p["kernel"].as_str().unwrap_or("?"), r.median(metric)?))
+    let (n, metric) = metric_of(r);
+    let kernel = r.parameters["kernel"].as_str().unwrap_or("?");
+    Some((n, kernel, r.median(metric)?))
 }
 
 /// The rule `r`'s figure breaks, if one does.
 fn implausible(r: &Record, flags: &[Flag]) -> Option<&'static str> {
-    let n = r.parameters["requestors"].as_u64().unwrap_or(1);
-    let metric = if n > 1 {
-        "aggregate_bandwidth"
-    } else {
-        "bandwidth"
-    };
-    plausible::flag_of(flags, r, metric).map(|f| f.rule)
+    plausible::flag_of(flags, r, metric_of(r).1).map(|f| f.rule)
 }
 
 impl Presenter for BandwidthPresenter {
