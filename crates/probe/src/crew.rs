@@ -97,6 +97,26 @@ pub struct CrewResult {
     pub pins: Vec<PinProof>,
 }
 
+/// One pass as the settling loop takes it: (ns, units, the raw pass) and what
+/// disturbed it.
+pub type PassRow = ((f64, u64, Timed), Disturbance);
+
+impl CrewResult {
+    /// Each requestor's passes in nanoseconds beside what disturbed each.
+    pub fn pass_rows(&self, timer: &Timer) -> Vec<Vec<PassRow>> {
+        self.samples
+            .iter()
+            .zip(&self.disturb)
+            .map(|(v, d)| {
+                v.iter()
+                    .map(|t| (timer.ns(t.ticks), t.units, *t))
+                    .zip(d.iter().cloned())
+                    .collect()
+            })
+            .collect()
+    }
+}
+
 pub(crate) fn touch_read(base: *const u8, lines: &[u32], line: usize) -> usize {
     let mut sum = 0usize;
     for &l in lines {

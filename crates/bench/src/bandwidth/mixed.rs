@@ -298,18 +298,9 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
                 unsafe { mixed::run(kernel, store, &ptrs, lines, reps, mp.then_some(pass.stop)) }
             }
         })?;
+        let rows = res.pass_rows(&timer);
         pins.get_or_insert(res.pins);
-        Ok(res
-            .samples
-            .iter()
-            .zip(res.disturb)
-            .map(|(v, d)| {
-                v.iter()
-                    .map(|t| (timer.ns(t.ticks), t.units, *t))
-                    .zip(d)
-                    .collect()
-            })
-            .collect())
+        Ok(rows)
     })?;
     let counters = match window {
         Ok(w) => w.close("the warm-up and timed passes, all traffic on the node"),

@@ -194,18 +194,9 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
                 unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
             }
         })?;
+        let rows = res.pass_rows(&timer);
         pins.get_or_insert(res.pins);
-        Ok(res
-            .samples
-            .iter()
-            .zip(res.disturb)
-            .map(|(v, d)| {
-                v.iter()
-                    .map(|t| (timer.ns(t.ticks), t.units, *t))
-                    .zip(d)
-                    .collect()
-            })
-            .collect())
+        Ok(rows)
     })?;
     let used_gbps = runs
         .iter()
