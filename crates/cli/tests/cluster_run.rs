@@ -158,3 +158,82 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
         serde_json::json!([["always", ["nlab-h1", "nlab-h3"]], ["never", ["nlab-h2"]]])
     );
 }
+
+#[test]
+fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
+    let Some(_one) = cluster_test() else { return };
+    // 5 hosts on 2 CPUs: structure only (5 hosts, every off-diagonal cell measured);
+    // hosts that share a CPU make the figures themselves anything. A run took 46 s on
+    // this 2-vCPU machine beside other builds and past 120 s at a load of 16, so its
+    // bounds are wide.
+    let c = Cluster::up(5, &[]);
+    let hosts = c.hostfile(5, 1);
+    let file = c.dir.join("cluster.json");
+    let out = c.numalab(
+        "280",
+        &[
+            "cluster",
+            "--hostfile",
+            hosts.to_str().unwrap(),
+            "--lat-iterations",
+            "20",
+            "--bw-size",
+            "64K",
+            "--bw-window",
+            "2",
+            "--bw-iterations",
+            "2",
+            "--coll-iterations",
+            "3",
+            "--mem-iterations",
+            "1",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+        &[("NUMALAB_MPI_TIMEOUT", "240")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = validate(&std::fs::read(&file).unwrap());
+    let recs = v.as_array().unwrap();
+    let mut seen: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["kind"] == "cluster-host")
+        .map(|r| r["data"]["host"].as_str().unwrap())
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["nlab-h1", "nlab-h2", "nlab-h3", "nlab-h4", "nlab-h5"]
+    );
+    let kinds = |k: &str| recs.iter().filter(|r| r["kind"] == k).count();
+    assert_eq!((kinds("cluster-links"), kinds("cluster-findings")), (1, 1));
+    let links = &recs.iter().find(|r| r["kind"] == "cluster-links").unwrap()["data"];
+    assert_eq!(links["hosts"].as_array().unwrap().len(), 5);
+    for m in ["latency_ns", "send_gbps", "recv_gbps"] {
+        let rows = links[m].as_array().unwrap();
+        assert_eq!(rows.len(), 5, "{m}");
+        for (i, row) in rows.iter().enumerate() {
+            for (j, cell) in row.as_array().unwrap().iter().enumerate() {
+                assert_eq!(cell.is_null(), i == j, "{m}[{i}][{j}]: {cell}");
+            }
+        }
+    }
+    // The run against itself: every host figure and link cell matched, none moved.
+    let f = file.to_str().unwrap();
+    let cmp = common::numalab(&["compare", f, f]);
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    assert!(text.starts_with("0 of "), "{text}");
+    assert!(!text.contains("hosts only in"), "{text}");
+    for part in ["nlab-h5 node 0", "nlab-h1 → nlab-h2", "nlab-h5 → nlab-h4"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
