@@ -41,6 +41,18 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The lock the cluster tests of one test binary take one at a time (they share two
+/// CPUs), or None (and why, printed) when this machine cannot run the cluster.
+pub fn cluster_test() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// One cluster, removed on drop.
 pub struct Cluster {
     /// Its directory: hostfile, agent, cpus, hosts.
@@ -146,6 +158,23 @@ impl Cluster {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
         left
+    }
+
+    /// Run `cmd` on `host` of the cluster (inside its namespaces), asserting it worked.
+    pub fn on_host(&self, host: &str, cmd: &str) {
+        let out = Command::new("timeout")
+            .arg("30")
+            .arg(script())
+            .arg("exec")
+            .arg(&self.dir)
+            .args([host, "sh", "-c", cmd])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{host}: {cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Run the script's `cmd` (cut, mend, ...) on `host`.

@@ -5,6 +5,7 @@
 //! comparable", never "beyond"; derived duplicates (cycles beside ns, traffic beside
 //! bandwidth, issued beside injected) are left out unless asked for.
 
+pub mod cluster;
 mod spread;
 mod view;
 
@@ -136,6 +137,8 @@ pub struct Comparison {
     pub duplicates: (usize, usize),
     /// This pair's scatter and whole-kind shifts (None: too few figures to measure it).
     pub spread: Option<PairSpread>,
+    /// Hosts of one cluster run only (None: neither run is a `numalab cluster` run).
+    pub cluster_hosts: Option<cluster::Hosts>,
 }
 
 /// What names one figure: kind, name, metric and unit.
@@ -194,7 +197,13 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
             }
         }
     }
+    let (more, ca, cb, cluster_hosts) = cluster::rows(a, b, MIN_EFFECT);
+    rows.extend(more);
+    only_a += ca;
     let spread = spread::apply(&mut rows, MIN_EFFECT);
+    if spread.is_none() {
+        cluster::unjudged(&mut rows);
+    }
     let order = |r: &Row| match r.change.as_str() {
         "beyond" => 0,
         c if c.starts_with("within") => 1,
@@ -206,15 +215,17 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     // a figure only B measured.
     let a_keys: std::collections::HashSet<Key> = keys(a, &keep).collect();
     let mut seen = std::collections::HashSet::new();
-    let only_b = keys(b, &keep)
-        .filter(|k| seen.insert(k.clone()) && !a_keys.contains(k))
-        .count();
+    let only_b = cb
+        + keys(b, &keep)
+            .filter(|k| seen.insert(k.clone()) && !a_keys.contains(k))
+            .count();
     Comparison {
         rows,
         only_a,
         only_b,
         duplicates: (duplicates(a, &keep), duplicates(b, &keep)),
         spread,
+        cluster_hosts,
     }
 }
 

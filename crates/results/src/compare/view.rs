@@ -75,6 +75,9 @@ pub fn verdict(c: &Comparison) -> String {
     if c.only_a + c.only_b > 0 {
         let _ = write!(s, "; {} only in A, {} only in B", c.only_a, c.only_b);
     }
+    if let Some(h) = &c.cluster_hosts {
+        s.push_str(&super::cluster::hosts_words(h));
+    }
     let (da, db) = c.duplicates;
     if da + db > 0 {
         let _ = write!(
