@@ -159,7 +159,14 @@ fn every_documented_study_runs_cleanly_as_written() {
                 for (_check, what) in walk_checks::all(&ran.out) {
                     problems.push(format!("{}: {what}", ran.command));
                 }
-                for what in common::wording::problems(&ran.out) {
+                // Warnings depend on what else the machine did (their wording is
+                // unit-tested where they are made).
+                let steady: Vec<&str> = ran
+                    .out
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("warning:"))
+                    .collect();
+                for what in common::wording::problems(&steady.join("\n")) {
                     problems.push(format!("{}: {what}", ran.command));
                 }
             }

@@ -6,6 +6,7 @@ use crate::metrics::Index;
 use crate::tables;
 use crate::trace::{Header, ObjKind, Trace};
 use numalab_results::output::table;
+use numalab_results::words::{count, count_as};
 
 fn ms(ns: f64) -> String {
     format!("{:.1}", ns / 1e6)
@@ -143,10 +144,10 @@ fn objects(t: &Trace, ix: &Index) -> String {
     let procs: Vec<_> = t.objects_of(ObjKind::Process).collect();
     let threads: Vec<_> = t.objects_of(ObjKind::Thread).collect();
     s.push_str(&format!(
-        "\nobjects: {} processes, {} threads, {} nodes\n",
-        procs.len(),
-        threads.len(),
-        h.nodes.len()
+        "\nobjects: {}, {}, {}\n",
+        count_as(procs.len() as u64, "process", "processes"),
+        count(threads.len() as u64, "thread"),
+        count(h.nodes.len() as u64, "node")
     ));
     let mut rows = vec![];
     let list = |v: &[u32]| {

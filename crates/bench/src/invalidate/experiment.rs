@@ -163,7 +163,7 @@ pub fn run(
 fn step_record(plan: &InvalidatePlan, ctx: &Context, warnings: &[String], s: &Step) -> Record {
     let mut r = Record::new(
         "invalidate",
-        &format!("{} sharers", s.sharers),
+        &numalab_results::words::count(s.sharers as u64, "sharer"),
         ctx.prov.clone(),
         params(plan, s.sharers),
     );

@@ -1,0 +1,80 @@
+//! Mixed-traffic rule: a mix with writes no faster than the reads-only mix of the same
+//! memory and requestors (MLC's injection table: all reads is its fastest row but for
+//! a little controller-dependent gain).
+
+use super::{Flag, Ref, MIX_OVER_READS_TOL};
+use crate::record::Record;
+
+/// What makes two mixes comparable: the memory, the requestors and the page size.
+fn group(r: &Record) -> String {
+    let p = &r.parameters;
+    format!("{} {} {}", p["nodes"], p["requestor_cpus"], p["page_size"])
+}
+
+/// Flags each mix with writes whose issued bandwidth exceeds the reads-only mix of its
+/// group by more than [`MIX_OVER_READS_TOL`]; both figures are named, since a reads-only
+/// pass disturbed low makes a sound mix look too fast.
+pub(super) fn mix_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
+    let mixes: Vec<(&Record, f64, f64)> = records
+        .iter()
+        .filter(|r| r.kind == "bandwidth-mix")
+        .filter_map(|r| {
+            let share = r.parameters["read_share"].as_f64()?;
+            Some((r, share, r.median("bandwidth")?))
+        })
+        .collect();
+    for &(w, share, gbps) in mixes.iter().filter(|m| m.1 < 1.0) {
+        let reads = mixes
+            .iter()
+            .filter(|m| m.1 >= 1.0 && group(m.0) == group(w))
+            .max_by(|a, b| a.2.total_cmp(&b.2));
+        let Some(&(rd, _, rd_gbps)) = reads else {
+            continue;
+        };
+        if gbps > rd_gbps * (1.0 + MIX_OVER_READS_TOL) {
+            flags.push(Flag {
+                rule: "mix-faster-than-reads",
+                records: vec![Ref::of(w, "bandwidth"), Ref::of(rd, "bandwidth")],
+                why: format!(
+                    "{} ({:.0} % reads) at {gbps:.1} GB/s, {:.1}× the reads-only mix's {rd_gbps:.1} GB/s from the same memory and CPUs",
+                    w.name,
+                    share * 100.0,
+                    gbps / rd_gbps
+                ),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::Provenance;
+    use serde_json::json;
+
+    fn mix(name: &str, share: f64, gbps: f64, cpus: &[u32]) -> Record {
+        let params =
+            json!({"nodes": [0], "requestor_cpus": cpus, "page_size": "4k", "read_share": share});
+        let mut r = Record::new("bandwidth-mix", name, Provenance::collect("t", "t"), params);
+        r.add_samples("bandwidth", "GB/s", &[gbps, gbps, gbps]);
+        r
+    }
+
+    #[test]
+    fn a_mix_far_above_reads_only_is_flagged_and_a_near_one_is_not() {
+        let recs = vec![
+            mix("mix 1:0", 1.0, 6.8, &[0, 1]),
+            mix("mix 3:1", 0.75, 7.5, &[0, 1]),
+            mix("mix 1:1", 0.5, 36.1, &[0, 1]),
+            // Other requestors: not held against the reads above.
+            mix("mix 2:1", 2.0 / 3.0, 30.0, &[0]),
+        ];
+        let mut flags = Vec::new();
+        mix_over_reads(&recs, &mut flags);
+        assert_eq!(flags.len(), 1, "{flags:#?}");
+        assert_eq!(flags[0].rule, "mix-faster-than-reads");
+        assert_eq!(flags[0].records[0].name, "mix 1:1");
+        assert_eq!(flags[0].records[1].name, "mix 1:0");
+        assert!(flags[0].why.contains("5.3×"), "{}", flags[0].why);
+    }
+}
