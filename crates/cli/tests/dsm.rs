@@ -176,6 +176,41 @@ fn a_run_says_when_threads_share_cores_and_costs_its_faults() {
     assert_eq!(d["cores_shared"].as_bool(), Some(true));
 }
 
+/// `dsm run sor --ranks 2 --protocol lmwc` (1 thread), text or JSON.
+fn sor_lmwc(json: bool) -> Output {
+    let mut args = vec!["dsm", "run", "sor", "--ranks", "2", "--protocol", "lmwc"];
+    if json {
+        args.push("--json");
+    }
+    let out = run(&args, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn an_lmwc_run_says_what_an_interval_moved_beside_the_sequential_compute() {
+    let v = validate(&sor_lmwc(true).stdout);
+    let d = &v.as_array().unwrap()[0]["data"];
+    let per = &d["per_interval"];
+    // SOR's boundary rows are shared: every interval sends diffs and asks for some.
+    for k in [
+        "intervals_per_rank",
+        "bytes",
+        "round_trips",
+        "sequential_ns",
+    ] {
+        assert!(per[k].as_f64().unwrap() > 0.0, "{k}: {per}");
+    }
+    assert_eq!(per["ranks"].as_u64(), Some(2), "{per}");
+    let text = String::from_utf8(sor_lmwc(false).stdout).unwrap();
+    assert!(text.contains("per interval and rank:"), "{text}");
+    assert!(text.contains("communication under"), "{text}");
+}
+
 #[test]
 fn a_runs_text_parts_add_up_to_its_time() {
     let out = sor_seq(false);

@@ -105,6 +105,10 @@ pub struct Stats {
     /// LMWC: faults that waited for a prefetch still in flight.
     #[serde(default)]
     pub prefetch_waits: u64,
+    /// Acquires that applied consistency information: barrier departures and lock grants
+    /// (the synchronizations that split the program into intervals).
+    #[serde(default)]
+    pub acquires: u64,
 }
 
 impl Stats {
@@ -152,7 +156,8 @@ impl Stats {
                 reclassified,
                 prefetched,
                 prefetch_msgs,
-                prefetch_waits
+                prefetch_waits,
+                acquires
             );
         }
         s

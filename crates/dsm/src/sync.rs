@@ -51,6 +51,7 @@ pub fn acquire(rank: &Rank, l: usize) {
     }
     let Node { core, proto } = &mut *g;
     if let Some(ivs) = core.locks[l].grant.take() {
+        core.stats.acquires += 1;
         proto.acquire(core, &ivs);
         proto.prefetch(core);
     }
@@ -115,6 +116,7 @@ fn barrier_once(rank: &Rank) -> bool {
     }
     let Node { core: c, proto } = &mut *g;
     if let Some((ivs, gc, cut)) = c.bar.payload.take() {
+        c.stats.acquires += 1;
         proto.acquire(c, &ivs);
         if !cut.is_empty() {
             proto.discard(c, &cut);

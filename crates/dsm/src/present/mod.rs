@@ -255,6 +255,9 @@ fn fault_line(d: &RunData) -> String {
         us(c.and_then(|c| c.fault_busy_ns)),
     );
     s.push_str(&interval_line(&d.sum));
+    if let Some(p) = &d.per_interval {
+        s.push_str(&volume_line(p));
+    }
     if d.cores_shared == Some(true) {
         s.push_str("cores shared: each rank's compute and service threads share CPUs (the service thread runs at a raised priority where permitted and asks for a short scheduler slice, to answer requests promptly)\n");
     }
@@ -271,6 +274,35 @@ fn prefetch_line(s: &crate::Stats) -> String {
         "round trips for pages: {} remote faults, {} bulk prefetches bringing {} pages ({} faults waited for one)\n",
         s.remote_faults, s.prefetch_msgs, s.prefetched, s.prefetch_waits
     )
+}
+
+/// What one interval moved and waited for, against the sequential compute it splits:
+/// with n ranks the run beats the sequential program only if an interval's round trips
+/// take less than (1 − 1/n) of that compute.
+fn volume_line(p: &crate::experiment::PerInterval) -> String {
+    let us = |v: f64| format!("{:.0} µs", v / 1e3);
+    let mut s = format!(
+        "per interval and rank: {:.1} KB sent, {:.1} round trips (faults, prefetches, the acquire)",
+        p.bytes / 1024.0,
+        p.round_trips
+    );
+    if let Some(rt) = p.round_trip_ns {
+        s.push_str(&format!(
+            " (≈ {} at this run's time per remote fault)",
+            us(rt)
+        ));
+    }
+    if let Some(q) = p.sequential_ns {
+        let room = q * (1.0 - 1.0 / p.ranks.max(1) as f64);
+        s.push_str(&format!(
+            "; the sequential program computes {} per interval ({:.0} intervals): beating it on {} ranks needs an interval's communication under {}",
+            us(q),
+            p.intervals_per_rank,
+            p.ranks,
+            us(room)
+        ));
+    }
+    s + "\n"
 }
 
 /// Where the per-page mechanism's time went, per interval a rank closed (the counts of
