@@ -157,6 +157,12 @@ fn a_rank_killed_by_a_signal_ends_the_job_naming_rank_and_signal() {
     );
 }
 
+/// Passes of a step whose samples make its figure.
+fn used_passes(r: &serde_json::Value) -> u64 {
+    let log = r["data"]["disturbance"]["passes"].as_array().unwrap();
+    log.iter().filter(|p| p["used"] == true).count() as u64
+}
+
 #[test]
 fn latency_over_sizes_gives_two_sided_and_rma_records_between_two_ranks() {
     let v = ok_json(&[
@@ -177,9 +183,11 @@ fn latency_over_sizes_gives_two_sided_and_rma_records_between_two_ranks() {
     for r in recs {
         assert_eq!(r["kind"], "mpi-latency");
         let s = &r["stats"][0];
+        // 5 passes of 10 first, more while unsettled; the used ones are the figure's.
+        assert_eq!(r["parameters"]["iterations_per_pass"], 10);
         assert_eq!(
             (s["metric"].as_str(), s["n"].as_u64()),
-            (Some("latency"), Some(50))
+            (Some("latency"), Some(10 * used_passes(r)))
         );
         // Physical bounds only: above 1 ns, below a second.
         let med = s["median"].as_f64().unwrap();
@@ -291,7 +299,8 @@ fn the_peers_method_sends_the_same_data_and_times_batches() {
     for r in recs {
         assert_eq!(r["parameters"]["data"], "same");
         assert_eq!(r["parameters"]["batch"], 10);
-        assert_eq!(r["stats"][0]["n"], 5, "50 iterations in samples of 10");
+        // 50 iterations as 5 passes of one sample of 10 (more while unsettled).
+        assert_eq!(r["stats"][0]["n"], used_passes(r), "{r}");
         let m = r["parameters"]["method"].as_str().unwrap();
         assert!(
             m.contains("batches of 10") && m.contains("same bytes"),
@@ -559,7 +568,11 @@ fn collectives_run_as_the_seed_algorithms_and_mpi_own_on_two_and_four_ranks() {
             );
         }
     }
-    assert!(runs.iter().all(|r| r["stats"][0]["n"] == 2));
+    // 2 passes first (too few to settle), more while the budget lasts.
+    assert!(runs
+        .iter()
+        .all(|r| r["stats"][0]["n"] == r["settle"]["passes"]
+            && r["parameters"]["passes"].as_u64() >= Some(2)));
     assert!(recs.iter().any(|r| r["kind"] == "collective-mpi-model"));
     let out = mpi_run(
         &[

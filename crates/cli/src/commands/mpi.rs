@@ -117,14 +117,16 @@ pub struct SweepArgs {
     /// bytes every time, as OSU and IMB send (the receiver may keep them cached).
     #[arg(long, default_value = "fresh")]
     data: String,
-    /// A step disturbed on either rank (see `numalab latency --help`): remeasure (up to
-    /// 3 times), exclude or keep.
+    /// A pass disturbed on either rank (see `numalab latency --help`): remeasure
+    /// (within --noise-budget), exclude or keep.
     #[arg(
         long,
         default_value = "remeasure",
         value_name = "keep|remeasure|exclude"
     )]
     disturbed: String,
+    #[command(flatten)]
+    noise: crate::common::NoiseArgs,
     #[command(flatten)]
     job: JobArgs,
     /// Print the plan without starting ranks.
@@ -222,6 +224,7 @@ impl SweepArgs {
             batch,
             disturbed: numalab_results::disturb::Policy::parse(&self.disturbed)
                 .map_err(numalab_mpi::Error::Usage)?,
+            noise: self.noise.options(),
         })
     }
 }

@@ -6,12 +6,10 @@ use crate::error::{Error, Result};
 use crate::kernels::{self, Data, Method, RmaOp};
 use crate::place::Relation;
 use crate::world::World;
-use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::*;
 use numalab_probe::Timer;
-use numalab_results::disturb::{PassLog, PassMark, Policy, Sampler, DATA_KEY};
-use numalab_results::{Provenance, Record, Unavailable};
+use numalab_results::disturb::DATA_KEY;
+use numalab_results::{settle, Provenance, Record, Unavailable};
 use numalab_topo::Host;
 use serde_json::json;
 
@@ -39,11 +37,15 @@ pub fn measure(
             primed[usize::from(st.size > LARGE)] = true;
             prime(world.comm(), &timer, plan, st.op, st.size as usize)?;
         }
-        match judged_step(world.comm(), &timer, plan, st) {
-            Ok(Some((samples, log))) => {
+        let time = |warm, it| time_pass(world.comm(), &timer, plan, st, (warm, it));
+        match super::settle::step(world.comm(), plan, st, time) {
+            Ok(Some(done)) => {
+                let samples: Vec<f64> = done.passes.used().concat();
                 let mut r = step_record(world, &timer, &prov, plan, st, Some(&samples));
-                r.warnings.extend(log.warning());
-                r.set_data(&json!({ DATA_KEY: log }));
+                r.parameters["passes"] = json!(done.passes.values.len());
+                r.warnings.extend(done.passes.log.warning());
+                r.set_data(&json!({ DATA_KEY: done.passes.log }));
+                settle::apply(&mut r, done.settle);
                 mine.push(r)
             }
             Ok(None) => {}
@@ -65,58 +67,17 @@ pub fn measure(
     world.gather_records(&mine)
 }
 
-/// Time one step as one pass judged on both ranks of the pair, and again (up to K
-/// times) while either was disturbed, as the plan's rules say (collective). The
-/// origin gets the last attempt's samples and every attempt's log.
-fn judged_step(
+/// Time one pass of a step between the pair, `warm` untimed iterations then `it`
+/// timed (collective); the origin gets the samples.
+fn time_pass(
     comm: &SimpleCommunicator,
     timer: &Timer,
     plan: &Plan,
     st: &Step,
-) -> Result<Option<(Vec<f64>, PassLog)>> {
-    let me = comm.rank() as usize;
-    let in_pair = me == plan.pair.0 || me == plan.pair.1;
-    let rules = plan.rules;
-    let mut passes = Vec::new();
-    loop {
-        let s = Sampler::start(None);
-        let got = time_step(comm, timer, plan, st);
-        let d = s.finish();
-        // 2: some rank failed (all stop together), 1: some rank was disturbed.
-        let flag: u8 = match &got {
-            Err(_) => 2,
-            Ok(_) if in_pair && !rules.threshold.causes(&d).is_empty() => 1,
-            Ok(_) => 0,
-        };
-        let mut any = 0u8;
-        comm.all_reduce_into(&flag, &mut any, SystemOperation::max());
-        let samples = got?;
-        passes.push(PassMark {
-            attempt: passes.len(),
-            disturbed: any == 1,
-            used: false,
-            counts: d,
-        });
-        let again = any == 1 && rules.policy == Policy::Remeasure;
-        if any == 2 || !again || passes.len() > rules.max_remeasure {
-            if let Some(last) = passes.last_mut() {
-                // One attempt's samples make the figure: the last (undisturbed, if any was).
-                last.used = true;
-            }
-            return Ok(samples.map(|v| (v, PassLog { rules, passes })));
-        }
-    }
-}
-
-/// Time one step between the pair (collective); the origin gets the samples.
-fn time_step(
-    comm: &SimpleCommunicator,
-    timer: &Timer,
-    plan: &Plan,
-    st: &Step,
+    (warm, it): (usize, usize),
 ) -> Result<Option<Vec<f64>>> {
     let (pair, size, m) = (plan.pair, st.size as usize, plan.method);
-    let (w, warm, it) = (plan.window, st.warmup, st.iterations);
+    let w = plan.window;
     let rma = |op| kernels::rma(comm, timer, pair, op, size, warm, it, m);
     match st.op {
         Op::PingPong => kernels::ping_pong(comm, timer, pair, size, warm, it, m),
@@ -152,6 +113,7 @@ fn step_record(
         json!({
             "op": st.op.name(), "size": st.size, "from_rank": a, "to_rank": b,
             "relation": relation.name(), "iterations": st.iterations, "warmup": st.warmup,
+            "iterations_per_pass": st.per_pass,
             "window": st.op.streams().then_some(plan.window),
             "bidirectional": st.op == Op::BiStream,
             "method": method(st.op, plan.method),

@@ -5,6 +5,7 @@
 mod measure;
 mod plan;
 mod present;
+mod settle;
 
 pub use measure::{harmonic_mean, measure};
 pub use plan::*;

@@ -6,6 +6,7 @@ use crate::job::{JobOptions, Launch};
 use crate::kernels::{self, Data, Method};
 use crate::sizes::{check_nonzero, check_pair, check_sizes};
 use numalab_results::disturb::{Policy, Rules};
+use numalab_results::settle::NoiseOptions;
 use numalab_results::{Provenance, Record};
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +33,11 @@ pub const LARGE: u64 = 8192;
 /// of a new job took 3-5x the steady time), which a size's own warm-up of 10 windows
 /// does not cover for the first size; OSU's earlier sizes prime it for OSU.
 pub const PRIME_WINDOWS: usize = 32;
+
+/// Passes a step's timed iterations are split into first: each pass's median is one
+/// figure of the step, and passes are added while their interval is wider than
+/// `--tolerance` (5 passes: the interval is their range, 94 %).
+pub const PASSES: usize = 5;
 
 /// What to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +118,10 @@ pub struct Options {
     /// What is done with a step disturbed on either rank of the pair.
     #[serde(default)]
     pub disturbed: Policy,
+    /// `--noise-budget` and `--tolerance`: passes are added to a step while its
+    /// figure's interval is wider than the tolerance, inside the budget.
+    #[serde(default)]
+    pub noise: NoiseOptions,
 }
 
 fn one() -> usize {
@@ -132,6 +142,7 @@ impl Default for Options {
             data: Data::Fresh,
             batch: 1,
             disturbed: Policy::default(),
+            noise: NoiseOptions::default(),
         }
     }
 }
@@ -140,6 +151,7 @@ impl Options {
     /// Check what needs no machine: operations of one kind, sizes, counts, the method.
     pub fn check(&self) -> Result<()> {
         self.job.check()?;
+        self.noise.goal().map_err(Error::Usage)?;
         if self.ops.is_empty() {
             return Err(Error::Usage(
                 "invalid --ops '': one or more of pingpong, get, put, acc".into(),
@@ -184,8 +196,23 @@ pub struct Step {
     pub size: u64,
     /// Untimed iterations.
     pub warmup: usize,
-    /// Timed iterations (samples).
+    /// Timed iterations (samples) of the first passes.
     pub iterations: usize,
+    /// Timed iterations of each pass: the first passes are [`PASSES`] of them.
+    #[serde(default)]
+    pub per_pass: usize,
+}
+
+impl Step {
+    /// Untimed iterations before pass `pass` (0: the step's first): the warm-up, then
+    /// a fifth of it before each later pass (its buffers are new).
+    pub fn warmup_for(&self, pass: usize) -> usize {
+        if pass == 0 {
+            self.warmup
+        } else {
+            self.warmup.div_ceil(PASSES)
+        }
+    }
 }
 
 /// The resolved plan.
@@ -240,16 +267,18 @@ impl Plan {
                     (_, false) => (10_000, 100),
                     (_, true) => (1_000, 10),
                 };
-                let iterations = o.iterations.unwrap_or(it);
+                let per = o.iterations.unwrap_or(it).div_ceil(PASSES);
+                // Whole batches: a latency sample is `batch` iterations.
+                let per_pass = if op.streams() {
+                    per
+                } else {
+                    kernels::batches(per, o.batch).0
+                };
                 steps.push(Step {
                     op,
                     size,
-                    // Whole batches: a latency sample is `batch` iterations.
-                    iterations: if op.streams() {
-                        iterations
-                    } else {
-                        kernels::batches(iterations, o.batch).0
-                    },
+                    iterations: per_pass * PASSES,
+                    per_pass,
                     warmup: o.warmup.unwrap_or(wu),
                 });
             }
@@ -262,6 +291,7 @@ impl Plan {
             steps,
             rules: Rules {
                 policy: o.disturbed,
+                settle: o.noise.goal().map_err(Error::Usage)?,
                 ..Rules::default()
             },
         })
@@ -269,7 +299,9 @@ impl Plan {
 
     /// How long the job may take with `crowding` ranks per CPU, generously (see
     /// [`crate::sizes::transfer_estimate`]): a latency iteration is two messages, a
-    /// bandwidth one a window and its reply.
+    /// bandwidth one a window and its reply. A step may take its settling budget (the
+    /// user's `--noise-budget`, else its default from the first passes) and one more
+    /// round of passes.
     pub fn estimate(&self, crowding: f64) -> std::time::Duration {
         self.steps
             .iter()
@@ -279,8 +311,10 @@ impl Plan {
                     Op::BiStream => 2 * (self.window as u64 + 1),
                     _ => 2,
                 };
-                let n = (s.iterations + s.warmup) as u64 * per;
-                crate::sizes::transfer_estimate(n, s.size, crowding)
+                let warm = s.warmup + (PASSES - 1) * s.warmup_for(1);
+                let n = (s.iterations + warm) as u64 * per;
+                let first = crate::sizes::transfer_estimate(n, s.size, crowding);
+                self.rules.settle.budget(first) + first / 2
             })
             .sum::<std::time::Duration>()
             + crate::sizes::JOB_START.mul_f64(crowding)
@@ -350,10 +384,11 @@ impl Plan {
         );
         for st in &self.steps {
             s.push_str(&format!(
-                "  {:<9} {:>9}  {} iterations after {} warm-up{}\n",
+                "  {:<9} {:>9}  {} iterations ({PASSES} passes of {}, more while unsettled) after {} warm-up{}\n",
                 st.op.name(),
                 numalab_topo::fmt_bytes(st.size),
                 st.iterations,
+                st.per_pass,
                 st.warmup,
                 if st.op.streams() {
                     format!(", window {}", self.window)
@@ -404,7 +439,14 @@ mod tests {
         assert_eq!(p.steps.len(), 4);
         assert_eq!((p.steps[0].iterations, p.steps[0].warmup), (10_000, 100));
         assert_eq!((p.steps[1].iterations, p.steps[1].warmup), (1_000, 10));
-        assert!(p.text().contains("pingpong"));
+        assert_eq!((p.steps[0].per_pass, p.steps[1].per_pass), (2_000, 200));
+        assert_eq!(
+            (p.steps[0].warmup_for(0), p.steps[0].warmup_for(3)),
+            (100, 20)
+        );
+        assert!(p
+            .text()
+            .contains("(5 passes of 2000, more while unsettled)"));
         let mut o = opts();
         o.pair = (0, 2);
         assert!(Plan::for_ranks(2, &o)
@@ -434,14 +476,45 @@ mod tests {
     }
 
     #[test]
+    fn the_settling_goal_is_checked_and_its_budget_is_in_the_estimate() {
+        let mut o = opts();
+        o.noise.tolerance = Some("0".into());
+        for e in [o.check().unwrap_err(), Plan::for_ranks(2, &o).unwrap_err()] {
+            assert!(
+                e.is_user_error() && e.to_string().starts_with("invalid --tolerance '0'"),
+                "{e}"
+            );
+        }
+        o.noise = NoiseOptions {
+            noise_budget: Some("2s".into()),
+            tolerance: Some("3".into()),
+        };
+        let p = Plan::for_ranks(2, &o).unwrap();
+        assert_eq!(
+            (p.rules.settle.budget_ms, p.rules.settle.tolerance_pct),
+            (Some(2000.0), 3.0)
+        );
+        // Four steps, each may take its 2 s budget.
+        assert!(
+            p.estimate(1.0) > std::time::Duration::from_secs(8),
+            "{:?}",
+            p.estimate(1.0)
+        );
+    }
+
+    #[test]
     fn a_batched_plan_times_whole_batches_of_the_same_data_only() {
         let mut o = opts();
         o.data = Data::Same;
         o.batch = 300;
         let p = Plan::for_ranks(2, &o).unwrap();
-        // 10000 small / 1000 large iterations, rounded up to whole batches of 300.
-        assert_eq!(p.steps[0].iterations, 10_200);
-        assert_eq!(p.steps[1].iterations, 1_200);
+        // 10000 small / 1000 large iterations in 5 passes, each rounded up to whole
+        // batches of 300.
+        assert_eq!(
+            (p.steps[0].per_pass, p.steps[0].iterations),
+            (2_100, 10_500)
+        );
+        assert_eq!((p.steps[1].per_pass, p.steps[1].iterations), (300, 1_500));
         assert!(
             p.text().contains("same data, 300 per timed sample"),
             "{}",

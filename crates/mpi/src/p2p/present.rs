@@ -76,7 +76,7 @@ fn sweep(records: &[Record], kind: &str, metric: &str, unit: &str) -> Option<Str
         rows.push(vec![
             line,
             numalab_results::report::bytes(size as u64),
-            num(Some(v), 3),
+            numalab_results::settle::cell(r, num(Some(v), 3)),
             num(p95, 3),
         ]);
     }
@@ -174,11 +174,8 @@ fn sweep_text(recs: &[Record], metric: &str, unit: &str) -> String {
                     Some(x) => {
                         let star = unit == "ns" && x.at_timer_step(step);
                         marked |= star;
-                        row.push(format!(
-                            "{:.prec$}{}",
-                            x.median,
-                            if star { " *" } else { "" }
-                        ));
+                        let median = format!("{:.prec$}{}", x.median, if star { " *" } else { "" });
+                        row.push(numalab_results::settle::cell(r, median));
                         row.push(format!("{:.prec$}", x.p5));
                         row.push(format!("{:.prec$}", x.p95));
                     }
@@ -239,10 +236,25 @@ pub fn osu_text(records: &[Record]) -> String {
             };
             let _ = writeln!(s, "# numalab mpi {metric}: {op}, {}", pair(first));
             let _ = writeln!(s, "# Size{head:>24}");
+            let mut unsettled = Vec::new();
             for &sz in &sizes {
-                if let Some(v) = find(&recs, op, sz).and_then(|r| r.median(metric)) {
+                let Some(r) = find(&recs, op, sz) else {
+                    continue;
+                };
+                if let Some(v) = r.median(metric) {
                     let _ = writeln!(s, "{sz:<10}{:>20.2}", v * scale);
+                    if !r.settled() {
+                        unsettled.push(sz.to_string());
+                    }
                 }
+            }
+            if !unsettled.is_empty() {
+                // A comment, so OSU's two columns stay as tools read them.
+                let _ = writeln!(
+                    s,
+                    "# unsettled (not within --tolerance in its --noise-budget; the record's warning says why): sizes {}",
+                    unsettled.join(", ")
+                );
             }
             s.push('\n');
         }

@@ -12,7 +12,12 @@ pub fn step_record(prov: &Provenance, s: &Step, reason: Option<String>, seconds:
         "survey",
         &s.title,
         prov.clone(),
-        json!({ "section": s.section, "command": s.args, "seconds": seconds }),
+        // The step's estimate at the reference pace beside what it took, so a run's
+        // steps show where the pace model misses (`survey::pace`).
+        json!({
+            "section": s.section, "command": s.args, "seconds": seconds,
+            "estimate_s": s.estimate_s,
+        }),
     );
     if let Some(why) = reason {
         r.unavailable.push(Unavailable {
@@ -49,4 +54,24 @@ pub fn model_record(prov: &Provenance, records: &[Record]) -> Record {
         }),
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_record_keeps_its_estimate_beside_its_seconds() {
+        let s = Step {
+            section: "states",
+            title: "latency, lines cexm".into(),
+            args: vec!["latency".into()],
+            estimate_s: 0.2,
+            skip: None,
+            experiment: None,
+        };
+        let r = step_record(&Provenance::collect("t", "none"), &s, None, 3.2);
+        assert_eq!(r.parameters["estimate_s"], 0.2);
+        assert_eq!(r.parameters["seconds"], 3.2);
+    }
 }

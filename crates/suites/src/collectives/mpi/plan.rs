@@ -32,9 +32,9 @@ pub struct Options {
     pub only: Vec<String>,
     /// MPI's own collectives: fresh values every pass, or the same every pass (OSU's).
     pub data: Data,
-    /// `--noise-budget` and `--tolerance`, as every experiment takes them: each figure
-    /// is judged against the tolerance; no passes are added between ranks (the budget
-    /// is checked and recorded, not spent).
+    /// `--noise-budget` and `--tolerance`, as every experiment takes them: passes are
+    /// added to an item while its figure is wider than the tolerance, inside the budget
+    /// (rank 0 decides each round for every rank).
     #[serde(default)]
     pub noise: NoiseOptions,
 }
@@ -156,7 +156,7 @@ pub struct Plan {
     pub iterations: usize,
     /// Data of MPI's own collectives.
     pub data: Data,
-    /// What each figure is judged against (`--tolerance`; `--noise-budget` recorded).
+    /// What each figure settles to (`--tolerance`, inside `--noise-budget`).
     #[serde(default)]
     pub goal: Goal,
     /// Measurements in order.

@@ -2,6 +2,7 @@
 //! P, MPI's own collectives, the data checks, and the fitted models.
 
 use super::plan::{How, Item, Plan, BARRIER_REPS};
+use super::settle;
 use crate::collectives::run::fit_models;
 use crate::collectives::{self, expect, Expect, Kind};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -18,6 +19,7 @@ use numalab_results::stats::median;
 use numalab_results::{Provenance, Record};
 use numalab_topo::Host;
 use serde_json::json;
+use std::time::{Duration, Instant};
 
 fn write_lines(win: &mut Window, pass: usize, l: &Lines, p: usize, n: usize, line: usize) {
     let mem = win.local();
@@ -206,23 +208,63 @@ fn native_item(
     Ok(times)
 }
 
-/// This rank's times of `item` (none when it is not among the item's P ranks).
+/// This rank's times of `iterations` passes of `item` (none when it is not among the
+/// item's P ranks).
 fn item_times(
     sub: Option<&SimpleCommunicator>,
     timer: &Timer,
     plan: &Plan,
     item: &Item,
+    iterations: usize,
 ) -> Result<Vec<f64>> {
     let (p, n) = (item.p, item.lines);
     Ok(match sub {
         Some(c) => match item.how {
-            How::Seed(k) => seed_item(c, timer, k, p, n, plan.line, plan.iterations)?,
-            How::Mpi(nat) => {
-                native_item(c, timer, nat, p, n, plan.line, plan.iterations, plan.data)?
-            }
+            How::Seed(k) => seed_item(c, timer, k, p, n, plan.line, iterations)?,
+            How::Mpi(nat) => native_item(c, timer, nat, p, n, plan.line, iterations, plan.data)?,
         },
         None => Vec::new(),
     })
+}
+
+/// Every rank's times of `item` on rank 0 (the item's P ranks first), with the budget
+/// its passes were taken in: the planned passes, then more while its figure is
+/// unsettled and the budget lasts, rank 0 deciding each round (collective).
+fn settled_times(
+    world: &World,
+    sub: Option<&SimpleCommunicator>,
+    timer: &Timer,
+    plan: &Plan,
+    item: &Item,
+) -> Result<Option<(Vec<Vec<f64>>, Duration)>> {
+    let start = Instant::now();
+    let (mut acc, mut budget): (Option<Vec<Vec<f64>>>, Option<Duration>) = (None, None);
+    let mut next = plan.iterations as u64;
+    while next > 0 {
+        let mine = item_times(sub, timer, plan, item, next as usize)?;
+        let all = numalab_mpi::gather::gather_to_root(world.comm(), &mine)?;
+        world.barrier();
+        if let Some(all) = all {
+            let acc = acc.get_or_insert_with(|| vec![Vec::new(); all.len()]);
+            for (a, v) in acc.iter_mut().zip(all) {
+                a.extend(v);
+            }
+            let elapsed = start.elapsed();
+            let budget = *budget.get_or_insert_with(|| plan.goal.budget(elapsed));
+            let time = completion(&acc[..item.p]);
+            next = settle::more(&plan.goal, &time, elapsed, budget, plan.iterations) as u64;
+        }
+        world.comm().process_at_rank(0).broadcast_into(&mut next);
+    }
+    Ok(acc.zip(budget))
+}
+
+/// Per pass, the slowest of the ranks' times (as many passes as every rank has).
+fn completion(per_rank: &[Vec<f64>]) -> Vec<f64> {
+    let n = per_rank.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .map(|k| per_rank.iter().map(|v| v[k]).fold(0.0, f64::max))
+        .collect()
 }
 
 /// The `collective-mpi` record of `item` from every rank's times (`per_rank`, the
@@ -232,12 +274,10 @@ fn item_record(
     prov: &Provenance,
     plan: &Plan,
     item: &Item,
-    per_rank: &[Vec<f64>],
+    (per_rank, budget): (&[Vec<f64>], Duration),
 ) -> (Record, f64) {
     let p = item.p;
-    let time: Vec<f64> = (0..plan.iterations)
-        .map(|k| per_rank.iter().map(|v| v[k]).fold(0.0, f64::max))
-        .collect();
+    let time = completion(per_rank);
     let rank_mean: Vec<f64> = per_rank
         .iter()
         .map(|v| v.iter().sum::<f64>() / v.len().max(1) as f64)
@@ -255,11 +295,11 @@ fn item_record(
             "collective": item.collective(), "implementation": item.implementation(),
             "seed": match item.how { How::Seed(k) => k.seed_name(), How::Mpi(_) => "" },
             "ranks": p, "lines": item.lines, "block_bytes": item.lines * plan.line,
-            "line_bytes": plan.line, "iterations": plan.iterations,
+            "line_bytes": plan.line, "iterations": plan.iterations, "passes": time.len(),
             "data": if matches!(item.how, How::Mpi(_)) { plan.data.name() } else { "fresh" },
             "statistic": "per pass, the slowest rank's time from the releasing barrier to its completion",
             "tolerance_pct": plan.goal.tolerance_pct, "noise_budget_ms": plan.goal.budget_ms,
-            "settling": super::settle::HOW,
+            "settling": settle::HOW,
         }),
     );
     r.placement = Some(world.placement_value(&(0..p).collect::<Vec<_>>()));
@@ -277,7 +317,8 @@ fn item_record(
         }
     }
     r.warnings.dedup();
-    numalab_results::settle::apply(&mut r, super::settle::judged(&plan.goal, &time));
+    let entry = settle::judged(&plan.goal, &time, budget, plan.iterations);
+    numalab_results::settle::apply(&mut r, entry);
     (r, median(&time).unwrap_or(f64::NAN))
 }
 
@@ -301,11 +342,9 @@ pub fn measure(
             if world.is_root() {
                 progress(i, plan.items.len());
             }
-            let mine = item_times(sub.as_ref(), &timer, plan, item)?;
-            let all = numalab_mpi::gather::gather_to_root(world.comm(), &mine)?;
-            world.barrier();
-            let Some(all) = all else { continue };
-            let (r, med) = item_record(world, &prov, plan, item, &all[..p]);
+            let got = settled_times(world, sub.as_ref(), &timer, plan, item)?;
+            let Some((all, budget)) = got else { continue };
+            let (r, med) = item_record(world, &prov, plan, item, (&all[..p], budget));
             points.push((*item, med));
             kept.add(std::slice::from_ref(&r));
             out.push(r);
