@@ -223,7 +223,7 @@ pub fn run_text(recs: &[Record]) -> String {
             "rem locks",
             "diffs made",
             "diffs used",
-            "KB sent",
+            "KiB sent",
         ],
         &rows,
     );
@@ -282,7 +282,7 @@ fn prefetch_line(s: &crate::Stats) -> String {
 fn volume_line(p: &crate::experiment::PerInterval) -> String {
     let us = |v: f64| format!("{:.0} µs", v / 1e3);
     let mut s = format!(
-        "per interval and rank: {:.1} KB sent, {:.1} round trips (faults, prefetches, the acquire)",
+        "per interval and rank: {:.1} KiB sent, {:.1} round trips (faults, prefetches, the acquire)",
         p.bytes / 1024.0,
         p.round_trips
     );
