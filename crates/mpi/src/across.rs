@@ -63,7 +63,7 @@ pub fn open_mpi(hosts: &[HostLine], forward: &[String]) -> Settings {
         "TCP between hosts, shared memory within one",
     );
     match hosts_network(hosts) {
-        Some((net, host)) => {
+        Some((net, host, _)) => {
             let why = format!("the network this machine reaches {host} on");
             s.mca("btl_tcp_if_include", &net, &why);
             s.mca("oob_tcp_if_include", &net, &why);
@@ -107,6 +107,35 @@ pub fn open_mpi(hosts: &[HostLine], forward: &[String]) -> Settings {
     s
 }
 
+/// MPICH's settings for ranks on `hosts` (hydra passes them with `-genv`): its UCX
+/// transport over TCP on the interface this machine reaches the hosts on (assumed to
+/// have the same name on every host), as MPICH 4's ch4:ucx otherwise tries every
+/// interface, loopback included.
+pub fn ucx(hosts: &[HostLine]) -> Settings {
+    let mut s = Settings::default();
+    let mut genv = |name: &str, value: &str, why: &str| {
+        let (v, why) = match std::env::var(name) {
+            Ok(v) => (v, "the user's".to_string()),
+            Err(_) => (value.to_string(), why.to_string()),
+        };
+        s.args
+            .extend(["-genv".into(), name.into(), OsString::from(&v)]);
+        s.said.push(format!("{name}={v} ({why})"));
+    };
+    genv("UCX_TLS", "tcp,self", "UCX between hosts over TCP");
+    match hosts_network(hosts) {
+        Some((_, host, iface)) => genv(
+            "UCX_NET_DEVICES",
+            &iface,
+            &format!("the interface this machine reaches {host} on"),
+        ),
+        None => s.said.push(
+            "UCX_NET_DEVICES unset (no interface of this machine is on a remote host's network: UCX chooses)".into(),
+        ),
+    }
+    s
+}
+
 /// The settings the launcher recorded for this rank, if it launched it across hosts.
 pub fn recorded() -> Option<String> {
     std::env::var(SETTINGS_VAR).ok().filter(|s| !s.is_empty())
@@ -124,9 +153,9 @@ pub fn numalab_vars(extra: &[&str]) -> Vec<String> {
     v
 }
 
-/// The first remote host's IPv4 network as this machine sees it (`10.1.2.0/24`), and
-/// that host's name: the interface whose subnet holds the host's address.
-fn hosts_network(hosts: &[HostLine]) -> Option<(String, String)> {
+/// The first remote host's IPv4 network as this machine sees it (`10.1.2.0/24`), that
+/// host's name and the interface whose subnet holds the host's address.
+fn hosts_network(hosts: &[HostLine]) -> Option<(String, String, String)> {
     let nets = local_networks();
     hosts.iter().find_map(|h| {
         let addr = resolve_v4(&h.host)?;
@@ -134,8 +163,11 @@ fn hosts_network(hosts: &[HostLine]) -> Option<(String, String)> {
             return None;
         }
         nets.iter()
-            .find(|(net, len)| same_net(*net, addr, *len))
-            .map(|(net, len)| (format!("{}/{len}", masked(*net, *len)), h.host.clone()))
+            .find(|(net, len, _)| same_net(*net, addr, *len))
+            .map(|(net, len, name)| {
+                let cidr = format!("{}/{len}", masked(*net, *len));
+                (cidr, h.host.clone(), name.clone())
+            })
     })
 }
 
@@ -148,8 +180,8 @@ fn same_net(a: Ipv4Addr, b: Ipv4Addr, len: u32) -> bool {
     masked(a, len) == masked(b, len)
 }
 
-/// This machine's IPv4 interfaces but loopback: (address, prefix length).
-fn local_networks() -> Vec<(Ipv4Addr, u32)> {
+/// This machine's IPv4 interfaces but loopback: (address, prefix length, name).
+fn local_networks() -> Vec<(Ipv4Addr, u32, String)> {
     let mut out = Vec::new();
     let mut ifs: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills a list freed below with freeifaddrs.
@@ -173,8 +205,11 @@ fn local_networks() -> Vec<(Ipv4Addr, u32)> {
             let m = &*(i.ifa_netmask as *const libc::sockaddr_in);
             let addr = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
             let len = u32::from_be(m.sin_addr.s_addr).count_ones();
+            let name = std::ffi::CStr::from_ptr(i.ifa_name)
+                .to_string_lossy()
+                .into_owned();
             if !addr.is_loopback() {
-                out.push((addr, len));
+                out.push((addr, len, name));
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Are we inside an MPI job, and which rank are we? Read from the launcher's
-//! environment (Open MPI's OMPI_COMM_WORLD_*, PMIx, MPICH/Hydra's PMI_*), so the
-//! answer is known before MPI is initialised.
+//! environment (Open MPI's OMPI_COMM_WORLD_*, PMIx, MPICH/Hydra's PMI_*, a Slurm
+//! step's SLURM_PROCID), so the answer is known before MPI is initialised.
 
 /// The variable numalab's launcher sets for the ranks it starts: a file rank 0
 /// creates, on the launcher's machine, to say the ranks started; it also tells the
@@ -18,7 +18,7 @@ pub struct JobEnv {
     pub local_size: Option<usize>,
     /// This process's rank among those on this host, where the launcher says.
     pub local_rank: Option<usize>,
-    /// Which variables said so ("OMPI_COMM_WORLD", "PMIX", "PMI").
+    /// Which variables said so ("OMPI_COMM_WORLD", "PMIX", "PMI", "SLURM").
     pub source: &'static str,
 }
 
@@ -72,6 +72,20 @@ impl JobEnv {
                 local_size: num(get, "MPI_LOCALNRANKS"),
                 local_rank: num(get, "MPI_LOCALRANKID"),
                 source: "PMI",
+            });
+        }
+        // A task of a Slurm step (srun without a PMI plugin that sets PMI_*).
+        if let (Some(size), Some(rank), Some(_)) = (
+            num(get, "SLURM_NTASKS"),
+            num(get, "SLURM_PROCID"),
+            get("SLURM_STEP_ID"),
+        ) {
+            return Some(JobEnv {
+                size,
+                rank,
+                local_size: None,
+                local_rank: num(get, "SLURM_LOCALID"),
+                source: "SLURM",
             });
         }
         None
@@ -137,6 +151,15 @@ mod tests {
         let p = job(&[("PMI_RANK", "0"), ("PMI_SIZE", "8")]).unwrap();
         assert_eq!((p.size, p.source), (8, "PMI"));
         assert!(job(&[]).is_none());
+        // An allocation alone (salloc) is no job; a step's task is.
+        assert!(job(&[("SLURM_JOB_ID", "5"), ("SLURM_NTASKS", "2")]).is_none());
+        let s = [
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_PROCID", "1"),
+            ("SLURM_STEP_ID", "0"),
+        ];
+        let s = job(&s).unwrap();
+        assert_eq!((s.size, s.rank, s.source), (2, 1, "SLURM"));
         assert!(job(&[("OMPI_COMM_WORLD_SIZE", "x"), ("OMPI_COMM_WORLD_RANK", "0")]).is_none());
     }
 

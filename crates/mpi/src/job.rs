@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::launch::LaunchRequest;
+use crate::launcher::Launcher;
 use crate::mapping::{MapBy, Mapping};
 use crate::world::{Threading, WorldOptions};
 use numalab_topo::Machine;
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What the user asked of the job (`--ranks`, `--hostfile`, `--rank-cpus`,
-/// `--ranks-per-host`, `--map-by`).
+/// `--ranks-per-host`, `--map-by`, `--launcher`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
     /// Ranks to start (None: the enclosing job's size, else the command's minimum).
@@ -27,6 +28,9 @@ pub struct JobOptions {
     /// How ranks are spread over hosts and inside each (None: mpirun's default).
     #[serde(default)]
     pub map_by: Option<MapBy>,
+    /// The program that starts the ranks (None: detected, see [`Launcher::choose`]).
+    #[serde(default)]
+    pub launcher: Option<Launcher>,
 }
 
 impl Default for JobOptions {
@@ -37,6 +41,7 @@ impl Default for JobOptions {
             rank_cpus: "compact".into(),
             ranks_per_host: None,
             map_by: None,
+            launcher: None,
         }
     }
 }
@@ -79,6 +84,7 @@ impl JobOptions {
                 self.ranks_per_host.map(|n| n.to_string()),
             ),
             ("--map-by", self.map_by.map(|m| m.name().to_string())),
+            ("--launcher", self.launcher.map(|l| l.name().to_string())),
         ];
         match given.into_iter().find_map(|(f, v)| Some((f, v?))) {
             Some((f, v)) => Err(Error::Usage(format!(
@@ -129,6 +135,11 @@ impl JobOptions {
                 .ranks(hosts.as_ref().map_or(1, Vec::len))
                 .unwrap_or(min_ranks.max(2)),
         };
+        // Inside a job its launcher already ran: nothing to choose.
+        let (launcher, launcher_why) = match &job {
+            Some(_) => (Launcher::OpenMpi, "inside a job".to_string()),
+            None => Launcher::choose(self.launcher, self.hostfile.as_deref())?,
+        };
         let req = LaunchRequest {
             ranks,
             hostfile: self.hostfile.clone(),
@@ -136,6 +147,8 @@ impl JobOptions {
             min_ranks,
             estimate: None,
             mapping,
+            launcher,
+            launcher_why,
         };
         req.validate()?;
         if job.is_none() {

@@ -5,10 +5,12 @@
 //! [`crate::liveness`]) and one that runs far past its plan's estimate, so a launch
 //! never hangs.
 
+use crate::across::SETTINGS_VAR;
 use crate::env::JobEnv;
 use crate::env::TOKEN_VAR;
 use crate::error::{Error, Result};
 use crate::launch_notice::{is_transport, unglue, BoxFilter, Notice};
+use crate::launcher::{Job, Launcher, AGENT_VAR, USED_VAR};
 use crate::liveness::{overall_limit, seconds_from_env, Limit, Watch, DEFAULT_STALL, STALL_VAR};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
@@ -42,6 +44,33 @@ pub struct LaunchRequest {
     pub estimate: Option<Duration>,
     /// `--ranks-per-host` and `--map-by`.
     pub mapping: crate::mapping::Mapping,
+    /// The program that starts the ranks, and why it was chosen.
+    pub launcher: Launcher,
+    /// Why: `--launcher`, or what detected it.
+    pub launcher_why: String,
+}
+
+/// Files a launcher needs, removed when the launch ends.
+struct Written(Vec<PathBuf>);
+
+impl Written {
+    fn all(files: &[(PathBuf, String)]) -> Result<Written> {
+        let mut w = Written(Vec::new());
+        for (p, text) in files {
+            std::fs::write(p, text)
+                .map_err(|e| Error::System(format!("cannot write {}: {e}", p.display())))?;
+            w.0.push(p.clone());
+        }
+        Ok(w)
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// Where the process stands after [`ensure`].
@@ -94,63 +123,39 @@ impl LaunchRequest {
         }
     }
 
-    /// mpirun's arguments before the program (pure).
-    pub fn mpirun_args(&self, root: bool) -> Vec<OsString> {
-        let mut a: Vec<OsString> = vec!["-np".into(), self.ranks.to_string().into()];
-        match &self.hostfile {
-            Some(h) => {
-                a.push("--hostfile".into());
-                a.push(h.clone().into_os_string());
-            }
-            None if self.ranks > self.cpus => a.push("--oversubscribe".into()),
-            None => {}
-        }
-        if root {
-            a.push("--allow-run-as-root".into());
-        }
-        a.extend(self.mapping.mpirun_args());
-        // numalab pins each rank itself, with the placement language, and proves it.
-        a.push("--bind-to".into());
-        a.push("none".into());
-        a
-    }
-}
-
-/// The MCA variable choosing Open MPI's reduction components, and numalab's choice.
-pub const OP_VAR: &str = "OMPI_MCA_op";
-/// Every reduction component but op/avx (see [`ensure`]).
-pub const OP_EXCLUDED: &str = "^avx";
-
-/// Find mpirun: `NUMALAB_MPIRUN` if set, else the PATH; a clear error naming the package.
-pub fn find_mpirun() -> Result<PathBuf> {
-    let missing = |what: &str| {
-        Error::Usage(format!(
-            "cannot launch ranks: {what}; install Open MPI (Debian/Ubuntu package openmpi-bin, with libopenmpi-dev to build), or run numalab under your own mpirun"
-        ))
-    };
-    if let Some(p) = std::env::var_os("NUMALAB_MPIRUN") {
-        let p = PathBuf::from(p);
-        return if is_executable(&p) {
-            Ok(p)
-        } else {
-            Err(missing(&format!(
-                "NUMALAB_MPIRUN '{}' is not an executable file",
-                p.display()
-            )))
+    /// The launcher's job (pure but for the remote shell, read from the environment).
+    pub fn job(&self, root: bool, scratch: PathBuf) -> Result<Job> {
+        let hostfile = match &self.hostfile {
+            Some(h) => Some((h.clone(), crate::hostfile::read(h)?)),
+            None => None,
         };
+        Ok(Job {
+            ranks: self.ranks,
+            hostfile,
+            oversubscribe: self.ranks > self.cpus,
+            root,
+            mapping: self.mapping,
+            agent: std::env::var_os(AGENT_VAR).map(PathBuf::from),
+            scratch,
+        })
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("mpirun"))
-        .find(|p| is_executable(p))
-        .ok_or_else(|| missing("mpirun is not on the PATH"))
+
+    /// The launcher's arguments before the program, as a dry run says them.
+    pub fn launcher_args(&self) -> Vec<OsString> {
+        let scratch = std::env::temp_dir().join("numalab-launch");
+        match self.job(false, scratch) {
+            Ok(job) => self.launcher.line(&job).args,
+            Err(_) => Vec::new(),
+        }
+    }
 }
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+pub use crate::launcher::{OP_EXCLUDED, OP_VAR};
+
+/// The launcher numalab would start ranks with here (`--launcher` not given), found:
+/// the program, or a clear error naming the package.
+pub fn find_mpirun() -> Result<PathBuf> {
+    Launcher::choose(None, None)?.0.program()
 }
 
 /// Inside a job: check its size against the request. Outside: validate, launch this
@@ -169,24 +174,27 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     req.validate()?;
     let limit = overall_limit(req.estimate)?;
     let stall = seconds_from_env(STALL_VAR)?.unwrap_or(DEFAULT_STALL);
-    let mpirun = find_mpirun()?;
+    let mpirun = req.launcher.program()?;
     if let Some(h) = &req.hostfile {
         crate::hostfile::check_hosts(h)?;
     }
     let exe = std::env::current_exe()
         .map_err(|e| Error::System(format!("cannot find numalab's own executable: {e}")))?;
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let token = std::env::temp_dir().join(format!("numalab-launch-{}", std::process::id()));
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
+    let line = req.launcher.line(&req.job(root, token.clone())?);
+    let _files = Written::all(&line.files)?;
     let mut cmd = Command::new(&mpirun);
-    cmd.args(req.mpirun_args(root));
-    if let Some(h) = &req.hostfile {
-        let forward = crate::across::numalab_vars(&[TOKEN_VAR, crate::across::SETTINGS_VAR]);
-        let s = crate::across::open_mpi(&crate::hostfile::read(h)?, &forward);
-        cmd.args(&s.args)
-            .env(crate::across::SETTINGS_VAR, s.said.join("; "));
-    }
-    cmd.arg(exe)
+    cmd.args(&line.args)
+        .envs(line.env.iter().map(|(k, v)| (k, v)))
+        .env(SETTINGS_VAR, line.said.join("; "))
+        .env(
+            USED_VAR,
+            format!("{} ({})", req.launcher.name(), req.launcher_why),
+        )
+        .arg(exe)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -194,19 +202,12 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
         // Its own process group, so that ending the job ends everything the launcher
         // started, a child that outlives it included ([`wait`] passes signals on).
         .process_group(0);
-    // Open MPI 4.1's op/avx component saturates MPI_SUM on 8-bit integers instead of
-    // wrapping, so `mpi latency`'s accumulate would fail its data check: the ranks
-    // numalab starts leave that component out, unless the user chose the ops.
-    if std::env::var_os(OP_VAR).is_none() {
-        cmd.env(OP_VAR, OP_EXCLUDED);
-    }
-    let token = std::env::temp_dir().join(format!("numalab-launch-{}", std::process::id()));
     let _ = std::fs::remove_file(&token);
     cmd.env(TOKEN_VAR, &token);
     let code = run(cmd, &mpirun, req, limit, stall)?;
     // On this machine rank 0 leaves the token: without it, the launcher never started
     // numalab (a wrapper that exits at once, a broken install), whatever it returned.
-    let started = token.exists() || req.hostfile.is_some();
+    let started = token.exists() || req.hostfile.is_some() || req.launcher == Launcher::Srun;
     let _ = std::fs::remove_file(&token);
     if !started && PASSED_ON.load(Ordering::SeqCst) == 0 {
         eprintln!(
@@ -536,36 +537,22 @@ mod tests {
             min_ranks: 2,
             estimate: None,
             mapping: Default::default(),
+            launcher: Launcher::OpenMpi,
+            launcher_why: "test".into(),
         }
     }
 
-    fn strs(v: Vec<OsString>) -> Vec<String> {
-        v.into_iter().map(|s| s.into_string().unwrap()).collect()
-    }
-
     #[test]
-    fn mpirun_gets_oversubscribe_only_beyond_the_cpus_and_root_only_for_root() {
-        assert_eq!(
-            strs(req(2, 2).mpirun_args(false)),
-            ["-np", "2", "--bind-to", "none"]
-        );
-        assert_eq!(
-            strs(req(4, 2).mpirun_args(true)),
-            [
-                "-np",
-                "4",
-                "--oversubscribe",
-                "--allow-run-as-root",
-                "--bind-to",
-                "none"
-            ]
-        );
-        let mut h = req(8, 2);
-        h.hostfile = Some("hosts".into());
-        assert_eq!(
-            strs(h.mpirun_args(false)),
-            ["-np", "8", "--hostfile", "hosts", "--bind-to", "none"]
-        );
+    fn the_requests_job_says_oversubscription_and_the_launcher_builds_from_it() {
+        let job = req(4, 2).job(true, "/s".into()).unwrap();
+        assert!(job.oversubscribe && job.root && job.hostfile.is_none());
+        assert!(!req(2, 2).job(false, "/s".into()).unwrap().oversubscribe);
+        let args: Vec<String> = req(2, 2)
+            .launcher_args()
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect();
+        assert_eq!(args, ["-np", "2", "--bind-to", "none"]);
     }
 
     #[test]

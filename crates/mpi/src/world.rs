@@ -224,6 +224,8 @@ impl World {
             // What numalab's launcher set for a job across hosts, with why (none: one
             // host, or the user's own mpirun).
             "launch_settings": crate::across::recorded(),
+            // The program that started the ranks, and why it was chosen.
+            "launcher": crate::launcher::recorded(),
         })
     }
 

@@ -144,6 +144,16 @@ pub const VARS: &[Var] = &[
         what: "set by numalab's launcher for its ranks: where finished configurations are kept; for any measuring command, a file each finished part's records are appended to as one line",
     },
     Var {
+        name: "NUMALAB_LAUNCH_AGENT",
+        kind: Kind::Path,
+        what: "the remote shell the launcher reaches other hosts with instead of ssh (Open MPI: --mca plm_rsh_agent; hydra: -launcher-exec)",
+    },
+    Var {
+        name: "NUMALAB_LAUNCHED_BY",
+        kind: Kind::Path,
+        what: "set by numalab's launcher for its ranks: which launcher started them and why (recorded in each record's placement)",
+    },
+    Var {
         name: "NUMALAB_LAUNCH_TOKEN",
         kind: Kind::Path,
         what: "set by numalab's launcher for its ranks: the file rank 0 creates when it starts",

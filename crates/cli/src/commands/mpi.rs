@@ -46,6 +46,14 @@ pub struct JobArgs {
     /// ranks spread over its NUMA nodes; core: each host filled in turn, one rank per core.
     #[arg(long, value_name = "host|node|core", value_parser = map_by)]
     pub map_by: Option<numalab_mpi::mapping::MapBy>,
+    /// What starts the ranks: mpirun (Open MPI), hydra (MPICH's mpiexec) or srun (inside
+    /// a Slurm allocation); default: srun in an allocation, else the built library's own.
+    #[arg(long, value_name = "mpirun|hydra|srun", value_parser = launcher)]
+    pub launcher: Option<numalab_mpi::Launcher>,
+}
+
+fn launcher(s: &str) -> Result<numalab_mpi::Launcher, String> {
+    numalab_mpi::Launcher::parse(s).map_err(|_| numalab_mpi::launcher::VALID.to_string())
 }
 
 fn map_by(s: &str) -> Result<numalab_mpi::mapping::MapBy, String> {
@@ -61,6 +69,7 @@ impl JobArgs {
             rank_cpus: self.rank_cpus.clone(),
             ranks_per_host: self.ranks_per_host,
             map_by: self.map_by,
+            launcher: self.launcher,
         }
     }
 }

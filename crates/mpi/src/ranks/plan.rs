@@ -49,7 +49,7 @@ impl Plan {
             rank_cpus: o.job.rank_cpus.clone(),
             per_host: req.hostfile.is_some(),
             mpirun: req
-                .mpirun_args(false)
+                .launcher_args()
                 .iter()
                 .map(|s| s.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
