@@ -298,7 +298,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
                 unsafe { mixed::run(kernel, store, &ptrs, lines, reps, mp.then_some(pass.stop)) }
             }
         })?;
-        let rows = res.pass_rows(&timer);
+        let rows = res.pass_rows(timer);
         pins.get_or_insert(res.pins);
         Ok(rows)
     })?;

@@ -194,7 +194,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
                 unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
             }
         })?;
-        let rows = res.pass_rows(&timer);
+        let rows = res.pass_rows(timer);
         pins.get_or_insert(res.pins);
         Ok(rows)
     })?;
@@ -361,4 +361,18 @@ pub fn records(
         out.push(rec);
     }
     out
+}
+
+/// A bandwidth record's requestors and the metric that is its figure: the aggregate
+/// with several threads, the one thread's bandwidth otherwise.
+pub(crate) fn metric_of(r: &Record) -> (u64, &'static str) {
+    let n = r.parameters["requestors"].as_u64().unwrap_or(1);
+    (
+        n,
+        if n > 1 {
+            "aggregate_bandwidth"
+        } else {
+            "bandwidth"
+        },
+    )
 }

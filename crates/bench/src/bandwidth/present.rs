@@ -33,19 +33,7 @@ pub struct BandwidthData {
 /// Bandwidth per kernel and thread count.
 pub struct BandwidthPresenter;
 
-/// A bandwidth record's requestors and the metric that is its figure: the aggregate
-/// with several threads, the one thread's bandwidth otherwise.
-pub(super) fn metric_of(r: &Record) -> (u64, &'static str) {
-    let n = r.parameters["requestors"].as_u64().unwrap_or(1);
-    (
-        n,
-        if n > 1 {
-            "aggregate_bandwidth"
-        } else {
-            "bandwidth"
-        },
-    )
-}
+use super::metric_of;
 
 fn figure_of(r: &Record) -> Option<(u64, &str, f64)> {
     let (n, metric) = metric_of(r);

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 /// Median GB/s of a bandwidth record (the aggregate with several threads), and whether
 /// a plausibility rule names it.
 fn figure(r: &Record, flags: &[Flag]) -> Option<(u64, Cell)> {
-    let (n, metric) = super::present::metric_of(r);
+    let (n, metric) = super::metric_of(r);
     let implausible = plausible::flag_of(flags, r, metric).is_some();
     Some((n, (r.median(metric)?, implausible)))
 }
