@@ -114,7 +114,8 @@ fn a_dry_runs_text_is_its_records_rendered_by_the_registry() {
         let from_records = numalab_suites::registry::text(&records);
         let printed = String::from_utf8_lossy(&text.stdout);
         assert!(!printed.trim().is_empty(), "{what}: no text");
-        let wording = common::wording::problems(&printed);
+        let mut wording = common::wording::problems(&printed);
+        wording.extend(common::wording::long_cells(&printed));
         assert!(wording.is_empty(), "{what}: {wording:#?}");
         assert_eq!(
             printed, from_records,

@@ -70,7 +70,9 @@ fn a_measured_runs_text_is_its_records_rendered_by_the_registry() {
             .lines()
             .filter(|l| !l.trim_start().starts_with("warning:"))
             .collect();
-        let wording = common::wording::problems(&steady.join("\n"));
+        let steady = steady.join("\n");
+        let mut wording = common::wording::problems(&steady);
+        wording.extend(common::wording::long_cells(&steady));
         assert!(wording.is_empty(), "{what}: {wording:#?}");
         let records = numalab_results::output::read_records(&file).expect("records written");
         assert_eq!(
