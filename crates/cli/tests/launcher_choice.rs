@@ -50,9 +50,9 @@ fn a_bad_launcher_or_srun_outside_an_allocation_is_one_line_exit_2() {
     );
 }
 
-#[test]
-fn hydra_gets_its_own_line_without_open_mpis_settings_and_the_ranks_are_told() {
-    let dir = recording_launcher("launcher-hydra-line");
+/// `mpi latency` on 2 ranks through the recording launcher as `launcher`: the
+/// arguments it was given.
+fn launch_with(dir: &std::path::Path, launcher: &str) -> String {
     let fake = dir.join("launcher");
     let args = [
         "mpi",
@@ -62,7 +62,7 @@ fn hydra_gets_its_own_line_without_open_mpis_settings_and_the_ranks_are_told() {
         "--sizes",
         "8",
         "--launcher",
-        "hydra",
+        launcher,
     ];
     let out = common::bounded("60", &args, &[("NUMALAB_MPIRUN", fake.to_str().unwrap())]);
     assert_eq!(
@@ -71,7 +71,13 @@ fn hydra_gets_its_own_line_without_open_mpis_settings_and_the_ranks_are_told() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = std::fs::read_to_string(dir.join("args")).unwrap();
+    std::fs::read_to_string(dir.join("args")).unwrap()
+}
+
+#[test]
+fn hydra_gets_its_own_line_without_open_mpis_settings_and_the_ranks_are_told() {
+    let dir = recording_launcher("launcher-hydra-line");
+    let line = launch_with(&dir, "hydra");
     assert!(line.starts_with("-n 2 -bind-to none "), "{line}");
     assert!(
         !line.contains("--mca") && !line.contains("--oversubscribe"),
@@ -84,24 +90,7 @@ fn hydra_gets_its_own_line_without_open_mpis_settings_and_the_ranks_are_told() {
         assert_eq!(op.trim(), "unset", "OMPI_MCA_op is Open MPI's alone");
     }
     // The same job under mpirun gets Open MPI's line.
-    let args = [
-        "mpi",
-        "latency",
-        "--ranks",
-        "2",
-        "--sizes",
-        "8",
-        "--launcher",
-        "mpirun",
-    ];
-    let out = common::bounded("60", &args, &[("NUMALAB_MPIRUN", fake.to_str().unwrap())]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = std::fs::read_to_string(dir.join("args")).unwrap();
+    let line = launch_with(&dir, "mpirun");
     assert!(line.starts_with("-np 2 "), "{line}");
     assert!(line.contains("--bind-to none"), "{line}");
     let by = std::fs::read_to_string(dir.join("by")).unwrap();
