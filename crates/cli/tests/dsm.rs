@@ -123,19 +123,10 @@ fn a_rank_dying_mid_run_ends_the_job_naming_it() {
     );
 }
 
-/// A `dsm run`'s records and text, asserting it succeeded.
-fn sor_seq(json: bool) -> Output {
-    let mut args = vec![
-        "dsm",
-        "run",
-        "sor",
-        "--ranks",
-        "2",
-        "--threads",
-        "2",
-        "--protocol",
-        "seq",
-    ];
+/// `dsm run sor --ranks 2 EXTRA…` (text, or JSON with `json`), asserting it succeeded.
+fn sor_run(extra: &[&str], json: bool) -> Output {
+    let mut args = vec!["dsm", "run", "sor", "--ranks", "2"];
+    args.extend_from_slice(extra);
     if json {
         args.push("--json");
     }
@@ -146,6 +137,11 @@ fn sor_seq(json: bool) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// `dsm run sor --ranks 2 --threads 2 --protocol seq`.
+fn sor_seq(json: bool) -> Output {
+    sor_run(&["--threads", "2", "--protocol", "seq"], json)
 }
 
 #[test]
@@ -178,17 +174,7 @@ fn a_run_says_when_threads_share_cores_and_costs_its_faults() {
 
 /// `dsm run sor --ranks 2 --protocol lmwc` (1 thread), text or JSON.
 fn sor_lmwc(json: bool) -> Output {
-    let mut args = vec!["dsm", "run", "sor", "--ranks", "2", "--protocol", "lmwc"];
-    if json {
-        args.push("--json");
-    }
-    let out = run(&args, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    sor_run(&["--protocol", "lmwc"], json)
 }
 
 #[test]

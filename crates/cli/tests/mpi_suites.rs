@@ -11,17 +11,11 @@ use std::process::Output;
 const LIMIT: &str = "300";
 
 fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    common::bounded(LIMIT, args, env)
+    common::mpi::run(LIMIT, args, env)
 }
 
 fn ok_json(args: &[&str]) -> serde_json::Value {
-    let out = mpi_run(args, &[]);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    validate(&out.stdout)
+    common::mpi::ok_json(LIMIT, args)
 }
 
 fn metrics(r: &serde_json::Value) -> Vec<String> {
@@ -359,12 +353,7 @@ fn two_separate_mpi_jobs_see_each_other_but_a_job_never_counts_its_own_ranks() {
 }
 
 fn one_line_usage_error(args: &[&str], needle: &str) {
-    let out = mpi_run(args, &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(out.stdout.is_empty(), "{args:?}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(err.contains(needle), "{needle:?} not in: {err}");
+    common::mpi::usage_error(&mpi_run(args, &[]), needle)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 pub mod browser;
 pub mod busy;
 pub mod cluster;
+pub mod mpi;
 pub mod terminal;
 pub mod wording;
 

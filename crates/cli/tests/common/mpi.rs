@@ -1,0 +1,32 @@
+//! Running MPI commands under a hard timeout, shared by the mpi_* tests.
+
+use std::process::Output;
+
+/// Runs numalab under `timeout LIMIT` (a hang is a defect, never a wait).
+pub fn run(limit: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    super::bounded(limit, args, env)
+}
+
+/// Runs numalab, asserts success and returns its schema-checked JSON.
+pub fn ok_json(limit: &str, args: &[&str]) -> serde_json::Value {
+    let out = run(limit, args, &[]);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    super::validate(&out.stdout)
+}
+
+/// Asserts a one-line usage error (exit 2, no stdout) that contains `needle`.
+pub fn usage_error(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in: {err}");
+}
