@@ -423,7 +423,7 @@ pub struct PerInterval {
     pub intervals_per_rank: f64,
     /// Bytes sent (requests, diffs, pages, notices).
     pub bytes: f64,
-    /// Round trips: remote faults, bulk prefetch requests and acquires (a barrier's
+    /// Round trips: remote faults, bulk prefetch and read-ahead requests, and acquires (a barrier's
     /// arrival and departure, a remote lock's request and grant).
     pub round_trips: f64,
     /// Access faults (local and remote).
@@ -443,7 +443,8 @@ impl PerInterval {
         if sum.acquires == 0 || ranks == 0 {
             return None;
         }
-        let round_trips = (sum.remote_faults + sum.prefetch_msgs + sum.acquires) as f64 / n;
+        let round_trips =
+            (sum.remote_faults + sum.prefetch_msgs + sum.ahead_msgs + sum.acquires) as f64 / n;
         let per_rank = n / ranks as f64;
         Some(PerInterval {
             ranks,

@@ -85,6 +85,11 @@ pub enum Msg {
     Base { page: u32, data: Vec<u8> },
     /// LMWC: home to a rank that claimed a run: these pages are yours alone (private).
     Claimed { pages: Vec<u32> },
+    /// LMWC read-ahead on a stride ([`crate::proto::ahead`]): a first touch of each page
+    /// to their home, answered only for pages another rank touched first.
+    TouchAhead { pages: Vec<u32>, gcs: u32 },
+    /// LMWC: home to a rank that asked ahead: nobody touched these pages yet (no base).
+    NotTouched { pages: Vec<u32> },
     /// LMWC prefetch at an acquire: [`Msg::DiffReq`] for several pages, one per writer.
     DiffBulkReq { reqs: Vec<(u32, Vec<u32>)> },
     /// LMWC prefetch: the [`Msg::DiffRep`] of each page asked for, in one message.
@@ -219,6 +224,8 @@ impl Msg {
             Msg::DiffBulkReq { .. } => 16,
             Msg::DiffBulkRep { .. } => 17,
             Msg::Claimed { .. } => 18,
+            Msg::TouchAhead { .. } => 19,
+            Msg::NotTouched { .. } => 20,
         }
     }
 
@@ -348,7 +355,11 @@ impl Msg {
                 w.u32(*gcs);
                 w.u32(*run);
             }
-            Msg::Claimed { pages } => w.u32s(pages),
+            Msg::Claimed { pages } | Msg::NotTouched { pages } => w.u32s(pages),
+            Msg::TouchAhead { pages, gcs } => {
+                w.u32s(pages);
+                w.u32(*gcs);
+            }
             Msg::Owner { page } => w.u32(*page),
             Msg::BaseReq { page, to, gcs } => {
                 w.u32(*page);
@@ -447,6 +458,11 @@ impl Msg {
                 Msg::DiffBulkRep { reps }
             }
             18 => Msg::Claimed { pages: r.u32s() },
+            19 => Msg::TouchAhead {
+                pages: r.u32s(),
+                gcs: r.u32(),
+            },
+            20 => Msg::NotTouched { pages: r.u32s() },
             t => panic!("unknown DSM message tag {t}"),
         }
     }
@@ -524,6 +540,11 @@ mod tests {
                 run: 3,
             },
             Msg::Claimed { pages: vec![6, 7] },
+            Msg::TouchAhead {
+                pages: vec![9, 25],
+                gcs: 1,
+            },
+            Msg::NotTouched { pages: vec![25] },
             Msg::Owner { page: 5 },
             Msg::BaseReq {
                 page: 5,

@@ -105,6 +105,15 @@ pub struct Stats {
     /// LMWC: faults that waited for a prefetch still in flight.
     #[serde(default)]
     pub prefetch_waits: u64,
+    /// LMWC: pages asked for ahead of a first touch, on a stride ([`crate::proto::ahead`]).
+    #[serde(default)]
+    pub touched_ahead: u64,
+    /// LMWC: read-ahead requests sent (one per home per fault that asked ahead).
+    #[serde(default)]
+    pub ahead_msgs: u64,
+    /// LMWC: pages asked ahead that nobody had touched (handed back, no base).
+    #[serde(default)]
+    pub ahead_untouched: u64,
     /// Acquires that applied consistency information: barrier departures and lock grants
     /// (the synchronizations that split the program into intervals).
     #[serde(default)]
@@ -157,6 +166,9 @@ impl Stats {
                 prefetched,
                 prefetch_msgs,
                 prefetch_waits,
+                touched_ahead,
+                ahead_msgs,
+                ahead_untouched,
                 acquires
             );
         }

@@ -255,6 +255,7 @@ fn fault_line(d: &RunData) -> String {
         us(c.and_then(|c| c.fault_busy_ns)),
     );
     s.push_str(&interval_line(&d.sum));
+    s.push_str(&prefetch_line(&d.sum));
     if let Some(p) = &d.per_interval {
         s.push_str(&volume_line(p));
     }
@@ -265,14 +266,34 @@ fn fault_line(d: &RunData) -> String {
     s
 }
 
-/// Round trips for pages: remote faults, and the bulk prefetches that replaced faults.
+/// Round trips for pages: remote faults, and the bulk prefetches and stride read-aheads
+/// that replaced faults.
 fn prefetch_line(s: &crate::Stats) -> String {
-    if s.prefetch_msgs == 0 {
+    use numalab_results::words::{count, count_as};
+    let mut parts = Vec::new();
+    if s.prefetch_msgs > 0 {
+        parts.push(format!(
+            "{} bringing {} ({} waited for one)",
+            count_as(s.prefetch_msgs, "bulk prefetch", "bulk prefetches"),
+            count(s.prefetched, "page"),
+            count(s.prefetch_waits, "fault")
+        ));
+    }
+    if s.ahead_msgs > 0 {
+        parts.push(format!(
+            "{} on a stride asking {} ({} nobody had touched)",
+            count(s.ahead_msgs, "read-ahead"),
+            count(s.touched_ahead, "page"),
+            s.ahead_untouched
+        ));
+    }
+    if parts.is_empty() {
         return String::new();
     }
     format!(
-        "round trips for pages: {} remote faults, {} bulk prefetches bringing {} pages ({} faults waited for one)\n",
-        s.remote_faults, s.prefetch_msgs, s.prefetched, s.prefetch_waits
+        "round trips for pages: {}, {}\n",
+        count(s.remote_faults, "remote fault"),
+        parts.join(", ")
     )
 }
 
@@ -313,7 +334,7 @@ fn interval_line(s: &crate::Stats) -> String {
     }
     let per = |x: u64| x as f64 / s.intervals as f64;
     format!(
-        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n{}",
+        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n",
         per(s.segv),
         per(s.segv_ns) / 1e3,
         per(s.mprotects),
@@ -323,6 +344,5 @@ fn interval_line(s: &crate::Stats) -> String {
         s.intervals,
         s.private_pages,
         s.reclassified,
-        prefetch_line(s),
     )
 }

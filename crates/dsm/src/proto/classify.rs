@@ -15,13 +15,16 @@
 //! makes it their first toucher, and the page turns shared as above if another rank
 //! touches it after all. At a garbage collection the first toucher refreshes the base from its validated copy
 //! (the dropped diffs are in it), and serves no base request from a rank that has done
-//! more collections than itself until it has done them too.
+//! more collections than itself until it has done them too. A rank whose first touches
+//! of others' pages keep a stride asks for the next pages on it at once
+//! ([`super::ahead`]).
 
+use super::ahead::Stride;
 use super::Fault;
 use crate::msg::Msg;
 use crate::region::{Prot, PAGE};
 use crate::state::{Core, Wait};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// What this rank knows of a page.
@@ -59,6 +62,10 @@ pub struct Directory {
     class: Vec<Class>,
     first: Vec<u32>,
     base: HashMap<u32, Box<[u8]>>,
+    /// Read-ahead: the stride of this rank's first touches, and the pages asked ahead
+    /// whose answer has not come.
+    stride: Stride,
+    ahead: HashSet<u32>,
 }
 
 impl Directory {
@@ -70,6 +77,8 @@ impl Directory {
             class: vec![Class::Untouched; pages],
             first: vec![NONE; pages],
             base: HashMap::new(),
+            stride: Stride::default(),
+            ahead: HashSet::new(),
         }
     }
 
@@ -114,6 +123,7 @@ impl Directory {
                         run,
                     },
                 );
+                self.touch_ahead(c, p);
                 Some(Fault::Wait { joined: false })
             }
         }
@@ -129,6 +139,56 @@ impl Directory {
         (p + 1..(p + 1 + CLAIM_RUN).min(self.class.len()))
             .take_while(|&q| self.class[q] == Class::Untouched && Self::home(c, q) == home)
             .count()
+    }
+
+    /// After a demand first touch of `p`: the untouched pages the stride predicts, asked
+    /// for in one request per home (no thread waits on them until one touches them).
+    fn touch_ahead(&mut self, c: &mut Core, p: usize) {
+        let mut by_home: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+        for q in self.stride.ahead(p, self.class.len()) {
+            if self.class[q] == Class::Untouched {
+                self.class[q] = Class::Touching;
+                self.ahead.insert(q as u32);
+                by_home.entry(Self::home(c, q)).or_default().push(q as u32);
+            }
+        }
+        let gcs = c.stats.gcs as u32;
+        for (home, pages) in by_home {
+            c.stats.touched_ahead += pages.len() as u64;
+            c.stats.ahead_msgs += 1;
+            c.send(home, &Msg::TouchAhead { pages, gcs });
+        }
+    }
+
+    /// At the home: pages asked ahead get their base from their first toucher; those
+    /// nobody else touched first are handed back untouched (a guess claims nothing).
+    fn serve_ahead(&mut self, c: &mut Core, from: usize, pages: Vec<u32>, gcs: u32) {
+        let mut none = Vec::new();
+        for page in pages {
+            let first = self.first[page as usize];
+            if first == NONE || first == from as u32 {
+                none.push(page);
+            } else {
+                let to = from as u32;
+                c.send(first as usize, &Msg::BaseReq { page, to, gcs });
+            }
+        }
+        if !none.is_empty() {
+            c.send(from, &Msg::NotTouched { pages: none });
+        }
+    }
+
+    /// Pages asked ahead that nobody had touched: untouched again here, and a thread
+    /// that waited on one retries (its own first touch).
+    fn not_touched(&mut self, c: &mut Core, pages: Vec<u32>) {
+        for page in pages {
+            let p = page as usize;
+            if self.ahead.remove(&page) && self.class[p] == Class::Touching {
+                self.class[p] = Class::Untouched;
+                c.stats.ahead_untouched += 1;
+                c.wake_if(|w| w == Wait::Page(page));
+            }
+        }
     }
 
     /// At the home: the pages of a claimed run that nobody touched yet become `from`'s.
@@ -190,6 +250,7 @@ impl Directory {
                             c.wake_if(|w| w == Wait::Page(q as u32));
                         }
                         self.class[q] = Class::Private;
+                        self.ahead.remove(&(q as u32));
                         c.stats.private_pages += 1;
                         c.stats.claimed += 1;
                         open.push(q);
@@ -213,9 +274,20 @@ impl Directory {
                 c.region.sys_page(p).copy_from_slice(&data);
                 self.class[p] = Class::Shared;
                 c.stats.pages_received += 1;
-                c.fault_served(p);
+                if !self.ahead.remove(&page) {
+                    c.fault_served(p);
+                    self.stride.based(p);
+                }
                 c.wake_if(|w| w == Wait::Page(page));
                 Handled::Installed(p)
+            }
+            Msg::TouchAhead { pages, gcs } => {
+                self.serve_ahead(c, from, pages, gcs);
+                Handled::Done
+            }
+            Msg::NotTouched { pages } => {
+                self.not_touched(c, pages);
+                Handled::Done
             }
             m => Handled::No(m),
         }

@@ -2,6 +2,7 @@
 //! keeps its own per-page state; the core calls it on faults, releases, acquires and
 //! protocol messages, always with the rank's state lock held.
 
+pub mod ahead;
 pub mod classify;
 pub mod lmw;
 pub mod lsw;
