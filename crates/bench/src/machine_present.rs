@@ -41,10 +41,10 @@ impl Presenter for MachinePresenter {
             .iter()
             .map(|c| {
                 format!(
-                    "L{} {} (shared by {} CPUs)",
+                    "L{} {} (shared by {})",
                     c.level,
                     bytes(c.bytes),
-                    c.shared_by
+                    numalab_results::words::count(c.shared_by as u64, "CPU")
                 )
             })
             .collect();

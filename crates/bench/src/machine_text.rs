@@ -329,8 +329,8 @@ pub fn plan_text(plan: &Plan, verified: Option<&Verified>, rec: &Record) -> Stri
             .collect();
         let _ = writeln!(
             s,
-            "Verified with move_pages: {} pages of {} checked: {}",
-            p.pages_checked,
+            "Verified with move_pages: {} of {} checked: {}",
+            numalab_results::words::count(p.pages_checked, "page"),
             fmt_bytes(p.bytes),
             per.join(", ")
         );

@@ -225,3 +225,94 @@ fn plan_shows_the_cpu_kind_column_only_on_a_hybrid_cpu() {
     let hybrid = header("20em64t-hybrid-1p6c2t+2ca4co1t.xml", "0-15");
     assert!(hybrid.contains(&"kind".to_string()), "{hybrid:?}");
 }
+
+/// `topo`, `tiers` and `plan` measure nothing: their records and text name the
+/// hypervisor (when there is one) but never warn that timings or figures may be
+/// disturbed, nor name other runs (issue 42 item 4).
+#[test]
+fn commands_that_measure_nothing_do_not_warn_of_disturbance() {
+    for args in [&["topo"][..], &["tiers"], &["plan", "-n", "1"]] {
+        let what = args.join(" ");
+        let json = numalab(&[args, &["--json"]].concat());
+        assert!(
+            json.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&json.stderr)
+        );
+        let text = numalab(args);
+        assert!(text.status.success(), "{what}");
+        let mut said: Vec<String> = validate(&json.stdout)
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["warnings"].as_array().unwrap().clone())
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect();
+        said.extend(
+            String::from_utf8_lossy(&text.stdout)
+                .lines()
+                .map(String::from),
+        );
+        for line in said {
+            for word in ["timings", "disturbed", "another numalab measurement"] {
+                assert!(!line.contains(word), "{what}: '{word}' in: {line}");
+            }
+        }
+    }
+}
+
+/// `plan --verify` on a CPU of one kind shows no CPU-kind column (no "kind 0").
+#[test]
+fn plan_verify_on_a_cpu_of_one_kind_has_no_kind_column() {
+    let topo = validate(&numalab(&["topo", "--json"]).stdout);
+    if topo[0]["data"]["cpu_kinds"].as_array().map_or(0, Vec::len) > 1 {
+        eprintln!("skipped: this CPU has several kinds (hybrid)");
+        return;
+    }
+    let out = numalab(&["plan", "-n", "1", "--verify"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("thread"))
+        .unwrap_or_else(|| panic!("no threads table in {text}"));
+    assert!(header.contains("verified"), "{text}");
+    assert!(!header.split_whitespace().any(|c| c == "kind"), "{text}");
+}
+
+/// `topo` and `tiers` show one size per node on this machine, and each says which
+/// figure it shows (issue 42 item 4).
+#[test]
+fn topo_and_tiers_agree_on_each_nodes_size_and_say_which_figure() {
+    let ok_json = |args: &[&str]| {
+        let out = numalab(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        validate(&out.stdout)
+    };
+    let topo = ok_json(&["topo", "--json"]);
+    let tiers = ok_json(&["tiers", "--json"]);
+    let nodes = topo[0]["data"]["nodes"].as_array().unwrap();
+    for t in tiers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "tiers")
+    {
+        let n = &t["data"]["node"];
+        let Some(node) = nodes.iter().find(|x| x["os"] == *n) else {
+            continue;
+        };
+        assert_eq!(t["data"]["mem_bytes"], node["total_bytes"], "node {n}");
+    }
+    let said = |args: &[&str]| String::from_utf8_lossy(&numalab(args).stdout).to_string();
+    assert!(said(&["topo"]).contains("total: the node's memory as hwloc reports it"));
+    assert!(said(&["tiers"]).contains("memory: the node's MemTotal (sysfs)"));
+}

@@ -124,6 +124,85 @@ fn a_dry_runs_text_is_its_records_rendered_by_the_registry() {
     }
 }
 
+/// Dry runs whose counts are 1 (one pair, one round, one pass, one block line) read in
+/// the singular, and their lists carry no Debug brackets: the wording check would find
+/// "1 pairs" or "blocks of [1] lines" if a format went back to a bare "{} <plural>".
+#[test]
+fn dry_runs_that_count_one_say_it_in_the_singular() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "cluster",
+                "--hosts",
+                "2",
+                "--mem-iterations",
+                "1",
+                "--lat-iterations",
+                "1",
+            ],
+            "1 pair in 1 round of disjoint pairs, 8 B ping-pong, 1 round trip each",
+        ),
+        (
+            &[
+                "cluster",
+                "--hosts",
+                "2",
+                "--bw-iterations",
+                "1",
+                "--coll-iterations",
+                "1",
+            ],
+            "1 shift step,",
+        ),
+        (
+            &[
+                "suite",
+                "collectives",
+                "--mpi",
+                "--ranks",
+                "2",
+                "--sizes",
+                "64",
+                "--iterations",
+                "1",
+            ],
+            "P = 2; blocks of 1 line of 64 B",
+        ),
+        (&["suite", "collectives", "--iterations", "1"], "; 1 pass\n"),
+        (
+            &["suite", "placement", "--iterations", "1"],
+            "1 pass per point",
+        ),
+        (&["suite", "earth", "--iterations", "1"], "; 1 pass,"),
+        (
+            &["latency", "--iterations", "1", "--window", "1"],
+            "window 1 page, seed 1; 1 pass each",
+        ),
+        (
+            &["mpi", "matrix", "--ranks", "2", "--iterations", "1"],
+            "1 pair one at a time",
+        ),
+    ];
+    for (args, said) in cases {
+        let argv: Vec<String> = args
+            .iter()
+            .chain(&["--dry-run"])
+            .map(|a| a.to_string())
+            .collect();
+        let out = run(&argv);
+        let what = args.join(" ");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains(said), "{what}: no '{said}' in:\n{text}");
+        let wording = common::wording::problems(&text);
+        assert!(wording.is_empty(), "{what}: {wording:#?}");
+    }
+}
+
 /// The subcommands a help text lists under "Commands:", less `help`.
 fn commands_in(help: &str) -> Vec<String> {
     help.lines()

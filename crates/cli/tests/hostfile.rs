@@ -136,7 +136,10 @@ fn a_spread_beyond_a_hosts_room_is_one_usage_error_before_anything_starts() {
     let two = two.to_str().unwrap();
     let cpus = std::thread::available_parallelism().unwrap().get();
     let beyond = (cpus + 1).to_string();
-    let cpus_said = format!("this machine has {cpus} CPUs");
+    let cpus_said = format!(
+        "this machine has {}",
+        numalab_results::words::count(cpus as u64, "CPU")
+    );
     for (args, needles) in [
         (
             vec!["--hostfile", two, "--ranks-per-host", "2"],

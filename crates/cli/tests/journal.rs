@@ -8,6 +8,7 @@ mod common;
 
 use common::{bounded, numalab, tmpdir};
 use numalab_results::journal;
+use numalab_results::words::count_are;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -305,7 +306,10 @@ fn assert_rescued(out: &std::process::Output, rescue_dir: &Path) {
     assert!(Path::new(named).starts_with(rescue_dir), "{named}");
     let kept = read_json(Path::new(named));
     assert!(
-        last.contains(&format!("the {} records are kept", kept.len())),
+        last.contains(&format!(
+            "the {} kept",
+            count_are(kept.len() as u64, "record")
+        )),
         "{last}"
     );
     let full = reference();

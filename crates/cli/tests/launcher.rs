@@ -78,7 +78,7 @@ fn a_stopped_launcher_ends(tag: &str, args: &[&str], env: &[(&str, &str)], kept:
     assert_gone(pid, "the stopped launcher");
     assert!(out.stdout.is_empty(), "{args:?}");
     if let Some(line) = kept {
-        assert!(err.contains("configurations had finished"), "{err}");
+        assert!(err.contains("the job ended early: "), "{err}");
         let want: serde_json::Value = serde_json::from_str(line).unwrap();
         let got: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();

@@ -399,9 +399,9 @@ fn monitor_prints_count_lines_per_node_and_streams_a_trace() {
     assert!(r.status.success());
 }
 
-/// "N sampling rounds" in a line of text.
+/// "N sampling rounds" (or "1 sampling round") in a line of text.
 fn rounds_in(text: &str) -> Option<u64> {
-    let i = text.find(" sampling rounds")?;
+    let i = text.find(" sampling round")?;
     text[..i]
         .rsplit(|c: char| !c.is_ascii_digit())
         .next()?

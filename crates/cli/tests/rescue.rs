@@ -9,6 +9,7 @@ mod common;
 
 use common::{numalab, tmpdir};
 use numalab_results::journal::{self, Entry, Fingerprint, Header, PlannedStep};
+use numalab_results::words::count_are;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -386,7 +387,7 @@ fn a_killed_mpi_suite_keeps_the_configurations_it_finished() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     let said = err
         .lines()
-        .find(|l| l.contains("configurations had finished"))
+        .find(|l| l.contains("the job ended early: "))
         .unwrap_or_else(|| panic!("nothing kept: {err}"));
     let n: usize = said
         .split("early: ")
@@ -397,7 +398,10 @@ fn a_killed_mpi_suite_keeps_the_configurations_it_finished() {
     assert!((2..12).contains(&n) && said.contains(" of 12 "), "{said}");
     let recs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(
-        said.contains(&format!("their {} records are written to", recs.len())),
+        said.contains(&format!(
+            "their {} written to",
+            count_are(recs.len() as u64, "record")
+        )),
         "{said}"
     );
     let mut runs: Vec<&str> = recs.iter().map(|r| r["name"].as_str().unwrap()).collect();
@@ -522,12 +526,15 @@ fn ctrl_c_on_mpi_latency_keeps_the_steps_it_finished() {
     assert!(err.contains("interrupted by SIGINT"), "{err}");
     let said = err
         .lines()
-        .find(|l| l.contains("configurations had finished"))
+        .find(|l| l.contains("the job ended early: "))
         .unwrap_or_else(|| panic!("nothing kept: {err}"));
     let recs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(!recs.is_empty());
     assert!(
-        said.contains(&format!("their {} records are written to", recs.len())),
+        said.contains(&format!(
+            "their {} written to",
+            count_are(recs.len() as u64, "record")
+        )),
         "{said}"
     );
     assert!(recs.iter().all(|r| r["kind"] == "mpi-latency"), "{recs:?}");

@@ -167,10 +167,14 @@ impl Plan {
         if let Some(avail) = available_bytes(m) {
             if m.this_system && need > avail {
                 return Err(Error::Usage(format!(
-                    "invalid --input '{}' for {}: {} ranks need about {} MiB, this machine has {} MiB free",
+                    "invalid --input '{}' for {}: {} about {} MiB, this machine has {} MiB free",
                     o.input,
                     o.app,
-                    ranks,
+                    if ranks == 1 {
+                        "1 rank needs".to_string()
+                    } else {
+                        format!("{ranks} ranks need")
+                    },
                     need >> 20,
                     avail >> 20
                 )));
@@ -212,7 +216,7 @@ impl Plan {
     /// One line for --dry-run and progress.
     pub fn describe(&self) -> String {
         format!(
-            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}: {} KiB shared, {} locks",
+            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}: {} KiB shared, {}",
             self.app,
             self.protocol.name(),
             self.threads,
@@ -220,7 +224,7 @@ impl Plan {
             self.net_delay_ns,
             self.input.name(),
             self.shared_bytes >> 10,
-            self.locks
+            numalab_results::words::count(self.locks as u64, "lock")
         )
     }
 

@@ -104,4 +104,10 @@ fn the_costs_refuse_to_run_alone_and_say_what_two_ranks_cannot_measure() {
         out.contains("3-hop lock acquire: not measured (needs 3 ranks"),
         "{out}"
     );
+    // Named figures only: no raw JSON line (issue 42 item 4).
+    assert!(
+        !out.lines()
+            .any(|l| l.starts_with("stats ") || l.contains("{\"")),
+        "{out}"
+    );
 }

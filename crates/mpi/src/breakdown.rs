@@ -111,8 +111,8 @@ pub fn remote_load_stages(
     }
     if server_stamps.len() != mine_issuer.len() {
         return Err(Error::System(format!(
-            "the server stamped {} requests, the issuer {}",
-            server_stamps.len(),
+            "the server stamped {}, the issuer {}",
+            numalab_results::words::count(server_stamps.len() as u64, "request"),
             mine_issuer.len()
         )));
     }

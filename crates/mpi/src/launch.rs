@@ -106,8 +106,8 @@ impl LaunchRequest {
             let max = self.cpus.max(1) * MAX_RANKS_PER_CPU;
             if self.ranks > max {
                 return Err(Error::Usage(format!(
-                    "invalid --ranks '{}': this machine can start at most {max} ranks ({MAX_RANKS_PER_CPU} per CPU, {} CPUs); give a --hostfile for more",
-                    self.ranks, self.cpus
+                    "invalid --ranks '{}': this machine can start at most {max} ranks ({MAX_RANKS_PER_CPU} per CPU, {}); give a --hostfile for more",
+                    self.ranks, numalab_results::words::count(self.cpus as u64, "CPU")
                 )));
             }
         }
@@ -164,8 +164,10 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     if let Some(job) = JobEnv::detect() {
         if job.size != 0 && job.size != req.ranks {
             return Err(Error::Usage(format!(
-                "invalid --ranks '{}': this MPI job has {} ranks (drop --ranks, or give mpirun -np {})",
-                req.ranks, job.size, req.ranks
+                "invalid --ranks '{}': this MPI job has {} (drop --ranks, or give mpirun -np {})",
+                req.ranks,
+                numalab_results::words::count(job.size as u64, "rank"),
+                req.ranks
             )));
         }
         started(&job);

@@ -134,7 +134,10 @@ impl Mapping {
         }
         let Some(hosts) = hosts else {
             return match n > cpus {
-                true => bad(format!("this machine has {cpus} CPUs")),
+                true => bad(format!(
+                    "this machine has {}",
+                    numalab_results::words::count(cpus as u64, "CPU")
+                )),
                 false => Ok(()),
             };
         };
@@ -143,7 +146,7 @@ impl Mapping {
             if let Some(room) = room.filter(|r| n > *r) {
                 let what = match h.slots {
                     Some(_) => format!("slots={room} in the hostfile"),
-                    None => format!("{room} CPUs"),
+                    None => numalab_results::words::count(room as u64, "CPU"),
                 };
                 return bad(format!("host '{}' (line {}) has {what}", h.host, h.line));
             }

@@ -89,8 +89,8 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
             .find(|r| round.loads > r.chase.visited())
         {
             return Err(Error::System(format!(
-                "a prepared pass of {} loads exceeds the {} prepared lines on CPU {}",
-                round.loads,
+                "a prepared pass of {} exceeds the {} prepared lines on CPU {}",
+                numalab_results::words::count(round.loads as u64, "load"),
                 r.chase.visited(),
                 r.cpu
             )));

@@ -54,7 +54,10 @@ fn head(name: &str, h: &Header) -> String {
         "interval {} ms{}; sampler {}\n",
         h.interval_ms,
         if h.pages_every > 0 {
-            format!(", pages per node every {} intervals", h.pages_every)
+            format!(
+                ", pages per node every {}",
+                numalab_results::words::count(h.pages_every as u64, "interval")
+            )
         } else {
             String::new()
         },
@@ -87,10 +90,10 @@ fn sampling(t: &Trace, ix: &Index) -> String {
     let mut gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
     gaps.sort_by(f64::total_cmp);
     format!(
-        "span {:.3} s, {} sampling rounds, {} samples; interval actually taken: {}\n",
+        "span {:.3} s, {}, {}; interval actually taken: {}\n",
         t.span_ns() as f64 / 1e9,
-        times.len(),
-        t.samples.len(),
+        numalab_results::words::count(times.len() as u64, "sampling round"),
+        numalab_results::words::count(t.samples.len() as u64, "sample"),
         if gaps.is_empty() {
             "fewer than two rounds".into()
         } else {

@@ -478,10 +478,13 @@ fn migrations(ix: &Index, threads: &[&str], add: &mut impl FnMut(&str, &str, Str
             "CPUs seen, migrations, node changes between samples",
             id,
             format!(
-                "cpus {}; {} migrations; {} node changes",
+                "cpus {}; {}; {}",
                 cpus.join(","),
-                m.map_or("?".into(), |m| format!("{m}")),
-                changes
+                m.map_or("? migrations".into(), |m| numalab_results::words::count(
+                    m as u64,
+                    "migration"
+                )),
+                numalab_results::words::count(changes as u64, "node change")
             ),
             "proc, proc-sched",
         );

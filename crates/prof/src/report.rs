@@ -254,7 +254,7 @@ fn sources(t: &Trace) -> String {
         vec!["interval".into(), format!("{} ms", h.interval_ms)],
         vec![
             "pages read every".into(),
-            format!("{} intervals", h.pages_every),
+            numalab_results::words::count(h.pages_every as u64, "interval"),
         ],
         vec![
             "sampler pinned to".into(),

@@ -378,9 +378,9 @@ fn check_cpu(h: &Header, s: &Sample) -> Result<(), String> {
     }
     let (lo, hi) = (all.iter().min(), all.iter().max());
     Err(format!(
-        "a sample of '{}' names CPU {cpu}, which the trace's machine does not have (its {} CPUs run {}-{})",
+        "a sample of '{}' names CPU {cpu}, which the trace's machine does not have (its {} run {}-{})",
         s.obj,
-        all.len(),
+        numalab_results::words::count(all.len() as u64, "CPU"),
         lo.unwrap_or(&0),
         hi.unwrap_or(&0)
     ))

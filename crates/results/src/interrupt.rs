@@ -161,8 +161,8 @@ fn watch() {
             mark(&mut kept, sig);
             match show(&kept) {
                 Ok(()) => format!(
-                    "the {} records of the parts that had finished were written, each marked interrupted",
-                    kept.len()
+                    "the records of the parts that had finished were written, each marked interrupted: {}",
+                    crate::words::count(kept.len() as u64, "record")
                 ),
                 Err(e) => format!("the records of the parts that had finished were not written: {e}"),
             }

@@ -165,8 +165,8 @@ impl Journal {
         }
         let names: Vec<String> = self.damaged.iter().map(Damaged::name).collect();
         Some(format!(
-            "{} damaged journal line(s) skipped: {} ({}); their steps count as not measured",
-            names.len(),
+            "{} skipped: {} ({}); their steps count as not measured",
+            crate::words::count(names.len() as u64, "damaged journal line"),
             names.join(", "),
             self.damaged[0].why
         ))

@@ -231,7 +231,8 @@ fn csv_columns(first: &str) -> Result<Option<(usize, usize)>, String> {
         .collect();
     if !unknown.is_empty() {
         return Err(format!(
-            "invalid header '{first}': unknown column(s) {}; the columns are {valid} (in either order)",
+            "invalid header '{first}': unknown {} {}; the columns are {valid} (in either order)",
+            crate::words::noun(unknown.len() as u64, "column"),
             unknown.join(", ")
         ));
     }

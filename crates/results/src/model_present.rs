@@ -16,7 +16,16 @@ pub fn text(d: &ModelData, predict_hops: Option<u32>) -> String {
     let (f, points) = (&d.fit, &d.points);
     let predict = predict_hops.zip(d.prediction_ns);
     let mut s = String::new();
-    let _ = writeln!(s, "Model: latency = local + remote penalty + hops × per-hop delay ({} observations, hops {:?})\n", f.n, f.hops_seen);
+    let _ = writeln!(
+        s,
+        "Model: latency = local + remote penalty + hops × per-hop delay ({}, hops {})\n",
+        crate::words::count(f.n as u64, "observation"),
+        f.hops_seen
+            .iter()
+            .map(|h| h.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let mut coefficients = vec![vec!["local".into(), opt(f.local_ns)]];
     if let Some(i) = f.intercept_ns {
         coefficients.push(vec!["local + penalty".into(), format!("{i:.2}")]);
@@ -50,7 +59,11 @@ pub fn text(d: &ModelData, predict_hops: Option<u32>) -> String {
     ));
     s.push('\n');
     if let Some((h, v)) = predict {
-        let _ = writeln!(s, "\nPredicted latency at {h} hop(s): {v:.2} ns");
+        let _ = writeln!(
+            s,
+            "\nPredicted latency at {}: {v:.2} ns",
+            crate::words::count(h as u64, "hop")
+        );
     }
     s
 }
@@ -139,8 +152,31 @@ fn model_cards(records: &[crate::Record]) -> Vec<crate::summary::Card> {
             .push(Figure::new("remote penalty", p, "ns", 1, "model"));
     }
     c.detail = Some(match f.r2 {
-        Some(r2) => format!("R² {r2:.3}, {} points", f.n),
-        None => format!("{} points", f.n),
+        Some(r2) => format!("R² {r2:.3}, {}", crate::words::count(f.n as u64, "point")),
+        None => crate::words::count(f.n as u64, "point"),
     });
     vec![c]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{fit, Point};
+
+    #[test]
+    fn the_model_text_lists_hops_without_brackets_and_counts_in_words() {
+        let points: Vec<Point> = [(0, 100.0), (1, 140.0), (2, 165.0), (0, 101.0)]
+            .iter()
+            .map(|&(hops, latency_ns)| Point { hops, latency_ns })
+            .collect();
+        let d = ModelData {
+            fit: fit(&points).unwrap(),
+            points,
+            prediction_ns: Some(190.0),
+        };
+        let t = text(&d, Some(1));
+        assert!(t.contains("(4 observations, hops 0, 1, 2)"), "{t}");
+        assert!(t.contains("Predicted latency at 1 hop: 190.00 ns"), "{t}");
+        assert!(!t.contains('[') && !t.contains("(s)"), "{t}");
+    }
 }

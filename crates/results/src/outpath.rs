@@ -38,7 +38,7 @@ pub enum OutputError {
         why: String,
     },
     /// Writing failed, and the records were kept in a fallback file instead.
-    #[error("writing '{path}' failed: {why}; the {n} records are kept in '{rescued}'")]
+    #[error("writing '{path}' failed: {why}; the {} kept in '{rescued}'", crate::words::count_are(*n as u64, "record"))]
     Rescued {
         /// The path that could not be written.
         path: String,

@@ -101,8 +101,9 @@ pub fn salvage(path: &Path, output: Option<&Path>, total: Option<usize>) -> Opti
     };
     let of = total.map_or(String::new(), |t| format!(" of {t}"));
     Some(format!(
-        "the job ended early: {n}{of} configurations had finished; their {} records are {held}",
-        records.len()
+        "the job ended early: {n}{of} {} had finished; their {} {held}",
+        crate::words::noun(total.unwrap_or(n) as u64, "configuration"),
+        crate::words::count_are(records.len() as u64, "record")
     ))
 }
 

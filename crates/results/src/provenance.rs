@@ -286,4 +286,25 @@ mod tests {
         assert!(!p.kernel.is_empty());
         assert!(p.timestamp.ends_with('Z'), "{}", p.timestamp);
     }
+
+    #[test]
+    fn a_command_that_measures_nothing_names_the_hypervisor_but_no_disturbance() {
+        let mut p = Provenance::collect("1 node", "this machine");
+        p.virtualization.hypervisor = true;
+        p.virtualization.signature = Some("KVMKVMKVM".into());
+        p.numa_balancing = "on".into();
+        p.concurrent_runs = vec![crate::runlock::OtherRun {
+            pid: 7,
+            command: "numalab latency".into(),
+            started: "2026-11-27T09:00:00Z".into(),
+        }];
+        let measuring = p.warnings().join("\n");
+        assert!(measuring.contains("timings") && measuring.contains("disturbed"));
+        let describing = p.describing_warnings();
+        assert_eq!(describing.len(), 1, "{describing:?}");
+        assert!(describing[0].contains("(KVM)"), "{describing:?}");
+        for word in ["timing", "disturb", "measurement", "KVMKVM"] {
+            assert!(!describing[0].contains(word), "{word}: {describing:?}");
+        }
+    }
 }

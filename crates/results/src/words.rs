@@ -19,6 +19,11 @@ pub fn noun(n: u64, one: &str) -> String {
     }
 }
 
+/// The count, its noun and the verb that agrees: "1 record is", "2 records are".
+pub fn count_are(n: u64, one: &str) -> String {
+    format!("{} {}", count(n, one), if n == 1 { "is" } else { "are" })
+}
+
 /// "1 pass", "3 passes": the count numalab says most.
 pub fn passes(n: usize) -> String {
     count_as(n as u64, "pass", "passes")
@@ -37,5 +42,7 @@ mod tests {
         assert_eq!(count_as(3, "pass", "passes"), "3 passes");
         assert_eq!(noun(1, "node"), "node");
         assert_eq!(noun(2, "node"), "nodes");
+        assert_eq!(count_are(1, "record"), "1 record is");
+        assert_eq!(count_are(24, "record"), "24 records are");
     }
 }

@@ -121,8 +121,9 @@ impl Buffer {
             .bind_memory_area(area, &set, policy, MemoryBindingFlags::STRICT)
             .map_err(|e| {
                 Error::System(format!(
-                    "binding {} to node(s) {} failed: {}",
+                    "binding {} to node{} {} failed: {}",
                     crate::fmt_bytes(self.len as u64),
+                    if mem.nodes.len() == 1 { "" } else { "s" },
                     crate::cpulist::format(&mem.nodes),
                     sandbox_words("mbind", e.to_string())
                 ))
@@ -318,8 +319,10 @@ pub fn check_proof(p: &MemProof, mem: &MemPlacement) -> Result<()> {
             .map(|(n, c)| format!("{c} on node {n}"))
             .collect();
         return Err(Error::Verification(format!(
-            "of {} pages expected on node(s) {}, found {}{}",
+            "of {} page{} expected on node{} {}, found {}{}",
             p.pages_checked,
+            if p.pages_checked == 1 { "" } else { "s" },
+            if mem.nodes.len() == 1 { "" } else { "s" },
             crate::cpulist::format(&mem.nodes),
             found.join(", "),
             if p.pages_missing > 0 {

@@ -87,7 +87,8 @@ fn bind(m: &Mapping, nodes: &[u32]) -> Result<()> {
     if rc < 0 {
         let e = std::io::Error::last_os_error();
         return Err(Error::Unsatisfiable(format!(
-            "mbind(MPOL_WEIGHTED_INTERLEAVE) over node(s) {} failed: {}",
+            "mbind(MPOL_WEIGHTED_INTERLEAVE) over node{} {} failed: {}",
+            if nodes.len() == 1 { "" } else { "s" },
             crate::cpulist::format(nodes),
             crate::buffer::sandbox_words("mbind", e.to_string())
         )));

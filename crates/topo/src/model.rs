@@ -387,10 +387,17 @@ impl Machine {
                 parts.push(format!("{} {}", d.len(), name));
             }
         }
-        parts.push(format!("{} PUs", self.pus.len()));
+        parts.push(format!(
+            "{} PU{}",
+            self.pus.len(),
+            if self.pus.len() == 1 { "" } else { "s" }
+        ));
         let cpu_less = self.nodes.iter().filter(|n| n.cpu_less).count();
         if cpu_less > 0 {
-            parts.push(format!("{cpu_less} CPU-less nodes"));
+            parts.push(format!(
+                "{cpu_less} CPU-less node{}",
+                if cpu_less == 1 { "" } else { "s" }
+            ));
         }
         if !self.offline_cpus.is_empty() {
             parts.push(format!(

@@ -111,8 +111,9 @@ fn level_domains(m: &Machine, level: Level) -> Result<Vec<u32>> {
 fn too_many(n: usize, what: &str, avail: &[&Pu]) -> Error {
     let cpus: Vec<u32> = avail.iter().map(|p| p.os).collect();
     Error::Unsatisfiable(format!(
-        "asked for {n} threads but {what} has only {} usable CPUs ({})",
+        "asked for {n} threads but {what} has only {} usable CPU{} ({})",
         cpus.len(),
+        if cpus.len() == 1 { "" } else { "s" },
         cpulist::format(&cpus)
     ))
 }
@@ -130,8 +131,9 @@ fn too_few_in_domains(
 ) -> Error {
     let reach: Vec<u32> = queues.iter().flatten().map(|p| p.os).collect();
     let mut msg = format!(
-        "asked for {n} threads but {what} reaches only {} usable CPUs ({})",
+        "asked for {n} threads but {what} reaches only {} usable CPU{} ({})",
         reach.len(),
+        if reach.len() == 1 { "" } else { "s" },
         cpulist::format(&reach)
     );
     let empty = idle_domains(m, level, order);
@@ -412,7 +414,8 @@ fn node_at_hops(m: &Machine, f: u32, k: u32) -> Result<u32> {
     have.sort_unstable();
     have.dedup();
     Err(Error::Unsatisfiable(format!(
-        "no node with memory is {k} hops from node {f}; hop counts available: {}",
+        "no node with memory is {k} hop{} from node {f}; hop counts available: {}",
+        if k == 1 { "" } else { "s" },
         cpulist::format(&have)
     )))
 }

@@ -124,11 +124,14 @@ fn injection(records: &[Record]) -> Option<Injection> {
     })
 }
 
+/// The mixes' thread counts with their noun: "1 thread", "2/4 threads".
 fn threads(records: &[Record]) -> String {
     let n: BTreeSet<String> = of(records, "bandwidth-mix")
         .map(|r| r.parameters["requestors"].to_string())
         .collect();
-    n.into_iter().collect::<Vec<_>>().join("/")
+    let one = n.len() == 1 && n.contains("1");
+    let noun = numalab_results::words::noun(if one { 1 } else { 2 }, "thread");
+    format!("{} {noun}", n.into_iter().collect::<Vec<_>>().join("/"))
 }
 
 fn text(records: &[Record]) -> String {
@@ -178,7 +181,7 @@ fn text(records: &[Record]) -> String {
     }
     if let Some(Injection { cols, cells, .. }) = injection(records) {
         out.push_str(&format!(
-            "Injection table: median issued GB/s, {} threads against each memory node\n\n",
+            "Injection table: median issued GB/s, {} against each memory node\n\n",
             threads(records)
         ));
         let h: Vec<String> = std::iter::once("mix".to_string())
@@ -246,7 +249,7 @@ impl Presenter for MixPresenter {
                     .collect();
                 let h: Vec<&str> = h.iter().map(|x| x.as_str()).collect();
                 out.push_str(&format!(
-                    "<div class=\"mix-injection\" data-node=\"{}\"><h3>Injection table, {} threads</h3>{}</div>",
+                    "<div class=\"mix-injection\" data-node=\"{}\"><h3>Injection table, {}</h3>{}</div>",
                     esc(c),
                     esc(&threads(records)),
                     figure(chart, html_table(&h, &cells))
@@ -271,5 +274,33 @@ impl Presenter for MixPresenter {
             html_table(&h, &rows)
         ));
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::Provenance;
+
+    fn mixes(requestors: &[u64]) -> Vec<Record> {
+        requestors
+            .iter()
+            .map(|n| {
+                let prov = Provenance::collect("1 node", "this machine");
+                Record::new(
+                    "bandwidth-mix",
+                    "m",
+                    prov,
+                    serde_json::json!({ "requestors": n }),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_injection_title_counts_its_threads_in_words() {
+        assert_eq!(threads(&mixes(&[1])), "1 thread");
+        assert_eq!(threads(&mixes(&[2, 2])), "2 threads");
+        assert_eq!(threads(&mixes(&[1, 4])), "1/4 threads");
     }
 }

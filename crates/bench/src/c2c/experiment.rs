@@ -164,7 +164,7 @@ impl Plan {
     pub fn record(&self, ctx: &Context) -> Record {
         let mut r = Record::new(
             "c2c-plan",
-            &format!("{} pairs", self.pairs.len()),
+            &numalab_results::words::count(self.pairs.len() as u64, "pair"),
             ctx.prov.clone(),
             self.params(),
         );

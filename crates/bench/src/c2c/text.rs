@@ -83,8 +83,8 @@ pub(super) fn matrix_text(records: &[Record]) -> Option<String> {
 /// passes when disturbed ones are kept; with how the passes were added.
 fn statistic(p: &serde_json::Value, logs: &[PassLog]) -> String {
     let settle = format!(
-        "at least {} passes per pair, more until the median's interval is within ±{} %",
-        p["iterations"],
+        "at least {} per pair, more until the median's interval is within ±{} %",
+        numalab_results::words::passes(p["iterations"].as_u64().unwrap_or(0) as usize),
         p["tolerance_pct"]
             .as_f64()
             .unwrap_or(settle::DEFAULT_TOLERANCE_PCT)

@@ -212,7 +212,10 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
             }
             None => r.unavailable.push(Unavailable {
                 feature: "uown_latency".into(),
-                reason: format!("no node with memory {} hops away", row.hops),
+                reason: format!(
+                    "no node with memory {} away",
+                    numalab_results::words::count(row.hops as u64, "hop")
+                ),
             }),
         }
         // Each unowned row, then each cell, is kept as it ends should a signal end the rest.

@@ -135,8 +135,10 @@ fn cpu_less_reason(m: &Machine, nodes: &[u32]) -> Option<String> {
     (!nodes.is_empty() && !with_cpus).then(|| {
         let list: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
         format!(
-            "the only node(s) at that distance, {}, have no usable CPUs (CPU-less memory), so no owner can sit there",
-            list.join(",")
+            "the only {} at that distance, {}, {} no usable CPUs (CPU-less memory), so no owner can sit there",
+            if list.len() == 1 { "node" } else { "nodes" },
+            list.join(","),
+            if list.len() == 1 { "has" } else { "have" }
         )
     })
 }

@@ -32,8 +32,8 @@ pub(super) fn render(records: &[Record]) -> Option<String> {
         fmt_bytes(p["size_bytes"].as_u64().unwrap_or(0)),
         match plan {
             None => format!(
-                "; latency: median of the undisturbed passes (of all where none was undisturbed), bandwidth: best of them (at least {} passes, more until within ±{} %)",
-                p["iterations"],
+                "; latency: median of the undisturbed passes (of all where none was undisturbed), bandwidth: best of them (at least {}, more until within ±{} %)",
+                numalab_results::words::passes(p["iterations"].as_u64().unwrap_or(0) as usize),
                 p["tolerance_pct"].as_f64().unwrap_or(numalab_results::settle::DEFAULT_TOLERANCE_PCT)
             ),
             Some(_) => " (plan only)".into(),

@@ -72,13 +72,13 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
     let timer = &first.parameters["timer"];
     let _ = writeln!(
         s,
-        "Latency: kernel {}, state {}, stride {} B, window {} pages, {} pages, {} passes; timer {} at {:.3} GHz (resolution {:.1} ns)\n",
+        "Latency: kernel {}, state {}, stride {} B, window {}, {} pages, {}; timer {} at {:.3} GHz (resolution {:.1} ns)\n",
         p(first, "kernel"),
         p(first, "state"),
         p(first, "stride_bytes"),
-        p(first, "window_pages"),
+        numalab_results::words::count(first.parameters["window_pages"].as_u64().unwrap_or(0), "page"),
         p(first, "page_size"),
-        p(first, "iterations"),
+        numalab_results::words::passes(first.parameters["iterations"].as_u64().unwrap_or(0) as usize),
         timer["kind"].as_str().unwrap_or("unknown"),
         timer["hz"].as_f64().unwrap_or(f64::NAN) / 1e9,
         timer["resolution_ns"].as_f64().unwrap_or(f64::NAN)
@@ -113,7 +113,7 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
     if let Some(o) = first.data_as::<LatencyData>().ok().and_then(|d| d.restart) {
         let _ = writeln!(
             s,
-            "Restart search (cpu {}): stable window k = {} to {} ({}), {} steps measured",
+            "Restart search (cpu {}): stable window k = {} to {} ({}), {} measured",
             p(first, "requestor_cpu"),
             o.stable_from,
             o.stable_to,
@@ -122,7 +122,7 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
             } else {
                 "k ran out"
             },
-            o.curve.len()
+            numalab_results::words::count(o.curve.len() as u64, "step")
         );
     }
     s
@@ -194,12 +194,17 @@ fn plan_text(first: &Record, records: &[&Record]) -> String {
     );
     let _ = writeln!(
         s,
-        "  layout:     {}, stride {} B, window {} pages, seed {}; {} passes each\n",
+        "  layout:     {}, stride {} B, window {}, seed {}; {} each\n",
         p(first, "order"),
         p(first, "stride_bytes"),
-        p(first, "window_pages"),
+        numalab_results::words::count(
+            first.parameters["window_pages"].as_u64().unwrap_or(0),
+            "page"
+        ),
         p(first, "seed"),
-        p(first, "iterations")
+        numalab_results::words::passes(
+            first.parameters["iterations"].as_u64().unwrap_or(0) as usize
+        )
     );
     let rows: Vec<Vec<String>> = records
         .iter()

@@ -387,8 +387,8 @@ impl LoadedPlan {
         rec.warnings.extend(m.log.warning());
         if m.remeasured_below > 0 {
             rec.warnings.push(format!(
-                "read below the unloaded latency, so measured again {} time(s)",
-                m.remeasured_below
+                "read below the unloaded latency, so measured again {}",
+                numalab_results::words::count(m.remeasured_below as u64, "time")
             ));
         }
         settle::apply(&mut rec, m.settle.clone());

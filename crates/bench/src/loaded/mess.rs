@@ -172,7 +172,8 @@ pub fn reference_records(
         .collect();
     if !empty.is_empty() {
         out[0].warnings.push(format!(
-            "{source}: line(s) {} left out: an empty read percentage, bandwidth or latency",
+            "{source}: {} {} left out: an empty read percentage, bandwidth or latency",
+            numalab_results::words::noun(empty.len() as u64, "line"),
             empty.join(", ")
         ));
     }
@@ -231,6 +232,6 @@ mod tests {
         assert_eq!(recs.len(), 2);
         let warned: Vec<&String> = recs.iter().flat_map(|r| &r.warnings).collect();
         assert_eq!(warned.len(), 1, "{warned:?}");
-        assert!(warned[0].contains("line(s) 3"), "{warned:?}");
+        assert!(warned[0].contains("line 3 left out"), "{warned:?}");
     }
 }

@@ -25,12 +25,12 @@ pub(super) fn render(records: &[Record]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} matrix: {} domains × memory nodes, {} per {}, median of {} passes ({})\n",
+        "{} matrix: {} domains × memory nodes, {} per {}, median of {} ({})\n",
         what,
         level,
         fmt_bytes(u(first, "size_bytes").unwrap_or(0)),
         if bw { "requestor" } else { "chase" },
-        u(first, "iterations").unwrap_or(0),
+        numalab_results::words::passes(u(first, "iterations").unwrap_or(0) as usize),
         if bw {
             "GB/s, one requestor per core, bwmp"
         } else {

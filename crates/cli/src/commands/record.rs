@@ -126,9 +126,9 @@ fn summary(a: &RecordArgs, out: &record::Outcome) -> String {
         )
     });
     format!(
-        "numalab record: '{}' {how}; {} sampling rounds every {} ms in {}{cost} (numalab info {})",
+        "numalab record: '{}' {how}; {} every {} ms in {}{cost} (numalab info {})",
         a.command.join(" "),
-        out.rounds,
+        numalab_results::words::count(out.rounds, "sampling round"),
         a.interval,
         out.trace.display(),
         out.trace.display()

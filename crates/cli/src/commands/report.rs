@@ -107,9 +107,9 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
         println!("not measured: {m}");
     }
     eprintln!(
-        "numalab: wrote {} ({} records)",
+        "numalab: wrote {} ({})",
         a.output.display(),
-        records.len()
+        numalab_results::words::count(records.len() as u64, "record")
     );
     Ok(())
 }

@@ -194,10 +194,10 @@ fn finish(dir: &std::path::Path, log: &Log, m: Measured, started: Instant) -> Re
     records.extend(m.unfinished);
     survey::write_all(dir, &records, &sj::missing(&log.journal))?;
     println!(
-        "numalab survey: {} in {:.1} s; {} records",
+        "numalab survey: {} in {:.1} s; {}",
         if interrupted { "interrupted" } else { "done" },
         started.elapsed().as_secs_f64(),
-        records.len()
+        numalab_results::words::count(records.len() as u64, "record")
     );
     // The summary first: the figures a reader wants before the bookkeeping.
     print!("{}", registry::summary(&records));

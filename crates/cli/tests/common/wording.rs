@@ -32,6 +32,27 @@ const COUNTED: &[&str] = &[
     "cells",
     "samples",
     "iterations",
+    "operations",
+    "points",
+    "curves",
+    "locks",
+    "loads",
+    "observations",
+    "requests",
+    "migrations",
+    "configurations",
+    "PUs",
+    "columns",
+];
+
+/// Counted nouns of two words, in their plural ("1 round trips" names no one-word noun).
+const COUNTED_TWO: &[&str] = &[
+    "round trips",
+    "shift steps",
+    "sampling rounds",
+    "bulk prefetches",
+    "remote faults",
+    "node changes",
 ];
 
 /// Every wording problem in `out`, one string per line that has any.
@@ -54,12 +75,35 @@ pub fn problems(out: &str) -> Vec<String> {
                 bad.push(format!("'1 {noun}'"));
             }
         }
+        for w in ws.windows(3) {
+            let two = format!(
+                "{} {}",
+                w[1],
+                w[2].trim_end_matches([',', ';', ':', '.', ')'])
+            );
+            if w[0].trim_start_matches('(') == "1" && COUNTED_TWO.contains(&two.as_str()) {
+                bad.push(format!("'1 {two}'"));
+            }
+        }
         for (i, w) in ws.iter().enumerate() {
             let next = ws.get(i + 1).copied().unwrap_or("");
             let word = w.trim_matches(|c: char| "(),;:".contains(c));
             if decimal_size(word) || (number(word) && ["KB", "MB", "GB", "TB"].contains(&next)) {
                 bad.push(format!("a decimal size '{word}'"));
             }
+        }
+        // Debug output: an empty list, a list of numbers ("[2, 4]"; a lone "[1]" is a
+        // footnote mark), an Option.
+        let list = |w: &&str| {
+            let w = w.trim_start_matches('(');
+            w.starts_with("[]")
+                || (w.starts_with('[')
+                    && w.ends_with(',')
+                    && !w.contains(']')
+                    && w[1..].chars().next().is_some_and(|c| c.is_ascii_digit()))
+        };
+        if ws.iter().any(list) || line.contains("Some(") {
+            bad.push("Debug output".to_string());
         }
         if !bad.is_empty() {
             v.push(format!("{} in line: {}", bad.join(", "), line.trim()));
@@ -81,9 +125,9 @@ fn decimal_size(w: &str) -> bool {
 
 #[test]
 fn the_wording_checks_find_each_case_and_pass_good_text() {
-    let bad = "1 injector(s) on CPU 1\nSTREAM layout, 1 threads\nL1 32KB, L3 23.5 GB\n(1 passes)";
-    assert_eq!(problems(bad).len(), 4, "{:#?}", problems(bad));
-    let good = "t (s)  value\n1 injector, 2 threads, 1 pass, 12.5 GB/s, 32 KiB, 1 MiB, 2 nodes";
+    let bad = "1 injector(s) on CPU 1\nSTREAM layout, 1 threads\nL1 32KB, L3 23.5 GB\n(1 passes)\n8 B ping-pong, 1 round trips each\nP = [2, 4]; blocks of []\nhops Some(1)";
+    assert_eq!(problems(bad).len(), 7, "{:#?}", problems(bad));
+    let good = "t (s)  value\n1 injector, 2 threads, 1 pass, 12.5 GB/s, 32 KiB, 1 MiB, 2 nodes\nreaders B[1] to B[3], a note [1], 1 round trip each";
     assert!(problems(good).is_empty(), "{:#?}", problems(good));
 }
 

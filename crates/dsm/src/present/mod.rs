@@ -316,10 +316,10 @@ fn volume_line(p: &crate::experiment::PerInterval) -> String {
     if let Some(q) = p.sequential_ns {
         let room = q * (1.0 - 1.0 / p.ranks.max(1) as f64);
         s.push_str(&format!(
-            "; the sequential program computes {} per interval ({:.0} intervals): beating it on {} ranks needs an interval's communication under {}",
+            "; the sequential program computes {} per interval ({}): beating it on {} needs an interval's communication under {}",
             us(q),
-            p.intervals_per_rank,
-            p.ranks,
+            numalab_results::words::count(p.intervals_per_rank.round() as u64, "interval"),
+            numalab_results::words::count(p.ranks as u64, "rank"),
             us(room)
         ));
     }
@@ -334,15 +334,54 @@ fn interval_line(s: &crate::Stats) -> String {
     }
     let per = |x: u64| x as f64 / s.intervals as f64;
     format!(
-        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} intervals; {} pages private, {} turned shared\n",
+        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {}; {} private, {} turned shared\n",
         per(s.segv),
         per(s.segv_ns) / 1e3,
         per(s.mprotects),
         per(s.mprotect_ns) / 1e3,
         per(s.twins),
         per(s.twin_ns) / 1e3,
-        s.intervals,
-        s.private_pages,
+        numalab_results::words::count(s.intervals, "interval"),
+        numalab_results::words::count(s.private_pages, "page"),
         s.reclassified,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_counts_of_one_read_in_the_singular() {
+        let one = crate::Stats {
+            intervals: 1,
+            private_pages: 1,
+            remote_faults: 1,
+            prefetch_msgs: 1,
+            prefetched: 1,
+            prefetch_waits: 1,
+            ..Default::default()
+        };
+        let t = interval_line(&one) + &prefetch_line(&one);
+        assert!(t.contains("over 1 interval; 1 page private"), "{t}");
+        assert!(
+            t.contains("1 remote fault, 1 bulk prefetch bringing 1 page (1 fault waited"),
+            "{t}"
+        );
+        let two = crate::Stats {
+            intervals: 2,
+            private_pages: 2,
+            remote_faults: 2,
+            prefetch_msgs: 2,
+            prefetched: 2,
+            prefetch_waits: 2,
+            ..Default::default()
+        };
+        let t = interval_line(&two) + &prefetch_line(&two);
+        assert!(t.contains("over 2 intervals; 2 pages private"), "{t}");
+        assert!(
+            t.contains("2 remote faults, 2 bulk prefetches bringing 2 pages (2 faults waited"),
+            "{t}"
+        );
+    }
 }

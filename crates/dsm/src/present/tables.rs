@@ -350,7 +350,13 @@ pub(super) fn fig7(here: &[&Row]) -> Table {
 pub(super) fn at_delay(rs: &[Row], d: u64) -> (Vec<&Row>, String) {
     let here: Vec<&Row> = rs.iter().filter(|r| r.delay == d).collect();
     let ranks = here.first().map_or(0, |r| r.ranks);
-    (here, format!("net delay {d} ns, {ranks} ranks"))
+    (
+        here,
+        format!(
+            "net delay {d} ns, {}",
+            numalab_results::words::count(ranks as u64, "rank")
+        ),
+    )
 }
 
 /// The suite's text tables, in the seed's order, per net delay.

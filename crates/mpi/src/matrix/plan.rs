@@ -103,11 +103,11 @@ impl Plan {
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         format!(
-            "mpi matrix plan: {} ranks, {} one at a time, ping-pong of {} B, {} round trips after {} warm-up each\n",
+            "mpi matrix plan: {} ranks, {} one at a time, ping-pong of {} B, {} after {} warm-up each\n",
             self.ranks,
             numalab_results::words::count(self.pairs.len() as u64, "pair"),
             self.options.size,
-            self.options.iterations,
+            numalab_results::words::count(self.options.iterations as u64, "round trip"),
             self.options.warmup
         )
     }

@@ -374,20 +374,20 @@ impl Plan {
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         let mut s = format!(
-            "mpi plan: {} ranks; rank {} times, rank {} answers; {} measurements; {} data, {} per timed sample\n",
+            "mpi plan: {} ranks; rank {} times, rank {} answers; {}; {} data, {} per timed sample\n",
             self.ranks,
             self.pair.0,
             self.pair.1,
-            self.steps.len(),
+            numalab_results::words::count(self.steps.len() as u64, "measurement"),
             self.method.data.name(),
             self.method.batch
         );
         for st in &self.steps {
             s.push_str(&format!(
-                "  {:<9} {:>9}  {} iterations ({PASSES} passes of {}, more while unsettled) after {} warm-up{}\n",
+                "  {:<9} {:>9}  {} ({PASSES} passes of {}, more while unsettled) after {} warm-up{}\n",
                 st.op.name(),
                 numalab_topo::fmt_bytes(st.size),
-                st.iterations,
+                numalab_results::words::count(st.iterations as u64, "iteration"),
                 st.per_pass,
                 st.warmup,
                 if st.op.streams() {

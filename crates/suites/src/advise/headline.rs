@@ -14,8 +14,8 @@ pub fn headline(answers: &[Record]) -> Option<Block> {
     let a = plan.compute().ok()?;
     let w = a.workload.as_ref()?;
     let ask = format!(
-        "{} threads streaming {}",
-        w.threads,
+        "{} streaming {}",
+        numalab_results::words::count(w.threads as u64, "thread"),
         numalab_topo::fmt_bytes(w.footprint)
     );
     let other = "numalab advise DIR --threads N --footprint SIZE asks about another workload";

@@ -263,7 +263,8 @@ fn loaded_note(m: &measured::Measured) -> String {
     } else {
         let nodes: Vec<u32> = m.curves.keys().copied().collect();
         format!(
-            "latency at the predicted load, from the loaded-latency family of memory node(s) {} (the curve nearest the read share; idle elsewhere)",
+            "latency at the predicted load, from the loaded-latency family of memory {} {} (the curve nearest the read share; idle elsewhere)",
+            numalab_results::words::noun(nodes.len() as u64, "node"),
             numalab_topo::cpulist::format(&nodes)
         )
     }

@@ -11,6 +11,7 @@ use numalab_mpi::kernels::{self, Method};
 use numalab_mpi::{gather, shift, Error, Result, World};
 use numalab_probe::Timer;
 use numalab_results::stats::median;
+use numalab_results::words;
 use numalab_results::{Provenance, Record};
 use numalab_topo::Host;
 use serde::{Deserialize, Serialize};
@@ -41,8 +42,8 @@ struct Rows {
 fn one_per_host(world: &World, plan: &Plan) -> Result<()> {
     if world.placements.len() != plan.hosts.len() {
         return Err(Error::Usage(format!(
-            "cluster needs one rank per host: the job has {} ranks for {} hosts",
-            world.placements.len(),
+            "cluster needs one rank per host: the job has {} for {} hosts",
+            words::count(world.placements.len() as u64, "rank"),
             plan.hosts.len()
         )));
     }
@@ -287,8 +288,8 @@ fn links(plan: &Plan, hosts: Vec<String>, rows: &[Rows]) -> LinksData {
         size: o.bw_size,
         window: o.bw_window,
         method: format!(
-            "latency: 8 B MPI_Send/MPI_Recv ping-pong, {} round trips per pair (median, halved), pairs in rounds of disjoint pairs; bandwidth: mpiGraph's shift steps, every host sending {} x {} B to host+D while receiving from host-D, {} samples per step (median), send and receive completion timed apart",
-            o.lat_iterations, o.bw_window, o.bw_size, o.bw_iterations
+            "latency: 8 B MPI_Send/MPI_Recv ping-pong, {} per pair (median, halved), pairs in rounds of disjoint pairs; bandwidth: mpiGraph's shift steps, every host sending {} x {} B to host+D while receiving from host-D, {} per step (median), send and receive completion timed apart",
+            words::count(o.lat_iterations as u64, "round trip"), o.bw_window, o.bw_size, words::count(o.bw_iterations as u64, "sample")
         ),
     }
 }

@@ -6,6 +6,7 @@ use super::plan::Plan;
 use numalab_results::output::table;
 use numalab_results::present::of;
 use numalab_results::report::num;
+use numalab_results::words;
 use numalab_results::Record;
 use numalab_topo::fmt_bytes;
 use std::fmt::Write;
@@ -42,13 +43,19 @@ impl Plan {
             },
             host_list(&self.hosts)
         );
-        let _ = writeln!(s, "  every host at once: its settings and a memory check per NUMA node (idle latency, read bandwidth of 1 core and of all cores; {} passes each)", o.mem_iterations);
-        let _ = writeln!(s, "  latency matrix: {} pairs in {} rounds of disjoint pairs, 8 B ping-pong, {} round trips each", self.pairs, self.latency_rounds, o.lat_iterations);
-        let _ = writeln!(s, "  bandwidth matrix: {} shift steps, every host sending {} x {} to host+D while receiving from host-D, {} samples per step", self.shift_steps, o.bw_window, fmt_bytes(o.bw_size), o.bw_iterations);
+        let _ = writeln!(s, "  every host at once: its settings and a memory check per NUMA node (idle latency, read bandwidth of 1 core and of all cores; {} each)", words::passes(o.mem_iterations));
         let _ = writeln!(
             s,
-            "  allreduce (64 B) and barrier across all hosts: {} passes each",
-            o.coll_iterations
+            "  latency matrix: {} in {} of disjoint pairs, 8 B ping-pong, {} each",
+            words::count(self.pairs, "pair"),
+            words::count(self.latency_rounds as u64, "round"),
+            words::count(o.lat_iterations as u64, "round trip")
+        );
+        let _ = writeln!(s, "  bandwidth matrix: {}, every host sending {} x {} to host+D while receiving from host-D, {} per step", words::count(self.shift_steps as u64, "shift step"), o.bw_window, fmt_bytes(o.bw_size), words::count(o.bw_iterations as u64, "sample"));
+        let _ = writeln!(
+            s,
+            "  allreduce (64 B) and barrier across all hosts: {} each",
+            words::passes(o.coll_iterations)
         );
         let _ = writeln!(
             s,
@@ -211,4 +218,46 @@ pub fn collectives_text(records: &[Record]) -> String {
         let _ = writeln!(s, "Across all hosts ({}): allreduce of 64 B {} us, barrier {} us (medians, rank 0's clock)", r.name, us("allreduce"), us("barrier"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::Options;
+    use super::*;
+
+    fn plan_text(hosts: usize, iterations: usize) -> String {
+        let o = Options {
+            hosts: Some(hosts),
+            lat_iterations: iterations,
+            bw_iterations: iterations,
+            coll_iterations: iterations,
+            mem_iterations: iterations,
+            ..Options::default()
+        };
+        Plan::resolve(&o).unwrap().text()
+    }
+
+    #[test]
+    fn the_plan_counts_one_pair_round_step_and_pass_in_the_singular() {
+        let one = plan_text(2, 1);
+        for said in [
+            "1 pass each",
+            "1 pair in 1 round of",
+            "1 round trip each",
+            "1 shift step,",
+            "1 sample per step",
+        ] {
+            assert!(one.contains(said), "no '{said}' in:\n{one}");
+        }
+        let many = plan_text(3, 2);
+        for said in [
+            "2 passes each",
+            "3 pairs in 3 rounds of",
+            "2 round trips each",
+            "2 shift steps,",
+            "2 samples per step",
+        ] {
+            assert!(many.contains(said), "no '{said}' in:\n{many}");
+        }
+    }
 }

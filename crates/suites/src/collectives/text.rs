@@ -169,9 +169,9 @@ fn pairs_text(run: &Run) -> String {
     };
     let _ = writeln!(
         s,
-        "\nnode-to-node remote read (seed Fig. 2): root CPU {} wrote {} lines; ns per line, median [min to p95]",
+        "\nnode-to-node remote read (seed Fig. 2): root CPU {} wrote {}; ns per line, median [min to p95]",
         first.parameters["root_cpu"],
-        first.parameters["block_lines"]
+        numalab_results::words::count(first.parameters["block_lines"].as_u64().unwrap_or(0), "line")
     );
     let rows: Vec<Vec<String>> = run
         .pairs

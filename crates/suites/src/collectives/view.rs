@@ -41,14 +41,14 @@ pub(super) struct Head<'a> {
 pub(super) fn head(h: &Head) -> String {
     let threads: Vec<String> = h.threads.iter().map(|p| p.to_string()).collect();
     format!(
-        "collectives suite (KSR seed 002) on {}: threads in order of {} domains {}; P = {}; blocks of {}; barrier between stages: {}; {} passes\n",
+        "collectives suite (KSR seed 002) on {}: threads in order of {} domains {}; P = {}; blocks of {}; barrier between stages: {}; {}\n",
         h.topology,
         h.level,
         h.domains,
         threads.join(", "),
         h.block_lines.iter().map(|l| fmt_bytes((l * h.line) as u64)).collect::<Vec<_>>().join(", "),
         h.sync,
-        h.iterations
+        numalab_results::words::passes(h.iterations as usize)
     )
 }
 
@@ -72,8 +72,9 @@ pub(super) fn plan_text(plan: &Plan) -> String {
     if !plan.pairs.is_empty() {
         let _ = writeln!(
             s,
-            "\nremote read: root CPU {} writes {} lines, then each reader reads them:",
-            plan.cpus[0], plan.pair_lines
+            "\nremote read: root CPU {} writes {}, then each reader reads them:",
+            plan.cpus[0],
+            numalab_results::words::count(plan.pair_lines as u64, "line")
         );
         let rows: Vec<Vec<String>> = plan
             .pairs
@@ -107,6 +108,10 @@ pub(super) fn plan_text(plan: &Plan) -> String {
             names.join(", ")
         );
     }
-    let _ = writeln!(s, "\n{} measurements", plan.items.len() + plan.pairs.len());
+    let _ = writeln!(
+        s,
+        "\n{}",
+        numalab_results::words::count((plan.items.len() + plan.pairs.len()) as u64, "measurement")
+    );
     s
 }

@@ -38,7 +38,7 @@ fn head(r: &Record) -> String {
         .collect();
     let node = |k: &str| p[k].as_u64().map_or_else(|| "-".into(), |n| n.to_string());
     format!(
-        "earth suite (seed 001, with seed 002 §6 and seed 003 §4.1) on {}: worker CPU {} (node {}), helper CPU {} (node {}){}; parts {}; {} passes{}\n",
+        "earth suite (seed 001, with seed 002 §6 and seed 003 §4.1) on {}: worker CPU {} (node {}), helper CPU {} (node {}){}; parts {}; {}{}\n",
         r.provenance.topology,
         p["worker_cpu"],
         node("worker_node"),
@@ -46,7 +46,7 @@ fn head(r: &Record) -> String {
         node("helper_node"),
         p["remote_node"].as_u64().map_or_else(|| ", no remote node".into(), |n| format!(", remote node {n}")),
         parts.join(", "),
-        p["iterations"],
+        numalab_results::words::passes(p["iterations"].as_u64().unwrap_or(0) as usize),
         budget_text(r)
     )
 }

@@ -141,7 +141,7 @@ impl Plan {
 /// The first line of the suite's text.
 pub fn head(topology: &str, plan: &Plan, iterations: u64) -> String {
     format!(
-        "placement suite (KSR1 seed 000) on {}: level {}, domains {}; owner {}; data set {} ({} lines), unit {}, {} passes per point\n",
+        "placement suite (KSR1 seed 000) on {}: level {}, domains {}; owner {}; data set {} ({} lines), unit {}, {} per point\n",
         topology,
         plan.level,
         crate::domains::describe(&plan.domains),
@@ -149,7 +149,7 @@ pub fn head(topology: &str, plan: &Plan, iterations: u64) -> String {
         fmt_bytes((plan.lines * plan.line) as u64),
         plan.lines,
         unit_name(plan.unit_lines),
-        iterations
+        numalab_results::words::passes(iterations as usize)
     )
 }
 

@@ -85,7 +85,7 @@ fn measured_head(r: &Record) -> String {
         .unwrap_or_default();
     let lines = u(&p["shared_lines"]);
     format!(
-        "placement suite (KSR1 seed 000) on {}: level {}, domains {}; owner {}; data set {} ({} lines), unit {}, {} passes per point\n",
+        "placement suite (KSR1 seed 000) on {}: level {}, domains {}; owner {}; data set {} ({} lines), unit {}, {} per point\n",
         r.provenance.topology,
         p["level"].as_str().unwrap_or("-"),
         describe(&domains),
@@ -93,7 +93,7 @@ fn measured_head(r: &Record) -> String {
         fmt_bytes(lines * u(&p["line_bytes"])),
         lines,
         unit_name(u(&p["unit_lines"]) as usize),
-        u(&p["iterations"])
+        numalab_results::words::passes(u(&p["iterations"]) as usize)
     )
 }
 

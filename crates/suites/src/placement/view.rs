@@ -65,9 +65,9 @@ pub(super) fn placement_plan_text(plan: &Plan) -> String {
     }
     let _ = writeln!(
         s,
-        "\n{} points in {} curves",
-        plan.points(),
-        plan.curves.len()
+        "\n{} in {}",
+        numalab_results::words::count(plan.points() as u64, "point"),
+        numalab_results::words::count(plan.curves.len() as u64, "curve")
     );
     s + &not_run(plan)
 }

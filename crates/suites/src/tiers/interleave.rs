@@ -83,17 +83,20 @@ pub fn words(c: &InterleaveCheck) -> String {
         .iter()
         .map(|n| {
             format!(
-                "node {n} {} pages (expected {}, weight {})",
-                c.pages_per_node.get(n).copied().unwrap_or(0),
+                "node {n} {} (expected {}, weight {})",
+                numalab_results::words::count(
+                    c.pages_per_node.get(n).copied().unwrap_or(0),
+                    "page"
+                ),
                 c.expected_per_node.get(n).copied().unwrap_or(0),
                 c.weights.get(n).copied().unwrap_or(0)
             )
         })
         .collect();
     format!(
-        "{} in {} pages of {}: {}{}; {}",
+        "{} in {} of {}: {}{}; {}",
         fmt_bytes(c.size_bytes),
-        c.pages,
+        numalab_results::words::count(c.pages, "page"),
         fmt_bytes(c.page_bytes),
         per.join(", "),
         if c.pages_missing > 0 {

@@ -301,10 +301,18 @@ impl Plan {
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         format!(
-            "collectives --mpi plan: {} ranks; P = {:?}; blocks of {:?} lines of {} B; {} measurements of {} passes (seed algorithm and MPI's own, side by side)\n",
-            self.ranks, self.ps, self.block_lines, self.line, self.items.len(), self.iterations
+            "collectives --mpi plan: {} ranks; P = {}; blocks of {} {} of {} B; {} of {} (seed algorithm and MPI's own, side by side)\n",
+            self.ranks, list(&self.ps), list(&self.block_lines), numalab_results::words::noun(self.block_lines.iter().max().map_or(0, |&n| n as u64), "line"), self.line, numalab_results::words::count(self.items.len() as u64, "measurement"), numalab_results::words::passes(self.iterations)
         )
     }
+}
+
+/// Counts as a list for the plan's text: "2, 4" (no Debug brackets).
+fn list(v: &[usize]) -> String {
+    v.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -365,5 +373,19 @@ mod tests {
         assert!(Plan::for_ranks(4, 64, &o).unwrap_err().is_user_error());
         o.ranks = Some(vec![8]);
         assert!(Plan::for_ranks(4, 64, &o).is_err());
+    }
+
+    #[test]
+    fn the_plan_text_lists_counts_without_brackets_and_counts_one_in_the_singular() {
+        let t = Plan::for_ranks(4, 64, &opts()).unwrap().text();
+        assert!(t.contains("P = 2, 4; blocks of 1, 64 lines of 64 B"), "{t}");
+        assert!(t.contains("measurements of 3 passes"), "{t}");
+        assert!(!t.contains('['), "{t}");
+        let mut o = opts();
+        o.sizes = vec![64];
+        o.iterations = 1;
+        let t = Plan::for_ranks(2, 64, &o).unwrap().text();
+        assert!(t.contains("P = 2; blocks of 1 line of 64 B"), "{t}");
+        assert!(t.contains(" of 1 pass "), "{t}");
     }
 }

@@ -285,10 +285,10 @@ fn item_record(
     let mut r = Record::new(
         "collective-mpi",
         &format!(
-            "{} {} P={p} {} lines",
+            "{} {} P={p} {}",
             item.collective(),
             item.implementation(),
-            item.lines
+            numalab_results::words::count(item.lines as u64, "line")
         ),
         prov.clone(),
         json!({

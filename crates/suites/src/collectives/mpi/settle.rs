@@ -46,8 +46,8 @@ pub fn judged(goal: &Goal, time: &[f64], budget: Duration, first: usize) -> Sett
             "budget spent"
         };
         format!(
-            "machine busy: {spread} after {} passes ({end}); give a larger --noise-budget or measure on a quieter machine",
-            time.len()
+            "machine busy: {spread} after {} ({end}); give a larger --noise-budget or measure on a quieter machine",
+            numalab_results::words::passes(time.len())
         )
     });
     Settle {

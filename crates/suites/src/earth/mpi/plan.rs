@@ -150,11 +150,11 @@ impl Plan {
     /// The plan as text, for --dry-run.
     pub fn text(&self) -> String {
         let mut s = format!(
-            "earth --mpi plan: rank {} issues, rank {} serves; {} operations per pass, {} passes\n",
+            "earth --mpi plan: rank {} issues, rank {} serves; {} per pass, {}\n",
             self.options.pair.0,
             self.options.pair.1,
-            self.options.ops_per_pass,
-            self.options.iterations
+            numalab_results::words::count(self.options.ops_per_pass as u64, "operation"),
+            numalab_results::words::passes(self.options.iterations)
         );
         for r in &self.rows {
             s.push_str(&format!(
