@@ -137,6 +137,7 @@ impl LaunchRequest {
             mapping: self.mapping,
             agent: std::env::var_os(AGENT_VAR).map(PathBuf::from),
             scratch,
+            library: crate::launcher::built_with(),
         })
     }
 
