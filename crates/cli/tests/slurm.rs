@@ -172,12 +172,43 @@ fn salloc_runs_mpi_latency_with_srun_one_rank_on_each_of_two_hosts() {
         .map(|r| r["cpu"].as_u64().unwrap())
         .collect();
     assert_eq!(cpus, [0, 1 % cpus_here()]);
+    users_own_srun(&c, &slurm, exe);
     slurm.down();
     let left = c.left_running();
     assert!(
         left.is_empty(),
         "left running after Slurm stopped: {left:?}"
     );
+}
+
+/// Started by the user's `srun` itself, numalab runs as the ranks: with PMIx it
+/// measures and names srun as the user's; without a PMI plugin (this Slurm's default,
+/// `MpiDefault=none`) every task says, before MPI starts, what to run instead: exit 2.
+fn users_own_srun(c: &Cluster, slurm: &Slurm, exe: &str) {
+    let latency = [exe, "mpi", "latency", "--sizes", "8", "--ops", "pingpong"];
+    let pmix = [
+        &["salloc", "-N", "2", "srun", "--mpi=pmix"][..],
+        &latency,
+        &["--json"],
+    ];
+    let v = ok(&slurm.run(c, "200", &pmix.concat()));
+    let (hosts, launcher) = hosts_and_launcher(&v.as_array().unwrap()[0]);
+    assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
+    assert_eq!(launcher, "srun (the user's)");
+    let out = slurm.run(
+        c,
+        "120",
+        &[&["salloc", "-N", "2", "srun"][..], &latency].concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("numalab:")).collect();
+    assert_eq!(said.len(), 1, "said once, by rank 0: {err}");
+    assert!(
+        said[0].contains("without a PMI plugin") && said[0].contains("srun --mpi=pmix"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 /// This machine's CPUs (the emulated hosts take CPU (i-1) mod CPUs).

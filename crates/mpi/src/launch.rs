@@ -163,6 +163,9 @@ pub fn find_mpirun() -> Result<PathBuf> {
 /// same command line under mpirun and wait for it.
 pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     if let Some(job) = JobEnv::detect() {
+        if let Some(why) = crate::slurm::without_pmi(&job, &crate::launcher::built_with()) {
+            return Err(Error::Usage(why));
+        }
         if job.size != 0 && job.size != req.ranks {
             return Err(Error::Usage(format!(
                 "invalid --ranks '{}': this MPI job has {} ranks (drop --ranks, or give mpirun -np {})",

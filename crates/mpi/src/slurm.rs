@@ -5,6 +5,7 @@
 //! (srun passes its environment to every task).
 
 use crate::across::{open_mpi_transport, Settings};
+use crate::env::JobEnv;
 use crate::hostfile::HostLine;
 
 /// The variable srun reads its `--mpi` from; the user's value wins.
@@ -113,6 +114,23 @@ pub fn settings(library: &str, get: &dyn Fn(&str) -> Option<String>) -> Settings
     s
 }
 
+/// A task of a Slurm step of several tasks that srun gave no PMI (`--mpi=none`, often
+/// Slurm's default): MPI would start each task as a job of its own. The line saying
+/// so and what to run instead, for an MPI library `library`; None for any other job.
+pub fn without_pmi(job: &JobEnv, library: &str) -> Option<String> {
+    if job.source != "SLURM" || job.size < 2 {
+        return None;
+    }
+    let (plugin, over) = match mpich_family(library) {
+        true => ("pmi2", "PMI-2"),
+        false => ("pmix", "PMIx"),
+    };
+    Some(format!(
+        "started by srun without a PMI plugin (--mpi=none): numalab's MPI library joins its {} tasks over {over}; run srun --mpi={plugin} (or set {MPI_TYPE_VAR}={plugin}), or run numalab in the allocation without srun and it starts srun itself",
+        job.size
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +142,31 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn a_step_without_pmi_is_named_with_the_plugin_to_use() {
+        let step = |size| JobEnv {
+            size,
+            rank: 0,
+            local_size: None,
+            local_rank: None,
+            source: "SLURM",
+        };
+        let why = without_pmi(&step(2), "Open MPI v4.1.4").unwrap();
+        assert!(
+            why.contains("its 2 tasks over PMIx; run srun --mpi=pmix"),
+            "{why}"
+        );
+        let why = without_pmi(&step(2), "MPICH Version: 4.0").unwrap();
+        assert!(why.contains("srun --mpi=pmi2"), "{why}");
+        // One task is a job of one; PMIx or PMI variables are a job srun joined.
+        assert_eq!(without_pmi(&step(1), "Open MPI"), None);
+        let pmix = JobEnv {
+            source: "PMIX",
+            ..step(2)
+        };
+        assert_eq!(without_pmi(&pmix, "Open MPI"), None);
     }
 
     #[test]
