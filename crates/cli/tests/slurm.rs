@@ -217,7 +217,7 @@ fn cpus_here() -> u64 {
 }
 
 #[test]
-fn salloc_runs_dsm_sor_across_two_hosts_verified_against_the_sequential_program() {
+fn salloc_runs_dsm_sor_one_rank_per_node_verified_against_the_sequential_program() {
     let Some((_one, c)) = slurm_cluster() else {
         return;
     };
@@ -233,6 +233,9 @@ fn salloc_runs_dsm_sor_across_two_hosts_verified_against_the_sequential_program(
         "sor",
         "--input",
         "small",
+        // One rank on each of the allocation's nodes: 2 ranks, no --ranks needed.
+        "--ranks-per-host",
+        "1",
         "--json",
     ];
     let v = ok(&slurm.run(&c, "300", &args));
@@ -240,6 +243,7 @@ fn salloc_runs_dsm_sor_across_two_hosts_verified_against_the_sequential_program(
     let (hosts, launcher) = hosts_and_launcher(rec);
     assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
     assert!(launcher.starts_with("srun (inside Slurm allocation "));
+    assert_eq!(rec["placement"]["mapping"], "--ranks-per-host 1");
     let check = &rec["data"]["check"];
     assert!(
         check["max_rel_diff"].as_f64().unwrap() <= check["tolerance"].as_f64().unwrap(),

@@ -102,7 +102,7 @@ impl LaunchRequest {
                 )));
             }
             crate::hostfile::read(h)?;
-        } else {
+        } else if self.launcher != Launcher::Srun {
             let max = self.cpus.max(1) * MAX_RANKS_PER_CPU;
             if self.ranks > max {
                 return Err(Error::Usage(format!(
@@ -114,12 +114,13 @@ impl LaunchRequest {
         Ok(())
     }
 
-    /// Ranks per CPU of this machine, at least 1 (1 with a hostfile): ranks that
-    /// share CPUs wait for them (see [`crate::sizes::transfer_estimate`]).
+    /// Ranks per CPU of this machine, at least 1 (1 with a hostfile or under srun,
+    /// whose ranks run on other machines): ranks that share CPUs wait for them (see
+    /// [`crate::sizes::transfer_estimate`]).
     pub fn crowding(&self) -> f64 {
-        match self.hostfile {
-            Some(_) => 1.0,
-            None => (self.ranks as f64 / self.cpus.max(1) as f64).max(1.0),
+        match self.hostfile.is_some() || self.launcher == Launcher::Srun {
+            true => 1.0,
+            false => (self.ranks as f64 / self.cpus.max(1) as f64).max(1.0),
         }
     }
 
@@ -566,6 +567,11 @@ mod tests {
             assert!(e.is_user_error() && e.to_string().contains(what), "{e}");
         }
         assert!(req(32, 2).validate().is_ok());
+        // Under srun the ranks run on the allocation's nodes, not this machine's CPUs.
+        let mut srun = req(64, 2);
+        srun.launcher = Launcher::Srun;
+        assert!(srun.validate().is_ok());
+        assert_eq!(srun.crowding(), 1.0);
         assert_eq!((req(32, 2).crowding(), req(1, 2).crowding()), (16.0, 1.0));
         let mut one = req(0, 2);
         one.min_ranks = 1;

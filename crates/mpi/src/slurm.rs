@@ -65,6 +65,18 @@ fn ranges(body: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// The allocation's nodes (`SLURM_JOB_NODELIST`), as hosts without slots; None outside
+/// an allocation.
+pub fn allocation(get: &dyn Fn(&str) -> Option<String>) -> Option<Vec<HostLine>> {
+    let nodes = expand(&get("SLURM_JOB_NODELIST")?);
+    let hosts = nodes.into_iter().enumerate().map(|(i, host)| HostLine {
+        line: i + 1,
+        host,
+        slots: None,
+    });
+    Some(hosts.collect()).filter(|h: &Vec<HostLine>| !h.is_empty())
+}
+
 /// Is `library` (the MPI library's version string) of the MPICH family?
 pub fn mpich_family(library: &str) -> bool {
     let l = library.to_ascii_lowercase();
@@ -88,17 +100,7 @@ pub fn settings(library: &str, get: &dyn Fn(&str) -> Option<String>) -> Settings
             s.said.push(format!("--mpi={plugin} ({why})"));
         }
     }
-    let nodes: Vec<HostLine> = get("SLURM_JOB_NODELIST")
-        .map(|l| expand(&l))
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(i, host)| HostLine {
-            line: i + 1,
-            host,
-            slots: None,
-        })
-        .collect();
+    let nodes = allocation(get).unwrap_or_default();
     if library.contains("Open MPI") && nodes.len() > 1 {
         // Started by srun there is no mpirun and no daemon: Open MPI's out-of-band
         // channel (oob_*) is not used, so it is not set.
@@ -208,5 +210,12 @@ mod tests {
             .all(|(n, _)| n.starts_with("OMPI_MCA_") || n == "UCX_TLS"));
         assert!(s.said.last().unwrap().contains("--export=ALL"));
         assert!(settings("MPICH Version: 4", &nodes).env.is_empty());
+        let hosts: Vec<String> = allocation(&nodes)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.host)
+            .collect();
+        assert_eq!(hosts, ["n1", "n2"]);
+        assert!(allocation(&env(&[])).is_none());
     }
 }
