@@ -74,11 +74,17 @@ impl Slurm {
 
     /// `cmd` in the head host with this Slurm's configuration, bounded by `limit_s`.
     fn run(&self, c: &Cluster, limit_s: &str, cmd: &[&str]) -> Output {
-        c.in_head(
-            limit_s,
-            cmd,
-            &[("SLURM_CONF", &self.conf), ("NUMALAB_MPI_TIMEOUT", "150")],
-        )
+        self.run_with(c, limit_s, cmd, &[])
+    }
+
+    /// [`Slurm::run`] with `env` added.
+    fn run_with(&self, c: &Cluster, limit_s: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut all = vec![
+            ("SLURM_CONF", self.conf.as_str()),
+            ("NUMALAB_MPI_TIMEOUT", "150"),
+        ];
+        all.extend(env);
+        c.in_head(limit_s, cmd, &all)
     }
 
     fn down(&self) {
@@ -249,4 +255,36 @@ fn salloc_runs_dsm_sor_one_rank_per_node_verified_against_the_sequential_program
         check["max_rel_diff"].as_f64().unwrap() <= check["tolerance"].as_f64().unwrap(),
         "{check}"
     );
+}
+
+#[test]
+fn a_rank_killed_under_srun_ends_the_job_naming_the_rank_and_its_host() {
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    let exe = c.exe();
+    let args = [
+        "salloc",
+        "-N",
+        "2",
+        exe.to_str().unwrap(),
+        "mpi",
+        "latency",
+        "--sizes",
+        "8",
+    ];
+    let out = slurm.run_with(&c, "120", &args, &[("NUMALAB_MPI_KILL_RANK", "1")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("numalab: error:"))
+        .collect();
+    assert_eq!(
+        said,
+        ["numalab: error: rank 1 on host nlab-h2 died on signal 9 (Killed); the job was ended"],
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }

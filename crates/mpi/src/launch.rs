@@ -359,6 +359,10 @@ fn filter_line(
             let _ = tx.send(Notice::Transport(pass));
         }
         // The remote shell failing to reach a host: said once, naming it, in the report.
+        // srun's report of a failed task: as mpirun's box of it.
+        Some(Ok(pass)) if crate::launch_notice::srun_task(&pass).is_some() => {
+            let _ = tx.send(crate::launch_notice::srun_task(&pass).expect("checked"));
+        }
         Some(Ok(pass)) if crate::launch_notice::remote_shell(&pass).is_some() => {
             let _ = tx.send(crate::launch_notice::remote_shell(&pass).expect("checked"));
         }
@@ -511,7 +515,8 @@ fn verdict(code: i32, notices: &[Notice], killed_for: Option<String>, req: &Laun
         // mpirun itself died of a signal nobody here sent (kill -9 from outside).
         let _ = writeln!(
             err,
-            "numalab: error: mpirun was ended by signal {} from outside numalab; the job's ranks were ended with it",
+            "numalab: error: {} was ended by signal {} from outside numalab; the job's ranks were ended with it",
+            req.launcher.name(),
             code - 128
         );
         return 1;
