@@ -288,3 +288,72 @@ fn a_rank_killed_under_srun_ends_the_job_naming_the_rank_and_its_host() {
     );
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn salloc_runs_the_collectives_and_suite_cvm_across_two_hosts_under_srun() {
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    let exe = c.exe();
+    let exe = exe.to_str().unwrap();
+    let salloc = ["salloc", "-N", "2", exe];
+    // One-sided windows across hosts included (osc ucx, set as variables for srun).
+    let collectives = [
+        "suite",
+        "collectives",
+        "--mpi",
+        "--threads",
+        "2",
+        "--sizes",
+        "256",
+        "--iterations",
+        "2",
+        "--only",
+        "barrier,broadcast,shift,gather,allgather,reduce",
+        "--json",
+    ];
+    let v = ok(&slurm.run(&c, "250", &[&salloc[..], &collectives].concat()));
+    let runs: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    assert!(!runs.is_empty());
+    for r in runs {
+        let (hosts, launcher) = hosts_and_launcher(r);
+        assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
+        assert!(launcher.starts_with("srun (inside Slurm allocation "));
+    }
+    let cvm = [
+        "suite",
+        "cvm",
+        "--input",
+        "small",
+        "--apps",
+        "sor,water-nsq",
+        "--protocols",
+        "lmw,lmwc",
+        "--threads",
+        "1",
+        "--json",
+    ];
+    let v = ok(&slurm.run(&c, "300", &[&salloc[..], &cvm].concat()));
+    let runs: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "dsm")
+        .collect();
+    assert_eq!(runs.len(), 4, "two apps × two protocols");
+    for r in runs {
+        let check = &r["data"]["check"];
+        assert!(
+            check["max_rel_diff"].as_f64().unwrap() <= check["tolerance"].as_f64().unwrap(),
+            "{} not verified: {check}",
+            r["description"]
+        );
+        assert_eq!(hosts_and_launcher(r).0, ["nlab-h1", "nlab-h2"]);
+    }
+}

@@ -259,6 +259,11 @@ pub fn parse_box(lines: &[String]) -> Notice {
     if text.contains("does not know how to route a message") {
         return Notice::Redundant;
     }
+    // A rank's TCP transport failing to reach a peer: under srun, what a rank still
+    // running says when its peer has died (held as a transport line, see launch).
+    if text.contains("failed to TCP connect to a peer MPI process") {
+        return Notice::Transport(text);
+    }
     if text.contains("unable to complete a TCP connection") {
         if let Some(host) = word_after(&text, "Local host:") {
             let to = word_after(&text, "Remote host:").unwrap_or_else(|| "?".into());
@@ -407,6 +412,17 @@ mod tests {
         ] {
             assert_eq!(srun_task(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_box_of_a_failed_tcp_connect_to_a_peer_is_a_transport_line() {
+        let text = format!("{RULE}\nWARNING: Open MPI failed to TCP connect to a peer MPI process.  This\nshould not happen.\n\n  Local host: nlab-h1\n  Message:    connect() to 10.251.0.2:1024 failed\n{RULE}\n");
+        let (pass, notes) = run(&text);
+        assert!(pass.is_empty(), "{pass:?}");
+        assert!(
+            matches!(&notes[..], [Notice::Transport(t)] if t.contains("Local host: nlab-h1")),
+            "{notes:?}"
+        );
     }
 
     #[test]
