@@ -14,7 +14,9 @@ DEB_PACKAGES := libhwloc-dev libudev-dev pkg-config libopenmpi-dev openmpi-bin l
 GUEST_PACKAGES := qemu-system-x86 busybox-static cpio
 # The cross-host tests build an emulated cluster (scripts/test-cluster): ip, tc, nsenter.
 CLUSTER_PACKAGES := iproute2 util-linux
-TEST_PACKAGES := chromium hwloc $(GUEST_PACKAGES) $(CLUSTER_PACKAGES)
+# The Slurm test runs Slurm's daemons on that cluster (scripts/test-slurm).
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+TEST_PACKAGES := chromium hwloc $(GUEST_PACKAGES) $(CLUSTER_PACKAGES) $(SLURM_PACKAGES)
 CARGO ?= cargo
 N ?= 10
 

@@ -18,6 +18,10 @@ pub struct Settings {
     pub args: Vec<OsString>,
     /// One `name=value (why)` per setting, for provenance.
     pub said: Vec<String>,
+    /// The same settings as environment variables (`OMPI_MCA_name`), for a launcher
+    /// that passes its environment to every rank (srun); the user's own are left out,
+    /// as they are in that environment already.
+    pub env: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -30,6 +34,7 @@ impl Settings {
         }
         self.args
             .extend(["--mca".into(), name.into(), value.into()]);
+        self.env.push((format!("OMPI_MCA_{name}"), value.into()));
         self.said.push(format!("{name}={value} ({why})"));
     }
 
@@ -43,6 +48,7 @@ impl Settings {
         }
         self.args
             .extend(["-x".into(), format!("{name}={value}").into()]);
+        self.env.push((name.into(), value.into()));
         self.said.push(format!("{name}={value} ({why})"));
     }
 }
@@ -51,6 +57,25 @@ impl Settings {
 /// variables numalab's ranks read (`forward`), which a remote host's daemon does not
 /// inherit as a local one does.
 pub fn open_mpi(hosts: &[HostLine], forward: &[String]) -> Settings {
+    let mut s = open_mpi_transport(hosts);
+    for v in forward {
+        s.args.extend(["-x".into(), v.into()]);
+    }
+    s.said.push(format!(
+        "{} passed to every host (-x), as a remote daemon does not inherit them",
+        if forward.is_empty() {
+            "no NUMALAB_ variable".to_string()
+        } else {
+            forward.join(", ")
+        }
+    ));
+    s
+}
+
+/// Open MPI's transport for ranks on `hosts`: TCP on the hosts' network, keepalives
+/// that find a host cut off, one-sided windows over UCX (as `--mca`/`-x` arguments and
+/// as the same variables, see [`Settings::env`]).
+pub fn open_mpi_transport(hosts: &[HostLine]) -> Settings {
     let mut s = Settings::default();
     s.mca(
         "pml",
@@ -93,17 +118,6 @@ pub fn open_mpi(hosts: &[HostLine], forward: &[String]) -> Settings {
         "tcp,self",
         "UCX (the one-sided windows) over TCP, the transport the ranks use between hosts",
     );
-    for v in forward {
-        s.args.extend(["-x".into(), v.into()]);
-    }
-    s.said.push(format!(
-        "{} passed to every host (-x), as a remote daemon does not inherit them",
-        if forward.is_empty() {
-            "no NUMALAB_ variable".to_string()
-        } else {
-            forward.join(", ")
-        }
-    ));
     s
 }
 

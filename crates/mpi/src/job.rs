@@ -123,9 +123,18 @@ impl JobOptions {
         let mapping = self.mapping();
         let spec = mapping.rank_cpus(&self.rank_cpus)?;
         let job = crate::env::JobEnv::detect();
-        // Inside a job the launcher checked the spread; its size is the job's.
+        // Inside a job its launcher already ran: nothing to choose.
+        let (launcher, launcher_why) = match &job {
+            Some(_) => (Launcher::OpenMpi, "inside a job".to_string()),
+            None => Launcher::choose(self.launcher, self.hostfile.as_deref())?,
+        };
+        // Inside a job the launcher checked the spread; its size is the job's. Under
+        // srun the hosts are the allocation's nodes.
         let hosts = match (&self.hostfile, &job) {
             (Some(h), None) => Some(crate::hostfile::read(h)?),
+            (None, None) if launcher == Launcher::Srun => {
+                crate::slurm::allocation(&|k| std::env::var(k).ok())
+            }
             _ => None,
         };
         let ranks = match (self.ranks, &job) {
@@ -134,11 +143,6 @@ impl JobOptions {
             (None, _) => mapping
                 .ranks(hosts.as_ref().map_or(1, Vec::len))
                 .unwrap_or(min_ranks.max(2)),
-        };
-        // Inside a job its launcher already ran: nothing to choose.
-        let (launcher, launcher_why) = match &job {
-            Some(_) => (Launcher::OpenMpi, "inside a job".to_string()),
-            None => Launcher::choose(self.launcher, self.hostfile.as_deref())?,
         };
         let req = LaunchRequest {
             ranks,

@@ -102,7 +102,7 @@ impl LaunchRequest {
                 )));
             }
             crate::hostfile::read(h)?;
-        } else {
+        } else if self.launcher != Launcher::Srun {
             let max = self.cpus.max(1) * MAX_RANKS_PER_CPU;
             if self.ranks > max {
                 return Err(Error::Usage(format!(
@@ -114,12 +114,13 @@ impl LaunchRequest {
         Ok(())
     }
 
-    /// Ranks per CPU of this machine, at least 1 (1 with a hostfile): ranks that
-    /// share CPUs wait for them (see [`crate::sizes::transfer_estimate`]).
+    /// Ranks per CPU of this machine, at least 1 (1 with a hostfile or under srun,
+    /// whose ranks run on other machines): ranks that share CPUs wait for them (see
+    /// [`crate::sizes::transfer_estimate`]).
     pub fn crowding(&self) -> f64 {
-        match self.hostfile {
-            Some(_) => 1.0,
-            None => (self.ranks as f64 / self.cpus.max(1) as f64).max(1.0),
+        match self.hostfile.is_some() || self.launcher == Launcher::Srun {
+            true => 1.0,
+            false => (self.ranks as f64 / self.cpus.max(1) as f64).max(1.0),
         }
     }
 
@@ -137,6 +138,7 @@ impl LaunchRequest {
             mapping: self.mapping,
             agent: std::env::var_os(AGENT_VAR).map(PathBuf::from),
             scratch,
+            library: crate::launcher::built_with(),
         })
     }
 
@@ -162,6 +164,9 @@ pub fn find_mpirun() -> Result<PathBuf> {
 /// same command line under mpirun and wait for it.
 pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
     if let Some(job) = JobEnv::detect() {
+        if let Some(why) = crate::slurm::without_pmi(&job, &crate::launcher::built_with()) {
+            return Err(Error::Usage(why));
+        }
         if job.size != 0 && job.size != req.ranks {
             return Err(Error::Usage(format!(
                 "invalid --ranks '{}': this MPI job has {} (drop --ranks, or give mpirun -np {})",
@@ -356,6 +361,10 @@ fn filter_line(
             let _ = tx.send(Notice::Transport(pass));
         }
         // The remote shell failing to reach a host: said once, naming it, in the report.
+        // srun's report of a failed task: as mpirun's box of it.
+        Some(Ok(pass)) if crate::launch_notice::srun_task(&pass).is_some() => {
+            let _ = tx.send(crate::launch_notice::srun_task(&pass).expect("checked"));
+        }
         Some(Ok(pass)) if crate::launch_notice::remote_shell(&pass).is_some() => {
             let _ = tx.send(crate::launch_notice::remote_shell(&pass).expect("checked"));
         }
@@ -508,7 +517,8 @@ fn verdict(code: i32, notices: &[Notice], killed_for: Option<String>, req: &Laun
         // mpirun itself died of a signal nobody here sent (kill -9 from outside).
         let _ = writeln!(
             err,
-            "numalab: error: mpirun was ended by signal {} from outside numalab; the job's ranks were ended with it",
+            "numalab: error: {} was ended by signal {} from outside numalab; the job's ranks were ended with it",
+            req.launcher.name(),
             code - 128
         );
         return 1;
@@ -564,6 +574,11 @@ mod tests {
             assert!(e.is_user_error() && e.to_string().contains(what), "{e}");
         }
         assert!(req(32, 2).validate().is_ok());
+        // Under srun the ranks run on the allocation's nodes, not this machine's CPUs.
+        let mut srun = req(64, 2);
+        srun.launcher = Launcher::Srun;
+        assert!(srun.validate().is_ok());
+        assert_eq!(srun.crowding(), 1.0);
         assert_eq!((req(32, 2).crowding(), req(1, 2).crowding()), (16.0, 1.0));
         let mut one = req(0, 2);
         one.min_ranks = 1;

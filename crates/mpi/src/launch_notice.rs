@@ -66,6 +66,7 @@ pub fn is_transport(line: &str) -> bool {
     (line.contains(", expected ") && line.contains("errno = "))
         || line.contains("mca_btl_tcp_frag_recv")
         || line.contains("mca_btl_tcp_endpoint")
+        || line.contains("mca_btl_tcp_recv_blocking")
 }
 
 impl Notice {
@@ -209,6 +210,35 @@ pub fn remote_shell(line: &str) -> Option<Notice> {
     })
 }
 
+/// srun's report of a task that failed ("srun: error: nlab-h2: task 1: Killed", "…:
+/// task 0: Exited with exit code 3") as the notice mpirun's box gives; a task srun
+/// terminated itself (`--kill-on-bad-exit` once another failed, or a cancel) is an
+/// echo. None for any other line.
+pub fn srun_task(line: &str) -> Option<Notice> {
+    let rest = line.trim().strip_prefix("srun: error: ")?;
+    let (host, rest) = rest.split_once(": task ")?;
+    let (rank, what) = rest.split_once(": ")?;
+    let rank = rank.trim().parse().ok()?;
+    if let Some(code) = what.strip_prefix("Exited with exit code ") {
+        let code = code.trim().parse().ok()?;
+        return Some(Notice::RankExit { rank, code });
+    }
+    let signal = match what.trim() {
+        "Terminated" => return Some(Notice::Redundant),
+        "Killed" => libc::SIGKILL,
+        "Segmentation fault" => libc::SIGSEGV,
+        "Aborted" => libc::SIGABRT,
+        "Bus error" => libc::SIGBUS,
+        _ => return None,
+    };
+    Some(Notice::RankSignal {
+        rank,
+        host: host.trim().to_string(),
+        signal,
+        name: what.trim().to_string(),
+    })
+}
+
 /// Read one boxed report.
 pub fn parse_box(lines: &[String]) -> Notice {
     let text = lines
@@ -228,6 +258,11 @@ pub fn parse_box(lines: &[String]) -> Notice {
     }
     if text.contains("does not know how to route a message") {
         return Notice::Redundant;
+    }
+    // A rank's TCP transport failing to reach a peer: under srun, what a rank still
+    // running says when its peer has died (held as a transport line, see launch).
+    if text.contains("failed to TCP connect to a peer MPI process") {
+        return Notice::Transport(text);
     }
     if text.contains("unable to complete a TCP connection") {
         if let Some(host) = word_after(&text, "Local host:") {
@@ -348,6 +383,45 @@ mod tests {
         assert_eq!(
             notes[1].message(2, None).unwrap(),
             "rank 1 on host vm died on signal 9 (Killed); the job was ended"
+        );
+    }
+
+    #[test]
+    fn srun_reports_of_failed_tasks_become_the_notices_mpirun_gives() {
+        assert_eq!(
+            srun_task("srun: error: nlab-h2: task 1: Killed"),
+            Some(Notice::RankSignal {
+                rank: 1,
+                host: "nlab-h2".into(),
+                signal: 9,
+                name: "Killed".into()
+            })
+        );
+        assert_eq!(
+            srun_task("srun: error: n1: task 0: Exited with exit code 3"),
+            Some(Notice::RankExit { rank: 0, code: 3 })
+        );
+        assert_eq!(
+            srun_task("srun: error: n1: task 0: Terminated"),
+            Some(Notice::Redundant)
+        );
+        for other in [
+            "srun: error: n1: tasks 0-1: Exited with exit code 2",
+            "srun: Force Terminated StepId=1.0",
+            "rank 0: srun: error: x",
+        ] {
+            assert_eq!(srun_task(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_box_of_a_failed_tcp_connect_to_a_peer_is_a_transport_line() {
+        let text = format!("{RULE}\nWARNING: Open MPI failed to TCP connect to a peer MPI process.  This\nshould not happen.\n\n  Local host: nlab-h1\n  Message:    connect() to 10.251.0.2:1024 failed\n{RULE}\n");
+        let (pass, notes) = run(&text);
+        assert!(pass.is_empty(), "{pass:?}");
+        assert!(
+            matches!(&notes[..], [Notice::Transport(t)] if t.contains("Local host: nlab-h1")),
+            "{notes:?}"
         );
     }
 

@@ -49,6 +49,8 @@ pub struct Job {
     pub agent: Option<PathBuf>,
     /// A path prefix, this launch's own, for files a launcher needs written.
     pub scratch: PathBuf,
+    /// The MPI library's version string ([`built_with`]; empty: not known).
+    pub library: String,
 }
 
 /// A launcher's command line: arguments before the program, environment for it,
@@ -91,9 +93,8 @@ impl Launcher {
         if let Some(id) = get("SLURM_JOB_ID").filter(|v| !v.trim().is_empty()) {
             return (Launcher::Srun, format!("inside Slurm allocation {id}"));
         }
-        let lib = library.to_ascii_lowercase();
         let first = library.lines().next().unwrap_or_default().trim();
-        if lib.contains("mpich") || lib.contains("mvapich") || lib.contains("intel(r) mpi") {
+        if crate::slurm::mpich_family(library) {
             (Launcher::Hydra, format!("numalab is built with {first}"))
         } else if first.is_empty() {
             (Launcher::OpenMpi, "the default".into())
@@ -303,11 +304,20 @@ fn hydra(job: &Job) -> Line {
     l
 }
 
+/// srun inside the allocation: the tasks and their spread, the PMI plugin of the
+/// library, and for Open MPI its transport across nodes and reductions without op/avx
+/// as variables (srun passes its environment on; see [`crate::slurm::settings`]).
 fn srun(job: &Job) -> Line {
+    let s = crate::slurm::settings(&job.library, &|k| std::env::var(k).ok());
     let mut l = Line {
         args: os(&["--ntasks", &job.ranks.to_string()]),
+        env: s.env,
+        said: s.said,
         ..Line::default()
     };
+    if job.library.contains("Open MPI") && std::env::var_os(OP_VAR).is_none() {
+        l.env.push((OP_VAR.into(), OP_EXCLUDED.into()));
+    }
     if let Some(n) = job.mapping.ranks_per_host {
         l.args.extend(os(&["--ntasks-per-node", &n.to_string()]));
     }
@@ -317,6 +327,7 @@ fn srun(job: &Job) -> Line {
     // numalab pins each rank itself; a rank that fails ends the step at once.
     l.args
         .extend(os(&["--cpu-bind=none", "--kill-on-bad-exit=1"]));
+    l.args.extend(s.args);
     l
 }
 
@@ -499,7 +510,8 @@ mod tests {
                 "--distribution",
                 "cyclic",
                 "--cpu-bind=none",
-                "--kill-on-bad-exit=1"
+                "--kill-on-bad-exit=1",
+                "--mpi=pmix"
             ]
         );
     }

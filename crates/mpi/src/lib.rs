@@ -35,6 +35,7 @@ pub mod raw;
 pub mod remote;
 pub mod shift;
 pub mod sizes;
+pub mod slurm;
 pub mod world;
 
 pub use env::JobEnv;

@@ -88,35 +88,51 @@ impl Cluster {
         f
     }
 
-    /// Run numalab in the head host (where mpirun runs, on the test network), bounded
-    /// by `limit_s`, with the agent as Open MPI's ssh and `env` added.
-    pub fn numalab(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let agent = self.dir.join("agent");
-        // mpirun starts the same executable on every host, and each host has a /tmp of
-        // its own: a build under /tmp (a CI clone) is not there. The cluster's folder
-        // is seen by every host, so the binary runs from a copy in it.
+    /// numalab as every host runs it: mpirun starts the same executable on every host,
+    /// and each host has a /tmp of its own, so a build under /tmp (a CI clone) is not
+    /// there. The cluster's folder is seen by every host: the binary runs from a copy
+    /// in it.
+    pub fn exe(&self) -> PathBuf {
         let exe = self.dir.join("numalab");
         if !exe.exists() {
             std::fs::copy(env!("CARGO_BIN_EXE_numalab"), &exe)
                 .expect("copy numalab into the cluster");
         }
+        exe
+    }
+
+    /// Run numalab in the head host (where mpirun runs, on the test network), bounded
+    /// by `limit_s`, with the agent as Open MPI's ssh and `env` added.
+    pub fn numalab(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let agent = self.dir.join("agent");
+        let exe = self.exe();
+        let mut cmd = vec![exe.to_str().unwrap()];
+        cmd.extend(args);
+        let mut all = vec![
+            ("OMPI_MCA_plm_rsh_agent", agent.to_str().unwrap()),
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        ];
+        all.extend(env);
+        self.in_head(limit_s, &cmd, &all)
+    }
+
+    /// Run `cmd` in the head host, bounded by `limit_s` (a hang fails the test), with
+    /// `env` added.
+    pub fn in_head(&self, limit_s: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
         let mut c = Command::new("timeout");
         c.args(["-k", "10", limit_s, script().to_str().unwrap(), "exec"])
             .arg(&self.dir)
             .arg("nlab-head")
-            .arg(&exe)
-            .args(args)
-            .env("OMPI_MCA_plm_rsh_agent", agent)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            .args(cmd);
         for (k, v) in env {
             c.env(k, v);
         }
-        let out = c.output().expect("run numalab in the cluster");
+        let out = c.output().expect("run a command in the cluster");
         assert_ne!(
             out.status.code(),
             Some(124),
-            "numalab {args:?} hung past {limit_s} s in the cluster: {}",
+            "{cmd:?} hung past {limit_s} s in the cluster: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         out

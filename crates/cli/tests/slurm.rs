@@ -1,0 +1,359 @@
+//! The Slurm path (issue 44 item 3) for real: Debian's munged and slurmctld in the
+//! emulated cluster's head host and one slurmd per emulated host (`scripts/test-slurm`
+//! on `scripts/test-cluster`), then `salloc -N 2 numalab ...` in the head host, where
+//! numalab, inside the allocation, launches its ranks with `srun` (Open MPI over
+//! PMIx). Needs root, `ip netns` and Slurm's and munge's programs; skipped with the
+//! reason otherwise. Asserts where the ranks ran, which launcher started them and what
+//! they computed, never a timing; every run is bounded by `timeout`.
+
+mod common;
+
+use common::cluster::{cluster_test, Cluster};
+use common::validate;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The programs the Slurm test needs (Debian: slurmctld slurmd slurm-client munge).
+const PROGRAMS: &[&str] = &[
+    "munged",
+    "mungekey",
+    "slurmctld",
+    "slurmd",
+    "srun",
+    "salloc",
+    "sinfo",
+];
+
+/// Why Slurm cannot run here, if it cannot (the cluster's own reasons come first).
+fn slurm_unavailable() -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let missing: Vec<&str> = PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| !std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "needs Slurm and munge ({} not on the PATH; Debian packages slurmctld slurmd slurm-client munge)",
+            missing.join(", ")
+        )
+    })
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test-slurm")
+}
+
+/// Slurm on a cluster: its slurm.conf; its daemons stopped on drop (the cluster's own
+/// drop then ends whatever is left in its hosts).
+struct Slurm {
+    dir: PathBuf,
+    conf: String,
+}
+
+impl Slurm {
+    fn up(c: &Cluster) -> Slurm {
+        let out = Command::new("timeout")
+            .args(["-k", "10", "90"])
+            .arg(script())
+            .arg("up")
+            .arg(&c.dir)
+            .output()
+            .expect("run scripts/test-slurm");
+        assert!(
+            out.status.success(),
+            "test-slurm up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let conf = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        Slurm {
+            dir: c.dir.clone(),
+            conf,
+        }
+    }
+
+    /// `cmd` in the head host with this Slurm's configuration, bounded by `limit_s`.
+    fn run(&self, c: &Cluster, limit_s: &str, cmd: &[&str]) -> Output {
+        self.run_with(c, limit_s, cmd, &[])
+    }
+
+    /// [`Slurm::run`] with `env` added.
+    fn run_with(&self, c: &Cluster, limit_s: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut all = vec![
+            ("SLURM_CONF", self.conf.as_str()),
+            ("NUMALAB_MPI_TIMEOUT", "150"),
+        ];
+        all.extend(env);
+        c.in_head(limit_s, cmd, &all)
+    }
+
+    fn down(&self) {
+        let _ = Command::new("timeout")
+            .args(["-k", "5", "30"])
+            .arg(script())
+            .arg("down")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// The cluster (2 hosts) with Slurm on it, or None (and why, printed).
+fn slurm_cluster() -> Option<(std::sync::MutexGuard<'static, ()>, Cluster)> {
+    if let Some(why) = slurm_unavailable() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let one = cluster_test()?;
+    Some((one, Cluster::up(2, &[])))
+}
+
+fn ok(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate(&out.stdout)
+}
+
+/// Each rank's host, in rank order, and the launcher the record names.
+fn hosts_and_launcher(rec: &serde_json::Value) -> (Vec<String>, String) {
+    let p = &rec["placement"];
+    let hosts = p["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap().to_string())
+        .collect();
+    (hosts, p["launcher"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn salloc_runs_mpi_latency_with_srun_one_rank_on_each_of_two_hosts() {
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    // Slurm itself first: a step on both nodes, each in its own emulated host.
+    let out = slurm.run(&c, "60", &["srun", "-N", "2", "hostname"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut names: Vec<&str> = text.lines().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["nlab-h1", "nlab-h2"],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = c.exe();
+    let exe = exe.to_str().unwrap();
+    let args = ["salloc", "-N", "2", exe, "mpi", "latency", "--sizes", "8"];
+    let v = ok(&slurm.run(&c, "200", &[&args[..], &["--json"]].concat()));
+    let recs = v.as_array().unwrap();
+    assert!(!recs.is_empty());
+    for rec in recs {
+        let (hosts, launcher) = hosts_and_launcher(rec);
+        assert_eq!(hosts, ["nlab-h1", "nlab-h2"], "one rank per node");
+        assert!(
+            launcher.starts_with("srun (inside Slurm allocation "),
+            "{launcher}"
+        );
+        assert_eq!(rec["parameters"]["relation"], "other machine");
+        let settings = rec["placement"]["launch_settings"].as_str().unwrap();
+        for s in ["--mpi=pmix", "btl_tcp_if_include=10.251.0.0/24"] {
+            assert!(settings.contains(s), "{s} not in {settings}");
+        }
+    }
+    // Each rank inside its host's CPU (slurmd runs with it, and its tasks inherit it).
+    let cpus: Vec<u64> = recs[0]["placement"]["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, [0, 1 % cpus_here()]);
+    users_own_srun(&c, &slurm, exe);
+    slurm.down();
+    let left = c.left_running();
+    assert!(
+        left.is_empty(),
+        "left running after Slurm stopped: {left:?}"
+    );
+}
+
+/// Started by the user's `srun` itself, numalab runs as the ranks: with PMIx it
+/// measures and names srun as the user's; without a PMI plugin (this Slurm's default,
+/// `MpiDefault=none`) every task says, before MPI starts, what to run instead: exit 2.
+fn users_own_srun(c: &Cluster, slurm: &Slurm, exe: &str) {
+    let latency = [exe, "mpi", "latency", "--sizes", "8", "--ops", "pingpong"];
+    let pmix = [
+        &["salloc", "-N", "2", "srun", "--mpi=pmix"][..],
+        &latency,
+        &["--json"],
+    ];
+    let v = ok(&slurm.run(c, "200", &pmix.concat()));
+    let (hosts, launcher) = hosts_and_launcher(&v.as_array().unwrap()[0]);
+    assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
+    assert_eq!(launcher, "srun (the user's)");
+    let out = slurm.run(
+        c,
+        "120",
+        &[&["salloc", "-N", "2", "srun"][..], &latency].concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.starts_with("numalab:")).collect();
+    assert_eq!(said.len(), 1, "said once, by rank 0: {err}");
+    assert!(
+        said[0].contains("without a PMI plugin") && said[0].contains("srun --mpi=pmix"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// This machine's CPUs (the emulated hosts take CPU (i-1) mod CPUs).
+fn cpus_here() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
+#[test]
+fn salloc_runs_dsm_sor_one_rank_per_node_verified_against_the_sequential_program() {
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    let exe = c.exe();
+    let args = [
+        "salloc",
+        "-N",
+        "2",
+        exe.to_str().unwrap(),
+        "dsm",
+        "run",
+        "sor",
+        "--input",
+        "small",
+        // One rank on each of the allocation's nodes: 2 ranks, no --ranks needed.
+        "--ranks-per-host",
+        "1",
+        "--json",
+    ];
+    let v = ok(&slurm.run(&c, "300", &args));
+    let rec = &v.as_array().unwrap()[0];
+    let (hosts, launcher) = hosts_and_launcher(rec);
+    assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
+    assert!(launcher.starts_with("srun (inside Slurm allocation "));
+    assert_eq!(rec["placement"]["mapping"], "--ranks-per-host 1");
+    let check = &rec["data"]["check"];
+    assert!(
+        check["max_rel_diff"].as_f64().unwrap() <= check["tolerance"].as_f64().unwrap(),
+        "{check}"
+    );
+}
+
+#[test]
+fn a_rank_killed_under_srun_ends_the_job_naming_the_rank_and_its_host() {
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    let exe = c.exe();
+    let args = [
+        "salloc",
+        "-N",
+        "2",
+        exe.to_str().unwrap(),
+        "mpi",
+        "latency",
+        "--sizes",
+        "8",
+    ];
+    let out = slurm.run_with(&c, "120", &args, &[("NUMALAB_MPI_KILL_RANK", "1")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("numalab: error:"))
+        .collect();
+    assert_eq!(
+        said,
+        ["numalab: error: rank 1 on host nlab-h2 died on signal 9 (Killed); the job was ended"],
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn salloc_runs_the_collectives_and_suite_cvm_across_two_hosts_under_srun() {
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    let exe = c.exe();
+    let exe = exe.to_str().unwrap();
+    let salloc = ["salloc", "-N", "2", exe];
+    // One-sided windows across hosts included (osc ucx, set as variables for srun).
+    let collectives = [
+        "suite",
+        "collectives",
+        "--mpi",
+        "--threads",
+        "2",
+        "--sizes",
+        "256",
+        "--iterations",
+        "2",
+        "--only",
+        "barrier,broadcast,shift,gather,allgather,reduce",
+        "--json",
+    ];
+    let v = ok(&slurm.run(&c, "250", &[&salloc[..], &collectives].concat()));
+    let runs: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "collective-mpi")
+        .collect();
+    assert!(!runs.is_empty());
+    for r in runs {
+        let (hosts, launcher) = hosts_and_launcher(r);
+        assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
+        assert!(launcher.starts_with("srun (inside Slurm allocation "));
+    }
+    let cvm = [
+        "suite",
+        "cvm",
+        "--input",
+        "small",
+        "--apps",
+        "sor,water-nsq",
+        "--protocols",
+        "lmw,lmwc",
+        "--threads",
+        "1",
+        "--json",
+    ];
+    let v = ok(&slurm.run(&c, "300", &[&salloc[..], &cvm].concat()));
+    let runs: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "dsm")
+        .collect();
+    assert_eq!(runs.len(), 4, "two apps × two protocols");
+    for r in runs {
+        let check = &r["data"]["check"];
+        assert!(
+            check["max_rel_diff"].as_f64().unwrap() <= check["tolerance"].as_f64().unwrap(),
+            "{} not verified: {check}",
+            r["description"]
+        );
+        assert_eq!(hosts_and_launcher(r).0, ["nlab-h1", "nlab-h2"]);
+    }
+}
