@@ -360,12 +360,18 @@ mod tests {
             prefetch_msgs: 1,
             prefetched: 1,
             prefetch_waits: 1,
+            touched_ahead: 1,
+            ahead_msgs: 1,
             ..Default::default()
         };
         let t = interval_line(&one) + &prefetch_line(&one);
         assert!(t.contains("over 1 interval; 1 page private"), "{t}");
         assert!(
             t.contains("1 remote fault, 1 bulk prefetch bringing 1 page (1 fault waited"),
+            "{t}"
+        );
+        assert!(
+            t.contains("1 read-ahead on a stride asking 1 page (0 nobody had touched)"),
             "{t}"
         );
         let two = crate::Stats {
@@ -375,12 +381,18 @@ mod tests {
             prefetch_msgs: 2,
             prefetched: 2,
             prefetch_waits: 2,
+            touched_ahead: 2,
+            ahead_msgs: 2,
             ..Default::default()
         };
         let t = interval_line(&two) + &prefetch_line(&two);
         assert!(t.contains("over 2 intervals; 2 pages private"), "{t}");
         assert!(
             t.contains("2 remote faults, 2 bulk prefetches bringing 2 pages (2 faults waited"),
+            "{t}"
+        );
+        assert!(
+            t.contains("2 read-aheads on a stride asking 2 pages"),
             "{t}"
         );
     }
