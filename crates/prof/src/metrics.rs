@@ -225,142 +225,138 @@ fn parent_of<'t>(t: &'t Trace, id: &str) -> Option<&'t str> {
 
 /// A metric's time series (empty when the trace cannot give it).
 pub fn series(ix: &Index, name: &str) -> Vec<Point> {
-    let t = ix.trace;
-    let mut out = vec![];
-    let mut push = |t_ns, obj: &str, value: Option<f64>| {
-        if let Some(value) = value.filter(|v| v.is_finite()) {
-            out.push(Point {
-                t_ns,
-                obj: obj.to_string(),
-                value,
-            });
-        }
-    };
-    let ids = |k| ix.ids(k);
+    let mut out = Points(vec![]);
     match name {
         "node.cpu_busy"
         | "node.alloc_rate"
         | "node.alloc_miss_rate"
         | "node.read_bw"
-        | "node.write_bw" => {
-            for id in ids(ObjKind::Node) {
-                for (a, b) in pairs(ix.of(id)) {
-                    let dt = (b.t_ns - a.t_ns) as f64 / 1e9;
-                    let v = match name {
-                        "node.cpu_busy" => {
-                            let busy =
-                                b.v.get("cpu_busy")
-                                    .zip(a.v.get("cpu_busy"))
-                                    .map(|(x, y)| x - y);
-                            let tot =
-                                b.v.get("cpu_total")
-                                    .zip(a.v.get("cpu_total"))
-                                    .map(|(x, y)| x - y);
-                            busy.zip(tot)
-                                .and_then(|(x, y)| (y > 0.0).then(|| 100.0 * x / y))
-                        }
-                        "node.alloc_rate" => rate(a, b, "numa_hit"),
-                        "node.alloc_miss_rate" => rate(a, b, "numa_miss"),
-                        // Counters scale to MiB: × 1.048576 per s gives MB/s.
-                        "node.read_bw" => {
-                            counter_sum(ix, a, b, "cas_read").map(|m| m * 1.048576 / dt)
-                        }
-                        _ => counter_sum(ix, a, b, "cas_write").map(|m| m * 1.048576 / dt),
-                    };
-                    push(b.t_ns, id, v);
-                }
-            }
-        }
+        | "node.write_bw" => node_rates(ix, name, &mut out),
         "node.mem_free" => {
-            for id in ids(ObjKind::Node) {
+            for id in ix.ids(ObjKind::Node) {
                 for s in ix.of(id) {
-                    push(s.t_ns, id, s.v.get("mem_free").map(|b| b / 1048576.0));
+                    out.push(s.t_ns, id, s.v.get("mem_free").map(|b| b / 1048576.0));
                 }
             }
         }
-        "system.hint_local_ratio" | "system.migrate_rate" => {
-            for (a, b) in pairs(ix.of("sys")) {
-                let v = if name == "system.migrate_rate" {
-                    rate(a, b, "numa_pages_migrated")
-                } else {
-                    let d = |f: &str| Some(b.v.get(f)? - a.v.get(f)?);
-                    d("numa_hint_faults_local")
-                        .zip(d("numa_hint_faults"))
-                        .and_then(|(l, all)| (all > 0.0).then(|| l / all))
-                };
-                push(b.t_ns, "sys", v);
-            }
-        }
-        "thread.node" => {
-            for id in ids(ObjKind::Thread) {
-                for s in ix.of(id) {
-                    push(
-                        s.t_ns,
-                        id,
-                        s.v.get("cpu")
-                            .and_then(|c| t.node_of_cpu(*c as u32))
-                            .map(f64::from),
-                    );
-                }
-            }
-        }
-        "thread.util" => {
-            for id in ids(ObjKind::Thread) {
-                for (a, b) in pairs(ix.of(id)) {
-                    push(b.t_ns, id, rate(a, b, "run_ns").map(|r| r / 1e9 * 100.0));
-                }
-            }
-        }
-        "thread.migrations" => {
-            for id in ids(ObjKind::Thread) {
-                let first = ix
-                    .of(id)
-                    .first()
-                    .and_then(|s| s.v.get("migrations").copied());
-                for s in ix.of(id) {
-                    push(
-                        s.t_ns,
-                        id,
-                        s.v.get("migrations").zip(first).map(|(m, f)| m - f),
-                    );
-                }
-            }
-        }
-        "thread.page_locality" => {
-            for id in ids(ObjKind::Thread) {
-                let Some(p) = parent_of(t, id) else { continue };
-                for s in ix.of(id) {
-                    let node = s.v.get("cpu").and_then(|c| t.node_of_cpu(*c as u32));
-                    push(s.t_ns, id, node.and_then(|n| page_share(ix, p, n, s.t_ns)));
-                }
-            }
-        }
-        "thread.local_access_ratio" => {
-            for id in ids(ObjKind::Thread) {
-                for (a, b) in pairs(ix.of(id)) {
-                    let l = counter_sum(ix, a, b, "dram_local");
-                    let r = counter_sum(ix, a, b, "dram_remote");
-                    push(
-                        b.t_ns,
-                        id,
-                        l.zip(r)
-                            .and_then(|(l, r)| (l + r > 0.0).then(|| l / (l + r))),
-                    );
-                }
-            }
-        }
+        "system.hint_local_ratio" | "system.migrate_rate" => system_rates(ix, name, &mut out),
+        "thread.node" | "thread.util" | "thread.migrations" => threads(ix, name, &mut out),
+        "thread.page_locality" | "thread.local_access_ratio" => thread_memory(ix, name, &mut out),
         "process.mem" => {
-            for id in ids(ObjKind::Process) {
+            for id in ix.ids(ObjKind::Process) {
                 for s in ix.of(id) {
                     for (k, v) in s.v.iter().filter(|(k, _)| k.starts_with("mem.")) {
-                        push(s.t_ns, &format!("{id}/n{}", &k[4..]), Some(v / 1048576.0));
+                        out.push(s.t_ns, &format!("{id}/n{}", &k[4..]), Some(v / 1048576.0));
                     }
                 }
             }
         }
         _ => {}
     }
-    out
+    out.0
+}
+
+/// A series being built: points with no finite value are left out.
+struct Points(Vec<Point>);
+
+impl Points {
+    fn push(&mut self, t_ns: u64, obj: &str, value: Option<f64>) {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            self.0.push(Point {
+                t_ns,
+                obj: obj.to_string(),
+                value,
+            });
+        }
+    }
+}
+
+/// Per-node rates between consecutive samples: CPU busy %, allocations, bandwidth.
+fn node_rates(ix: &Index, name: &str, out: &mut Points) {
+    for id in ix.ids(ObjKind::Node) {
+        for (a, b) in pairs(ix.of(id)) {
+            let dt = (b.t_ns - a.t_ns) as f64 / 1e9;
+            let d = |f: &str| Some(b.v.get(f)? - a.v.get(f)?);
+            let v = match name {
+                "node.cpu_busy" => d("cpu_busy")
+                    .zip(d("cpu_total"))
+                    .and_then(|(x, y)| (y > 0.0).then(|| 100.0 * x / y)),
+                "node.alloc_rate" => rate(a, b, "numa_hit"),
+                "node.alloc_miss_rate" => rate(a, b, "numa_miss"),
+                // Counters scale to MiB: × 1.048576 per s gives MB/s.
+                "node.read_bw" => counter_sum(ix, a, b, "cas_read").map(|m| m * 1.048576 / dt),
+                _ => counter_sum(ix, a, b, "cas_write").map(|m| m * 1.048576 / dt),
+            };
+            out.push(b.t_ns, id, v);
+        }
+    }
+}
+
+/// The system's NUMA-balancing hint locality and page migration rate.
+fn system_rates(ix: &Index, name: &str, out: &mut Points) {
+    for (a, b) in pairs(ix.of("sys")) {
+        let v = if name == "system.migrate_rate" {
+            rate(a, b, "numa_pages_migrated")
+        } else {
+            let d = |f: &str| Some(b.v.get(f)? - a.v.get(f)?);
+            d("numa_hint_faults_local")
+                .zip(d("numa_hint_faults"))
+                .and_then(|(l, all)| (all > 0.0).then(|| l / all))
+        };
+        out.push(b.t_ns, "sys", v);
+    }
+}
+
+/// Per thread: the node it ran on, its CPU utilisation, its migrations so far.
+fn threads(ix: &Index, name: &str, out: &mut Points) {
+    let t = ix.trace;
+    for id in ix.ids(ObjKind::Thread) {
+        let samples = ix.of(id);
+        match name {
+            "thread.node" => {
+                for s in samples {
+                    let node = s.v.get("cpu").and_then(|c| t.node_of_cpu(*c as u32));
+                    out.push(s.t_ns, id, node.map(f64::from));
+                }
+            }
+            "thread.util" => {
+                for (a, b) in pairs(samples) {
+                    out.push(b.t_ns, id, rate(a, b, "run_ns").map(|r| r / 1e9 * 100.0));
+                }
+            }
+            _ => {
+                let first = samples.first().and_then(|s| s.v.get("migrations").copied());
+                for s in samples {
+                    let m = s.v.get("migrations").zip(first).map(|(m, f)| m - f);
+                    out.push(s.t_ns, id, m);
+                }
+            }
+        }
+    }
+}
+
+/// Per thread: the share of its process's pages on its node, and (with counters) the
+/// share of its DRAM accesses that were local.
+fn thread_memory(ix: &Index, name: &str, out: &mut Points) {
+    let t = ix.trace;
+    for id in ix.ids(ObjKind::Thread) {
+        if name == "thread.page_locality" {
+            let Some(p) = parent_of(t, id) else { continue };
+            for s in ix.of(id) {
+                let node = s.v.get("cpu").and_then(|c| t.node_of_cpu(*c as u32));
+                out.push(s.t_ns, id, node.and_then(|n| page_share(ix, p, n, s.t_ns)));
+            }
+            continue;
+        }
+        for (a, b) in pairs(ix.of(id)) {
+            let l = counter_sum(ix, a, b, "dram_local");
+            let r = counter_sum(ix, a, b, "dram_remote");
+            let v = l
+                .zip(r)
+                .and_then(|(l, r)| (l + r > 0.0).then(|| l / (l + r)));
+            out.push(b.t_ns, id, v);
+        }
+    }
 }
 
 /// One line of the summary.

@@ -149,18 +149,14 @@ fn proc_sources(roots: &Roots, core: &CoreSet, core_ok: bool) -> Vec<SourceStatu
     ]
 }
 
-/// Run and record the target.
-pub fn record(
-    host: &numalab_topo::Host,
-    opts: &Options,
-    provenance: Provenance,
-) -> Result<Outcome, RecordError> {
+/// The command to run: its resolved path (a one-line user error when missing).
+fn target_path(opts: &Options) -> Result<PathBuf, RecordError> {
     let user = |msg: String| RecordError { user: true, msg };
     let program = opts
         .target
         .first()
         .ok_or_else(|| user("no command given: numalab record [OPTIONS] -- CMD [ARGS…]".into()))?;
-    let path = resolve(program).ok_or_else(|| {
+    resolve(program).ok_or_else(|| {
         user(format!(
             "invalid command '{program}': not found or not executable{}",
             if program.contains('/') {
@@ -169,20 +165,22 @@ pub fn record(
                 " on PATH"
             }
         ))
-    })?;
+    })
+}
+
+/// Run and record the target.
+pub fn record(
+    host: &numalab_topo::Host,
+    opts: &Options,
+    provenance: Provenance,
+) -> Result<Outcome, RecordError> {
+    let user = |msg: String| RecordError { user: true, msg };
+    let path = target_path(opts)?;
+    let program = &opts.target[0];
     let roots = Roots::default();
     let nodes = crate::system::nodes_of(&host.machine);
-    let mut system = System::new(roots.clone(), nodes.clone(), opts.counters);
-    let id = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| crate::pmu::parse_cpuinfo(&s));
-    let mut core = CoreSet::resolve(&roots.sys, id.as_ref());
-    let core_ok = opts.counters && core.probe();
-    let mut sources = system.sources();
-    sources.extend(proc_sources(&roots, &core, core_ok));
-    let mut counters = core.descs.clone();
-    counters.extend(system.uncore_descs());
-    let follower_core = core_ok.then(|| core.clone());
+    let system = System::new(roots.clone(), nodes.clone(), opts.counters);
+    let (sources, counters, follower_core) = probe_sources(&roots, &system, opts.counters);
 
     // Spawn first so the follower's fields know the counters, then write the header.
     let mut child = std::process::Command::new(&path)
@@ -191,7 +189,7 @@ pub fn record(
         .map_err(|e| user(format!("invalid command '{program}': cannot run it: {e}")))?;
     let start = Instant::now();
     let pid = child.id() as i32;
-    let mut follower = Follower::new(roots, pid, follower_core);
+    let follower = Follower::new(roots, pid, follower_core);
     let mut fields = system.fields();
     fields.extend(follower.fields());
     let h = header(
@@ -206,23 +204,10 @@ pub fn record(
         counters,
         fields,
     );
-    let mut w = match Writer::create(&opts.output, &h) {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(user(format!(
-                "invalid output '{}': cannot write the trace: {e}",
-                opts.output.display()
-            )));
-        }
-    };
+    let w = open_trace(opts, &h, &mut child)?;
     if let Some(cpu) = opts.runon {
         // Pinned after the spawn, so the target keeps the recorder's original affinity.
-        numalab_topo::bind::pin_current_thread(host, cpu).map_err(|e| RecordError {
-            user: true,
-            msg: e.to_string(),
-        })?;
+        numalab_topo::bind::pin_current_thread(host, cpu).map_err(|e| user(e.to_string()))?;
     }
     // SIGTERM and SIGHUP are passed on to the target (below); the terminal's Ctrl-C
     // reaches the target itself. The recorder stays to write the end either way.
@@ -231,87 +216,192 @@ pub fn record(
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
-    let mut passed_on = false;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let io = |e: std::io::Error| RecordError {
-        user: false,
-        msg: format!("writing the trace '{}': {e}", opts.output.display()),
+    let rx = waiter(child);
+    let entries = system.objects().into_iter().map(Entry::Object).collect();
+    let mut s = Sampler {
+        opts,
+        start,
+        follower,
+        system,
+        w,
+        entries,
     };
-    let mut entries: Vec<Entry> = system.objects().into_iter().map(Entry::Object).collect();
-    let mut rounds = 0u64;
-    let mut next_pages = 0u64;
     // The set-up before the spawn (topology, probes) does not overlap the target;
     // what the target shares the machine with is the sampling from here on.
     let cpu0 = own_cpu_ns();
-    let status = loop {
-        let t_ns = start.elapsed().as_nanos() as u64;
-        follower.discover(t_ns, &mut entries);
-        let pages = rounds >= next_pages;
-        let cost = follower.sample(t_ns, pages, &mut entries);
-        if pages {
-            // Every --pages-every intervals, but never more than --pages-budget of the
-            // time (CPU time of the reads): numa_maps of a large process takes milliseconds.
-            let share = opts.pages_budget.clamp(1e-6, 1.0);
-            let budget =
-                (cost.as_nanos() as f64 / (opts.interval.as_nanos().max(1) as f64 * share)) as u64;
-            next_pages = rounds + (opts.pages_every.max(1) as u64).max(budget + 1);
-        }
-        entries.extend(system.sample(t_ns).into_iter().map(Entry::Sample));
-        for e in entries.drain(..) {
-            w.put(&e).map_err(io)?;
-        }
-        w.flush().map_err(io)?;
-        rounds += 1;
-        if let Some(sig) = numalab_results::interrupt::pending().filter(|_| !passed_on) {
-            // SAFETY: signalling the child we spawned, which we have not reaped yet.
-            unsafe { libc::kill(pid, sig) };
-            passed_on = true;
-        }
-        let next = opts.interval * (rounds as u32);
-        let wait = next.saturating_sub(start.elapsed());
-        match rx.recv_timeout(wait) {
-            Ok(st) => break st,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(std::io::Error::other("waiter thread ended"))
-            }
-        }
-    };
-    let t_ns = start.elapsed().as_nanos() as u64;
+    let (status, rounds) = s.until_exit(pid, rx)?;
     let status = status.map_err(|e| RecordError {
         user: false,
         msg: format!("waiting for '{program}': {e}"),
     })?;
-    follower.discover(t_ns, &mut entries);
-    entries.extend(system.sample(t_ns).into_iter().map(Entry::Sample));
-    let exit = match (status.code(), status.signal()) {
-        (Some(c), _) => Exit::Code(c),
-        (None, Some(s)) => Exit::Signal(s),
-        _ => Exit::Code(1),
-    };
-    entries.push(Entry::End(End {
-        t_ns,
-        reason: "target exited".into(),
-        exit_code: status.code(),
-        signal: status.signal(),
-        sampler_cpu_ns: own_cpu_ns().zip(cpu0).map(|(b, a)| b - a),
-    }));
-    for e in entries.drain(..) {
-        w.put(&e).map_err(io)?;
-    }
-    w.flush().map_err(io)?;
+    let t_ns = s.end(status, cpu0)?;
     Ok(Outcome {
-        exit,
+        exit: exit_of(status),
         // The closing sample after the exit is a round too, as `info` counts them.
         rounds: rounds + 1,
-        trace: w.path().unwrap_or(&opts.output).to_path_buf(),
-        moved: w.moved().map(str::to_string),
+        trace: s.w.path().unwrap_or(&opts.output).to_path_buf(),
+        moved: s.w.moved().map(str::to_string),
         elapsed_ns: t_ns,
         sampler_cpu_ns: own_cpu_ns().zip(cpu0).map(|(b, a)| b - a),
     })
+}
+
+/// The trace file, its header written; the target is ended when it cannot be written.
+fn open_trace(
+    opts: &Options,
+    h: &Header,
+    child: &mut std::process::Child,
+) -> Result<Writer, RecordError> {
+    Writer::create(&opts.output, h).map_err(|e| {
+        let _ = child.kill();
+        let _ = child.wait();
+        RecordError {
+            user: true,
+            msg: format!(
+                "invalid output '{}': cannot write the trace: {e}",
+                opts.output.display()
+            ),
+        }
+    })
+}
+
+/// How an exit status reads as the target's end.
+fn exit_of(status: std::process::ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(sig)) => Exit::Signal(sig),
+        _ => Exit::Code(1),
+    }
+}
+
+/// Which sources work, the counters the trace names, and the core counters the
+/// follower opens per thread (None when they do not work or were not asked for).
+fn probe_sources(
+    roots: &Roots,
+    system: &System,
+    counters_asked: bool,
+) -> (Vec<SourceStatus>, Vec<trace::CounterDesc>, Option<CoreSet>) {
+    let id = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| crate::pmu::parse_cpuinfo(&s));
+    let mut core = CoreSet::resolve(&roots.sys, id.as_ref());
+    let core_ok = counters_asked && core.probe();
+    let mut sources = system.sources();
+    sources.extend(proc_sources(roots, &core, core_ok));
+    let mut counters = core.descs.clone();
+    counters.extend(system.uncore_descs());
+    (sources, counters, core_ok.then_some(core))
+}
+
+/// The target's exit status, waited for on a thread of its own.
+fn waiter(
+    mut child: std::process::Child,
+) -> mpsc::Receiver<std::io::Result<std::process::ExitStatus>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    rx
+}
+
+/// What the sampling loop reads and writes with.
+struct Sampler<'a> {
+    opts: &'a Options,
+    start: Instant,
+    follower: Follower,
+    system: System,
+    w: Writer,
+    entries: Vec<Entry>,
+}
+
+impl Sampler<'_> {
+    /// A write error of the trace.
+    fn io(&self, e: std::io::Error) -> RecordError {
+        RecordError {
+            user: false,
+            msg: format!("writing the trace '{}': {e}", self.opts.output.display()),
+        }
+    }
+
+    /// The entries gathered so far, written and flushed.
+    fn drain(&mut self) -> Result<(), RecordError> {
+        for e in std::mem::take(&mut self.entries) {
+            self.w.put(&e).map_err(|e| self.io(e))?;
+        }
+        self.w.flush().map_err(|e| self.io(e))
+    }
+
+    /// One round of samples at `t_ns`; returns the round after which page placement
+    /// is read next.
+    fn round(&mut self, t_ns: u64, rounds: u64, next_pages: u64) -> Result<u64, RecordError> {
+        self.follower.discover(t_ns, &mut self.entries);
+        let pages = rounds >= next_pages;
+        let cost = self.follower.sample(t_ns, pages, &mut self.entries);
+        let mut next = next_pages;
+        if pages {
+            // Every --pages-every intervals, but never more than --pages-budget of the
+            // time (CPU time of the reads): numa_maps of a large process takes milliseconds.
+            let share = self.opts.pages_budget.clamp(1e-6, 1.0);
+            let interval = self.opts.interval.as_nanos().max(1) as f64;
+            let budget = (cost.as_nanos() as f64 / (interval * share)) as u64;
+            next = rounds + (self.opts.pages_every.max(1) as u64).max(budget + 1);
+        }
+        let samples = self.system.sample(t_ns);
+        self.entries.extend(samples.into_iter().map(Entry::Sample));
+        self.drain()?;
+        Ok(next)
+    }
+
+    /// Samples every interval until the target exits, passing a caught SIGTERM or
+    /// SIGHUP on to it once; returns its status and the rounds taken.
+    fn until_exit(
+        &mut self,
+        pid: i32,
+        rx: mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
+    ) -> Result<(std::io::Result<std::process::ExitStatus>, u64), RecordError> {
+        let (mut rounds, mut next_pages, mut passed_on) = (0u64, 0u64, false);
+        loop {
+            let t_ns = self.start.elapsed().as_nanos() as u64;
+            next_pages = self.round(t_ns, rounds, next_pages)?;
+            rounds += 1;
+            if let Some(sig) = numalab_results::interrupt::pending().filter(|_| !passed_on) {
+                // SAFETY: signalling the child we spawned, which we have not reaped yet.
+                unsafe { libc::kill(pid, sig) };
+                passed_on = true;
+            }
+            let next = self.opts.interval * (rounds as u32);
+            let wait = next.saturating_sub(self.start.elapsed());
+            match rx.recv_timeout(wait) {
+                Ok(st) => return Ok((st, rounds)),
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let e = std::io::Error::other("waiter thread ended");
+                    return Ok((Err(e), rounds));
+                }
+            }
+        }
+    }
+
+    /// The closing sample after the exit and the end entry; returns the time of the end.
+    fn end(
+        &mut self,
+        status: std::process::ExitStatus,
+        cpu0: Option<u64>,
+    ) -> Result<u64, RecordError> {
+        let t_ns = self.start.elapsed().as_nanos() as u64;
+        self.follower.discover(t_ns, &mut self.entries);
+        let samples = self.system.sample(t_ns);
+        self.entries.extend(samples.into_iter().map(Entry::Sample));
+        self.entries.push(Entry::End(End {
+            t_ns,
+            reason: "target exited".into(),
+            exit_code: status.code(),
+            signal: status.signal(),
+            sampler_cpu_ns: own_cpu_ns().zip(cpu0).map(|(b, a)| b - a),
+        }));
+        self.drain()?;
+        Ok(t_ns)
+    }
 }
 
 /// This process's CPU time so far (getrusage: user + system, all threads).
