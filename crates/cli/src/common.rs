@@ -136,7 +136,7 @@ impl CommonArgs {
 
     /// Emit records shown as their presenters' text (the registry's one text path).
     pub fn show(&self, records: &[Record]) -> Result<(), CliError> {
-        self.emit(records, || numalab_suites::registry::text(records))
+        self.emit(records, || numalab_answers::registry::text(records))
     }
 
     /// Emit records: the file (if asked), then JSON or the readable text on stdout. A
@@ -174,7 +174,7 @@ impl CommonArgs {
     pub fn keep_on_signal(&self) {
         let me = self.clone();
         interrupt::arm(Box::new(move |recs: &[Record]| {
-            me.write_out(recs, || numalab_suites::registry::text(recs))
+            me.write_out(recs, || numalab_answers::registry::text(recs))
                 .map_err(|e| e.msg)
         }));
     }

@@ -1,11 +1,11 @@
-//! The experiment registry (`numalab_suites::experiments::ALL`) against the binary:
+//! The experiment registry (`numalab_answers::experiments::ALL`) against the binary:
 //! every listed experiment's `--dry-run --json` gives plan records (and `-o` writes
 //! the same), and every command the binary offers is either listed there or named
 //! below with why it is not an experiment.
 
 mod common;
 use common::{numalab, tmpdir, validate};
-use numalab_suites::experiments::{Experiment, ALL};
+use numalab_answers::experiments::{Experiment, ALL};
 
 /// Commands that are not experiments (they measure nothing, or run a battery of
 /// listed experiments), with why.
@@ -111,7 +111,7 @@ fn a_dry_runs_text_is_its_records_rendered_by_the_registry() {
         assert!(text.status.success() && json.status.success(), "{what}");
         let records: Vec<numalab_results::Record> =
             serde_json::from_slice(&json.stdout).expect("records");
-        let from_records = numalab_suites::registry::text(&records);
+        let from_records = numalab_answers::registry::text(&records);
         let printed = String::from_utf8_lossy(&text.stdout);
         assert!(!printed.trim().is_empty(), "{what}: no text");
         let mut wording = common::wording::problems(&printed);

@@ -77,7 +77,7 @@ fn a_measured_runs_text_is_its_records_rendered_by_the_registry() {
         let records = numalab_results::output::read_records(&file).expect("records written");
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            numalab_suites::registry::text(&records),
+            numalab_answers::registry::text(&records),
             "{what}: printed text is not its records' text"
         );
     }

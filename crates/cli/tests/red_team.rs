@@ -169,7 +169,7 @@ fn writers(trace: &str, root: &str, tiers: &str) -> Vec<Vec<String>> {
         fixture("advise/two-socket.json"),
         fixture("report/charts.json"),
     );
-    let mut v: Vec<Vec<String>> = numalab_suites::experiments::ALL
+    let mut v: Vec<Vec<String>> = numalab_answers::experiments::ALL
         .iter()
         .map(|e| {
             let mut a: Vec<String> = e.command.iter().map(|s| s.to_string()).collect();

@@ -261,8 +261,8 @@ fn quick_survey_writes_valid_records_and_a_complete_report() {
 #[test]
 fn report_of_dsm_and_mpi_records_renders_their_sections_in_a_browser() {
     let dir = tmpdir("report-dsm-mpi");
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/tests/fixtures/dsm-mpi-records.json");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../answers/tests/fixtures/dsm-mpi-records.json");
     let html_path = dir.join("report.html");
     let out = numalab(&[
         "report",

@@ -1,5 +1,5 @@
 //! How record kinds are shown. Each experiment implements [`Presenter`] once, next to
-//! the code that makes its records; the top library crate (suites) lists every
+//! the code that makes its records; the top library crate (answers) lists every
 //! presenter in one registry, which `numalab report`, the survey's report and its
 //! summary cards all use. results sits below the experiments, so it only defines
 //! the trait and the page; it never names an experiment's types.

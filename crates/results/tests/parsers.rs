@@ -2,7 +2,7 @@
 //! `model fit`, and record files as `report` and `compare` read them. Arbitrary
 //! or damaged input never panics, a refusal names the bad line, accepted points
 //! are physical, and whatever deserialises compares (the report of such files is
-//! tested in crates/suites/tests/registry.rs, where the presenters are).
+//! tested in crates/answers/tests/registry.rs, where the presenters are).
 
 use numalab_results::model::parse_csv;
 use numalab_results::{compare, Record};

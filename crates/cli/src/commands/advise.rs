@@ -2,8 +2,8 @@
 
 use crate::common::CliError;
 use clap::Args;
+use numalab_answers::advise::{self, Options, Plan};
 use numalab_results::{output, Provenance};
-use numalab_suites::advise::{self, Options, Plan};
 use std::path::PathBuf;
 
 /// Arguments of `numalab advise`.

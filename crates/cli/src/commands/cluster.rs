@@ -4,8 +4,8 @@
 use crate::commands::mpi::{progress, run_job};
 use crate::common::{check_measurable, size_opt, CliError, CommonArgs};
 use clap::Args;
+use numalab_answers::cluster::{self, Options, Plan};
 use numalab_mpi::JobOptions;
-use numalab_suites::cluster::{self, Options, Plan};
 use std::path::PathBuf;
 
 /// Arguments of `numalab cluster`.

@@ -2,10 +2,10 @@
 
 use crate::common::{bad, CliError};
 use clap::Args;
+use numalab_answers::registry;
 use numalab_results::outpath::{self, check_distinct};
 use numalab_results::output::{check_creatable, check_fresh, table, write_atomic};
 use numalab_results::{compare, Record};
-use numalab_suites::registry;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `numalab report`.
@@ -88,7 +88,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
         }
         return trace_report(&a);
     }
-    let input = numalab_suites::survey::files::read_inputs(&a.files).map_err(bad)?;
+    let input = numalab_answers::survey::files::read_inputs(&a.files).map_err(bad)?;
     for n in &input.notes {
         eprintln!("numalab: note: {n}");
     }
@@ -119,7 +119,7 @@ pub fn run_report(a: ReportArgs) -> Result<(), CliError> {
 fn compare_side(path: &Path) -> Result<Vec<Record>, CliError> {
     // The reader's words are report's; the same refusal, said of compare.
     let input =
-        numalab_suites::survey::files::read_inputs(std::slice::from_ref(&path.to_path_buf()))
+        numalab_answers::survey::files::read_inputs(std::slice::from_ref(&path.to_path_buf()))
             .map_err(|e| bad(e.replacen("nothing to report", "nothing to compare", 1)))?;
     for n in &input.notes {
         eprintln!("numalab: note: {n}");

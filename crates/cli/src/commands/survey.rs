@@ -7,13 +7,13 @@
 
 use crate::common::{bad, Bar, CliError};
 use clap::Args;
+use numalab_answers::registry;
+use numalab_answers::survey::journal::{self as sj, Log};
+use numalab_answers::survey::pace::Pace;
+use numalab_answers::survey::runner::{self, Measured, Watch};
+use numalab_answers::survey::{self, Options, Plan};
 use numalab_results::output::table;
 use numalab_results::Provenance;
-use numalab_suites::registry;
-use numalab_suites::survey::journal::{self as sj, Log};
-use numalab_suites::survey::pace::Pace;
-use numalab_suites::survey::runner::{self, Measured, Watch};
-use numalab_suites::survey::{self, Options, Plan};
 use numalab_topo::{Host, TopologySource};
 use std::path::PathBuf;
 use std::time::Instant;

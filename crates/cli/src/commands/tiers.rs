@@ -2,7 +2,7 @@
 
 use crate::common::{prepare, CliError, CommonArgs};
 use clap::Args;
-use numalab_suites::tiers::{self, Options, Plan};
+use numalab_answers::tiers::{self, Options, Plan};
 
 /// Arguments of `numalab tiers`.
 #[derive(Args, Debug)]

@@ -2,8 +2,8 @@
 //! file (written before the data was typed) renders with its sections, and damaged
 //! files never panic.
 
+use numalab_answers::registry;
 use numalab_results::Record;
-use numalab_suites::registry;
 use proptest::prelude::*;
 
 fn v1_fixture() -> String {

@@ -6,6 +6,7 @@
 //! Adding an experiment adds one line here, beside its presenter's line in
 //! [`crate::registry`].
 
+use numalab_suites::{collectives, cvm, earth, placement};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -131,28 +132,27 @@ pub static ALL: &[Experiment] = &[
     Experiment {
         command: &["suite", "placement"],
         dry_run: &[],
-        options: shape!(crate::placement::Options, |o| o.unit = "bogus".into()),
+        options: shape!(placement::Options, |o| o.unit = "bogus".into()),
     },
     Experiment {
         command: &["suite", "collectives"],
         dry_run: &[],
-        options: shape!(crate::collectives::Options, |o| o.barrier = "bogus".into()),
+        options: shape!(collectives::Options, |o| o.barrier = "bogus".into()),
     },
     Experiment {
         command: &["suite", "earth"],
         dry_run: &[],
-        options: shape!(crate::earth::Options, |o| o.parts = "bogus".into()),
+        options: shape!(earth::Options, |o| o.parts = "bogus".into()),
     },
     Experiment {
         command: &["suite", "earth"],
         dry_run: &["--mpi", "--ranks", "2"],
-        options: shape!(crate::earth::mpi::Options, |o| o.parts =
-            vec!["bogus".into()]),
+        options: shape!(earth::mpi::Options, |o| o.parts = vec!["bogus".into()]),
     },
     Experiment {
         command: &["suite", "collectives"],
         dry_run: &["--mpi", "--ranks", "2"],
-        options: shape!(crate::collectives::mpi::Options, |o| o.iterations = 0),
+        options: shape!(collectives::mpi::Options, |o| o.iterations = 0),
     },
     Experiment {
         command: &["mpi", "ranks"],
@@ -182,7 +182,7 @@ pub static ALL: &[Experiment] = &[
     Experiment {
         command: &["suite", "cvm"],
         dry_run: &["--ranks", "2"],
-        options: shape!(crate::cvm::CvmOptions, |o| o.threads = vec![0]),
+        options: shape!(cvm::CvmOptions, |o| o.threads = vec![0]),
     },
     Experiment {
         command: &["dsm", "run"],

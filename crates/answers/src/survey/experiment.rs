@@ -2,8 +2,8 @@
 //! turns them into a numalab command line (each step runs as its own process, so a
 //! crash in one step loses nothing else, and any step can be rerun alone).
 
-use crate::{collectives, earth, placement};
 use numalab_bench::{bandwidth, c2c, intervene, invalidate, latency, loaded, matrix};
+use numalab_suites::{collectives, earth, placement};
 use std::fmt::Display;
 
 /// What a step runs: one experiment and its options.

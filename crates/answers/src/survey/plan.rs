@@ -3,8 +3,8 @@
 //! reason it is skipped.
 
 use super::experiment::{argv, Experiment};
-use crate::{collectives, earth, placement};
 use numalab_bench::{bandwidth, c2c, intervene, invalidate, latency, loaded, matrix};
+use numalab_suites::{collectives, earth, placement};
 use numalab_topo::{Level, Machine};
 use serde::Serialize;
 
