@@ -91,6 +91,22 @@ impl Cluster {
     /// Run numalab in the head host (where mpirun runs, on the test network), bounded
     /// by `limit_s`, with the agent as Open MPI's ssh and `env` added.
     pub fn numalab(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let out = self
+            .command(limit_s, args, env)
+            .output()
+            .expect("run numalab in the cluster");
+        assert_ne!(
+            out.status.code(),
+            Some(124),
+            "numalab {args:?} hung past {limit_s} s in the cluster: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// The command [`Cluster::numalab`] runs (`timeout` its process, which passes a
+    /// signal on to numalab), to start it in the background.
+    pub fn command(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
         let agent = self.dir.join("agent");
         // mpirun starts the same executable on every host, and each host has a /tmp of
         // its own: a build under /tmp (a CI clone) is not there. The cluster's folder
@@ -112,14 +128,7 @@ impl Cluster {
         for (k, v) in env {
             c.env(k, v);
         }
-        let out = c.output().expect("run numalab in the cluster");
-        assert_ne!(
-            out.status.code(),
-            Some(124),
-            "numalab {args:?} hung past {limit_s} s in the cluster: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        c
     }
 
     /// What still runs in the cluster's hosts besides the processes holding their
