@@ -1,5 +1,6 @@
 //! Moving serialisable values between ranks as JSON bytes: every rank's value to all
-//! ranks (placements), or to rank 0 alone (records, which rank 0 alone emits).
+//! ranks (placements), or to rank 0 alone (records, which rank 0 alone emits), or rank
+//! 0's to every rank (what a resumed run has finished).
 
 use crate::error::{Error, Result};
 use mpi::datatype::PartitionMut;
@@ -89,6 +90,24 @@ pub fn gather_to_root<T: Serialize + DeserializeOwned>(
         root.gather_varcount_into_root(&mine[..], &mut part);
     }
     decode_parts(&buf, &counts).map(Some)
+}
+
+/// Rank 0's value on every rank (collective; the other ranks' `v` is not sent).
+pub fn bcast_from_root<T: Serialize + DeserializeOwned>(
+    comm: &SimpleCommunicator,
+    v: &T,
+) -> Result<T> {
+    let root = comm.process_at_rank(0);
+    let mut bytes = if comm.rank() == 0 {
+        encode(v)?
+    } else {
+        Vec::new()
+    };
+    let mut len = count(bytes.len())?;
+    root.broadcast_into(&mut len);
+    bytes.resize(len as usize, 0);
+    root.broadcast_into(&mut bytes[..]);
+    serde_json::from_slice(&bytes).map_err(|e| Error::System(format!("rank 0 sent bad JSON: {e}")))
 }
 
 #[cfg(test)]

@@ -340,6 +340,13 @@ fn cap_for_tests(provided: Threading) -> Threading {
     provided.min(cap)
 }
 
+/// Write `line` to stderr in one write: `eprintln!` writes its pieces one by one, and
+/// mpirun, forwarding a rank's stderr, may cut a line between them.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// Print `e` as this rank's one line (rank 0 plain, others prefixed; an empty message
 /// means another rank failed and printed) and end the job with its exit status.
 pub fn fail(world: Option<&World>, e: &Error) -> ! {
@@ -348,16 +355,16 @@ pub fn fail(world: Option<&World>, e: &Error) -> ! {
         Some(w) => {
             if !msg.is_empty() {
                 if w.rank == 0 {
-                    eprintln!("numalab: error: {msg}");
+                    say(&format!("numalab: error: {msg}"));
                 } else {
-                    eprintln!("numalab: error: rank {}: {msg}", w.rank);
+                    say(&format!("numalab: error: rank {}: {msg}", w.rank));
                 }
             }
             w.abort(e.exit_code())
         }
         None => {
             if !msg.is_empty() {
-                eprintln!("numalab: error: {msg}");
+                say(&format!("numalab: error: {msg}"));
             }
             std::process::exit(e.exit_code())
         }

@@ -1,11 +1,15 @@
 //! The cluster measured (collective: every rank, one per host, calls [`measure`]):
 //! settings and the memory check on every host at once, the latency matrix in rounds
 //! of disjoint pairs, the bandwidth matrix in shift steps, the allreduce and the
-//! barrier; rank 0 gathers the rows, builds the matrices and names the findings.
+//! barrier. Rank 0 gathers each part's figures as it ends and keeps it in the run's
+//! book (the folder's journal, [`super::journal`]); a resumed run skips the parts the
+//! journal holds (rank 0 says which to every rank); the records come from the book.
 
-use super::data::{HostData, LinksData, KIND_COLLECTIVES, KIND_FINDINGS, KIND_HOST, KIND_LINKS};
+use super::data::{HostData, KIND_COLLECTIVES, KIND_HOST, KIND_LINKS};
+use super::journal::{part_record, Book, Folder};
+use super::parts::{Cells, Part};
 use super::plan::{partner, Plan};
-use super::{memory, rule, settings};
+use super::{memory, settings};
 use numalab_mpi::coll::Native;
 use numalab_mpi::kernels::{self, Method};
 use numalab_mpi::{gather, shift, Error, Result, World};
@@ -14,8 +18,8 @@ use numalab_results::stats::median;
 use numalab_results::words;
 use numalab_results::{Provenance, Record};
 use numalab_topo::Host;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::time::Instant;
 
 /// Round trips before the timed ones, per pair.
 const LAT_WARMUP: usize = 10;
@@ -23,20 +27,6 @@ const LAT_WARMUP: usize = 10;
 const COLL_REPS: usize = 10;
 /// Words of the allreduce (64 bytes).
 const ALLREDUCE_WORDS: usize = 8;
-
-/// One rank's figures by peer (None: not measured).
-type Row = Vec<Option<f64>>;
-
-/// What one rank measured: its row of each matrix (by peer).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Rows {
-    /// Latency to each higher peer it timed, ns.
-    latency: Vec<Option<f64>>,
-    /// Send bandwidth to each peer, GB/s.
-    send: Vec<Option<f64>>,
-    /// Receive bandwidth from each peer, GB/s.
-    recv: Vec<Option<f64>>,
-}
 
 /// Refuse a job whose ranks are not one per host (mpirun mapped two onto one host).
 fn one_per_host(world: &World, plan: &Plan) -> Result<()> {
@@ -87,72 +77,53 @@ fn host_record(world: &World, host: &Host, plan: &Plan, prov: &Provenance) -> Re
     r
 }
 
-/// The latency row: one 8-byte ping-pong per round with this round's partner.
-fn latency_row(
+/// Latency round `r`: one 8-byte ping-pong with this round's partner; the cell
+/// (lower host, higher host, ns) on the rank that timed it.
+fn latency_round(
     world: &World,
     plan: &Plan,
     timer: &Timer,
-    progress: &mut impl FnMut(usize, usize),
-) -> Result<Vec<Option<f64>>> {
+    r: usize,
+) -> Result<Option<(usize, usize, f64)>> {
     let n = plan.hosts.len();
     let me = world.me().rank;
-    let mut row = vec![None; n];
-    let total = plan.latency_rounds + plan.shift_steps;
-    for r in 0..plan.latency_rounds {
-        if world.is_root() {
-            progress(r, total);
-        }
-        let pair = match partner(n, r, me) {
-            Some(p) => (me.min(p), me.max(p)),
-            // Sitting out: the loop's closing barrier only.
-            None => (usize::MAX, usize::MAX),
-        };
-        let samples = kernels::ping_pong(
-            world.comm(),
-            timer,
-            pair,
-            8,
-            LAT_WARMUP,
-            plan.options.lat_iterations,
-            Method::default(),
-        )?;
-        if let Some(s) = samples {
-            row[pair.1] = median(&s);
-        }
-    }
-    Ok(row)
+    let pair = match partner(n, r, me) {
+        Some(p) => (me.min(p), me.max(p)),
+        // Sitting out: the loop's closing barrier only.
+        None => (usize::MAX, usize::MAX),
+    };
+    let samples = kernels::ping_pong(
+        world.comm(),
+        timer,
+        pair,
+        8,
+        LAT_WARMUP,
+        plan.options.lat_iterations,
+        Method::default(),
+    )?;
+    Ok(samples
+        .and_then(|s| median(&s))
+        .map(|v| (pair.0, pair.1, v)))
 }
 
-/// The bandwidth rows: every shift step, sends to rank + D, receives from rank − D.
-fn bandwidth_rows(
+/// Shift step `d`: sends to rank + D while receiving from rank − D; this rank's send
+/// and receive figures.
+fn shift_step(
     world: &World,
     plan: &Plan,
     timer: &Timer,
-    progress: &mut impl FnMut(usize, usize),
-) -> Result<(Row, Row)> {
-    let n = plan.hosts.len();
-    let me = world.me().rank;
+    d: usize,
+) -> Result<(Option<f64>, Option<f64>)> {
     let o = &plan.options;
-    let (mut send, mut recv) = (vec![None; n], vec![None; n]);
-    for d in 1..n {
-        if world.is_root() {
-            progress(
-                plan.latency_rounds + d - 1,
-                plan.latency_rounds + plan.shift_steps,
-            );
-        }
-        let s = shift::step(
-            world.comm(),
-            timer,
-            d,
-            o.bw_size as usize,
-            o.bw_window,
-            (1, o.bw_iterations),
-        )?;
-        send[(me + d) % n] = median(&s.send_gbps);
-        recv[(me + n - d) % n] = median(&s.recv_gbps);
-    }
-    Ok((send, recv))
+    let s = shift::step(
+        world.comm(),
+        timer,
+        d,
+        o.bw_size as usize,
+        o.bw_window,
+        (1, o.bw_iterations),
+    )?;
+    Ok((median(&s.send_gbps), median(&s.recv_gbps)))
 }
 
 /// The allreduce's and the barrier's ns per run (rank 0's clock); the sum checked.
@@ -193,103 +164,194 @@ fn collectives(world: &World, plan: &Plan, timer: &Timer) -> Result<(Vec<f64>, V
     Ok((allreduce, barrier))
 }
 
-/// Run the cluster (collective). Rank 0 gets every record: one per host, the links,
-/// the collectives and the findings.
+/// Rank 0 opens the run's book (its folder's journal) and tells every rank which parts
+/// are finished (collective). When rank 0 cannot (the folder is locked, the journal is
+/// another run's), every rank returns a usage error, rank 0's naming why.
+fn open(
+    world: &World,
+    plan: &Plan,
+    folder: Option<&Folder>,
+    prov: &Provenance,
+) -> Result<(Option<Book>, Vec<bool>)> {
+    let opened = world.is_root().then(|| Book::open(plan, folder, prov));
+    let done = match &opened {
+        Some(Ok(b)) => Some(b.done(plan)),
+        _ => None,
+    };
+    let done: Option<Vec<bool>> = gather::bcast_from_root(world.comm(), &done)?;
+    match (opened, done) {
+        (Some(Err(e)), _) => Err(e.into()),
+        (Some(Ok(b)), Some(d)) => Ok((Some(b), d)),
+        (None, Some(d)) => Ok((None, d)),
+        _ => Err(Error::Usage(String::new())),
+    }
+}
+
+/// The run's book and what the cli is told: a line to show, and the progress.
+struct Run<'a, S, P> {
+    world: &'a World,
+    plan: &'a Plan,
+    prov: &'a Provenance,
+    book: Option<Book>,
+    say: S,
+    progress: P,
+}
+
+impl<S: FnMut(&str), P: FnMut(usize, usize)> Run<'_, S, P> {
+    /// Rank 0 keeps a finished part.
+    fn keep(&mut self, part: Part, records: Vec<Record>, t0: Instant) {
+        let Some(b) = &mut self.book else { return };
+        if let Some(why) = b.finish(self.plan, part, records, t0.elapsed().as_secs_f64()) {
+            (self.say)(&format!("warning: {why}"));
+        }
+    }
+
+    /// A round's or a step's cells, gathered onto rank 0 and kept there.
+    fn keep_cells(&mut self, part: Part, mine: &Cells, t0: Instant) -> Result<()> {
+        let Some(all) = gather::gather_to_root(self.world.comm(), mine)? else {
+            return Ok(());
+        };
+        let mut cells = Cells::default();
+        for c in all {
+            cells.latency_ns.extend(c.latency_ns);
+            cells.send_gbps.extend(c.send_gbps);
+            cells.recv_gbps.extend(c.recv_gbps);
+        }
+        let r = part_record(self.plan, part, &cells, self.prov);
+        self.keep(part, vec![r], t0);
+        Ok(())
+    }
+
+    /// The progress bar's step `at` of the rounds and shift steps.
+    fn step(&mut self, at: usize) {
+        if self.world.is_root() {
+            (self.progress)(at, self.plan.latency_rounds + self.plan.shift_steps);
+        }
+    }
+}
+
+/// Every host's record at once (those the book lacks), kept per host on rank 0.
+fn hosts<S: FnMut(&str), P: FnMut(usize, usize)>(
+    run: &mut Run<S, P>,
+    host: &Host,
+    done: &[bool],
+) -> Result<()> {
+    let n = run.plan.hosts.len();
+    if done[..n].iter().all(|d| *d) {
+        return Ok(());
+    }
+    let t0 = Instant::now();
+    let me = run.world.me().rank;
+    let mine = (!done[me]).then(|| host_record(run.world, host, run.plan, run.prov));
+    if let Some(all) = gather::gather_to_root(run.world.comm(), &mine)? {
+        for (i, r) in all.into_iter().enumerate() {
+            if let Some(r) = r {
+                run.keep(Part::Host(i), vec![r], t0);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rounds, the shift steps and the collectives the book lacks, each kept as it ends.
+fn links<S: FnMut(&str), P: FnMut(usize, usize)>(run: &mut Run<S, P>, done: &[bool]) -> Result<()> {
+    let (world, plan) = (run.world, run.plan);
+    let timer = Timer::best();
+    let n = plan.hosts.len();
+    let me = world.me().rank;
+    let at = |p: Part| p.index(plan);
+    for r in (0..plan.latency_rounds).filter(|r| !done[at(Part::Round(*r))]) {
+        run.step(r);
+        let t0 = Instant::now();
+        let cell = latency_round(world, plan, &timer, r)?;
+        let mine = Cells {
+            latency_ns: cell.into_iter().collect(),
+            ..Cells::default()
+        };
+        run.keep_cells(Part::Round(r), &mine, t0)?;
+    }
+    for d in (1..n).filter(|d| !done[at(Part::Shift(*d))]) {
+        run.step(plan.latency_rounds + d - 1);
+        let t0 = Instant::now();
+        let (send, recv) = shift_step(world, plan, &timer, d)?;
+        let mine = Cells {
+            send_gbps: send.map(|v| (me, (me + d) % n, v)).into_iter().collect(),
+            recv_gbps: recv
+                .map(|v| ((me + n - d) % n, me, v))
+                .into_iter()
+                .collect(),
+            ..Cells::default()
+        };
+        run.keep_cells(Part::Shift(d), &mine, t0)?;
+    }
+    if !done[at(Part::Collectives)] {
+        let t0 = Instant::now();
+        let (allreduce, barrier) = collectives(world, plan, &timer)?;
+        let mut c = Record::new(
+            KIND_COLLECTIVES,
+            &format!("{n} hosts"),
+            run.prov.clone(),
+            json!({ "hosts": n, "allreduce_bytes": ALLREDUCE_WORDS * 8,
+                    "runs_per_pass": COLL_REPS, "timed_by": "rank 0" }),
+        );
+        c.add_samples("allreduce", "ns", &allreduce);
+        c.add_samples("barrier", "ns", &barrier);
+        c.warnings = run.prov.warnings();
+        run.keep(Part::Collectives, vec![c], t0);
+    }
+    Ok(())
+}
+
+/// Run the cluster (collective), its parts kept in `folder`'s journal when given (a
+/// resume measures only the parts it lacks). A usage error is a refusal every rank
+/// returns before anything is measured, its message on rank 0 only. Rank 0 gets every record: one per host,
+/// the findings, the links and the collectives; `say` shows its lines (the start, a
+/// journal that could not be written).
 pub fn measure(
     world: &World,
     host: &Host,
     plan: &Plan,
-    mut progress: impl FnMut(usize, usize),
+    folder: Option<&Folder>,
+    say: impl FnMut(&str),
+    progress: impl FnMut(usize, usize),
 ) -> Result<Option<Vec<Record>>> {
-    one_per_host(world, plan)?;
-    let timer = Timer::best();
-    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
-    // Every host at once, then everyone waits for the slowest before the network.
-    let mine = host_record(world, host, plan, &prov);
-    world.barrier();
-    let latency = latency_row(world, plan, &timer, &mut progress)?;
-    let (send, recv) = bandwidth_rows(world, plan, &timer, &mut progress)?;
-    let (allreduce, barrier) = collectives(world, plan, &timer)?;
-    let rows = gather::gather_to_root(
-        world.comm(),
-        &Rows {
-            latency,
-            send,
-            recv,
-        },
-    )?;
-    let Some(mut all) = world.gather_records(&[mine])? else {
-        return Ok(None);
+    // Every rank refuses alike; rank 0 says why.
+    let quiet = |e: Error| match world.is_root() {
+        true => e,
+        false => Error::Usage(String::new()),
     };
-    let rows = rows.unwrap_or_default();
-    let names: Vec<String> = world.placements.iter().map(|p| p.host.clone()).collect();
-    let links = links(plan, names, &rows);
-    let hosts: Vec<HostData> = all
-        .iter()
-        .filter_map(|r| r.data_as::<HostData>().ok())
-        .collect();
-    let found = rule::findings(&hosts, Some(&links));
-    let every: Vec<usize> = (0..plan.hosts.len()).collect();
-    let mut l = Record::new(
-        KIND_LINKS,
-        &format!("{} hosts", plan.hosts.len()),
-        prov.clone(),
-        json!({ "hosts": plan.hosts.len(), "lat_iterations": plan.options.lat_iterations,
-                "bw_size": plan.options.bw_size, "bw_window": plan.options.bw_window,
-                "bw_iterations": plan.options.bw_iterations }),
-    );
-    l.placement = Some(world.placement_value(&every));
-    l.set_data(&links);
-    let mut c = Record::new(
-        KIND_COLLECTIVES,
-        &format!("{} hosts", plan.hosts.len()),
-        prov.clone(),
-        json!({ "hosts": plan.hosts.len(), "allreduce_bytes": ALLREDUCE_WORDS * 8,
-                "runs_per_pass": COLL_REPS, "timed_by": "rank 0" }),
-    );
-    c.add_samples("allreduce", "ns", &allreduce);
-    c.add_samples("barrier", "ns", &barrier);
-    let mut f = Record::new(
-        KIND_FINDINGS,
-        "findings",
-        prov.clone(),
-        json!({ "hosts": plan.hosts.len() }),
-    );
-    f.set_data(&found);
-    for r in [&mut l, &mut c, &mut f] {
-        r.warnings = prov.warnings();
-    }
-    all.extend([f, l, c]);
-    Ok(Some(all))
-}
-
-/// The matrices from every rank's rows (`rows[r]` is rank r's).
-fn links(plan: &Plan, hosts: Vec<String>, rows: &[Rows]) -> LinksData {
-    let n = plan.hosts.len();
-    let mut lat = vec![vec![None; n]; n];
-    let mut send = vec![vec![None; n]; n];
-    let mut recv = vec![vec![None; n]; n];
-    for (a, r) in rows.iter().enumerate() {
-        for b in 0..n.min(r.latency.len()) {
-            if let Some(v) = r.latency[b] {
-                lat[a][b] = Some(v);
-                lat[b][a] = Some(v);
-            }
-            send[a][b] = send[a][b].or(r.send.get(b).copied().flatten());
-            recv[b][a] = r.recv.get(b).copied().flatten();
+    one_per_host(world, plan).map_err(quiet)?;
+    let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let (book, done) = open(world, plan, folder, &prov)?;
+    let mut run = Run {
+        world,
+        plan,
+        prov: &prov,
+        book,
+        say,
+        progress,
+    };
+    if let Some(b) = &run.book {
+        for l in b.announce(plan, folder) {
+            (run.say)(&l);
         }
     }
-    let o = &plan.options;
-    LinksData {
-        hosts,
-        latency_ns: lat,
-        send_gbps: send,
-        recv_gbps: recv,
-        size: o.bw_size,
-        window: o.bw_window,
-        method: format!(
-            "latency: 8 B MPI_Send/MPI_Recv ping-pong, {} per pair (median, halved), pairs in rounds of disjoint pairs; bandwidth: mpiGraph's shift steps, every host sending {} x {} B to host+D while receiving from host-D, {} per step (median), send and receive completion timed apart",
-            words::count(o.lat_iterations as u64, "round trip"), o.bw_window, o.bw_size, words::count(o.bw_iterations as u64, "sample")
-        ),
+    // Every host at once, then everyone waits for the slowest before the network.
+    hosts(&mut run, host, &done)?;
+    world.barrier();
+    links(&mut run, &done)?;
+    let Some(book) = run.book.take() else {
+        return Ok(None);
+    };
+    let mut all = book.records(plan, &prov);
+    let every: Vec<usize> = (0..plan.hosts.len()).collect();
+    for r in all.iter_mut().filter(|r| r.kind == KIND_LINKS) {
+        r.placement = Some(world.placement_value(&every));
     }
+    match book.write(&all) {
+        Ok(Some(why)) => (run.say)(&format!("warning: {why}")),
+        Ok(None) => {}
+        Err(e) => return Err(Error::System(e.to_string())),
+    }
+    Ok(Some(all))
 }

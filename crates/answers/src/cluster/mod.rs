@@ -5,8 +5,10 @@
 //! scales to 10,000 hosts on paper (`--dry-run --hosts N`).
 
 mod data;
+pub mod journal;
 mod measure;
 mod memory;
+pub mod parts;
 mod plan;
 mod present;
 mod rule;

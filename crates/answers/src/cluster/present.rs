@@ -33,6 +33,7 @@ impl Presenter for ClusterPresenter {
             KIND_LINKS,
             KIND_COLLECTIVES,
             KIND_FINDINGS,
+            super::parts::KIND_PART,
         ]
     }
     fn section(&self) -> Option<(&'static str, &'static str)> {

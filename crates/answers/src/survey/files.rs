@@ -10,8 +10,6 @@ use std::path::Path;
 /// names them first). A results file that cannot be written leaves its records in a
 /// fallback file that the error names.
 pub fn write_all(dir: &Path, records: &[Record], missing: &[String]) -> Result<(), OutputError> {
-    write_records(&dir.join("results.json"), records)?;
-    write_records(&dir.join("results.csv"), records)?;
     let title = format!(
         "numalab survey of {}",
         records
@@ -19,10 +17,22 @@ pub fn write_all(dir: &Path, records: &[Record], missing: &[String]) -> Result<(
             .map(|r| r.provenance.hostname.as_str())
             .unwrap_or("?")
     );
+    write_titled(dir, records, missing, &title)
+}
+
+/// [`write_all`] with the report's title (the cluster's folder is written alike).
+pub fn write_titled(
+    dir: &Path,
+    records: &[Record],
+    missing: &[String],
+    title: &str,
+) -> Result<(), OutputError> {
+    write_records(&dir.join("results.json"), records)?;
+    write_records(&dir.join("results.csv"), records)?;
     let html = if missing.is_empty() {
-        registry::render(records, &title)
+        registry::render(records, title)
     } else {
-        registry::render_partial(records, &title, missing)
+        registry::render_partial(records, title, missing)
     };
     write_atomic(&dir.join("report.html"), html.as_bytes())
 }

@@ -1,5 +1,7 @@
 //! The survey's output folder and its journal: a fresh folder (an earlier survey's
 //! results are never replaced without `--force`), or a journal continued with `--resume`.
+//! The cluster's folder is kept the same way ([`Kind`] names the run in the messages
+//! and its lock file).
 
 use super::lock::{self, FolderLock};
 use super::plan::Step;
@@ -21,20 +23,41 @@ pub const OUTPUTS: [&str; 4] = [
     "report.html",
 ];
 
+/// The kind of run a folder holds: its name in messages, and its lock file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kind {
+    /// "survey", "cluster".
+    pub name: &'static str,
+    /// The lock file's name in the folder.
+    pub lock: &'static str,
+}
+
+/// The survey's folder.
+pub const SURVEY: Kind = Kind {
+    name: "survey",
+    lock: lock::FILE_NAME,
+};
+
 /// Refuse, before anything is created, a survey folder that is no folder, or a file the
 /// survey writes there (or its lock) that is no regular file: nothing else is ever
 /// truncated, renamed over or removed (see `numalab_results::outpath`).
 pub fn check_folder(dir: &Path) -> Result<(), Error> {
+    check_folder_as(SURVEY, dir)
+}
+
+/// [`check_folder`] for the folder of a `kind` run.
+pub fn check_folder_as(kind: Kind, dir: &Path) -> Result<(), Error> {
+    let what = kind.name;
     if let Ok(m) = std::fs::metadata(dir) {
         if !m.is_dir() {
             return Err(bad(format!(
-                "invalid output folder '{}': it is {}; survey -o names a folder (new, or one a survey wrote)",
+                "invalid output folder '{}': it is {}; {what} -o names a folder (new, or one a {what} wrote)",
                 dir.display(),
                 outpath::kind(&m)
             )));
         }
     }
-    for f in OUTPUTS.iter().chain([&lock::FILE_NAME]) {
+    for f in OUTPUTS.iter().chain([&kind.lock]) {
         let p = dir.join(f);
         let m = match std::fs::metadata(&p) {
             Ok(m) => m,
@@ -90,6 +113,8 @@ pub struct Log {
     pub broken: Option<String>,
     /// What a resume found in the journal (damaged lines, a continuation), one line each.
     pub notes: Vec<String>,
+    /// The kind of run writing it.
+    kind: Kind,
     /// The folder's one-writer lock, held while this log lives.
     _lock: FolderLock,
 }
@@ -148,7 +173,10 @@ impl Log {
                 )
             }
             Err(tried) => {
-                format!("{why}; {tried}; the survey goes on and keeps its records in memory")
+                format!(
+                    "{why}; {tried}; the {} goes on and keeps its records in memory",
+                    self.kind.name
+                )
             }
         })
     }
@@ -162,13 +190,21 @@ pub fn start(
     prov: &Provenance,
     plan: Vec<PlannedStep>,
 ) -> Result<Log, Error> {
-    check_folder(dir)?;
-    // A folder another survey is writing is refused before anything else is said of it.
-    let lock = if dir.is_dir() {
-        Some(lock::take(dir)?)
-    } else {
-        None
-    };
+    start_as(SURVEY, dir, force, prov, plan)
+}
+
+/// [`start`] for a `kind` run.
+pub fn start_as(
+    kind: Kind,
+    dir: &Path,
+    force: bool,
+    prov: &Provenance,
+    plan: Vec<PlannedStep>,
+) -> Result<Log, Error> {
+    check_folder_as(kind, dir)?;
+    let take = || lock::take_as(dir, kind.lock, kind.name);
+    // A folder another run is writing is refused before anything else is said of it.
+    let lock = if dir.is_dir() { Some(take()?) } else { None };
     let held: Vec<&str> = OUTPUTS
         .iter()
         .copied()
@@ -185,7 +221,7 @@ pub fn start(
         .map_err(|e| bad(format!("invalid output directory '{}': {e}", dir.display())))?;
     let lock = match lock {
         Some(l) => l,
-        None => lock::take(dir)?,
+        None => take()?,
     };
     for f in held {
         std::fs::remove_file(dir.join(f)).map_err(|e| {
@@ -213,24 +249,45 @@ pub fn start(
         writer: Some(writer),
         broken: None,
         notes: Vec::new(),
+        kind,
         _lock: lock,
     })
 }
 
+/// Take the lock of a `kind` run's folder (to write its files from a journal whose run
+/// ended), or say which process holds it.
+pub fn lock_as(kind: Kind, dir: &Path) -> Result<FolderLock, Error> {
+    lock::take_as(dir, kind.lock, kind.name)
+}
+
 /// Continue the survey whose journal is in `dir`: the machine and the plan must be the same.
 pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log, Error> {
+    resume_as(SURVEY, dir, prov, plan, |_| None)
+}
+
+/// [`resume`] for a `kind` run; `refuse` says first why its journal cannot be
+/// continued, if it cannot (the cluster: other hosts).
+pub fn resume_as(
+    kind: Kind,
+    dir: &Path,
+    prov: &Provenance,
+    plan: &[PlannedStep],
+    refuse: impl Fn(&Journal) -> Option<String>,
+) -> Result<Log, Error> {
     let path = dir.join(journal::FILE_NAME);
     let cannot = |why: String| bad(format!("cannot resume '{}': {why}", dir.display()));
-    check_folder(dir)?;
+    check_folder_as(kind, dir)?;
     if !path.is_file() {
         return Err(cannot(format!(
-            "no {} in it (give the folder of a survey)",
-            journal::FILE_NAME
+            "no {} in it (give the folder of a {})",
+            journal::FILE_NAME,
+            kind.name
         )));
     }
-    let lock = lock::take(dir)?;
+    let lock = lock::take_as(dir, kind.lock, kind.name)?;
     let j = journal::read(&path).map_err(cannot)?;
-    if let Some(why) = j.resume_refusal(&Fingerprint::of(prov), plan) {
+    let refusal = refuse(&j).or_else(|| j.resume_refusal(&Fingerprint::of(prov), plan));
+    if let Some(why) = refusal {
         return Err(cannot(format!(
             "{why}; it was started as '{}'",
             j.header.command_line.join(" ")
@@ -247,6 +304,7 @@ pub fn resume(dir: &Path, prov: &Provenance, plan: &[PlannedStep]) -> Result<Log
         writer: Some(writer),
         broken: None,
         notes,
+        kind,
         _lock: lock,
     })
 }

@@ -5,7 +5,8 @@
 //! SIGKILL, so a killed survey's folder can be resumed at once. The holder removes the
 //! file as it lets go (a finished survey's folder holds only its results); a newcomer
 //! that locked the file just removed sees its path now names another file, or none,
-//! and tries again on the one there.
+//! and tries again on the one there. A cluster's folder is locked alike, in a file of
+//! its own name.
 
 use numalab_topo::Error;
 use std::fs::{File, OpenOptions};
@@ -55,37 +56,38 @@ pub fn cannot_write(dir: &Path, file: &str, e: std::io::Error) -> Error {
     }
 }
 
-/// Take the folder's lock, or say which process holds it (a usage error, exit 2).
-pub fn take(dir: &Path) -> Result<FolderLock, Error> {
+/// Take the lock file `name` of the folder of a `what` run (survey, cluster), or say
+/// which process holds it (a usage error, exit 2).
+pub fn take_as(dir: &Path, name: &str, what: &str) -> Result<FolderLock, Error> {
     // The holder removes the file as it lets go; a lock on a removed file is tried again.
     for _ in 0..100 {
-        if let Some(l) = try_take(dir)? {
+        if let Some(l) = try_take(dir, name, what)? {
             return Ok(l);
         }
     }
     Err(Error::input(format!(
-        "output folder '{}': its {FILE_NAME} keeps changing; is another survey starting there?",
+        "output folder '{}': its {name} keeps changing; is another {what} starting there?",
         dir.display()
     )))
 }
 
 /// One try: the lock, None when the file locked was removed meanwhile, or who holds it.
-fn try_take(dir: &Path) -> Result<Option<FolderLock>, Error> {
-    let path = dir.join(FILE_NAME);
+fn try_take(dir: &Path, name: &str, what: &str) -> Result<Option<FolderLock>, Error> {
+    let path = dir.join(name);
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(|e| cannot_write(dir, FILE_NAME, e))?;
+        .map_err(|e| cannot_write(dir, name, e))?;
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let mut pid = String::new();
         let _ = file.read_to_string(&mut pid);
         let who = match pid.trim() {
-            "" => "another numalab survey".to_string(),
-            p => format!("another numalab survey (pid {p})"),
+            "" => format!("another numalab {what}"),
+            p => format!("another numalab {what} (pid {p})"),
         };
         return Err(Error::input(format!(
             "output folder '{}' is being written by {who}: wait for it to end, or give another folder with -o",
@@ -105,6 +107,10 @@ fn try_take(dir: &Path) -> Result<Option<FolderLock>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn take(dir: &Path) -> Result<FolderLock, Error> {
+        take_as(dir, FILE_NAME, "survey")
+    }
 
     #[test]
     fn a_second_writer_is_refused_naming_the_first_and_the_lock_goes_with_it() {

@@ -1,11 +1,15 @@
 //! `numalab cluster`: every host's settings and memory and every link between hosts,
-//! one rank per host of the hostfile, the odd host, link or setting named.
+//! one rank per host of the hostfile, the odd host, link or setting named. With `-o DIR`
+//! rank 0 journals each part as it ends, and `--resume DIR` measures only what is
+//! missing (`numalab_answers::cluster::journal`).
 
 use crate::commands::mpi::{progress, run_job};
 use crate::common::{check_measurable, size_opt, CliError, CommonArgs};
 use clap::Args;
+use numalab_answers::cluster::journal::{self as cj, Folder};
 use numalab_answers::cluster::{self, Options, Plan};
-use numalab_mpi::JobOptions;
+use numalab_mpi::{JobOptions, Launch, Launched};
+use numalab_topo::Host;
 use std::path::PathBuf;
 
 /// Arguments of `numalab cluster`.
@@ -39,6 +43,10 @@ pub struct ClusterArgs {
     /// Print the plan without starting ranks.
     #[arg(long)]
     dry_run: bool,
+    /// Continue the run whose folder is DIR from its journal: only the parts not yet
+    /// finished are measured. Give the hostfile and options it was started with.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "force", "dry_run"])]
+    resume: Option<PathBuf>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -61,8 +69,27 @@ impl ClusterArgs {
     }
 }
 
+/// The run's folder: `--resume DIR`, or an `-o` that names no record file (then taken
+/// from the common flags, which write record files).
+fn folder(a: &mut ClusterArgs) -> Option<Folder> {
+    if let Some(d) = &a.resume {
+        return Some(Folder {
+            dir: d.clone(),
+            resume: true,
+            force: false,
+        });
+    }
+    let dir = a.common.output.take_if(|p| cj::names_folder(p))?;
+    Some(Folder {
+        dir,
+        resume: false,
+        force: a.common.force,
+    })
+}
+
 /// Run `numalab cluster`.
-pub fn run(a: ClusterArgs) -> Result<(), CliError> {
+pub fn run(mut a: ClusterArgs) -> Result<(), CliError> {
+    let folder = folder(&mut a);
     a.common.validate()?;
     let o = a.options()?;
     o.check()?;
@@ -83,12 +110,53 @@ pub fn run(a: ClusterArgs) -> Result<(), CliError> {
     let host = a.common.host()?;
     let mut launch = plan.job().resolve(&host.machine, 2)?;
     launch.req.estimate = Some(plan.estimate());
+    if let (Some(f), false) = (&folder, a.dry_run) {
+        return journalled(&a.common, &host, &launch, &plan, f);
+    }
     run_job(
         (&a.common, a.dry_run),
         &host,
         &launch,
         |prov| plan.records(prov),
-        |world| cluster::measure(world, &host, &plan, progress("cluster")),
+        |world| cluster::measure(world, &host, &plan, None, |_| {}, progress("cluster")),
         None,
     )
+}
+
+/// A run with a folder: rank 0 journals each part; when the job fails, this process
+/// writes the files from the journal and says how to resume.
+fn journalled(
+    common: &CommonArgs,
+    host: &Host,
+    launch: &Launch,
+    plan: &Plan,
+    f: &Folder,
+) -> Result<(), CliError> {
+    let since = std::time::SystemTime::now();
+    if let Launched::Parent(code) = numalab_mpi::launch::ensure(&launch.req)? {
+        // Not after a refusal (2): the folder may be another run's.
+        if code != 0 && code != 2 {
+            if let Some(line) = cj::rescue(plan, &f.dir, since) {
+                eprintln!("numalab: {line}");
+            }
+        }
+        std::process::exit(code);
+    }
+    let world = numalab_mpi::World::start(host, &launch.world)
+        .unwrap_or_else(|e| numalab_mpi::world::fail(None, &e));
+    let say = |l: &str| eprintln!("numalab cluster: {l}");
+    let recs = match cluster::measure(&world, host, plan, Some(f), say, progress("cluster")) {
+        Ok(r) => r,
+        // A refusal every rank returned (the folder, its journal): each ends cleanly,
+        // rank 0 with the one line.
+        Err(e @ numalab_mpi::Error::Usage(_)) => {
+            drop(world);
+            numalab_mpi::world::fail(None, &e)
+        }
+        Err(e) => numalab_mpi::world::fail(Some(&world), &e),
+    };
+    match recs {
+        Some(r) => common.show(&r),
+        None => Ok(()),
+    }
 }

@@ -104,6 +104,12 @@ impl Cluster {
     /// Run numalab in the head host (where mpirun runs, on the test network), bounded
     /// by `limit_s`, with the agent as Open MPI's ssh and `env` added.
     pub fn numalab(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        bounded_output(self.command(limit_s, args, env), limit_s, args)
+    }
+
+    /// The command [`Cluster::numalab`] runs (`timeout` its process, which passes a
+    /// signal on to numalab), to start it in the background.
+    pub fn command(&self, limit_s: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
         let agent = self.dir.join("agent");
         let exe = self.exe();
         let mut cmd = vec![exe.to_str().unwrap()];
@@ -114,12 +120,17 @@ impl Cluster {
             ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
         ];
         all.extend(env);
-        self.in_head(limit_s, &cmd, &all)
+        self.head_command(limit_s, &cmd, &all)
     }
 
     /// Run `cmd` in the head host, bounded by `limit_s` (a hang fails the test), with
     /// `env` added.
     pub fn in_head(&self, limit_s: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
+        bounded_output(self.head_command(limit_s, cmd, env), limit_s, cmd)
+    }
+
+    /// `cmd` in the head host under `timeout limit_s`, with `env` added.
+    fn head_command(&self, limit_s: &str, cmd: &[&str], env: &[(&str, &str)]) -> Command {
         let mut c = Command::new("timeout");
         c.args(["-k", "10", limit_s, script().to_str().unwrap(), "exec"])
             .arg(&self.dir)
@@ -128,14 +139,7 @@ impl Cluster {
         for (k, v) in env {
             c.env(k, v);
         }
-        let out = c.output().expect("run a command in the cluster");
-        assert_ne!(
-            out.status.code(),
-            Some(124),
-            "{cmd:?} hung past {limit_s} s in the cluster: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        c
     }
 
     /// What still runs in the cluster's hosts besides the processes holding their
@@ -221,4 +225,16 @@ pub fn leftovers() -> String {
         .output()
         .expect("run test-cluster leftovers");
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `c` (a `timeout LIMIT …` command) and fails the test when it hung.
+fn bounded_output(mut c: Command, limit_s: &str, what: &[&str]) -> Output {
+    let out = c.output().expect("run a command in the cluster");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "{what:?} hung past {limit_s} s in the cluster: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
