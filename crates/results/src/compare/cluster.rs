@@ -13,9 +13,9 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// What a cluster-host record's data is (the suites' `cluster-host` kind).
+/// What a cluster-host record's data is (the answers' `cluster-host` kind).
 const HOST: &str = "cluster-host";
-/// What a cluster-links record's data is (the suites' `cluster-links` kind).
+/// What a cluster-links record's data is (the answers' `cluster-links` kind).
 const LINKS: &str = "cluster-links";
 
 /// Why a moved cluster figure is not judged when the pair's scatter is unknown.
