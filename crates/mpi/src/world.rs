@@ -266,6 +266,17 @@ impl World {
     }
 }
 
+impl Drop for World {
+    /// The last step before the universe finalises MPI: with an MPICH whose finalize
+    /// can hang across hosts, the ranks meet first (see [`crate::finalize`]). Not while
+    /// unwinding a panic: the other ranks may never come.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            crate::finalize::before_finalize(self.size, self.rank);
+        }
+    }
+}
+
 /// The MPI library's version string as MPI_Get_library_version gives it, less the
 /// NUL and blanks that end it (Open MPI counts its terminator in the length).
 pub fn library_name(raw: &str) -> String {
