@@ -15,6 +15,7 @@ pub mod coll_timed;
 pub mod env;
 pub mod error;
 pub mod family;
+pub mod finalize;
 pub mod gather;
 pub mod hostfile;
 pub mod job;

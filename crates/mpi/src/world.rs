@@ -266,6 +266,35 @@ impl World {
     }
 }
 
+impl Drop for World {
+    /// The last step before the universe finalises MPI: with an MPICH whose finalize
+    /// can hang across hosts, the ranks meet first (see [`crate::finalize`]). Not while
+    /// unwinding a panic: the other ranks may never come.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            late_for_tests(&self.comm, self.rank);
+            crate::finalize::before_finalize(self.size, self.rank);
+        }
+    }
+}
+
+/// Fault injection for the finalize test: `NUMALAB_MPI_LATE_RANK=R` makes rank R keep
+/// probing MPI (which progresses it) for 1 s after its work, while the others are done:
+/// a rank still inside MPI as another finalizes, as a slow rank would be.
+fn late_for_tests(comm: &SimpleCommunicator, rank: usize) {
+    // Checked when numalab starts (numalab_results::envvars).
+    let late = numalab_results::envvars::whole("NUMALAB_MPI_LATE_RANK");
+    if late.ok().flatten() != Some(rank as u64) {
+        return;
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while std::time::Instant::now() < until {
+        // A tag no one sends: nothing is received, only progressed.
+        let _ = comm.any_process().immediate_probe_with_tag(32000);
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+}
+
 /// The MPI library's version string as MPI_Get_library_version gives it, less the
 /// NUL and blanks that end it (Open MPI counts its terminator in the length).
 pub fn library_name(raw: &str) -> String {

@@ -109,6 +109,16 @@ pub const VARS: &[Var] = &[
         what: "tests only: treat MPI's thread level as at most this",
     },
     Var {
+        name: "NUMALAB_MPI_LATE_RANK",
+        kind: Kind::Whole {
+            min: 0,
+            max: RANK_MAX,
+            unit: "",
+            zero: None,
+        },
+        what: "tests only: this rank keeps probing MPI for 1 s before MPI_Finalize, while the others are done",
+    },
+    Var {
         name: "NUMALAB_DSM_KILL_RANK",
         kind: Kind::Whole {
             min: 0,

@@ -125,6 +125,10 @@ fn main() {
         .unwrap_or_else(|e| fail(format!("rank failed: {e}")));
     mpi.shutdown();
     let me = numalab_dsm::transport::Transport::rank(&*mpi);
+    // Nothing of MPI but the finalize after this (see numalab_mpi::finalize).
+    let size = numalab_dsm::transport::Transport::ranks(&*mpi);
+    drop(mpi);
+    numalab_mpi::finalize::before_finalize(size, me);
     // An app run's counters as one JSON line per rank (tests count them); the costs
     // print only their named figures, never a raw JSON line.
     if a[1] != "costs" {
