@@ -148,9 +148,14 @@ fn journalled(
     let recs = match cluster::measure(&world, host, plan, Some(f), say, progress("cluster")) {
         Ok(r) => r,
         // A refusal every rank returned (the folder, its journal): each ends cleanly,
-        // rank 0 with the one line.
+        // rank 0 with the one line. The others, with nothing to say, end with 0: were
+        // they to exit 2 first, mpirun would end rank 0 before its line is out.
         Err(e @ numalab_mpi::Error::Usage(_)) => {
+            let silent = !world.is_root() && e.to_string().is_empty();
             drop(world);
+            if silent {
+                std::process::exit(0);
+            }
             numalab_mpi::world::fail(None, &e)
         }
         Err(e) => numalab_mpi::world::fail(Some(&world), &e),
