@@ -3,22 +3,7 @@
 
 mod common;
 
-use std::process::Output;
-
-/// Seconds any one MPI run may take before the test fails (a hang is a defect).
-const LIMIT: &str = "120";
-
-fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    common::mpi::run(LIMIT, args, env)
-}
-
-fn ok_json(args: &[&str]) -> serde_json::Value {
-    common::mpi::ok_json(LIMIT, args)
-}
-
-fn one_line_usage_error(out: &Output, needle: &str) {
-    common::mpi::usage_error(out, needle)
-}
+use common::mpi::{mpi_run, ok_json_in_limit as ok_json, usage_error as one_line_usage_error};
 
 #[test]
 fn two_ranks_are_launched_pinned_and_gathered_on_rank_0() {

@@ -4,22 +4,8 @@
 mod common;
 
 use common::validate;
-use std::process::Output;
 
-/// Seconds any one MPI run may take before the test fails (a hang is a defect).
-const LIMIT: &str = "120";
-
-fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    common::mpi::run(LIMIT, args, env)
-}
-
-fn ok_json(args: &[&str]) -> serde_json::Value {
-    common::mpi::ok_json(LIMIT, args)
-}
-
-fn one_line_usage_error(out: &Output, needle: &str) {
-    common::mpi::usage_error(out, needle)
-}
+use common::mpi::{mpi_run, ok_json_in_limit as ok_json, usage_error as one_line_usage_error};
 
 /// Passes of a step whose samples make its figure.
 fn used_passes(r: &serde_json::Value) -> u64 {

@@ -2,6 +2,20 @@
 
 use std::process::Output;
 
+/// Seconds any one MPI run of the mpi_* tests may take before the test fails (a hang is
+/// a defect).
+pub const LIMIT: &str = "120";
+
+/// [`run`] within [`LIMIT`].
+pub fn mpi_run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run(LIMIT, args, env)
+}
+
+/// [`ok_json`] within [`LIMIT`].
+pub fn ok_json_in_limit(args: &[&str]) -> serde_json::Value {
+    ok_json(LIMIT, args)
+}
+
 /// Runs numalab under `timeout LIMIT` (a hang is a defect, never a wait).
 pub fn run(limit: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     super::bounded(limit, args, env)
