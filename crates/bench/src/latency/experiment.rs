@@ -113,8 +113,18 @@ fn parse_range(s: &str) -> Result<(u64, u64)> {
     Ok((a, b))
 }
 
+/// The single-size chase's default stride: multichase's, and the one at which both tools
+/// agree. A denser 128 B chase puts twice the elements in each TLB window and reads
+/// lower at DRAM sizes (82.6-87.1 ns against 106.4-107.4 ns at 1 GiB on a 16-core
+/// Emerald Rapids VM, where multichase read 103.5-104.0 ns), so it is not the default.
+pub const DEFAULT_STRIDE: usize = 256;
+
 fn stride(a: &Options) -> usize {
-    a.stride.unwrap_or(if a.sweep.is_some() { 64 } else { 128 })
+    a.stride.unwrap_or(if a.sweep.is_some() {
+        64
+    } else {
+        DEFAULT_STRIDE
+    })
 }
 
 /// What the arguments ask for, checked before the topology is loaded.

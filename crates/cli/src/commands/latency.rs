@@ -45,9 +45,9 @@ pub struct LatencyArgs {
     /// Timed passes per requestor.
     #[arg(long, default_value_t = 10)]
     iterations: usize,
-    /// Bytes between chase elements (a multiple of the line). Default: 128 at one size,
-    /// so every visited line's 128-byte buddy stays unused and adjacent-line prefetch
-    /// cannot hide misses; 64 for --sweep, so the buffer size is the cache footprint.
+    /// Bytes between chase elements (a multiple of the line). Default: 256 at one size
+    /// (multichase's: no adjacent-line prefetch pairs, half the elements per TLB window
+    /// of a 128 B chase); 64 for --sweep, so the buffer size is the cache footprint.
     #[arg(long)]
     stride: Option<usize>,
     /// TLB-locality window in pages (0: random over the whole buffer, page walks included).
