@@ -58,7 +58,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; not comparable = unsettled, implausible, under 3 samples or mostly disturbed; derived metrics need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, or one CPU's share of a concurrent stream; derived metrics need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -74,10 +74,26 @@ pub const DERIVED: &[&str] = &[
     "traffic_estimate",
 ];
 
+/// Requestors streaming at once when `r` is one requestor's part of such a run (a
+/// bandwidth record naming its CPU among several): how the memory system splits a
+/// saturated stream between them changes from run to run while their sum holds (on a
+/// quiet 16-core VM two identical surveys gave one CPU 11.3 then 6.2 GB/s of the same
+/// 16-CPU read), so the run's aggregate record is the figure to compare.
+fn share_of(r: &Record) -> Option<u64> {
+    let p = &r.parameters;
+    let n = p.get("requestors")?.as_u64()?;
+    (r.kind == "bandwidth" && n > 1 && p.get("requestor_cpu")?.is_u64()).then_some(n)
+}
+
 /// Why a figure cannot be compared, or None when it can.
 fn not_comparable(r: &Record, s: &Stat, flags: &[Flag]) -> Option<String> {
     if let Some(f) = plausible::flag_of(flags, r, &s.metric) {
         return Some(format!("implausible, rule {}", f.rule));
+    }
+    if let Some(n) = share_of(r) {
+        return Some(format!(
+            "one CPU's share of {n} streaming at once: compare their aggregate"
+        ));
     }
     if !r.settled() {
         return Some("unsettled".into());

@@ -207,3 +207,43 @@ fn huge_ratios_are_short_and_a_figure_repeated_in_b_is_not_only_in_b() {
         verdict(&c)
     );
 }
+
+#[test]
+fn one_cpus_share_of_a_concurrent_stream_is_not_comparable_but_the_aggregate_is() {
+    let share = |gbps: f64| {
+        let p = json!({"kernel": "readv", "requestors": 16, "requestor_cpu": 10});
+        let mut r = Record::new(
+            "bandwidth",
+            "readv cpu10",
+            Provenance::collect("t", "none"),
+            p,
+        );
+        r.add_samples("bandwidth", "GB/s", &tight(gbps));
+        r
+    };
+    // The share halves between runs while the aggregate holds: only the share is
+    // excused, and a moved aggregate is still beyond.
+    let a = vec![share(11.3), bw(16, 160.0)];
+    let b = vec![share(6.2), bw(16, 100.0)];
+    let c = compare(&a, &b, false);
+    assert!(
+        change(&c, "readv cpu10").starts_with("not comparable (A one CPU's share of 16"),
+        "{}",
+        change(&c, "readv cpu10")
+    );
+    assert_eq!(change(&c, "readv 16"), "beyond");
+    // A single-requestor figure naming its CPU is compared as before.
+    let solo = |gbps: f64| {
+        let p = json!({"kernel": "readv", "requestors": 1, "requestor_cpu": 0});
+        let mut r = Record::new(
+            "bandwidth",
+            "readv cpu0",
+            Provenance::collect("t", "none"),
+            p,
+        );
+        r.add_samples("bandwidth", "GB/s", &tight(gbps));
+        r
+    };
+    let c = compare(&[solo(11.3)], &[solo(6.2)], false);
+    assert_eq!(change(&c, "readv cpu0"), "beyond");
+}
