@@ -219,7 +219,12 @@ fn quick_survey_writes_valid_records_and_a_complete_report() {
             assert!(s.contains("<table"), "{id} has data but no table");
             // A quick run may measure one sharer count, one intervention or one loaded
             // point: one point is a table, not a chart (issue 20).
-            if !["machine", "model", "invalidate", "intervene", "loaded"].contains(&id) {
+            // A c2c matrix whose every pair is unsettled (one pair on a busy 2-CPU
+            // machine) draws no blank heatmap: its table marks each cell unsettled.
+            let all_unsettled = id == "c2c" && !s.contains("<svg") && s.contains("unsettled");
+            if !["machine", "model", "invalidate", "intervene", "loaded"].contains(&id)
+                && !all_unsettled
+            {
                 assert!(s.contains("<svg"), "{id} has data but no chart");
             }
         } else {
