@@ -55,6 +55,104 @@ pub fn permute(m: &[Vec<Option<f64>>], order: &[usize]) -> Vec<Vec<Option<f64>>>
         .collect()
 }
 
+/// Where a heatmap's cells lie: `cell` px squares below `top` and right of `left`.
+struct Grid {
+    cell: f64,
+    left: f64,
+    top: f64,
+    nr: usize,
+    nc: usize,
+}
+
+/// Light yellow (low) to dark red (high) for `v` between `lo` and `hi`.
+fn shade(v: f64, lo: f64, hi: f64) -> String {
+    let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+    format!(
+        "rgb({},{},{})",
+        (255.0 - 80.0 * t) as u8,
+        (240.0 - 200.0 * t) as u8,
+        (180.0 - 150.0 * t) as u8
+    )
+}
+
+/// Row and column labels: every one while they fit, beyond that every k-th (labels
+/// need ~12 px).
+fn labels(s: &mut String, g: &Grid, rows: &[String], cols: &[String]) {
+    let every = ((12.0 / g.cell).ceil() as usize).max(1);
+    for (i, name) in rows.iter().enumerate().filter(|(i, _)| i % every == 0) {
+        let _ = write!(
+            s,
+            "<text class=\"row-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\">{}</text>",
+            g.left - 5.0,
+            g.top + g.cell * (i as f64 + 0.5) + 4.0,
+            esc(name)
+        );
+    }
+    for (j, name) in cols.iter().enumerate().filter(|(j, _)| j % every == 0) {
+        let _ = write!(
+            s,
+            "<text class=\"col-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
+            g.left + g.cell * (j as f64 + 0.5),
+            g.top - 5.0,
+            esc(name)
+        );
+    }
+}
+
+/// One shaded square per finite value, with its number while columns are few.
+fn squares(
+    s: &mut String,
+    g: &Grid,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+    (lo, hi): (f64, f64),
+) {
+    let cell = g.cell;
+    for (i, row) in values.iter().enumerate() {
+        for (j, v) in row.iter().enumerate() {
+            let Some(v) = v.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let (x, y) = (g.left + cell * j as f64, g.top + cell * i as f64);
+            let _ = write!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"{}\"><title>{} → {}: {v:.1}</title></rect>",
+                shade(v, lo, hi),
+                esc(&rows[i.min(g.nr.saturating_sub(1))]),
+                esc(cols.get(j).map(String::as_str).unwrap_or(""))
+            );
+            if g.nc <= 24 {
+                let _ = write!(
+                    s,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"{}\">{v:.0}</text>",
+                    x + cell / 2.0,
+                    y + cell / 2.0 + 4.0,
+                    if cell >= 30.0 { 11 } else { 8 }
+                );
+            }
+        }
+    }
+}
+
+/// The domain boundaries, a horizontal and a vertical line each.
+fn boundary_lines(s: &mut String, g: &Grid, bounds: &[Boundary]) {
+    let (left, top) = (g.left, g.top);
+    let (x1, y1) = (left + g.cell * g.nc as f64, top + g.cell * g.nr as f64);
+    for b in bounds.iter().filter(|b| b.after + 1 < g.nr.max(g.nc)) {
+        let (col, width) = stroke(b.kind);
+        let at = g.cell * (b.after + 1) as f64;
+        let _ = write!(
+            s,
+            "<line class=\"domain domain-{k}\" x1=\"{left}\" x2=\"{x1:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{col}\" stroke-width=\"{width}\"/>\
+             <line class=\"domain domain-{k}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{y1:.1}\" stroke=\"{col}\" stroke-width=\"{width}\"/>",
+            k = b.kind,
+            y = top + at,
+            x = left + at,
+        );
+    }
+}
+
 /// Draw a heatmap (rows × columns, None cells left blank) with domain boundaries drawn
 /// after the given rows and columns (the matrix is square when boundaries are given);
 /// None when no value.
@@ -79,22 +177,15 @@ pub fn heatmap_domains(
     let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let (nr, nc) = (rows.len(), cols.len());
     let cell = (560 / nc.max(nr).max(1)).clamp(6, 60) as f64;
-    let (left, top) = (70.0, 44.0);
-    let w = (cell * nc as f64 + left + 20.0).max(360.0);
-    let h = cell * nr as f64 + top + 20.0;
-    // Every label while they fit; beyond that every k-th (labels need ~12 px).
-    let every = ((12.0 / cell).ceil() as usize).max(1);
-    let numbers = nc <= 24;
-    let shade = |v: f64| {
-        let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
-        // Light yellow (low) to dark red (high).
-        format!(
-            "rgb({},{},{})",
-            (255.0 - 80.0 * t) as u8,
-            (240.0 - 200.0 * t) as u8,
-            (180.0 - 150.0 * t) as u8
-        )
+    let g = Grid {
+        cell,
+        left: 70.0,
+        top: 44.0,
+        nr,
+        nc,
     };
+    let w = (cell * nc as f64 + g.left + 20.0).max(360.0);
+    let h = cell * nr as f64 + g.top + 20.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -104,66 +195,16 @@ pub fn heatmap_domains(
         w / 2.0,
         esc(title)
     );
-    for (i, name) in rows.iter().enumerate().filter(|(i, _)| i % every == 0) {
-        let _ = write!(
-            s,
-            "<text class=\"row-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\">{}</text>",
-            left - 5.0,
-            top + cell * (i as f64 + 0.5) + 4.0,
-            esc(name)
-        );
-    }
-    for (j, name) in cols.iter().enumerate().filter(|(j, _)| j % every == 0) {
-        let _ = write!(
-            s,
-            "<text class=\"col-label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
-            left + cell * (j as f64 + 0.5),
-            top - 5.0,
-            esc(name)
-        );
-    }
-    for (i, row) in values.iter().enumerate() {
-        for (j, v) in row.iter().enumerate() {
-            let Some(v) = v.filter(|v| v.is_finite()) else {
-                continue;
-            };
-            let (x, y) = (left + cell * j as f64, top + cell * i as f64);
-            let _ = write!(
-                s,
-                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"{}\"><title>{} → {}: {v:.1}</title></rect>",
-                shade(v),
-                esc(&rows[i.min(nr.saturating_sub(1))]),
-                esc(cols.get(j).map(String::as_str).unwrap_or(""))
-            );
-            if numbers {
-                let _ = write!(
-                    s,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"{}\">{v:.0}</text>",
-                    x + cell / 2.0,
-                    y + cell / 2.0 + 4.0,
-                    if cell >= 30.0 { 11 } else { 8 }
-                );
-            }
-        }
-    }
-    let (x1, y1) = (left + cell * nc as f64, top + cell * nr as f64);
-    for b in bounds.iter().filter(|b| b.after + 1 < nr.max(nc)) {
-        let (col, width) = stroke(b.kind);
-        let at = cell * (b.after + 1) as f64;
-        let _ = write!(
-            s,
-            "<line class=\"domain domain-{k}\" x1=\"{left}\" x2=\"{x1:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{col}\" stroke-width=\"{width}\"/>\
-             <line class=\"domain domain-{k}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{y1:.1}\" stroke=\"{col}\" stroke-width=\"{width}\"/>",
-            k = b.kind,
-            y = top + at,
-            x = left + at,
-        );
-    }
+    labels(&mut s, &g, rows, cols);
+    squares(&mut s, &g, rows, cols, values, (lo, hi));
+    boundary_lines(&mut s, &g, bounds);
     let _ = write!(
         s,
-        "<rect x=\"{left}\" y=\"{top}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"black\"/></svg>",
-        x1 - left,
-        y1 - top
+        "<rect x=\"{}\" y=\"{}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"black\"/></svg>",
+        g.left,
+        g.top,
+        cell * nc as f64,
+        cell * nr as f64
     );
     Some(s)
 }
