@@ -29,6 +29,98 @@ pub struct Follower {
     threads: BTreeMap<i32, Thread>,
 }
 
+/// The OS fields every follower samples: (scope, name, unit, is a counter, source, meaning).
+const OS_FIELDS: &[(&str, &str, &str, bool, &str, &str)] = &[
+    (
+        "thread",
+        "cpu",
+        "cpu",
+        false,
+        "proc",
+        "CPU the thread last ran on (/proc task stat)",
+    ),
+    (
+        "thread",
+        "running",
+        "0/1",
+        false,
+        "proc",
+        "1 when the thread was runnable (state R)",
+    ),
+    (
+        "thread",
+        "run_ns",
+        "ns",
+        true,
+        "proc",
+        "time on a CPU (schedstat)",
+    ),
+    (
+        "thread",
+        "wait_ns",
+        "ns",
+        true,
+        "proc",
+        "time runnable but waiting for a CPU (schedstat)",
+    ),
+    (
+        "thread",
+        "minflt",
+        "count",
+        true,
+        "proc",
+        "minor page faults",
+    ),
+    (
+        "thread",
+        "majflt",
+        "count",
+        true,
+        "proc",
+        "major page faults",
+    ),
+    (
+        "thread",
+        "vcsw",
+        "count",
+        true,
+        "proc",
+        "voluntary context switches",
+    ),
+    (
+        "thread",
+        "ivcsw",
+        "count",
+        true,
+        "proc",
+        "involuntary context switches",
+    ),
+    (
+        "thread",
+        "migrations",
+        "count",
+        true,
+        "proc-sched",
+        "migrations between CPUs (se.nr_migrations)",
+    ),
+    (
+        "process",
+        "mem",
+        "bytes",
+        false,
+        "numa_maps",
+        "resident bytes of the process, all nodes",
+    ),
+    (
+        "process",
+        "mem.N",
+        "bytes",
+        false,
+        "numa_maps",
+        "resident bytes of the process on node N",
+    ),
+];
+
 impl Follower {
     /// Follow `root`; `core` opens per-thread hardware counters where they work.
     pub fn new(roots: Roots, root: i32, core: Option<CoreSet>) -> Follower {
@@ -50,96 +142,12 @@ impl Follower {
 
     /// Field descriptions of thread and process samples.
     pub fn fields(&self) -> Vec<FieldDesc> {
-        let mut v = vec![
-            FieldDesc::new(
-                "thread",
-                "cpu",
-                "cpu",
-                false,
-                "proc",
-                "CPU the thread last ran on (/proc task stat)",
-            ),
-            FieldDesc::new(
-                "thread",
-                "running",
-                "0/1",
-                false,
-                "proc",
-                "1 when the thread was runnable (state R)",
-            ),
-            FieldDesc::new(
-                "thread",
-                "run_ns",
-                "ns",
-                true,
-                "proc",
-                "time on a CPU (schedstat)",
-            ),
-            FieldDesc::new(
-                "thread",
-                "wait_ns",
-                "ns",
-                true,
-                "proc",
-                "time runnable but waiting for a CPU (schedstat)",
-            ),
-            FieldDesc::new(
-                "thread",
-                "minflt",
-                "count",
-                true,
-                "proc",
-                "minor page faults",
-            ),
-            FieldDesc::new(
-                "thread",
-                "majflt",
-                "count",
-                true,
-                "proc",
-                "major page faults",
-            ),
-            FieldDesc::new(
-                "thread",
-                "vcsw",
-                "count",
-                true,
-                "proc",
-                "voluntary context switches",
-            ),
-            FieldDesc::new(
-                "thread",
-                "ivcsw",
-                "count",
-                true,
-                "proc",
-                "involuntary context switches",
-            ),
-            FieldDesc::new(
-                "thread",
-                "migrations",
-                "count",
-                true,
-                "proc-sched",
-                "migrations between CPUs (se.nr_migrations)",
-            ),
-            FieldDesc::new(
-                "process",
-                "mem",
-                "bytes",
-                false,
-                "numa_maps",
-                "resident bytes of the process, all nodes",
-            ),
-            FieldDesc::new(
-                "process",
-                "mem.N",
-                "bytes",
-                false,
-                "numa_maps",
-                "resident bytes of the process on node N",
-            ),
-        ];
+        let mut v: Vec<FieldDesc> = OS_FIELDS
+            .iter()
+            .map(|&(scope, name, unit, counter, source, what)| {
+                FieldDesc::new(scope, name, unit, counter, source, what)
+            })
+            .collect();
         if let Some(c) = &self.core {
             for d in c.descs.iter().filter(|d| d.error.is_none()) {
                 v.push(FieldDesc::new(
