@@ -15,7 +15,8 @@ use std::path::PathBuf;
 /// Arguments of `numalab cluster`.
 #[derive(Args, Debug)]
 pub struct ClusterArgs {
-    /// The hosts, one per line (`host slots=1`): one rank each.
+    /// The hosts, one per line (`host slots=1`): one rank each. Without it, inside a
+    /// Slurm allocation, its nodes (one task each, started by srun).
     #[arg(long, value_name = "FILE")]
     hostfile: Option<PathBuf>,
     /// Plan for N hosts without a hostfile (with --dry-run): the plan, its estimate
