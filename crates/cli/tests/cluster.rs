@@ -6,32 +6,9 @@
 
 mod common;
 
-use common::cluster::{cluster_test, leftovers, Cluster};
-use common::validate;
-
-/// The ranks' hosts and CPUs of a record's placement, in rank order.
-fn ranks_at(rec: &serde_json::Value) -> Vec<(String, u64)> {
-    rec["placement"]["per_rank"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["host"].as_str().unwrap().to_string(),
-                p["cpu"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn ok(out: &std::process::Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    validate(&out.stdout)
-}
+use common::cluster::{
+    cluster_test, latency_args, leftovers, ok, rank_hosts, ranks_at, Cluster, COLLECTIVES, CVM,
+};
 
 #[test]
 fn mpi_latency_and_bandwidth_run_between_two_hosts_with_numalabs_own_settings() {
@@ -41,21 +18,7 @@ fn mpi_latency_and_bandwidth_run_between_two_hosts_with_numalabs_own_settings() 
     let h = hosts.to_str().unwrap();
     let lat = ok(&c.numalab(
         "300",
-        &[
-            "mpi",
-            "latency",
-            "--hostfile",
-            h,
-            "--ranks",
-            "2",
-            "--sizes",
-            "8",
-            "--ops",
-            "pingpong",
-            "--iterations",
-            "1000",
-            "--json",
-        ],
+        &[&latency_args(h, "pingpong", "1000")[..], &["--json"]].concat(),
         &[("NUMALAB_MPI_TIMEOUT", "240")],
     ));
     let rec = &lat.as_array().unwrap()[0];
@@ -111,23 +74,10 @@ fn one_sided_get_and_put_across_hosts_are_not_below_the_pairs_half_round_trip() 
     let Some(_one) = cluster_test() else { return };
     let c = Cluster::up(2, &[]);
     let hosts = c.hostfile(2, 1);
+    let args = latency_args(hosts.to_str().unwrap(), "pingpong,get,put", "500");
     let v = ok(&c.numalab(
         "300",
-        &[
-            "mpi",
-            "latency",
-            "--hostfile",
-            hosts.to_str().unwrap(),
-            "--ranks",
-            "2",
-            "--sizes",
-            "8",
-            "--ops",
-            "pingpong,get,put",
-            "--iterations",
-            "500",
-            "--json",
-        ],
+        &[&args[..], &["--json"]].concat(),
         &[("NUMALAB_MPI_TIMEOUT", "240")],
     ));
     // A physical bound, not a timing target: a get or put completed at the target
@@ -181,20 +131,7 @@ fn a_rank_killed_on_a_remote_host_ends_the_job_naming_the_rank() {
     let hosts = c.hostfile(2, 1);
     let out = c.numalab(
         "200",
-        &[
-            "mpi",
-            "latency",
-            "--hostfile",
-            hosts.to_str().unwrap(),
-            "--ranks",
-            "2",
-            "--sizes",
-            "8",
-            "--ops",
-            "pingpong",
-            "--iterations",
-            "1000",
-        ],
+        &latency_args(hosts.to_str().unwrap(), "pingpong", "1000"),
         &[
             ("NUMALAB_MPI_KILL_RANK", "1"),
             ("NUMALAB_MPI_TIMEOUT", "150"),
@@ -314,8 +251,7 @@ fn the_matrix_across_hosts_is_host_by_host_with_ranks_mapped_by_host() {
     let recs = v.as_array().unwrap();
     let m = recs.iter().find(|r| r["kind"] == "mpi-matrix").unwrap();
     // --map-by host: consecutive ranks on different hosts, two on each.
-    let at: Vec<String> = ranks_at(m).into_iter().map(|(h, _)| h).collect();
-    assert_eq!(at, ["nlab-h1", "nlab-h2", "nlab-h1", "nlab-h2"]);
+    assert_eq!(rank_hosts(m), ["nlab-h1", "nlab-h2", "nlab-h1", "nlab-h2"]);
     assert_eq!(
         m["placement"]["mapping"],
         "--ranks-per-host 2 --map-by host"
@@ -337,25 +273,10 @@ fn suite_cvm_with_ranks_on_two_hosts_completes_and_verifies() {
     let Some(_one) = cluster_test() else { return };
     let c = Cluster::up(2, &[]);
     let hosts = c.hostfile(2, 1);
+    let job = ["--ranks", "2", "--hostfile", hosts.to_str().unwrap()];
     let v = ok(&c.numalab(
         "400",
-        &[
-            "suite",
-            "cvm",
-            "--input",
-            "small",
-            "--ranks",
-            "2",
-            "--hostfile",
-            hosts.to_str().unwrap(),
-            "--apps",
-            "sor,water-nsq",
-            "--protocols",
-            "lmw,lmwc",
-            "--threads",
-            "1",
-            "--json",
-        ],
+        &[&CVM[..], &job].concat(),
         &[("NUMALAB_MPI_TIMEOUT", "360")],
     ));
     let recs = v.as_array().unwrap();
@@ -375,30 +296,8 @@ fn collectives_and_earth_run_between_ranks_on_two_hosts() {
     let hosts = c.hostfile(2, 1);
     let h = hosts.to_str().unwrap();
     let env = [("NUMALAB_MPI_TIMEOUT", "240")];
-    let coll = ok(&c.numalab(
-        "300",
-        &[
-            "suite",
-            "collectives",
-            "--mpi",
-            "--ranks",
-            "2",
-            "--hostfile",
-            h,
-            "--threads",
-            "2",
-            "--sizes",
-            "256",
-            "--iterations",
-            "2",
-            // reduce included: its combine once read a block before the get that
-            // brings it had landed (over TCP a get completes at the next flush).
-            "--only",
-            "barrier,broadcast,shift,gather,allgather,reduce",
-            "--json",
-        ],
-        &env,
-    ));
+    let job = ["--ranks", "2", "--hostfile", h];
+    let coll = ok(&c.numalab("300", &[&COLLECTIVES[..], &job].concat(), &env));
     let runs: Vec<&serde_json::Value> = coll
         .as_array()
         .unwrap()
@@ -444,24 +343,8 @@ fn pingpong(
     iterations: &str,
     env: &[(&str, &str)],
 ) -> std::process::Output {
-    c.numalab(
-        "300",
-        &[
-            "mpi",
-            "latency",
-            "--hostfile",
-            hosts.to_str().unwrap(),
-            "--ranks",
-            "2",
-            "--sizes",
-            "8",
-            "--ops",
-            "pingpong",
-            "--iterations",
-            iterations,
-        ],
-        env,
-    )
+    let args = latency_args(hosts.to_str().unwrap(), "pingpong", iterations);
+    c.numalab("300", &args, env)
 }
 
 /// How many processes run the cluster's copy of numalab (the launcher and its ranks).

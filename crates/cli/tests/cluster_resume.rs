@@ -7,26 +7,12 @@
 
 mod common;
 
-use common::cluster::{cluster_test, Cluster};
+use common::cluster::{
+    cluster_test, cut, journal_lines, matrices_whole, of, parts, quick, results, Cluster,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
-
-/// Quick options: the figures are anything on shared CPUs; only the parts matter.
-const QUICK: [&str; 12] = [
-    "--lat-iterations",
-    "50",
-    "--bw-size",
-    "64K",
-    "--bw-window",
-    "2",
-    "--bw-iterations",
-    "2",
-    "--coll-iterations",
-    "3",
-    "--mem-iterations",
-    "1",
-];
 
 /// 3 hosts: 3 host parts, 3 latency rounds, 2 shift steps, the collectives.
 const PARTS: usize = 9;
@@ -42,28 +28,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn journal_lines(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join("journal.jsonl"))
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn results(dir: &Path) -> Vec<Value> {
-    let v = common::validate(&std::fs::read(dir.join("results.json")).unwrap());
-    v.as_array().unwrap().clone()
-}
-
-fn of<'a>(recs: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    recs.iter().filter(|r| r["kind"] == kind).collect()
-}
-
-/// The `parts` counts of the run's links record.
-fn parts(recs: &[Value]) -> Value {
-    of(recs, "cluster-links")[0]["parameters"]["parts"].clone()
-}
-
 /// A refusal: exit 2 and one error line holding `what`.
 fn refused(o: &Output, what: &str) {
     let err = stderr(o);
@@ -73,21 +37,14 @@ fn refused(o: &Output, what: &str) {
     assert!(lines[0].contains(what), "{what}: {err}");
 }
 
-/// The journal `dir` would hold had its run stopped after `keep` parts.
-fn cut(from: &Path, to: &Path, keep: usize) {
-    std::fs::create_dir_all(to).unwrap();
-    let lines = journal_lines(from);
-    let text: String = lines[..1 + keep].iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(to.join("journal.jsonl"), text).unwrap();
-}
-
 #[test]
 fn a_resume_measures_only_the_missing_parts_of_the_same_hosts_and_a_held_folder_is_refused() {
     let Some(_one) = cluster_test() else { return };
     let c = Cluster::up(3, &[]);
     let hosts = c.hostfile(3, 1);
+    let q = quick("50", "64K");
     let whole = c.dir.join("whole");
-    let o = run(&c, &hosts, &["-o", whole.to_str().unwrap()], &QUICK);
+    let o = run(&c, &hosts, &["-o", whole.to_str().unwrap()], &q);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains(&format!("{PARTS} parts; writing")),
@@ -103,7 +60,7 @@ fn a_resume_measures_only_the_missing_parts_of_the_same_hosts_and_a_held_folder_
         serde_json::json!({"planned": PARTS, "finished": PARTS, "resumed": 0, "measured": PARTS})
     );
     // The same folder again: its results are not replaced without --force.
-    let again = run(&c, &hosts, &["-o", whole.to_str().unwrap()], &QUICK);
+    let again = run(&c, &hosts, &["-o", whole.to_str().unwrap()], &q);
     refused(&again, "already holds results");
 
     // A run stopped after its hosts and first latency round: the resume measures the
@@ -111,7 +68,7 @@ fn a_resume_measures_only_the_missing_parts_of_the_same_hosts_and_a_held_folder_
     let part = c.dir.join("part");
     cut(&whole, &part, 4);
     let before = journal_lines(&part);
-    let o = run(&c, &hosts, &["--resume", part.to_str().unwrap()], &QUICK);
+    let o = run(&c, &hosts, &["--resume", part.to_str().unwrap()], &q);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -137,21 +94,17 @@ fn a_resume_measures_only_the_missing_parts_of_the_same_hosts_and_a_held_folder_
     let hosts_of =
         |r: &[Value]| -> Vec<Value> { of(r, "cluster-host").into_iter().cloned().collect() };
     assert_eq!(hosts_of(&recs), hosts_of(&first));
-    let links = &of(&recs, "cluster-links")[0]["data"];
-    for m in ["latency_ns", "send_gbps", "recv_gbps"] {
-        for (i, row) in links[m].as_array().unwrap().iter().enumerate() {
-            for (j, cell) in row.as_array().unwrap().iter().enumerate() {
-                assert_eq!(cell.is_null(), i == j, "{m}[{i}][{j}]: {cell}");
-            }
-        }
-    }
+    matrices_whole(
+        &of(&recs, "cluster-links")[0]["data"],
+        &["nlab-h1", "nlab-h2", "nlab-h3"],
+    );
     assert_eq!(of(&recs, "cluster-collectives").len(), 1);
 
     // Other hosts than the journal's: refused, naming the difference.
     let other = c.dir.join("other");
     cut(&whole, &other, 4);
     let two = c.hostfile(2, 1);
-    let o = run(&c, &two, &["--resume", other.to_str().unwrap()], &QUICK);
+    let o = run(&c, &two, &["--resume", other.to_str().unwrap()], &q);
     refused(&o, "other hosts: nlab-h3 in the journal only");
     assert_eq!(journal_lines(&other).len(), 5, "nothing added");
 
@@ -170,7 +123,7 @@ fn a_resume_measures_only_the_missing_parts_of_the_same_hosts_and_a_held_folder_
         )
     };
     assert_eq!(held, 0);
-    let o = run(&c, &hosts, &["--resume", other.to_str().unwrap()], &QUICK);
+    let o = run(&c, &hosts, &["--resume", other.to_str().unwrap()], &q);
     refused(
         &o,
         &format!(
@@ -189,8 +142,7 @@ fn an_interrupted_run_keeps_its_finished_parts_and_its_resume_measures_the_rest(
     let dir = c.dir.join("cut");
     // Latency rounds long enough to be interrupted in: the pair of hosts that share a
     // CPU takes milliseconds per round trip, so its round takes seconds.
-    let mut opts = QUICK;
-    opts[1] = "3000";
+    let opts = quick("3000", "64K");
     let mut args = vec![
         "cluster",
         "--hostfile",

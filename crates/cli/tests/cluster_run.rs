@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::cluster::{cluster_test, Cluster};
+use common::cluster::{cluster_test, matrices_whole, of, quick, Cluster};
 use common::validate;
 
 #[test]
@@ -50,27 +50,15 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
     let hosts = c.hostfile(3, 1);
     // Records to a file in the cluster's folder (the head host's /tmp is its own).
     let file = c.dir.join("cluster.json");
+    let run = ["cluster", "--hostfile", hosts.to_str().unwrap()];
     let out = c.numalab(
         "150",
         &[
-            "cluster",
-            "--hostfile",
-            hosts.to_str().unwrap(),
-            "--lat-iterations",
-            "50",
-            "--bw-size",
-            "1M",
-            "--bw-window",
-            "2",
-            "--bw-iterations",
-            "2",
-            "--coll-iterations",
-            "3",
-            "--mem-iterations",
-            "1",
-            "-o",
-            file.to_str().unwrap(),
-        ],
+            &run[..],
+            &quick("50", "1M"),
+            &["-o", file.to_str().unwrap()],
+        ]
+        .concat(),
         &[
             ("NUMALAB_MPI_TIMEOUT", "120"),
             ("NUMALAB_CLUSTER_ROOT", "/tmp/fake"),
@@ -130,19 +118,11 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
         bw.iter().all(|(_, _, h)| h == "nlab-h3"),
         "only nlab-h3's links are odd in bandwidth: {f}"
     );
-    let links = &recs.iter().find(|r| r["kind"] == "cluster-links").unwrap()["data"];
-    assert_eq!(
-        links["hosts"],
-        serde_json::json!(["nlab-h1", "nlab-h2", "nlab-h3"])
+    matrices_whole(
+        &of(recs, "cluster-links")[0]["data"],
+        &["nlab-h1", "nlab-h2", "nlab-h3"],
     );
-    for m in ["latency_ns", "send_gbps", "recv_gbps"] {
-        for (i, row) in links[m].as_array().unwrap().iter().enumerate() {
-            for (j, cell) in row.as_array().unwrap().iter().enumerate() {
-                assert_eq!(cell.is_null(), i == j, "{m}[{i}][{j}]: {cell}");
-            }
-        }
-    }
-    for r in recs.iter().filter(|r| r["kind"] == "cluster-host") {
+    for r in of(recs, "cluster-host") {
         assert_eq!(r["data"]["settings_root"], "/tmp/fake", "{r}");
         assert!(!r["data"]["memory"].as_array().unwrap().is_empty(), "{r}");
     }
@@ -169,27 +149,15 @@ fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
     let c = Cluster::up(5, &[]);
     let hosts = c.hostfile(5, 1);
     let file = c.dir.join("cluster.json");
+    let run = ["cluster", "--hostfile", hosts.to_str().unwrap()];
     let out = c.numalab(
         "280",
         &[
-            "cluster",
-            "--hostfile",
-            hosts.to_str().unwrap(),
-            "--lat-iterations",
-            "20",
-            "--bw-size",
-            "64K",
-            "--bw-window",
-            "2",
-            "--bw-iterations",
-            "2",
-            "--coll-iterations",
-            "3",
-            "--mem-iterations",
-            "1",
-            "-o",
-            file.to_str().unwrap(),
-        ],
+            &run[..],
+            &quick("20", "64K"),
+            &["-o", file.to_str().unwrap()],
+        ]
+        .concat(),
         &[("NUMALAB_MPI_TIMEOUT", "240")],
     );
     assert!(
@@ -211,17 +179,11 @@ fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
     );
     let kinds = |k: &str| recs.iter().filter(|r| r["kind"] == k).count();
     assert_eq!((kinds("cluster-links"), kinds("cluster-findings")), (1, 1));
-    let links = &recs.iter().find(|r| r["kind"] == "cluster-links").unwrap()["data"];
-    assert_eq!(links["hosts"].as_array().unwrap().len(), 5);
-    for m in ["latency_ns", "send_gbps", "recv_gbps"] {
-        let rows = links[m].as_array().unwrap();
-        assert_eq!(rows.len(), 5, "{m}");
-        for (i, row) in rows.iter().enumerate() {
-            for (j, cell) in row.as_array().unwrap().iter().enumerate() {
-                assert_eq!(cell.is_null(), i == j, "{m}[{i}][{j}]: {cell}");
-            }
-        }
-    }
+    // The hosts in rank order, the hostfile's.
+    matrices_whole(
+        &of(recs, "cluster-links")[0]["data"],
+        &["nlab-h1", "nlab-h2", "nlab-h3", "nlab-h4", "nlab-h5"],
+    );
     // The run against itself: every host figure and link cell matched, none moved.
     let f = file.to_str().unwrap();
     let cmp = common::numalab(&["compare", f, f]);

@@ -7,14 +7,9 @@
 
 mod common;
 
-use common::cluster::{unavailable, Cluster};
-use common::validate;
-use std::path::PathBuf;
+use common::cluster::{cluster_test, ok, Cluster};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
-
-/// The cluster cases take one at a time (they share two CPUs).
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The MPICH build, or None (and why, printed).
 fn mpich_bin() -> Option<PathBuf> {
@@ -36,15 +31,6 @@ fn mpich_bin() -> Option<PathBuf> {
         return None;
     }
     Some(p)
-}
-
-fn ok(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    validate(&out.stdout)
 }
 
 /// Every record was run by hydra on MPICH, on `hosts` distinct hosts.
@@ -72,43 +58,28 @@ fn by_hydra_on_mpich(recs: &serde_json::Value, hosts: usize) {
 
 /// numalab (the MPICH build) in the cluster's head host, bounded by `limit_s`, with
 /// the cluster's agent as hydra's remote shell.
-fn in_cluster(c: &Cluster, exe: &PathBuf, limit_s: &str, args: &[&str], bound_s: &str) -> Output {
+fn in_cluster(c: &Cluster, exe: &Path, limit_s: &str, args: &[&str], bound_s: &str) -> Output {
     in_cluster_with(c, exe, limit_s, args, bound_s, &[])
 }
 
 /// [`in_cluster`] with `env` added (hydra passes it to every rank).
 fn in_cluster_with(
     c: &Cluster,
-    exe: &PathBuf,
+    exe: &Path,
     limit_s: &str,
     args: &[&str],
     bound_s: &str,
     env: &[(&str, &str)],
 ) -> Output {
     // Each host has a /tmp of its own: the binary runs from the cluster's folder.
-    let copy = c.dir.join("numalab-mpich");
-    if !copy.exists() {
-        std::fs::copy(exe, &copy).expect("copy the MPICH build into the cluster");
-    }
-    let out = Command::new("timeout")
-        .args(["-k", "10", limit_s])
-        .arg(common::cluster::script())
-        .arg("exec")
-        .arg(&c.dir)
-        .arg("nlab-head")
-        .arg(&copy)
-        .args(args)
-        .env("NUMALAB_LAUNCH_AGENT", c.dir.join("agent"))
-        .env("NUMALAB_MPI_TIMEOUT", bound_s)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run numalab in the cluster");
-    assert_ne!(
-        out.status.code(),
-        Some(124),
-        "{args:?} hung past {limit_s} s"
-    );
-    out
+    let copy = c.copy_in(exe, "numalab-mpich");
+    let agent = c.dir.join("agent");
+    let mut all = vec![
+        ("NUMALAB_LAUNCH_AGENT", agent.to_str().unwrap()),
+        ("NUMALAB_MPI_TIMEOUT", bound_s),
+    ];
+    all.extend(env);
+    c.in_head(limit_s, &[&[copy.to_str().unwrap()], args].concat(), &all)
 }
 
 #[test]
@@ -126,11 +97,7 @@ fn mpi_latency_on_this_machine_runs_under_hydra() {
 #[test]
 fn mpi_latency_and_dsm_sor_run_across_two_hosts_under_hydra() {
     let Some(exe) = mpich_bin() else { return };
-    if let Some(why) = unavailable() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_one) = cluster_test() else { return };
     let c = Cluster::up(2, &[]);
     let hosts = c.hostfile(2, 1);
     let h = hosts.to_str().unwrap();
@@ -187,11 +154,7 @@ fn mpi_latency_and_dsm_sor_run_across_two_hosts_under_hydra() {
 #[test]
 fn the_job_ends_when_a_rank_is_still_in_mpi_as_the_other_finalizes() {
     let Some(exe) = mpich_bin() else { return };
-    if let Some(why) = unavailable() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_one) = cluster_test() else { return };
     let c = Cluster::up(2, &[]);
     let hosts = c.hostfile(2, 1);
     let args = [

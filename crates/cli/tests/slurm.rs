@@ -8,131 +8,8 @@
 
 mod common;
 
-use common::cluster::{cluster_test, Cluster};
-use common::validate;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-/// The programs the Slurm test needs (Debian: slurmctld slurmd slurm-client munge).
-const PROGRAMS: &[&str] = &[
-    "munged",
-    "mungekey",
-    "slurmctld",
-    "slurmd",
-    "srun",
-    "salloc",
-    "sinfo",
-];
-
-/// Why Slurm cannot run here, if it cannot (the cluster's own reasons come first).
-fn slurm_unavailable() -> Option<String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let missing: Vec<&str> = PROGRAMS
-        .iter()
-        .copied()
-        .filter(|p| !std::env::split_paths(&path).any(|d| d.join(p).is_file()))
-        .collect();
-    (!missing.is_empty()).then(|| {
-        format!(
-            "needs Slurm and munge ({} not on the PATH; Debian packages slurmctld slurmd slurm-client munge)",
-            missing.join(", ")
-        )
-    })
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test-slurm")
-}
-
-/// Slurm on a cluster: its slurm.conf; its daemons stopped on drop (the cluster's own
-/// drop then ends whatever is left in its hosts).
-struct Slurm {
-    dir: PathBuf,
-    conf: String,
-}
-
-impl Slurm {
-    fn up(c: &Cluster) -> Slurm {
-        let out = Command::new("timeout")
-            .args(["-k", "10", "90"])
-            .arg(script())
-            .arg("up")
-            .arg(&c.dir)
-            .output()
-            .expect("run scripts/test-slurm");
-        assert!(
-            out.status.success(),
-            "test-slurm up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let conf = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        Slurm {
-            dir: c.dir.clone(),
-            conf,
-        }
-    }
-
-    /// `cmd` in the head host with this Slurm's configuration, bounded by `limit_s`.
-    fn run(&self, c: &Cluster, limit_s: &str, cmd: &[&str]) -> Output {
-        self.run_with(c, limit_s, cmd, &[])
-    }
-
-    /// [`Slurm::run`] with `env` added.
-    fn run_with(&self, c: &Cluster, limit_s: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut all = vec![
-            ("SLURM_CONF", self.conf.as_str()),
-            ("NUMALAB_MPI_TIMEOUT", "150"),
-        ];
-        all.extend(env);
-        c.in_head(limit_s, cmd, &all)
-    }
-
-    fn down(&self) {
-        let _ = Command::new("timeout")
-            .args(["-k", "5", "30"])
-            .arg(script())
-            .arg("down")
-            .arg(&self.dir)
-            .status();
-    }
-}
-
-impl Drop for Slurm {
-    fn drop(&mut self) {
-        self.down();
-    }
-}
-
-/// The cluster (2 hosts) with Slurm on it, or None (and why, printed).
-fn slurm_cluster() -> Option<(std::sync::MutexGuard<'static, ()>, Cluster)> {
-    if let Some(why) = slurm_unavailable() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    let one = cluster_test()?;
-    Some((one, Cluster::up(2, &[])))
-}
-
-fn ok(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    validate(&out.stdout)
-}
-
-/// Each rank's host, in rank order, and the launcher the record names.
-fn hosts_and_launcher(rec: &serde_json::Value) -> (Vec<String>, String) {
-    let p = &rec["placement"];
-    let hosts = p["per_rank"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["host"].as_str().unwrap().to_string())
-        .collect();
-    (hosts, p["launcher"].as_str().unwrap().to_string())
-}
+use common::cluster::{ok, Cluster, COLLECTIVES, CVM};
+use common::slurm::{hosts_and_launcher, slurm_cluster, Slurm};
 
 #[test]
 fn salloc_runs_mpi_latency_with_srun_one_rank_on_each_of_two_hosts() {
@@ -299,21 +176,7 @@ fn salloc_runs_the_collectives_and_suite_cvm_across_two_hosts_under_srun() {
     let exe = exe.to_str().unwrap();
     let salloc = ["salloc", "-N", "2", exe];
     // One-sided windows across hosts included (osc ucx, set as variables for srun).
-    let collectives = [
-        "suite",
-        "collectives",
-        "--mpi",
-        "--threads",
-        "2",
-        "--sizes",
-        "256",
-        "--iterations",
-        "2",
-        "--only",
-        "barrier,broadcast,shift,gather,allgather,reduce",
-        "--json",
-    ];
-    let v = ok(&slurm.run(&c, "250", &[&salloc[..], &collectives].concat()));
+    let v = ok(&slurm.run(&c, "250", &[&salloc[..], &COLLECTIVES].concat()));
     let runs: Vec<&serde_json::Value> = v
         .as_array()
         .unwrap()
@@ -326,20 +189,7 @@ fn salloc_runs_the_collectives_and_suite_cvm_across_two_hosts_under_srun() {
         assert_eq!(hosts, ["nlab-h1", "nlab-h2"]);
         assert!(launcher.starts_with("srun (inside Slurm allocation "));
     }
-    let cvm = [
-        "suite",
-        "cvm",
-        "--input",
-        "small",
-        "--apps",
-        "sor,water-nsq",
-        "--protocols",
-        "lmw,lmwc",
-        "--threads",
-        "1",
-        "--json",
-    ];
-    let v = ok(&slurm.run(&c, "300", &[&salloc[..], &cvm].concat()));
+    let v = ok(&slurm.run(&c, "300", &[&salloc[..], &CVM].concat()));
     let runs: Vec<&serde_json::Value> = v
         .as_array()
         .unwrap()

@@ -332,8 +332,12 @@ pub fn rescue(plan: &Plan, dir: &Path, since: std::time::SystemTime) -> Option<S
             .inspect_err(|_| std::thread::sleep(std::time::Duration::from_millis(100)))
             .ok()
     })?;
+    let same = match plan.allocation {
+        Some(_) => "inside an allocation of the same nodes, with the same options,",
+        None => "with the same hostfile and options",
+    };
     let resume = format!(
-        "`numalab cluster --resume {}` with the same hostfile and options measures the rest",
+        "`numalab cluster --resume {}` {same} measures the rest",
         dir.display()
     );
     let Some(prov) = j.entries.iter().find_map(|e| e.records.first()) else {

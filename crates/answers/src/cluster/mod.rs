@@ -12,6 +12,7 @@ pub mod parts;
 mod plan;
 mod present;
 mod rule;
+mod run;
 mod settings;
 mod text;
 
@@ -20,4 +21,5 @@ pub use measure::measure;
 pub use plan::*;
 pub use present::ClusterPresenter;
 pub use rule::{beyond, findings, odd_parts, odd_values, FACTOR, K, MIN_HOSTS};
+pub use run::journalled;
 pub use settings::ROOT_VAR;

@@ -100,8 +100,13 @@ impl Options {
 pub struct Plan {
     /// The hosts, one rank each, in rank order (`host1`… for `--hosts N`).
     pub hosts: Vec<String>,
-    /// Whether the hosts came from a hostfile (else `--hosts N`, a plan only).
+    /// Whether the hosts came from a hostfile (else `--hosts N`, a plan only, or the
+    /// Slurm allocation).
     pub from_hostfile: bool,
+    /// The Slurm allocation whose nodes are the hosts (its job id), when run inside
+    /// one without a hostfile.
+    #[serde(default)]
+    pub allocation: Option<String>,
     /// Rounds of disjoint pairs of the latency matrix.
     pub latency_rounds: usize,
     /// Pairs of hosts (each measured once).
@@ -128,16 +133,23 @@ const MEMORY_PER_NODE: Duration = Duration::from_secs(5);
 const NODES_ASSUMED: u32 = 2;
 
 impl Plan {
-    /// Resolve: the hostfile's hosts (one rank each), or `--hosts N` named host1…hostN.
+    /// Resolve: the hostfile's hosts (one rank each), or `--hosts N` named host1…hostN,
+    /// or inside a Slurm allocation its nodes (one rank each).
     pub fn resolve(o: &Options) -> Result<Plan> {
+        Plan::resolve_in(o, &|k| std::env::var(k).ok())
+    }
+
+    /// [`Plan::resolve`] in the environment `get` (pure, for tests).
+    pub fn resolve_in(o: &Options, get: &dyn Fn(&str) -> Option<String>) -> Result<Plan> {
         o.check()?;
         let (hosts, from_hostfile) = match (&o.job.hostfile, o.hosts) {
             (Some(f), _) => (hostfile_hosts(f)?, true),
             (None, Some(n)) => ((1..=n).map(|i| format!("host{i}")).collect(), false),
             (None, None) => {
-                return Err(Error::Usage(
-                    "cluster needs its hosts: give --hostfile FILE (one host per line), or --hosts N with --dry-run for a plan".into(),
-                ))
+                let (id, hosts) = allocation_hosts(get)?;
+                let mut p = Plan::for_hosts(hosts, false, o);
+                p.allocation = Some(id);
+                return Ok(p);
             }
         };
         Ok(Plan::for_hosts(hosts, from_hostfile, o))
@@ -152,6 +164,7 @@ impl Plan {
             state_bytes: (n as u64) * (n as u64) * BYTES_PER_PAIR,
             hosts,
             from_hostfile,
+            allocation: None,
             estimate_s: 0.0,
             options: o.clone(),
         };
@@ -159,10 +172,11 @@ impl Plan {
         p
     }
 
-    /// The job: one rank per host.
+    /// The job: one rank per host (in an allocation, srun told one task per node).
     pub fn job(&self) -> JobOptions {
         JobOptions {
             ranks: Some(self.hosts.len()),
+            ranks_per_host: self.allocation.as_ref().map(|_| 1),
             ..self.options.job.clone()
         }
     }
@@ -194,6 +208,27 @@ impl Plan {
         r.set_data(self);
         vec![r]
     }
+}
+
+/// Inside a Slurm allocation its id and its nodes: the step's (`SLURM_STEP_NODELIST`,
+/// a task of srun's), else the job's; outside one, the one-line error naming what
+/// gives the hosts.
+fn allocation_hosts(get: &dyn Fn(&str) -> Option<String>) -> Result<(String, Vec<String>)> {
+    let id = get("SLURM_JOB_ID").filter(|v| !v.trim().is_empty());
+    let list = get("SLURM_STEP_NODELIST").or_else(|| get("SLURM_JOB_NODELIST"));
+    let (Some(id), Some(list)) = (id, list) else {
+        return Err(Error::Usage(
+            "cluster needs its hosts: give --hostfile FILE (one host per line), run it inside a Slurm allocation (salloc -N 3 numalab cluster), or give --hosts N with --dry-run for a plan".into(),
+        ));
+    };
+    let hosts = numalab_mpi::slurm::expand(&list);
+    if hosts.len() < 2 {
+        return Err(Error::Usage(format!(
+            "invalid Slurm allocation {id}: it holds {} ('{list}'); cluster compares at least 2 hosts (3 or more to name an odd one): allocate with salloc -N 3",
+            numalab_results::words::count(hosts.len() as u64, "node")
+        )));
+    }
+    Ok((id, hosts))
 }
 
 /// The distinct hosts of a hostfile, refused when one would get more than one rank.
@@ -344,6 +379,55 @@ mod tests {
         assert_eq!(p.state_bytes, 1000 * 1000 * 48);
         assert!(p.state_bytes < 64 << 20, "{} bytes", p.state_bytes);
         assert_eq!(p.pairs, 499_500);
+    }
+
+    #[test]
+    fn inside_a_slurm_allocation_its_nodes_are_the_hosts_one_task_per_node() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let o = Options::default();
+        let job = env(&[("SLURM_JOB_ID", "42"), ("SLURM_JOB_NODELIST", "n[1-3]")]);
+        let p = Plan::resolve_in(&o, &job).unwrap();
+        assert_eq!(p.hosts, ["n1", "n2", "n3"]);
+        assert_eq!(p.allocation.as_deref(), Some("42"));
+        assert!(!p.from_hostfile);
+        assert_eq!((p.job().ranks, p.job().ranks_per_host), (Some(3), Some(1)));
+        assert!(
+            p.text().contains("3 hosts from Slurm allocation 42"),
+            "{}",
+            p.text()
+        );
+        // A task of a step of two of the nodes: the step's.
+        let step = env(&[
+            ("SLURM_JOB_ID", "42"),
+            ("SLURM_JOB_NODELIST", "n[1-3]"),
+            ("SLURM_STEP_NODELIST", "n[2-3]"),
+        ]);
+        assert_eq!(Plan::resolve_in(&o, &step).unwrap().hosts, ["n2", "n3"]);
+        let one = env(&[("SLURM_JOB_ID", "7"), ("SLURM_JOB_NODELIST", "n1")]);
+        let e = Plan::resolve_in(&o, &one).unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid Slurm allocation 7: it holds 1 node ('n1')"),
+            "{e}"
+        );
+        // Outside one, all three ways are named; --hosts plans without the allocation.
+        let e = Plan::resolve_in(&o, &env(&[])).unwrap_err().to_string();
+        assert!(
+            e.contains("--hostfile") && e.contains("salloc") && e.contains("--hosts"),
+            "{e}"
+        );
+        let planned = Options {
+            hosts: Some(4),
+            ..Options::default()
+        };
+        let p = Plan::resolve_in(&planned, &job).unwrap();
+        assert_eq!((p.hosts.len(), p.allocation.as_deref()), (4, None));
+        assert_eq!(p.job().ranks_per_host, None);
     }
 
     #[test]

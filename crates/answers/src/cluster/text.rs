@@ -34,13 +34,13 @@ impl Plan {
     pub fn text(&self) -> String {
         let o = &self.options;
         let n = self.hosts.len();
+        let from = match (&self.allocation, self.from_hostfile) {
+            (Some(id), _) => format!("from Slurm allocation {id}"),
+            (None, true) => "from the hostfile".into(),
+            (None, false) => "(--hosts: a plan only)".into(),
+        };
         let mut s = format!(
-            "cluster plan: {n} hosts {} ({}), one rank each\n",
-            if self.from_hostfile {
-                "from the hostfile"
-            } else {
-                "(--hosts: a plan only)"
-            },
+            "cluster plan: {n} hosts {from} ({}), one rank each\n",
             host_list(&self.hosts)
         );
         let _ = writeln!(s, "  every host at once: its settings and a memory check per NUMA node (idle latency, read bandwidth of 1 core and of all cores; {} each)", words::passes(o.mem_iterations));

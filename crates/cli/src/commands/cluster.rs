@@ -1,21 +1,21 @@
 //! `numalab cluster`: every host's settings and memory and every link between hosts,
 //! one rank per host of the hostfile, the odd host, link or setting named. With `-o DIR`
 //! rank 0 journals each part as it ends, and `--resume DIR` measures only what is
-//! missing (`numalab_answers::cluster::journal`).
+//! missing (`numalab_answers::cluster::journalled`).
 
 use crate::commands::mpi::{progress, run_job};
 use crate::common::{check_measurable, size_opt, CliError, CommonArgs};
 use clap::Args;
 use numalab_answers::cluster::journal::{self as cj, Folder};
 use numalab_answers::cluster::{self, Options, Plan};
-use numalab_mpi::{JobOptions, Launch, Launched};
-use numalab_topo::Host;
+use numalab_mpi::JobOptions;
 use std::path::PathBuf;
 
 /// Arguments of `numalab cluster`.
 #[derive(Args, Debug)]
 pub struct ClusterArgs {
-    /// The hosts, one per line (`host slots=1`): one rank each.
+    /// The hosts, one per line (`host slots=1`): one rank each. Without it, inside a
+    /// Slurm allocation, its nodes (one task each, started by srun).
     #[arg(long, value_name = "FILE")]
     hostfile: Option<PathBuf>,
     /// Plan for N hosts without a hostfile (with --dry-run): the plan, its estimate
@@ -111,7 +111,8 @@ pub fn run(mut a: ClusterArgs) -> Result<(), CliError> {
     let mut launch = plan.job().resolve(&host.machine, 2)?;
     launch.req.estimate = Some(plan.estimate());
     if let (Some(f), false) = (&folder, a.dry_run) {
-        return journalled(&a.common, &host, &launch, &plan, f);
+        let recs = cluster::journalled(&host, &launch, &plan, f, progress("cluster"))?;
+        return recs.map_or(Ok(()), |r| a.common.show(&r));
     }
     run_job(
         (&a.common, a.dry_run),
@@ -121,47 +122,4 @@ pub fn run(mut a: ClusterArgs) -> Result<(), CliError> {
         |world| cluster::measure(world, &host, &plan, None, |_| {}, progress("cluster")),
         None,
     )
-}
-
-/// A run with a folder: rank 0 journals each part; when the job fails, this process
-/// writes the files from the journal and says how to resume.
-fn journalled(
-    common: &CommonArgs,
-    host: &Host,
-    launch: &Launch,
-    plan: &Plan,
-    f: &Folder,
-) -> Result<(), CliError> {
-    let since = std::time::SystemTime::now();
-    if let Launched::Parent(code) = numalab_mpi::launch::ensure(&launch.req)? {
-        // Not after a refusal (2): the folder may be another run's.
-        if code != 0 && code != 2 {
-            if let Some(line) = cj::rescue(plan, &f.dir, since) {
-                eprintln!("numalab: {line}");
-            }
-        }
-        std::process::exit(code);
-    }
-    let world = numalab_mpi::World::start(host, &launch.world)
-        .unwrap_or_else(|e| numalab_mpi::world::fail(None, &e));
-    let say = |l: &str| eprintln!("numalab cluster: {l}");
-    let recs = match cluster::measure(&world, host, plan, Some(f), say, progress("cluster")) {
-        Ok(r) => r,
-        // A refusal every rank returned (the folder, its journal): each ends cleanly,
-        // rank 0 with the one line. The others, with nothing to say, end with 0: were
-        // they to exit 2 first, mpirun would end rank 0 before its line is out.
-        Err(e @ numalab_mpi::Error::Usage(_)) => {
-            let silent = !world.is_root() && e.to_string().is_empty();
-            drop(world);
-            if silent {
-                std::process::exit(0);
-            }
-            numalab_mpi::world::fail(None, &e)
-        }
-        Err(e) => numalab_mpi::world::fail(Some(&world), &e),
-    };
-    match recs {
-        Some(r) => common.show(&r),
-        None => Ok(()),
-    }
 }

@@ -93,12 +93,17 @@ impl Cluster {
     /// there. The cluster's folder is seen by every host: the binary runs from a copy
     /// in it.
     pub fn exe(&self) -> PathBuf {
-        let exe = self.dir.join("numalab");
-        if !exe.exists() {
-            std::fs::copy(env!("CARGO_BIN_EXE_numalab"), &exe)
-                .expect("copy numalab into the cluster");
+        self.copy_in(Path::new(env!("CARGO_BIN_EXE_numalab")), "numalab")
+    }
+
+    /// `exe` copied into the cluster's folder as `name` (once), where every host finds it.
+    pub fn copy_in(&self, exe: &Path, name: &str) -> PathBuf {
+        let copy = self.dir.join(name);
+        if !copy.exists() {
+            std::fs::copy(exe, &copy)
+                .unwrap_or_else(|e| panic!("copy {} into the cluster: {e}", exe.display()));
         }
-        exe
+        copy
     }
 
     /// Run numalab in the head host (where mpirun runs, on the test network), bounded
@@ -225,6 +230,156 @@ pub fn leftovers() -> String {
         .output()
         .expect("run test-cluster leftovers");
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// The JSON records of a run that must have succeeded (its stderr shown if not),
+/// checked against the schema.
+pub fn ok(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    super::validate(&out.stdout)
+}
+
+/// The records of `kind` among `recs`.
+pub fn of<'a>(recs: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    recs.iter().filter(|r| r["kind"] == kind).collect()
+}
+
+/// The ranks' hosts and CPUs of a record's placement, in rank order.
+pub fn ranks_at(rec: &serde_json::Value) -> Vec<(String, u64)> {
+    rec["placement"]["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["host"].as_str().unwrap().to_string(),
+                p["cpu"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The ranks' hosts of a record's placement, in rank order.
+pub fn rank_hosts(rec: &serde_json::Value) -> Vec<String> {
+    ranks_at(rec).into_iter().map(|(h, _)| h).collect()
+}
+
+/// `mpi latency` of 8 B between the first two ranks, one per host of `hostfile`: the
+/// arguments, `--ops` and `--iterations` as given.
+pub fn latency_args<'a>(hostfile: &'a str, ops: &'a str, iterations: &'a str) -> Vec<&'a str> {
+    vec![
+        "mpi",
+        "latency",
+        "--hostfile",
+        hostfile,
+        "--ranks",
+        "2",
+        "--sizes",
+        "8",
+        "--ops",
+        ops,
+        "--iterations",
+        iterations,
+    ]
+}
+
+/// `suite collectives --mpi` short, reduce included (its combine once read a block
+/// before the get that brings it had landed: over TCP a get completes at the next
+/// flush); the job's flags are added by the caller.
+pub const COLLECTIVES: [&str; 12] = [
+    "suite",
+    "collectives",
+    "--mpi",
+    "--threads",
+    "2",
+    "--sizes",
+    "256",
+    "--iterations",
+    "2",
+    "--only",
+    "barrier,broadcast,shift,gather,allgather,reduce",
+    "--json",
+];
+
+/// `suite cvm` small, two apps × two protocols; the job's flags are added by the caller.
+pub const CVM: [&str; 11] = [
+    "suite",
+    "cvm",
+    "--input",
+    "small",
+    "--apps",
+    "sor,water-nsq",
+    "--protocols",
+    "lmw,lmwc",
+    "--threads",
+    "1",
+    "--json",
+];
+
+/// `numalab cluster`'s quick options (the figures are anything on shared CPUs; the
+/// structure matters): `lat` round trips per pair and `bw_size` messages.
+pub fn quick<'a>(lat: &'a str, bw_size: &'a str) -> [&'a str; 12] {
+    [
+        "--lat-iterations",
+        lat,
+        "--bw-size",
+        bw_size,
+        "--bw-window",
+        "2",
+        "--bw-iterations",
+        "2",
+        "--coll-iterations",
+        "3",
+        "--mem-iterations",
+        "1",
+    ]
+}
+
+/// A `cluster-links` record's data holds `hosts` and whole matrices: every cell off
+/// the diagonal measured, none on it.
+pub fn matrices_whole(links: &serde_json::Value, hosts: &[&str]) {
+    assert_eq!(links["hosts"], serde_json::json!(hosts));
+    for m in ["latency_ns", "send_gbps", "recv_gbps"] {
+        let rows = links[m].as_array().unwrap();
+        assert_eq!(rows.len(), hosts.len(), "{m}");
+        for (i, row) in rows.iter().enumerate() {
+            for (j, cell) in row.as_array().unwrap().iter().enumerate() {
+                assert_eq!(cell.is_null(), i == j, "{m}[{i}][{j}]: {cell}");
+            }
+        }
+    }
+}
+
+/// The lines of the journal of a `numalab cluster -o DIR` run (its header first).
+pub fn journal_lines(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The journal `to` would hold had the run of `from` stopped after `keep` parts.
+pub fn cut(from: &Path, to: &Path, keep: usize) {
+    std::fs::create_dir_all(to).unwrap();
+    let lines = journal_lines(from);
+    let text: String = lines[..1 + keep].iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(to.join("journal.jsonl"), text).unwrap();
+}
+
+/// The records of a run's folder (`results.json`), checked against the schema.
+pub fn results(dir: &Path) -> Vec<serde_json::Value> {
+    let v = super::validate(&std::fs::read(dir.join("results.json")).unwrap());
+    v.as_array().unwrap().clone()
+}
+
+/// The `parts` counts of a cluster run's links record.
+pub fn parts(recs: &[serde_json::Value]) -> serde_json::Value {
+    of(recs, "cluster-links")[0]["parameters"]["parts"].clone()
 }
 
 /// Runs `c` (a `timeout LIMIT …` command) and fails the test when it hung.

@@ -5,6 +5,7 @@ pub mod browser;
 pub mod busy;
 pub mod cluster;
 pub mod mpi;
+pub mod slurm;
 pub mod terminal;
 pub mod wording;
 
