@@ -207,3 +207,86 @@ fn salloc_runs_the_collectives_and_suite_cvm_across_two_hosts_under_srun() {
         assert_eq!(hosts_and_launcher(r).0, ["nlab-h1", "nlab-h2"]);
     }
 }
+
+/// The MPICH build (`NUMALAB_MPICH_BIN`, as tests/mpich.rs takes it), or None (and why,
+/// printed).
+fn mpich_build() -> Option<PathBuf> {
+    let Some(p) = std::env::var_os("NUMALAB_MPICH_BIN").map(PathBuf::from) else {
+        eprintln!("skipped: NUMALAB_MPICH_BIN is unset (it names numalab built with MPICC=mpicc.mpich; .ci/run sets it)");
+        return None;
+    };
+    assert!(
+        p.is_file(),
+        "NUMALAB_MPICH_BIN '{}' is not a file",
+        p.display()
+    );
+    Some(p)
+}
+
+/// Every record ran on nlab-h1 and nlab-h2, started by numalab's srun over PMI-2 with
+/// MPICH's UCX over TCP, on MPICH.
+fn by_srun_on_mpich(v: &serde_json::Value) {
+    let recs = v.as_array().unwrap();
+    assert!(!recs.is_empty());
+    for rec in recs {
+        let (hosts, launcher) = hosts_and_launcher(rec);
+        assert_eq!(hosts, ["nlab-h1", "nlab-h2"], "one rank per node");
+        assert!(
+            launcher.starts_with("srun (inside Slurm allocation "),
+            "{launcher}"
+        );
+        let p = &rec["placement"];
+        assert!(p["mpi_library"].as_str().unwrap().contains("MPICH"), "{p}");
+        let settings = p["launch_settings"].as_str().unwrap();
+        for s in ["--mpi=pmi2", "UCX_TLS=tcp,self"] {
+            assert!(settings.contains(s), "{s} not in {settings}");
+        }
+    }
+}
+
+/// numalab built against MPICH, inside `salloc -N 2`: it starts its ranks with
+/// `srun --mpi=pmi2`, one on each host. `mpi latency` with rank 1 kept inside MPI for
+/// 1 s as rank 0 finalizes (MPICH 4.0's UCX finalize hung so under srun too, without
+/// numalab's PMI barrier: see numalab_mpi::finalize), then `dsm run sor`, verified.
+#[test]
+fn salloc_runs_the_mpich_build_with_srun_over_pmi2_one_rank_on_each_of_two_hosts() {
+    let Some(exe) = mpich_build() else { return };
+    let Some((_one, c)) = slurm_cluster() else {
+        return;
+    };
+    let slurm = Slurm::up(&c);
+    // Each host has a /tmp of its own: the binary runs from the cluster's folder.
+    let copy = c.dir.join("numalab-mpich");
+    std::fs::copy(&exe, &copy).expect("copy the MPICH build into the cluster");
+    let salloc = ["salloc", "-N", "2", copy.to_str().unwrap()];
+    let latency = [
+        "mpi", "latency", "--sizes", "8", "--ops", "pingpong", "--json",
+    ];
+    let late = [("NUMALAB_MPI_LATE_RANK", "1")];
+    let v = ok(&slurm.run_with(&c, "200", &[&salloc[..], &latency].concat(), &late));
+    by_srun_on_mpich(&v);
+    assert_eq!(v[0]["parameters"]["relation"], "other machine");
+    let sor = [
+        "dsm",
+        "run",
+        "sor",
+        "--input",
+        "small",
+        "--ranks-per-host",
+        "1",
+        "--json",
+    ];
+    let v = ok(&slurm.run(&c, "300", &[&salloc[..], &sor].concat()));
+    by_srun_on_mpich(&v);
+    let check = &v[0]["data"]["check"];
+    assert!(
+        check["max_rel_diff"].as_f64().unwrap() <= check["tolerance"].as_f64().unwrap(),
+        "{check}"
+    );
+    slurm.down();
+    let left = c.left_running();
+    assert!(
+        left.is_empty(),
+        "left running after Slurm stopped: {left:?}"
+    );
+}

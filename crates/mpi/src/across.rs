@@ -121,16 +121,20 @@ pub fn open_mpi_transport(hosts: &[HostLine]) -> Settings {
     s
 }
 
-/// MPICH's settings for ranks on `hosts` (hydra passes them with `-genv`): its UCX
-/// transport over TCP on the interface this machine reaches the hosts on (assumed to
-/// have the same name on every host), as MPICH 4's ch4:ucx otherwise tries every
-/// interface, loopback included.
+/// MPICH's settings for ranks on `hosts` (hydra passes them with `-genv`; srun, which
+/// passes its environment on, takes them as variables): its UCX transport over TCP on
+/// the interface this machine reaches the hosts on (assumed to have the same name on
+/// every host), as MPICH 4's ch4:ucx otherwise tries every interface, loopback
+/// included.
 pub fn ucx(hosts: &[HostLine]) -> Settings {
     let mut s = Settings::default();
     let mut genv = |name: &str, value: &str, why: &str| {
         let (v, why) = match std::env::var(name) {
             Ok(v) => (v, "the user's".to_string()),
-            Err(_) => (value.to_string(), why.to_string()),
+            Err(_) => {
+                s.env.push((name.to_string(), value.to_string()));
+                (value.to_string(), why.to_string())
+            }
         };
         s.args
             .extend(["-genv".into(), name.into(), OsString::from(&v)]);

@@ -1,7 +1,8 @@
 //! A job of many configurations keeps what it finished: its ranks append each finished
 //! configuration to the file the launcher names (`numalab_results::partial`), and when
 //! the job fails (a rank killed, Ctrl-C, `NUMALAB_MPI_TIMEOUT`) the launcher writes
-//! them to the output, or to a named fallback file, and says how many.
+//! them to the output, or to a named fallback file, and says how many. A rank on
+//! another host, which cannot see the launcher's file, sends them on its stdout.
 
 use crate::error::Result;
 use crate::launch::{ensure, LaunchRequest, Launched};
@@ -18,8 +19,9 @@ pub fn ensure_keeping(
 ) -> Result<Launched> {
     let kept = partial::path_for_launcher();
     if crate::env::JobEnv::detect().is_none() {
-        let _ = std::fs::remove_file(&kept);
-        std::env::set_var(partial::VAR, &kept);
+        // Ranks on this host append to the file; ranks elsewhere send their lines on
+        // stdout, which the launcher appends to it (`launch_stdout`).
+        partial::prepare_for_ranks(&kept);
     }
     let launched = ensure(req)?;
     if let Launched::Parent(code) = launched {

@@ -4,8 +4,12 @@
 //! lands there, where no one reads it as the error. A rule followed by the opening of
 //! one of Open MPI's daemon reports is read as a notice (said on stderr, naming the
 //! host); every other line, a ranks' table rule included, passes through unchanged.
+//! It also carries the finished configurations a rank on another host keeps (marked
+//! lines, see `numalab_results::partial`): they go to the launcher's file, never to the
+//! user.
 
 use crate::launch_notice::{parse_box, Notice};
+use numalab_results::partial::Collector;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::mpsc;
 
@@ -72,8 +76,10 @@ impl StdoutBoxes {
 }
 
 /// Pass `from` through to this process's stdout, sending the daemons' reports as
-/// notices. A line that is not UTF-8 passes as it came.
+/// notices and keeping the ranks' marked lines. A line that is not UTF-8 passes as it
+/// came.
 pub fn filter(from: impl Read, tx: mpsc::Sender<Notice>) {
+    let kept = Collector::from_env();
     let mut boxes = StdoutBoxes::default();
     let mut r = BufReader::new(from);
     let mut buf = Vec::new();
@@ -97,6 +103,12 @@ pub fn filter(from: impl Read, tx: mpsc::Sender<Notice>) {
             Ok(_) => {}
         }
         let newline = buf.last() == Some(&b'\n');
+        if newline && kept.take(&buf[..buf.len() - 1]) {
+            continue;
+        }
+        if !newline && Collector::is_marked(&buf) {
+            continue;
+        }
         match std::str::from_utf8(&buf) {
             Ok(text) if newline => emit(boxes.feed(&text[..text.len() - 1]), &mut out),
             _ => {

@@ -1,8 +1,8 @@
 //! Slurm, for the `srun` launcher: the allocation's nodes (`SLURM_JOB_NODELIST`, in
 //! Slurm's compressed form) and what srun needs besides the job's spread: the PMI
 //! plugin the MPI library starts with (Open MPI: PMIx; the MPICH family: PMI-2), and
-//! for Open MPI across nodes the transport numalab also gives mpirun, as variables
-//! (srun passes its environment to every task).
+//! across nodes the transport numalab also gives mpirun (Open MPI) or hydra (MPICH's
+//! UCX), as variables (srun passes its environment to every task).
 
 use crate::across::{open_mpi_transport, Settings};
 use crate::env::JobEnv;
@@ -110,6 +110,12 @@ pub fn settings(library: &str, get: &dyn Fn(&str) -> Option<String>) -> Settings
         s.said
             .extend(t.said.into_iter().filter(|l| !l.starts_with("oob_")));
     }
+    if mpich_family(library) && nodes.len() > 1 {
+        // As hydra is given them: UCX over TCP on the hosts' network.
+        let t = crate::across::ucx(&nodes);
+        s.env.extend(t.env);
+        s.said.extend(t.said);
+    }
     s.said.push(
         "the launcher's environment passed to every task (srun's default, --export=ALL)".into(),
     );
@@ -197,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn open_mpi_across_nodes_gets_its_transport_as_variables_and_mpich_does_not() {
+    fn across_nodes_open_mpi_and_mpich_get_their_transport_as_variables() {
         let nodes = env(&[("SLURM_JOB_NODELIST", "n[1-2]")]);
         let s = settings("Open MPI v4.1.4", &nodes);
         let has = |k: &str| s.env.iter().any(|(n, _)| n == k);
@@ -209,7 +215,15 @@ mod tests {
             .iter()
             .all(|(n, _)| n.starts_with("OMPI_MCA_") || n == "UCX_TLS"));
         assert!(s.said.last().unwrap().contains("--export=ALL"));
-        assert!(settings("MPICH Version: 4", &nodes).env.is_empty());
+        // MPICH across nodes: UCX over TCP, as hydra is given it; on one node nothing.
+        let mpich = settings("MPICH Version: 4", &nodes);
+        assert!(mpich.env.iter().all(|(n, _)| n.starts_with("UCX_")));
+        if std::env::var_os("UCX_TLS").is_none() {
+            assert!(mpich.env.contains(&("UCX_TLS".into(), "tcp,self".into())));
+        }
+        assert!(mpich.said.iter().any(|l| l.starts_with("UCX_TLS=")));
+        let one = env(&[("SLURM_JOB_NODELIST", "n1")]);
+        assert!(settings("MPICH Version: 4", &one).env.is_empty());
         let hosts: Vec<String> = allocation(&nodes)
             .unwrap()
             .into_iter()

@@ -154,6 +154,11 @@ pub const VARS: &[Var] = &[
         what: "set by numalab's launcher for its ranks: where finished configurations are kept; for any measuring command, a file each finished part's records are appended to as one line",
     },
     Var {
+        name: "NUMALAB_PARTIAL_ON_STDOUT",
+        kind: Kind::Choice(&["1"]),
+        what: "set by numalab's launcher for its ranks: a rank that does not find NUMALAB_PARTIAL's file (it runs on another host) sends each finished configuration on its stdout as a marked line, which the launcher keeps and does not show",
+    },
+    Var {
         name: "NUMALAB_LAUNCH_AGENT",
         kind: Kind::Path,
         what: "the remote shell the launcher reaches other hosts with instead of ssh (Open MPI: --mca plm_rsh_agent; hydra: -launcher-exec)",
