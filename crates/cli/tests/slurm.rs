@@ -10,6 +10,7 @@ mod common;
 
 use common::cluster::{ok, Cluster, COLLECTIVES, CVM};
 use common::slurm::{hosts_and_launcher, slurm_cluster, Slurm};
+use std::path::PathBuf;
 
 #[test]
 fn salloc_runs_mpi_latency_with_srun_one_rank_on_each_of_two_hosts() {
