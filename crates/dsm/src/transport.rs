@@ -17,6 +17,11 @@ pub trait Transport: Send + Sync {
     fn set_computing(&self, _on: bool) {}
     /// The next message, waiting at most `wait`.
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)>;
+    /// Times the service thread woke to poll or from a doorbell (0 where it blocks on
+    /// the wire itself).
+    fn wakeups(&self) -> u64 {
+        0
+    }
 }
 
 /// One rank's end of an in-process mesh (ranks are OS threads of one process).
@@ -72,5 +77,8 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         (**self).recv(wait)
+    }
+    fn wakeups(&self) -> u64 {
+        (**self).wakeups()
     }
 }

@@ -262,6 +262,14 @@ fn fault_line(d: &RunData) -> String {
     if d.cores_shared == Some(true) {
         s.push_str("cores shared: each rank's compute and service threads share CPUs (the service thread runs at a raised priority where permitted and asks for a short scheduler slice, to answer requests promptly)\n");
     }
+    if d.sum.service_wakeups > 0 {
+        let ms = d.sum.total_ns as f64 / 1e6;
+        s.push_str(&format!(
+            "service threads: {} to poll for messages or on a doorbell ({:.1} per ms of a rank's time)\n",
+            numalab_results::words::count(d.sum.service_wakeups, "wake-up"),
+            d.sum.service_wakeups as f64 / ms.max(1e-9)
+        ));
+    }
     s.push_str("app + barrier + fault + lock + segv = time; io is the service thread's, overlapped with them\n");
     s
 }
@@ -333,8 +341,16 @@ fn interval_line(s: &crate::Stats) -> String {
         return String::new();
     }
     let per = |x: u64| x as f64 / s.intervals as f64;
+    // LMWC's first touches (one per page a rank ever touches, most in the first
+    // interval) are averaged in too: said apart, so they are not read as a per-interval
+    // cost of private pages.
+    let first = if s.touches > 0 {
+        format!(", {:.1} of them first touches", per(s.touches))
+    } else {
+        String::new()
+    };
     format!(
-        "per interval: {:.1} faults ({:.1} µs), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {}; {} private, {} turned shared\n",
+        "per interval: {:.1} faults ({:.1} µs{first}), {:.1} mprotect calls ({:.1} µs), {:.1} twins ({:.1} µs) over {} (the ranks' together); {} private, {} turned shared\n",
         per(s.segv),
         per(s.segv_ns) / 1e3,
         per(s.mprotects),
@@ -365,7 +381,10 @@ mod tests {
             ..Default::default()
         };
         let t = interval_line(&one) + &prefetch_line(&one);
-        assert!(t.contains("over 1 interval; 1 page private"), "{t}");
+        assert!(
+            t.contains("over 1 interval (the ranks' together); 1 page private"),
+            "{t}"
+        );
         assert!(
             t.contains("1 remote fault, 1 bulk prefetch bringing 1 page (1 fault waited"),
             "{t}"
@@ -386,7 +405,10 @@ mod tests {
             ..Default::default()
         };
         let t = interval_line(&two) + &prefetch_line(&two);
-        assert!(t.contains("over 2 intervals; 2 pages private"), "{t}");
+        assert!(
+            t.contains("over 2 intervals (the ranks' together); 2 pages private"),
+            "{t}"
+        );
         assert!(
             t.contains("2 remote faults, 2 bulk prefetches bringing 2 pages (2 faults waited"),
             "{t}"
