@@ -213,6 +213,9 @@ impl Transport for Mpi {
     fn wakeups(&self) -> u64 {
         self.wakeups.load(Ordering::Relaxed)
     }
+    fn barrier(&self) {
+        self.comm.0.barrier();
+    }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         let t0 = Instant::now();
         loop {

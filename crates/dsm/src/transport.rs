@@ -17,6 +17,9 @@ pub trait Transport: Send + Sync {
     fn set_computing(&self, _on: bool) {}
     /// The next message, waiting at most `wait`.
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)>;
+    /// Wait until every rank is here (the timed section starts together on every rank;
+    /// a transport whose ranks start together needs nothing).
+    fn barrier(&self) {}
     /// Times the service thread woke to poll or from a doorbell (0 where it blocks on
     /// the wire itself).
     fn wakeups(&self) -> u64 {
@@ -80,5 +83,8 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn wakeups(&self) -> u64 {
         (**self).wakeups()
+    }
+    fn barrier(&self) {
+        (**self).barrier()
     }
 }
