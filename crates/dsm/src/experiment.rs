@@ -1,7 +1,7 @@
 //! `dsm run` as an experiment: [`Options`] → [`Plan::resolve`] → [`measure`] inside an MPI
 //! job → records (one per rank, and a summary on rank 0).
 
-use crate::apps::{by_name, costs::Costs, max_rel_diff, App, Input, NAMES};
+use crate::apps::{by_name_scaled, costs::Costs, max_rel_diff, App, Input, NAMES, SCALES};
 use crate::cores::CoreShare;
 use crate::mpi_transport::Mpi;
 use crate::node::Config;
@@ -42,6 +42,13 @@ pub struct Options {
     pub net_delay: String,
     /// small or paper.
     pub input: String,
+    /// The input's size parameter × this (1, 2, 4 or 8; see apps::by_name_scaled).
+    #[serde(default = "one")]
+    pub scale: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for Options {
@@ -53,6 +60,7 @@ impl Default for Options {
             threads: 1,
             net_delay: "0".into(),
             input: "small".into(),
+            scale: 1,
         }
     }
 }
@@ -76,7 +84,13 @@ impl Options {
         let usage = |m: String| Error::Usage(m);
         let input = Input::parse(&self.input)
             .ok_or_else(|| usage(format!("invalid --input '{}': small or paper", self.input)))?;
-        let app = by_name(&self.app, input)
+        if !SCALES.contains(&self.scale) {
+            return Err(usage(format!(
+                "invalid --scale '{}': 1, 2, 4 or 8",
+                self.scale
+            )));
+        }
+        let app = by_name_scaled(&self.app, input, self.scale)
             .ok_or_else(|| usage(format!("invalid app '{}': {}", self.app, NAMES.join(", "))))?;
         let protocol = ProtocolKind::parse(&self.protocol).ok_or_else(|| {
             usage(format!(
@@ -117,6 +131,9 @@ pub struct Plan {
     pub freeze_ns: u64,
     /// Input size.
     pub input: Input,
+    /// The input's size parameter × this.
+    #[serde(default = "one")]
+    pub scale: usize,
     /// Shared region bytes.
     pub shared_bytes: usize,
     /// Global locks.
@@ -187,6 +204,7 @@ impl Plan {
             net_delay_ns: delay.as_nanos() as u64,
             freeze_ns: crate::proto::single::DEFAULT_FREEZE.as_nanos() as u64,
             input,
+            scale: o.scale,
             shared_bytes,
             locks: app.locks(),
             ranks,
@@ -210,30 +228,42 @@ impl Plan {
             Input::Paper => 15.0,
         };
         let delay = 1.0 + self.net_delay_ns as f64 / 250_000.0;
-        Duration::from_secs_f64(base * delay * crowding.max(1.0))
+        // water-nsq's and barnes' work grows with the square of their bodies.
+        let k = (self.scale * self.scale) as f64;
+        Duration::from_secs_f64(base * k * delay * crowding.max(1.0))
     }
 
     /// One line for --dry-run and progress.
     pub fn describe(&self) -> String {
         format!(
-            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}: {} KiB shared, {}",
+            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}{}: {} KiB shared, {}",
             self.app,
             self.protocol.name(),
             self.threads,
             self.ranks,
             self.net_delay_ns,
             self.input.name(),
+            if self.scale == 1 {
+                String::new()
+            } else {
+                format!(" --scale {}", self.scale)
+            },
             self.shared_bytes >> 10,
             numalab_results::words::count(self.locks as u64, "lock")
         )
     }
 
     fn params(&self) -> serde_json::Value {
-        json!({
+        let mut p = json!({
             "app": self.app, "protocol": self.protocol.name(), "threads": self.threads,
             "ranks": self.ranks, "net_delay_ns": self.net_delay_ns, "freeze_ns": self.freeze_ns, "input": self.input,
             "shared_bytes": self.shared_bytes, "page_bytes": PAGE,
-        })
+        });
+        // Said only when scaled, so the records of the seed's inputs are as before.
+        if self.scale != 1 {
+            p["scale"] = json!(self.scale);
+        }
+        p
     }
 }
 
@@ -282,7 +312,7 @@ fn mechanism_costs(world: &World, plan: &Plan) -> Result<Option<MechCosts>, Stri
 /// Run the plan on this rank (collective). Rank 0 returns every rank's record and a
 /// summary; a result that differs from the sequential run is an error.
 pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Record>>, String> {
-    let app = by_name(&plan.app, plan.input).expect("resolved app");
+    let app = by_name_scaled(&plan.app, plan.input, plan.scale).expect("resolved app");
     world
         .require_multiple("the DSM's service thread")
         .map_err(|e| e.to_string())?;
@@ -293,8 +323,12 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         app.as_ref(),
     )?;
     let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let scaled = match plan.scale {
+        1 => String::new(),
+        k => format!(" ×{k}"),
+    };
     let name = format!(
-        "{} {} T={} ranks={}",
+        "{}{scaled} {} T={} ranks={}",
         plan.app,
         plan.protocol.name(),
         plan.threads,

@@ -86,8 +86,72 @@ impl Input {
     }
 }
 
+/// Accepted `--scale` factors: powers of two, so FFT's side stays one.
+pub const SCALES: [usize; 4] = [1, 2, 4, 8];
+
 /// The app called `name` at `input` size.
 pub fn by_name(name: &str, input: Input) -> Option<Box<dyn App>> {
+    by_name_scaled(name, input, 1)
+}
+
+/// The app called `name` at `input` size with its size parameter × `k` (one of
+/// [`SCALES`]): SOR's rows, water-nsq's molecules, barnes' bodies, and the side of
+/// SWM's, ocean's (its interior) and FFT's grids. SOR's and the others' boundary
+/// exchange per interval stays about the same while each rank's compute grows, which
+/// finds the input where the DSM breaks even.
+pub fn by_name_scaled(name: &str, input: Input, k: usize) -> Option<Box<dyn App>> {
+    let app = unscaled(name, input)?;
+    if k == 1 {
+        return Some(app);
+    }
+    let paper = input == Input::Paper;
+    Some(match name {
+        "sor" => Box::new(sor::Sor {
+            rows: if paper { 2048 } else { 130 } * k,
+            cols: if paper { 2048 } else { 512 },
+            iters: 10,
+        }),
+        "fft" => Box::new(fft::Fft {
+            n: if paper { 64 } else { 16 } * k,
+        }),
+        "water-nsq" if paper => Box::new(water::Water {
+            n: 512 * k,
+            steps: 3,
+        }),
+        "water-nsq" => Box::new(water::Water {
+            n: 128 * k,
+            steps: 2,
+        }),
+        "swm" if paper => Box::new(swm::Swm {
+            n: 750 * k,
+            steps: 5,
+        }),
+        "swm" => Box::new(swm::Swm {
+            n: 64 * k,
+            steps: 4,
+        }),
+        "ocean" if paper => Box::new(ocean::Ocean {
+            n: 256 * k + 2,
+            iters: 50,
+        }),
+        "ocean" => Box::new(ocean::Ocean {
+            n: 64 * k + 2,
+            iters: 20,
+        }),
+        "barnes" if paper => Box::new(barnes::Barnes {
+            n: 16384 * k,
+            steps: 3,
+        }),
+        "barnes" => Box::new(barnes::Barnes {
+            n: 512 * k,
+            steps: 2,
+        }),
+        _ => return None,
+    })
+}
+
+/// The app called `name` at `input` size, as the seed's Table 1 (paper) has it.
+fn unscaled(name: &str, input: Input) -> Option<Box<dyn App>> {
     let paper = input == Input::Paper;
     Some(match name {
         "sor" if paper => Box::new(sor::Sor {
@@ -112,4 +176,47 @@ pub fn by_name(name: &str, input: Input) -> Option<Box<dyn App>> {
         "barnes" => Box::new(barnes::Barnes { n: 512, steps: 2 }),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scale_multiplies_every_app_and_one_changes_nothing() {
+        for name in NAMES {
+            for input in [Input::Small, Input::Paper] {
+                let one = by_name(name, input).unwrap();
+                let same = by_name_scaled(name, input, 1).unwrap();
+                assert_eq!(one.pages(), same.pages(), "{name}");
+                let two = by_name_scaled(name, input, 2).unwrap();
+                assert!(two.pages() > one.pages(), "{name} {input:?}");
+            }
+        }
+        assert!(by_name_scaled("nope", Input::Paper, 2).is_none());
+    }
+
+    #[test]
+    fn a_scaled_sor_and_water_match_their_sequential_programs() {
+        use crate::{run_local, Config, ProtocolKind};
+        use std::time::Duration;
+        for name in ["sor", "water-nsq"] {
+            let app = by_name_scaled(name, Input::Small, 2).unwrap();
+            let cfg = Config {
+                threads: 2,
+                protocol: ProtocolKind::Lmwc,
+                net_delay: Duration::ZERO,
+                pages: app.pages(),
+                locks: app.locks(),
+                base: None,
+                watchdog: Duration::from_secs(60),
+                gc_bytes: 64 << 20,
+                freeze: Duration::ZERO,
+            };
+            let out = run_local(2, cfg, app.as_ref()).unwrap();
+            let got = out[0].result.as_ref().unwrap();
+            let d = max_rel_diff(got, &app.sequential());
+            assert!(d <= app.tolerance(), "{name}: {d:e}");
+        }
+    }
 }
