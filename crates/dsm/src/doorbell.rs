@@ -192,3 +192,67 @@ fn futex(w: &AtomicU32, op: i32, val: u32, timeout: Option<Duration>) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Doorbells of `n` ranks in one process, rank `mine`'s view (ranks past `local`
+    /// are on "another host": no slot).
+    fn bells(n: usize, local: usize, mine: usize) -> Doorbell {
+        let len = 4096;
+        // SAFETY: a fresh anonymous shared mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        Doorbell {
+            base: p as *mut u8,
+            len,
+            slot: (0..n).map(|r| (r < local).then_some(r)).collect(),
+            mine,
+        }
+    }
+
+    #[test]
+    fn a_ring_ends_a_wait_and_no_ring_times_out() {
+        let b = bells(3, 2, 0);
+        assert!(!b.covers(3), "rank 2 is on another host");
+        let seen = b.seen();
+        let t = Instant::now();
+        assert!(!b.wait(seen, Duration::from_millis(5)), "nobody rang");
+        assert!(t.elapsed() >= Duration::from_millis(4));
+        b.ring(0);
+        // Rung before the wait: it returns at once, whatever the timeout.
+        assert!(b.wait(seen, Duration::from_secs(60)));
+        assert_eq!(b.seen(), seen.wrapping_add(1));
+        // Another rank's ring and a ring to another host leave this word alone.
+        let seen = b.seen();
+        b.ring(1);
+        b.ring(2);
+        b.ring(7);
+        assert_eq!(b.seen(), seen);
+    }
+
+    #[test]
+    fn a_ring_from_another_thread_wakes_a_sleeping_waiter() {
+        let b = std::sync::Arc::new(bells(2, 2, 1));
+        let seen = b.seen();
+        let b2 = b.clone();
+        let ringer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            b2.ring(1);
+        });
+        // Woken by the ring, long before the minute is out.
+        assert!(b.wait(seen, Duration::from_secs(60)));
+        ringer.join().unwrap();
+    }
+}

@@ -195,28 +195,4 @@ mod tests {
         }
         assert!(by_name_scaled("nope", Input::Paper, 2).is_none());
     }
-
-    #[test]
-    fn a_scaled_sor_and_water_match_their_sequential_programs() {
-        use crate::{run_local, Config, ProtocolKind};
-        use std::time::Duration;
-        for name in ["sor", "water-nsq"] {
-            let app = by_name_scaled(name, Input::Small, 2).unwrap();
-            let cfg = Config {
-                threads: 2,
-                protocol: ProtocolKind::Lmwc,
-                net_delay: Duration::ZERO,
-                pages: app.pages(),
-                locks: app.locks(),
-                base: None,
-                watchdog: Duration::from_secs(60),
-                gc_bytes: 64 << 20,
-                freeze: Duration::ZERO,
-            };
-            let out = run_local(2, cfg, app.as_ref()).unwrap();
-            let got = out[0].result.as_ref().unwrap();
-            let d = max_rel_diff(got, &app.sequential());
-            assert!(d <= app.tolerance(), "{name}: {d:e}");
-        }
-    }
 }
