@@ -233,14 +233,30 @@ pub fn run_text(recs: &[Record]) -> String {
             .as_ref()
             .map_or("-".to_string(), |c| format!("{:.1e}", c.max_rel_diff));
         out.push_str(&format!(
-            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms, speedup {}\n",
+            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms{}, speedup {}\n",
             recs[0].name,
             d.sequential_ns.unwrap_or(f64::NAN) / 1e6,
+            starved(d.check.as_ref()),
             tables::ratio(d.speedup_vs_sequential.unwrap_or(f64::NAN)),
         ));
         out.push_str(&fault_line(&d));
     }
     out
+}
+
+/// When the sequential reference ran on a CPU less than 80 % of its time (a busy
+/// machine), its CPU time: the speedup is then not the program's.
+fn starved(c: Option<&crate::experiment::Check>) -> String {
+    let Some((wall, cpu)) = c.and_then(|c| Some((c.sequential_ns, c.sequential_cpu_ns?))) else {
+        return String::new();
+    };
+    if (cpu as f64) >= 0.8 * wall as f64 {
+        return String::new();
+    }
+    format!(
+        " (only {:.2} ms of it on a CPU: the machine was busy, and this speedup is not the program's)",
+        cpu as f64 / 1e6
+    )
 }
 
 /// The run's time per remote fault beside the mechanism cost, and whether the ranks'
@@ -366,6 +382,21 @@ fn interval_line(s: &crate::Stats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sequential_reference_that_waited_for_a_cpu_is_named() {
+        let check = |cpu| crate::experiment::Check {
+            max_rel_diff: 0.0,
+            tolerance: 0.0,
+            sequential_ns: 10_000_000,
+            sequential_cpu_ns: cpu,
+        };
+        assert_eq!(starved(None), "");
+        assert_eq!(starved(Some(&check(None))), "");
+        assert_eq!(starved(Some(&check(Some(9_000_000)))), "");
+        let t = starved(Some(&check(Some(2_500_000))));
+        assert!(t.contains("only 2.50 ms of it on a CPU"), "{t}");
+    }
 
     #[test]
     fn page_counts_of_one_read_in_the_singular() {
