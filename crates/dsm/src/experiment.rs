@@ -1,7 +1,9 @@
 //! `dsm run` as an experiment: [`Options`] → [`Plan::resolve`] → [`measure`] inside an MPI
 //! job → records (one per rank, and a summary on rank 0).
 
-use crate::apps::{by_name_scaled, costs::Costs, max_rel_diff, App, Input, NAMES, SCALES};
+use crate::apps::{
+    by_name_scaled, costs::Costs, max_rel_diff, timed_sequential, App, Input, NAMES, SCALES,
+};
 use crate::cores::CoreShare;
 use crate::mpi_transport::Mpi;
 use crate::node::Config;
@@ -16,7 +18,7 @@ use numalab_topo::{Host, Machine};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Most user-level threads per rank.
 pub const MAX_THREADS: usize = 64;
@@ -350,7 +352,7 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         cores: Some(CoreShare::here(on_host.max(1))),
     };
     if let Some(r) = &out.result {
-        let (want, seq_ns, seq_cpu_ns) = sequential(app.as_ref());
+        let (want, seq_ns, seq_cpu_ns) = timed_sequential(app.as_ref());
         let d = max_rel_diff(r, &want);
         data.check = Some(Check {
             max_rel_diff: d,
@@ -374,37 +376,6 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
     Ok(Some(all))
 }
 
-/// Runs of the sequential program the speedup is taken against.
-pub const SEQUENTIAL_RUNS: usize = 3;
-
-/// The sequential program's result, its fastest time of [`SEQUENTIAL_RUNS`] in ns and
-/// the CPU time of that run: one run on a busy machine read 2–4× its quiet time, which
-/// made speedups read high; a CPU time well under the time says the run waited for a CPU.
-fn sequential(app: &dyn App) -> (Vec<f64>, u64, u64) {
-    let (mut best, mut cpu) = (u64::MAX, 0);
-    let mut want = Vec::new();
-    for _ in 0..SEQUENTIAL_RUNS {
-        let (t, c) = (Instant::now(), thread_cpu_ns());
-        want = app.sequential();
-        let wall = t.elapsed().as_nanos() as u64;
-        if wall < best {
-            (best, cpu) = (wall, thread_cpu_ns().saturating_sub(c));
-        }
-    }
-    (want, best, cpu)
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Per-rank stats out of `dsm-rank` records.
 pub fn rank_stats(recs: &[Record]) -> Vec<Stats> {
     recs.iter()
@@ -421,7 +392,7 @@ pub struct Check {
     pub max_rel_diff: f64,
     /// The app's tolerance (the run fails beyond it).
     pub tolerance: f64,
-    /// Time of the sequential program, ns: the fastest of [`SEQUENTIAL_RUNS`].
+    /// Time of the sequential program, ns: the fastest of [`crate::apps::SEQUENTIAL_RUNS`].
     pub sequential_ns: u64,
     /// CPU time of that run, ns (well under `sequential_ns`: it waited for a CPU).
     #[serde(default)]

@@ -9,6 +9,7 @@ pub mod swm;
 pub mod water;
 
 use crate::Ctx;
+use std::time::Instant;
 
 /// A DSM application.
 pub trait App: Sync {
@@ -176,6 +177,37 @@ fn unscaled(name: &str, input: Input) -> Option<Box<dyn App>> {
         "barnes" => Box::new(barnes::Barnes { n: 512, steps: 2 }),
         _ => return None,
     })
+}
+
+/// Runs of the sequential program the speedup is taken against.
+pub const SEQUENTIAL_RUNS: usize = 3;
+
+/// The sequential program's result, its fastest time of [`SEQUENTIAL_RUNS`] in ns and
+/// the CPU time of that run: one run on a busy machine read 2–4× its quiet time, which
+/// made speedups read high; a CPU time well under the time says the run waited for a CPU.
+pub fn timed_sequential(app: &dyn App) -> (Vec<f64>, u64, u64) {
+    let (mut best, mut cpu) = (u64::MAX, 0);
+    let mut want = Vec::new();
+    for _ in 0..SEQUENTIAL_RUNS {
+        let (t, c) = (Instant::now(), thread_cpu_ns());
+        want = app.sequential();
+        let wall = t.elapsed().as_nanos() as u64;
+        if wall < best {
+            (best, cpu) = (wall, thread_cpu_ns().saturating_sub(c));
+        }
+    }
+    (want, best, cpu)
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]
