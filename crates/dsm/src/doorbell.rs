@@ -12,7 +12,7 @@
 //! the word is unchanged, with a timeout, so a ring lost (a peer without a doorbell, a
 //! peer on another host) costs at most that timeout, never correctness.
 
-use mpi::collective::CommunicatorCollectives;
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Root;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -64,11 +64,21 @@ impl Doorbell {
         if !leader {
             base = map(&name, false, len);
         }
-        // Everyone has opened it (or failed to): the name can go, the mapping stays.
-        node.barrier();
+        // Everyone has opened it or failed to (another /dev/shm, say): the name can go,
+        // the mapping stays, and the doorbells are used only where every rank has them,
+        // or a rank would sleep waiting for rings that never come.
+        let mut all = 0i32;
+        node.all_reduce_into(&(base.is_some() as i32), &mut all, SystemOperation::min());
         if leader && name[0] != 0 {
             // SAFETY: a NUL-terminated name of our own making.
             unsafe { libc::shm_unlink(name.as_ptr() as *const libc::c_char) };
+        }
+        if all == 0 {
+            if let Some(b) = base {
+                // SAFETY: our own mapping, unused.
+                unsafe { libc::munmap(b as *mut _, len) };
+            }
+            return None;
         }
         let base = base?;
         let mut slot = vec![None; world.size() as usize];
