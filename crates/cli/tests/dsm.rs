@@ -55,6 +55,49 @@ fn bad_input_is_one_line_and_exit_2() {
 }
 
 #[test]
+fn a_scale_other_than_1_2_4_or_8_is_refused_and_a_scaled_plan_says_it() {
+    for k in ["0", "3", "16"] {
+        one_line_usage_error(
+            &["dsm", "run", "sor", "--ranks", "2", "--scale", k],
+            &format!("invalid --scale '{k}': 1, 2, 4 or 8"),
+        );
+    }
+    let plan = |k: &str| {
+        let out = run(
+            &[
+                "dsm",
+                "run",
+                "sor",
+                "--ranks",
+                "2",
+                "--input",
+                "paper",
+                "--scale",
+                k,
+                "--dry-run",
+                "--json",
+            ],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        validate(&out.stdout).as_array().unwrap()[0].clone()
+    };
+    let (one, four) = (plan("1"), plan("4"));
+    assert!(!one["name"].as_str().unwrap().contains("--scale"), "{one}");
+    assert!(
+        four["name"]
+            .as_str()
+            .unwrap()
+            .contains("--input paper --scale 4"),
+        "{four}"
+    );
+    assert_eq!(four["data"]["scale"].as_u64(), Some(4), "{four}");
+    // SOR's rows × 4: four times the shared grid.
+    let bytes = |v: &serde_json::Value| v["data"]["shared_bytes"].as_u64().unwrap();
+    assert_eq!(bytes(&four), 4 * bytes(&one));
+}
+
+#[test]
 fn two_ranks_four_threads_match_the_sequential_run() {
     let out = run(
         &[
@@ -192,8 +235,12 @@ fn an_lmwc_run_says_what_an_interval_moved_beside_the_sequential_compute() {
         assert!(per[k].as_f64().unwrap() > 0.0, "{k}: {per}");
     }
     assert_eq!(per["ranks"].as_u64(), Some(2), "{per}");
+    // Ranks on one host: the service threads sleep on their doorbells, and say how
+    // often they woke.
+    assert!(d["sum"]["service_wakeups"].as_u64().unwrap() > 0, "{d}");
     let text = String::from_utf8(sor_lmwc(false).stdout).unwrap();
     assert!(text.contains("per interval and rank:"), "{text}");
+    assert!(text.contains("service threads: "), "{text}");
     assert!(text.contains("communication under"), "{text}");
 }
 

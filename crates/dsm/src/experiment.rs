@@ -1,7 +1,9 @@
 //! `dsm run` as an experiment: [`Options`] → [`Plan::resolve`] → [`measure`] inside an MPI
 //! job → records (one per rank, and a summary on rank 0).
 
-use crate::apps::{by_name, costs::Costs, max_rel_diff, App, Input, NAMES};
+use crate::apps::{
+    by_name_scaled, costs::Costs, max_rel_diff, timed_sequential, App, Input, NAMES, SCALES,
+};
 use crate::cores::CoreShare;
 use crate::mpi_transport::Mpi;
 use crate::node::Config;
@@ -16,7 +18,7 @@ use numalab_topo::{Host, Machine};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Most user-level threads per rank.
 pub const MAX_THREADS: usize = 64;
@@ -42,6 +44,13 @@ pub struct Options {
     pub net_delay: String,
     /// small or paper.
     pub input: String,
+    /// The input's size parameter × this (1, 2, 4 or 8; see apps::by_name_scaled).
+    #[serde(default = "one")]
+    pub scale: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for Options {
@@ -53,6 +62,7 @@ impl Default for Options {
             threads: 1,
             net_delay: "0".into(),
             input: "small".into(),
+            scale: 1,
         }
     }
 }
@@ -76,7 +86,13 @@ impl Options {
         let usage = |m: String| Error::Usage(m);
         let input = Input::parse(&self.input)
             .ok_or_else(|| usage(format!("invalid --input '{}': small or paper", self.input)))?;
-        let app = by_name(&self.app, input)
+        if !SCALES.contains(&self.scale) {
+            return Err(usage(format!(
+                "invalid --scale '{}': 1, 2, 4 or 8",
+                self.scale
+            )));
+        }
+        let app = by_name_scaled(&self.app, input, self.scale)
             .ok_or_else(|| usage(format!("invalid app '{}': {}", self.app, NAMES.join(", "))))?;
         let protocol = ProtocolKind::parse(&self.protocol).ok_or_else(|| {
             usage(format!(
@@ -117,6 +133,9 @@ pub struct Plan {
     pub freeze_ns: u64,
     /// Input size.
     pub input: Input,
+    /// The input's size parameter × this.
+    #[serde(default = "one")]
+    pub scale: usize,
     /// Shared region bytes.
     pub shared_bytes: usize,
     /// Global locks.
@@ -187,6 +206,7 @@ impl Plan {
             net_delay_ns: delay.as_nanos() as u64,
             freeze_ns: crate::proto::single::DEFAULT_FREEZE.as_nanos() as u64,
             input,
+            scale: o.scale,
             shared_bytes,
             locks: app.locks(),
             ranks,
@@ -210,30 +230,42 @@ impl Plan {
             Input::Paper => 15.0,
         };
         let delay = 1.0 + self.net_delay_ns as f64 / 250_000.0;
-        Duration::from_secs_f64(base * delay * crowding.max(1.0))
+        // water-nsq's and barnes' work grows with the square of their bodies.
+        let k = (self.scale * self.scale) as f64;
+        Duration::from_secs_f64(base * k * delay * crowding.max(1.0))
     }
 
     /// One line for --dry-run and progress.
     pub fn describe(&self) -> String {
         format!(
-            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}: {} KiB shared, {}",
+            "dsm {} --protocol {} --threads {} --ranks {} --net-delay {}ns --input {}{}: {} KiB shared, {}",
             self.app,
             self.protocol.name(),
             self.threads,
             self.ranks,
             self.net_delay_ns,
             self.input.name(),
+            if self.scale == 1 {
+                String::new()
+            } else {
+                format!(" --scale {}", self.scale)
+            },
             self.shared_bytes >> 10,
             numalab_results::words::count(self.locks as u64, "lock")
         )
     }
 
     fn params(&self) -> serde_json::Value {
-        json!({
+        let mut p = json!({
             "app": self.app, "protocol": self.protocol.name(), "threads": self.threads,
             "ranks": self.ranks, "net_delay_ns": self.net_delay_ns, "freeze_ns": self.freeze_ns, "input": self.input,
             "shared_bytes": self.shared_bytes, "page_bytes": PAGE,
-        })
+        });
+        // Said only when scaled, so the records of the seed's inputs are as before.
+        if self.scale != 1 {
+            p["scale"] = json!(self.scale);
+        }
+        p
     }
 }
 
@@ -282,7 +314,7 @@ fn mechanism_costs(world: &World, plan: &Plan) -> Result<Option<MechCosts>, Stri
 /// Run the plan on this rank (collective). Rank 0 returns every rank's record and a
 /// summary; a result that differs from the sequential run is an error.
 pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Record>>, String> {
-    let app = by_name(&plan.app, plan.input).expect("resolved app");
+    let app = by_name_scaled(&plan.app, plan.input, plan.scale).expect("resolved app");
     world
         .require_multiple("the DSM's service thread")
         .map_err(|e| e.to_string())?;
@@ -293,8 +325,12 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         app.as_ref(),
     )?;
     let prov = Provenance::collect(&host.machine.summary(), &host.machine.source);
+    let scaled = match plan.scale {
+        1 => String::new(),
+        k => format!(" ×{k}"),
+    };
     let name = format!(
-        "{} {} T={} ranks={}",
+        "{}{scaled} {} T={} ranks={}",
         plan.app,
         plan.protocol.name(),
         plan.threads,
@@ -316,14 +352,13 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         cores: Some(CoreShare::here(on_host.max(1))),
     };
     if let Some(r) = &out.result {
-        let t = Instant::now();
-        let want = app.sequential();
-        let seq_ns = t.elapsed().as_nanos() as u64;
+        let (want, seq_ns, seq_cpu_ns) = timed_sequential(app.as_ref());
         let d = max_rel_diff(r, &want);
         data.check = Some(Check {
             max_rel_diff: d,
             tolerance: app.tolerance(),
             sequential_ns: seq_ns,
+            sequential_cpu_ns: Some(seq_cpu_ns),
         });
         if d > app.tolerance() {
             return Err(format!(
@@ -357,8 +392,11 @@ pub struct Check {
     pub max_rel_diff: f64,
     /// The app's tolerance (the run fails beyond it).
     pub tolerance: f64,
-    /// Time of the sequential program, ns.
+    /// Time of the sequential program, ns: the fastest of [`crate::apps::SEQUENTIAL_RUNS`].
     pub sequential_ns: u64,
+    /// CPU time of that run, ns (well under `sequential_ns`: it waited for a CPU).
+    #[serde(default)]
+    pub sequential_cpu_ns: Option<u64>,
 }
 
 /// `data` of a `dsm-rank` record: one rank's counters and times.

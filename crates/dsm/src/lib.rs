@@ -9,6 +9,7 @@
 pub mod apps;
 pub mod cores;
 pub mod diff;
+pub mod doorbell;
 pub mod experiment;
 pub mod fault;
 pub mod lockbar;

@@ -12,6 +12,11 @@
 //! while its rank's threads compute, spinning (with sched_yield) while they are all
 //! blocked, but only for [`SPIN`] after the last message, then sleeping again: a rank
 //! that waits long (at a barrier, for a slow peer) gives its CPU back.
+//!
+//! When every rank is on this host, each send also rings the receiver's doorbell
+//! ([`crate::doorbell`]), and a service thread with no message for [`SPIN`] sleeps in the
+//! kernel until one rings instead of polling: its rank's compute thread keeps its CPU.
+use crate::doorbell::Doorbell;
 use crate::transport::Transport;
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
@@ -53,6 +58,10 @@ pub struct Mpi {
     /// (ns since `epoch`).
     last_msg_ns: AtomicU64,
     epoch: Instant,
+    /// The doorbells, when every rank of the job is on this host.
+    bell: Option<Arc<Doorbell>>,
+    /// Times the service thread woke from a sleep or a doorbell wait.
+    wakeups: AtomicU64,
 }
 
 impl Mpi {
@@ -63,14 +72,18 @@ impl Mpi {
         }
         let comm = Arc::new(Comm(world));
         let (rank, size) = (comm.0.rank() as usize, comm.0.size() as usize);
+        let bell = Doorbell::open(&comm.0)
+            .filter(|b| b.covers(size) && doorbell_wanted())
+            .map(Arc::new);
         let (tx, rx) = channel::<(usize, Vec<u8>)>();
         let c2 = comm.clone();
+        let b2 = bell.clone();
         let sender = std::thread::Builder::new()
             .name("dsm-sender".into())
             .spawn(move || {
                 crate::cores::latency_thread();
                 for (to, b) in rx {
-                    send_page(&c2.0, to, &b);
+                    send_page(&c2.0, to, &b, b2.as_deref());
                 }
             })
             .map_err(|e| e.to_string())?;
@@ -86,6 +99,8 @@ impl Mpi {
             ),
             last_msg_ns: AtomicU64::new(0),
             epoch: Instant::now(),
+            bell,
+            wakeups: AtomicU64::new(0),
         })
     }
 
@@ -115,13 +130,25 @@ impl Mpi {
     }
 }
 
+/// Whether the doorbell may be used (`NUMALAB_DSM_DOORBELL=off` polls as before, to
+/// compare; the value was checked when numalab started).
+fn doorbell_wanted() -> bool {
+    numalab_results::envvars::choice("NUMALAB_DSM_DOORBELL")
+        .ok()
+        .flatten()
+        .is_none_or(|v| v != "off")
+}
+
 /// Send one page without spinning: start it, then test it with short sleeps (the
 /// service thread's polls progress it meanwhile).
-fn send_page(comm: &SimpleCommunicator, to: usize, b: &[u8]) {
+fn send_page(comm: &SimpleCommunicator, to: usize, b: &[u8], bell: Option<&Doorbell>) {
     mpi::request::scope(|sc| {
         let mut req = comm
             .process_at_rank(to as i32)
             .immediate_send_with_tag(sc, b, TAG);
+        if let Some(bell) = bell {
+            bell.ring(to);
+        }
         loop {
             match req.test() {
                 Ok(_) => break,
@@ -141,9 +168,11 @@ impl Mpi {
     /// Spinning pays while a reply is due soon after the last message; past [`SPIN`]
     /// the rank sleeps between polls like a computing one.
     fn may_spin(&self) -> bool {
-        if self.computing.load(Ordering::Relaxed) {
-            return false;
-        }
+        !self.computing.load(Ordering::Relaxed) && self.recent()
+    }
+
+    /// A message came (or the threads blocked) less than [`SPIN`] ago.
+    fn recent(&self) -> bool {
         let since = (self.epoch.elapsed().as_nanos() as u64)
             .saturating_sub(self.last_msg_ns.load(Ordering::Relaxed));
         since < SPIN.as_nanos() as u64
@@ -165,6 +194,9 @@ impl Transport for Mpi {
                 .0
                 .process_at_rank(to as i32)
                 .send_with_tag(&bytes[..], TAG);
+            if let Some(bell) = &self.bell {
+                bell.ring(to);
+            }
             return;
         }
         if let Some(tx) = self.tx.lock().unwrap().as_ref() {
@@ -178,9 +210,16 @@ impl Transport for Mpi {
             self.touch();
         }
     }
+    fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
+    }
+    fn barrier(&self) {
+        self.comm.0.barrier();
+    }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         let t0 = Instant::now();
         loop {
+            let seen = self.bell.as_ref().map(|b| b.seen());
             if let Some(ms) = self
                 .comm
                 .0
@@ -196,8 +235,18 @@ impl Transport for Mpi {
             }
             if self.may_spin() {
                 std::thread::yield_now();
-            } else {
-                std::thread::sleep(self.poll);
+                continue;
+            }
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+            match (&self.bell, seen) {
+                // Quiet for SPIN: sleep until a peer rings (or the wait is over).
+                (Some(b), Some(seen)) if !self.recent() => {
+                    if b.wait(seen, wait.saturating_sub(t0.elapsed())) {
+                        self.touch();
+                    }
+                }
+                // Just after a message: more may follow at once, poll gently.
+                _ => std::thread::sleep(self.poll),
             }
         }
     }

@@ -227,6 +227,7 @@ impl Rank {
         let mut s = g.core.stats.clone();
         (s.mprotects, s.mprotect_ns) = self.region.mprotect_counts();
         s.intervals = g.core.lrc.vt.get(g.core.me).copied().unwrap_or(0) as u64;
+        s.service_wakeups = self.transport.wakeups();
         s
     }
 }

@@ -36,6 +36,9 @@ pub fn run_rank(
     };
     let result = Mutex::new(None);
     let stats = Mutex::new(None);
+    // Every rank has mapped its region: the timed section starts on all at once, so no
+    // rank's time counts another's set-up as a wait at the app's first barrier.
+    rank.transport.barrier();
     let t0 = mono_ns();
     let kill = numalab_results::envvars::whole("NUMALAB_DSM_KILL_RANK")?.map(|r| r as usize);
     // With NUMALAB_DSM_KILL_SIGNAL=SEGV the rank sends itself SIGSEGV instead, as

@@ -118,6 +118,10 @@ pub struct Stats {
     /// (the synchronizations that split the program into intervals).
     #[serde(default)]
     pub acquires: u64,
+    /// Times the service thread woke to poll for messages or from its doorbell (each
+    /// wake may preempt the compute thread on a shared CPU).
+    #[serde(default)]
+    pub service_wakeups: u64,
 }
 
 impl Stats {
@@ -169,7 +173,8 @@ impl Stats {
                 touched_ahead,
                 ahead_msgs,
                 ahead_untouched,
-                acquires
+                acquires,
+                service_wakeups
             );
         }
         s

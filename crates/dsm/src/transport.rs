@@ -17,6 +17,14 @@ pub trait Transport: Send + Sync {
     fn set_computing(&self, _on: bool) {}
     /// The next message, waiting at most `wait`.
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)>;
+    /// Wait until every rank is here (the timed section starts together on every rank;
+    /// a transport whose ranks start together needs nothing).
+    fn barrier(&self) {}
+    /// Times the service thread woke to poll or from a doorbell (0 where it blocks on
+    /// the wire itself).
+    fn wakeups(&self) -> u64 {
+        0
+    }
 }
 
 /// One rank's end of an in-process mesh (ranks are OS threads of one process).
@@ -72,5 +80,11 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         (**self).recv(wait)
+    }
+    fn wakeups(&self) -> u64 {
+        (**self).wakeups()
+    }
+    fn barrier(&self) {
+        (**self).barrier()
     }
 }

@@ -206,3 +206,14 @@ fn lmw_one_diff_covers_a_page_written_in_five_intervals() {
     assert_eq!(r0.page_intervals, 5);
     assert_eq!((r0.diffs_created, r1.diffs_used), (1, 1));
 }
+
+#[test]
+fn scaled_sor_and_water_match_their_sequential_programs() {
+    use numalab_dsm::apps::{by_name_scaled, Input};
+    for name in ["sor", "water-nsq"] {
+        let app = by_name_scaled(name, Input::Small, 2).unwrap();
+        for p in [ProtocolKind::Lmw, ProtocolKind::Lmwc] {
+            check(app.as_ref(), 2, 2, p);
+        }
+    }
+}

@@ -74,6 +74,11 @@ pub const VARS: &[Var] = &[
         what: "the DSM's sleep between polls for messages (default 20)",
     },
     Var {
+        name: "NUMALAB_DSM_DOORBELL",
+        kind: Kind::Choice(&["on", "off"]),
+        what: "off: the DSM's service thread polls while its rank computes, as before the doorbell (default on)",
+    },
+    Var {
         name: "NUMALAB_DSM_SLICE_NS",
         kind: Kind::Whole {
             min: 100_000,

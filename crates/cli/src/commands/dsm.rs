@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// Input size: small, or paper (the seed's Table 1).
     #[arg(long, default_value = "small")]
     input: String,
+    /// The input's size × K (1, 2, 4 or 8): SOR's rows, water-nsq's molecules, barnes'
+    /// bodies, the side of SWM's, ocean's and FFT's grids (to find where the DSM breaks even).
+    #[arg(long, default_value_t = 1)]
+    scale: usize,
     /// Print the plan without starting ranks.
     #[arg(long)]
     dry_run: bool,
@@ -61,6 +65,7 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
         threads: a.threads,
         net_delay: a.net_delay.clone(),
         input: a.input.clone(),
+        scale: a.scale,
     };
     o.check()?;
     check_measurable(&a.common, a.dry_run)?;

@@ -76,6 +76,7 @@ impl CvmOptions {
                             threads: t,
                             net_delay: d.clone(),
                             input: self.input.clone(),
+                            scale: 1,
                         });
                     }
                 }
