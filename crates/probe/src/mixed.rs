@@ -204,10 +204,8 @@ unsafe fn put<I: Isa>(nt: bool, p: *mut u8, v: I::V) {
     }
 }
 
-/// What a kernel does to one line: `line(at, l)` does line `l` of the block starting
-/// at line `at`. A trait with inlined methods rather than a closure: a closure does not
-/// take its caller's target features, and one too big to inline left every vector
-/// operation behind a call.
+/// A kernel's work on line `l` of the block at line `at`; a trait, not a closure: a
+/// closure lacks its caller's target features, and uninlined left every vector op a call.
 trait Lines {
     unsafe fn line(&mut self, at: usize, l: usize);
 }
