@@ -10,7 +10,8 @@
 //! [`MixKernel::traffic`] estimates what memory moved.
 
 use crate::bw::CHUNK_LINES;
-use crate::mix::{traffic_estimate, Mix, Store};
+use crate::mix::{traffic_estimate, Mix, Store, MAX_STREAMS};
+use seq_macro::seq;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -193,25 +194,6 @@ struct Walk<'a> {
     stop: Option<&'a AtomicBool>,
 }
 
-/// One block of `n` lines at line `at` of an R:W mix known only at run time (mixes
-/// beyond the specialised ones): per line, every read stream's line, then every
-/// write stream's.
-#[inline(always)]
-unsafe fn block<I: Isa>(m: Mix, nt: bool, w: &Walk, at: usize, n: usize, acc: I::V) -> I::V {
-    let (reads, writes) = w.bufs.split_at(m.reads as usize);
-    let v = I::splat(at as i64);
-    let mut acc = acc;
-    for l in at..at + n {
-        for &b in reads {
-            acc = I::load_xor(acc, b.add(l * LINE));
-        }
-        for &b in writes {
-            put::<I>(nt, b.add(l * LINE), v);
-        }
-    }
-    acc
-}
-
 /// Store one line, regular or non-temporal.
 #[inline(always)]
 unsafe fn put<I: Isa>(nt: bool, p: *mut u8, v: I::V) {
@@ -222,47 +204,45 @@ unsafe fn put<I: Isa>(nt: bool, p: *mut u8, v: I::V) {
     }
 }
 
-/// One block of an R:W mix known at compile time, the buffers in registers: per line,
-/// the R reads then the W writes, as likwid's and STREAM's loops interleave them.
-/// Runs of 8 lines per stream, or buffers reloaded after every store (a store through
-/// `*mut u8` may alias them), measured 0.73–0.78× likwid's copy on a 1-thread EPYC.
-/// Each read stream folds into its own accumulator, so no load waits on another
-/// stream's.
+/// A kernel's work on line `l` of the block at line `at`; a trait, not a closure: a
+/// closure lacks its caller's target features, and uninlined left every vector op a call.
+trait Lines {
+    unsafe fn line(&mut self, at: usize, l: usize);
+}
+
+/// Lines `start..end` of a chunk in blocks of [`BLOCK_LINES`]. A whole block is one
+/// loop iteration with its lines unrolled, so every stream has eight independent
+/// vector loads or stores per iteration at constant offsets from one index, as
+/// likwid's kernels have (4 lines a stream, one pointer increment), where the loop
+/// per line had a bound check and a block bound every line.
 #[inline(always)]
-unsafe fn block_rw<I: Isa, const R: usize, const W: usize>(
-    rb: &[*mut u8; R],
-    wb: &[*mut u8; W],
-    nt: bool,
-    at: usize,
-    n: usize,
-    accs: &mut [I::V; R],
-) {
-    let v = I::splat(at as i64);
-    for l in at..at + n {
-        for (acc, &b) in accs.iter_mut().zip(rb) {
-            *acc = I::load_xor(*acc, b.add(l * LINE));
-        }
-        for &b in wb {
-            put::<I>(nt, b.add(l * LINE), v);
-        }
+#[allow(clippy::identity_op)] // `at + 0`, the unrolled block's first line
+unsafe fn blocks<O: Lines>(start: usize, end: usize, op: &mut O) {
+    const _: () = assert!(BLOCK_LINES == 8, "the unrolled block is 8 lines");
+    let mut at = start;
+    while at + BLOCK_LINES <= end {
+        seq!(K in 0..8 {
+            op.line(at, at + K);
+        });
+        at += BLOCK_LINES;
+    }
+    for l in at..end {
+        op.line(at, l);
     }
 }
 
-/// The pass loop over `w`'s lines in blocks, `f(at, n)` doing one block; returns the
-/// steps done (lines per buffer).
+/// The pass loop over `w`'s lines in chunks of [`CHUNK_LINES`], checking the stop
+/// flag between chunks; returns the steps done (lines per buffer).
 #[inline(always)]
-fn walk(w: &Walk, mut f: impl FnMut(usize, usize)) -> u64 {
+unsafe fn walk<O: Lines>(w: &Walk, op: &mut O) -> u64 {
     let mut done = 0u64;
     'outer: for _ in 0..w.reps {
         let mut i = 0;
         while i < w.lines {
-            let (start, end) = (i, (i + CHUNK_LINES).min(w.lines));
-            while i < end {
-                let n = BLOCK_LINES.min(end - i);
-                f(i, n);
-                i += n;
-            }
-            done += (end - start) as u64;
+            let end = (i + CHUNK_LINES).min(w.lines);
+            blocks(i, end, op);
+            done += (end - i) as u64;
+            i = end;
             if w.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                 break 'outer;
             }
@@ -271,26 +251,123 @@ fn walk(w: &Walk, mut f: impl FnMut(usize, usize)) -> u64 {
     done
 }
 
-/// An R:W mix over its buffers, copied into arrays so they stay in registers.
+/// An R:W mix known at compile time, its buffers in arrays so they stay in
+/// registers: per line, the R reads then the W writes, as likwid's and STREAM's loops
+/// interleave them. Runs of 8 lines per stream, or buffers reloaded after every store
+/// (a store through `*mut u8` may alias them), measured 0.73–0.78× likwid's copy on a
+/// 1-thread EPYC. Each read stream folds into its own accumulator, so no load waits
+/// on another stream's.
+struct Rw<I: Isa, const R: usize, const W: usize> {
+    rb: [*mut u8; R],
+    wb: [*mut u8; W],
+    accs: [I::V; R],
+    nt: bool,
+}
+
+impl<I: Isa, const R: usize, const W: usize> Lines for Rw<I, R, W> {
+    #[inline(always)]
+    unsafe fn line(&mut self, at: usize, l: usize) {
+        let v = I::splat(at as i64);
+        for (acc, &b) in self.accs.iter_mut().zip(&self.rb) {
+            *acc = I::load_xor(*acc, b.add(l * LINE));
+        }
+        for &b in &self.wb {
+            put::<I>(self.nt, b.add(l * LINE), v);
+        }
+    }
+}
+
 #[inline(always)]
 unsafe fn drive_rw<I: Isa, const R: usize, const W: usize>(nt: bool, w: &Walk) -> u64 {
-    let rb: [*mut u8; R] = std::array::from_fn(|i| w.bufs[i]);
-    let wb: [*mut u8; W] = std::array::from_fn(|i| w.bufs[R + i]);
-    let mut accs = [I::zero(); R];
-    let done = walk(w, |at, n| {
-        block_rw::<I, R, W>(&rb, &wb, nt, at, n, &mut accs)
-    });
-    for a in accs {
+    let mut op = Rw::<I, R, W> {
+        rb: std::array::from_fn(|i| w.bufs[i]),
+        wb: std::array::from_fn(|i| w.bufs[R + i]),
+        accs: [I::zero(); R],
+        nt,
+    };
+    let done = walk(w, &mut op);
+    for a in op.accs {
         std::hint::black_box(I::fold(a));
     }
     done
+}
+
+/// An R:W mix known only at run time (mixes beyond the specialised ones): per line,
+/// every read stream's line, then every write stream's. The buffers are slices of a
+/// local array (a store through a buffer pointer cannot alias that, so the pointers
+/// are not reloaded after every store), kept apart from the accumulator: in one
+/// struct with the array, the accumulator stayed in memory, stored every load, and
+/// 5:3 ran 0.75× in L2.
+struct Any<'a, I: Isa> {
+    reads: &'a [*mut u8],
+    writes: &'a [*mut u8],
+    acc: I::V,
+    nt: bool,
+}
+
+impl<I: Isa> Lines for Any<'_, I> {
+    #[inline(always)]
+    unsafe fn line(&mut self, at: usize, l: usize) {
+        let v = I::splat(at as i64);
+        for &b in self.reads {
+            self.acc = I::load_xor(self.acc, b.add(l * LINE));
+        }
+        for &b in self.writes {
+            put::<I>(self.nt, b.add(l * LINE), v);
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn drive_any<I: Isa>(m: Mix, nt: bool, w: &Walk) -> u64 {
+    let mut local = [std::ptr::null_mut(); MAX_STREAMS as usize];
+    local[..w.bufs.len()].copy_from_slice(w.bufs);
+    let (reads, rest) = local[..w.bufs.len()].split_at(m.reads as usize);
+    let mut op = Any::<I> {
+        reads,
+        writes: rest,
+        acc: I::zero(),
+        nt,
+    };
+    let done = walk(w, &mut op);
+    std::hint::black_box(I::fold(op.acc));
+    done
+}
+
+/// a = b + s·c, line by line.
+struct Triad<I> {
+    abc: [*mut u8; 3],
+    nt: bool,
+    isa: std::marker::PhantomData<I>,
+}
+
+impl<I: Isa> Lines for Triad<I> {
+    #[inline(always)]
+    unsafe fn line(&mut self, _: usize, l: usize) {
+        let o = l * LINE;
+        let [a, b, c] = self.abc;
+        I::triad(a.add(o), b.add(o), c.add(o), self.nt);
+    }
+}
+
+/// a += 1, line by line.
+struct Update<I> {
+    a: *mut u8,
+    isa: std::marker::PhantomData<I>,
+}
+
+impl<I: Isa> Lines for Update<I> {
+    #[inline(always)]
+    unsafe fn line(&mut self, _: usize, l: usize) {
+        I::update(self.a.add(l * LINE));
+    }
 }
 
 /// The pass loop, generic over the ISA, the common mixes specialised; returns the
 /// steps done (lines per buffer).
 #[inline(always)]
 unsafe fn drive<I: Isa>(k: MixKernel, nt: bool, w: Walk) -> u64 {
-    let b0 = w.bufs[0];
+    let isa = std::marker::PhantomData::<I>;
     let done = match k {
         MixKernel::Ratio(m) => match (m.reads, m.writes) {
             (1, 0) => drive_rw::<I, 1, 0>(nt, &w),
@@ -298,27 +375,13 @@ unsafe fn drive<I: Isa>(k: MixKernel, nt: bool, w: Walk) -> u64 {
             (1, 1) => drive_rw::<I, 1, 1>(nt, &w),
             (2, 1) => drive_rw::<I, 2, 1>(nt, &w),
             (3, 1) => drive_rw::<I, 3, 1>(nt, &w),
-            _ => {
-                let mut acc = I::zero();
-                let done = walk(&w, |at, n| acc = block::<I>(m, nt, &w, at, n, acc));
-                std::hint::black_box(I::fold(acc));
-                done
-            }
+            _ => drive_any::<I>(m, nt, &w),
         },
         MixKernel::Triad => {
-            let (b, c) = (w.bufs[1], w.bufs[2]);
-            walk(&w, |at, n| {
-                for l in at..at + n {
-                    let o = l * LINE;
-                    I::triad(b0.add(o), b.add(o), c.add(o), nt);
-                }
-            })
+            let abc = [w.bufs[0], w.bufs[1], w.bufs[2]];
+            walk(&w, &mut Triad { abc, nt, isa })
         }
-        MixKernel::Update => walk(&w, |at, n| {
-            for l in at..at + n {
-                I::update(b0.add(l * LINE));
-            }
-        }),
+        MixKernel::Update => walk(&w, &mut Update { a: w.bufs[0], isa }),
     };
     if nt {
         I::fence();
