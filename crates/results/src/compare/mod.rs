@@ -8,6 +8,7 @@
 //! bandwidth, issued beside injected) are left out unless asked for.
 
 pub mod cluster;
+mod slope;
 mod spread;
 mod view;
 
@@ -61,7 +62,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, or its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart); derived metrics need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, or its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart); derived metrics need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -204,6 +205,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     let (more, ca, cb, cluster_hosts) = cluster::rows(a, b, MIN_EFFECT);
     rows.extend(more);
     only_a += ca;
+    slope::apply(&mut rows, a, b);
     let spread = spread::apply(&mut rows, MIN_EFFECT);
     if spread.is_none() {
         cluster::unjudged(&mut rows);
