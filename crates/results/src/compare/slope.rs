@@ -131,7 +131,7 @@ mod tests {
         curve.iter().map(|&(k, ns)| point(k, ns)).collect()
     }
 
-    fn change<'a>(c: &'a crate::compare::Comparison, kib: u64) -> &'a str {
+    fn change(c: &crate::compare::Comparison, kib: u64) -> &str {
         let name = format!("read warm {kib} KiB cpu0 node0");
         &c.rows.iter().find(|r| r.name == name).unwrap().change
     }
