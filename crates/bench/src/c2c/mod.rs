@@ -110,8 +110,7 @@ pub struct PairResult {
     pub read_settle: Option<Settle>,
     /// Node the line(s) lived on.
     pub home_node: Option<u32>,
-    /// How far apart the pair was before the read figure (the CAS figure is itself
-    /// the pair's distance), for `compare`.
+    /// How far apart the pair was, probed before the read figure, for `compare`.
     pub distance: Vec<numalab_results::distance::CpuDistance>,
 }
 
