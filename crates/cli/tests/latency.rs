@@ -266,3 +266,31 @@ fn measurements_on_this_machine_keep_their_order() {
         },
     );
 }
+
+#[test]
+fn a_helper_held_state_records_how_far_apart_its_two_cpus_were() {
+    // The probe's record structure, not its number (test machines have 2 CPUs or more).
+    let v = run_json(&["--state", "cexm", "--iterations", "3"]);
+    let r = &v[0];
+    let (req, helper) = (
+        r["parameters"]["requestor_cpu"].as_u64().unwrap(),
+        r["parameters"]["helper_cpus"][0].as_u64().unwrap(),
+    );
+    let d = r["placement"]["distance"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no placement.distance: {}", r["placement"]));
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["cpus"], serde_json::json!([req, helper]));
+    assert_eq!(
+        (d[0]["samples"].as_u64(), d[0]["round_trips"].as_u64()),
+        (Some(9), Some(100))
+    );
+    assert!(d[0]["rtt_ns"].as_f64().is_some_and(|x| x > 0.0), "{d:?}");
+    // A state without helpers records none.
+    let v = run_json(&["--state", "warm", "--size", "64K", "--iterations", "3"]);
+    assert!(
+        v[0]["placement"].get("distance").is_none(),
+        "{}",
+        v[0]["placement"]
+    );
+}

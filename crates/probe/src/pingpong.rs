@@ -112,3 +112,76 @@ pub fn ping_pong(
         pins: res.pins,
     })
 }
+
+/// Round trips per sample of [`distance`]: 100 round trips of 20–600 ns is 2–60 µs a
+/// sample, long enough that the timer's resolution does not matter, short enough
+/// that most samples fall between two interruptions.
+pub const DISTANCE_ROUND_TRIPS: u64 = 100;
+
+/// Samples of [`distance`]; the least is kept (a sample can only be made longer by
+/// what else runs, never shorter than the round trip).
+pub const DISTANCE_SAMPLES: usize = 9;
+
+/// How far apart CPUs `a` and `b` are now: the least of [`DISTANCE_SAMPLES`] CAS
+/// ping-pongs of [`DISTANCE_ROUND_TRIPS`] round trips, on the first line of `line_buf`
+/// (a probe of some tens of µs, recorded beside a figure that needs both CPUs).
+pub fn distance(
+    host: &Host,
+    timer: &Timer,
+    a: u32,
+    b: u32,
+    line_buf: &Buffer,
+) -> Result<numalab_results::distance::CpuDistance> {
+    let pp = ping_pong(
+        host,
+        timer,
+        a,
+        b,
+        line_buf,
+        DISTANCE_ROUND_TRIPS,
+        DISTANCE_SAMPLES,
+    )?;
+    let least = pp
+        .rtt_ns
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    Ok(numalab_results::distance::CpuDistance {
+        cpus: [a, b],
+        rtt_ns: if least.is_finite() { least } else { f64::NAN },
+        samples: pp.rtt_ns.len(),
+        round_trips: DISTANCE_ROUND_TRIPS,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_topo::plan::resolve_memory;
+    use numalab_topo::{MemSpec, PageSize, TopologySource};
+
+    #[test]
+    fn a_distance_names_its_pair_and_keeps_the_least_of_its_samples() {
+        let host = Host::load(&TopologySource::ThisSystem).unwrap();
+        let m = &host.machine;
+        let mem =
+            resolve_memory(m, &MemSpec::Node(m.memory_nodes()[0]), PageSize::Base, &[]).unwrap();
+        let buf = Buffer::allocate(&host, &mem, 4096).unwrap();
+        let timer = Timer::best();
+        let (a, b) = (m.pus[0].os, m.pus.last().unwrap().os);
+        if a == b {
+            // One CPU: there is no pair, and the probe refuses it.
+            assert!(distance(&host, &timer, a, b, &buf).is_err());
+            return;
+        }
+        let d = distance(&host, &timer, a, b, &buf).unwrap();
+        assert_eq!(d.cpus, [a, b]);
+        assert_eq!(
+            (d.samples, d.round_trips),
+            (DISTANCE_SAMPLES, DISTANCE_ROUND_TRIPS)
+        );
+        assert!(d.rtt_ns.is_finite() && d.rtt_ns > 0.0, "{d:?}");
+        assert!(distance(&host, &timer, a, a, &buf).is_err());
+    }
+}

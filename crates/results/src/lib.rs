@@ -7,6 +7,7 @@
 
 pub mod announce;
 pub mod compare;
+pub mod distance;
 pub mod disturb;
 pub mod envvars;
 mod fingerprint;

@@ -288,6 +288,7 @@ fn pair_record(
     if let Some(v) = &r.modified_read_ns {
         rec.add_samples("modified_read", "ns", v);
     }
+    numalab_results::distance::attach(&mut rec, &r.distance);
     rec.warnings = warnings.to_vec();
     // One log for the record (CAS passes, then read passes) and one per metric.
     let both: Vec<&PassLog> = r.cas_passes.iter().chain(&r.read_passes).collect();

@@ -110,6 +110,8 @@ pub struct PairResult {
     pub read_settle: Option<Settle>,
     /// Node the line(s) lived on.
     pub home_node: Option<u32>,
+    /// How far apart the pair was, probed before the read figure, for `compare`.
+    pub distance: Vec<numalab_results::distance::CpuDistance>,
 }
 
 /// Settings of a c2c run.
@@ -179,6 +181,7 @@ pub fn measure_pair(
         cas_settle: None,
         read_settle: None,
         home_node: mem.nodes.first().copied(),
+        distance: Vec::new(),
     };
     if s.cas {
         let buf = Buffer::allocate(host, &mem, 4096)?;
@@ -201,9 +204,9 @@ pub fn measure_pair(
             0,
         );
         plan.rules = s.rules;
-        let r = latency::measure(host, timer, &plan, s.read_bytes)?
-            .requestors
-            .remove(0);
+        let mut res = latency::measure(host, timer, &plan, s.read_bytes)?;
+        out.distance = res.distance;
+        let r = res.requestors.remove(0);
         out.modified_read_ns = Some(r.ns);
         out.read_passes = Some(r.passes);
         out.read_settle = Some(Settle {

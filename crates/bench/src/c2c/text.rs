@@ -213,6 +213,7 @@ mod tests {
             }),
             read_settle: None,
             home_node: Some(0),
+            distance: Vec::new(),
         };
         let params = json!({ "metric": "cas", "iterations": 5, "tolerance_pct": 10.0 });
         let prov = Provenance::collect("t", "none");

@@ -250,6 +250,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                     });
                     r.placement =
                         Some(json!({ "resolved": p, "verified": { "threads": ms.pins } }));
+                    numalab_results::distance::attach(&mut r, &ms.distance);
                 }
                 numalab_results::interrupt::keep([r.clone()]);
                 records.push(r);

@@ -296,6 +296,8 @@ pub struct Measured {
     pub settle: Settle,
     /// Every pass and what disturbed it.
     pub passes: PassLog,
+    /// How far apart the requestor and the owner were (none for the unowned reference).
+    pub distance: Vec<numalab_results::distance::CpuDistance>,
 }
 
 fn measured(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result<Measured> {
@@ -306,6 +308,7 @@ fn measured(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result
         pins: res.pins,
         settle: q.settle,
         passes: q.passes,
+        distance: res.distance,
     })
 }
 

@@ -186,6 +186,7 @@ fn step_record(plan: &InvalidatePlan, ctx: &Context, warnings: &[String], s: &St
         }),
     }
     r.placement = Some(json!({ "verified": { "threads": s.pins } }));
+    numalab_results::distance::attach(&mut r, &s.distance);
     let log = s.passes.first().map(|first| PassLog {
         rules: first.rules,
         passes: s.passes.iter().flat_map(|l| l.passes.clone()).collect(),

@@ -190,6 +190,10 @@ pub struct Step {
     /// Every pass of every figure, in the order measured (what disturbed them).
     #[serde(default)]
     pub passes: Vec<PassLog>,
+    /// How far apart the requestor and each sharer were, probed before the RDEX
+    /// latency (the record's `placement.distance`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distance: Vec<numalab_results::distance::CpuDistance>,
 }
 
 impl Step {
@@ -205,6 +209,7 @@ impl Step {
             pins: Vec::new(),
             settle: Vec::new(),
             passes: Vec::new(),
+            distance: Vec::new(),
         }
     }
 
@@ -279,6 +284,7 @@ fn measure_step(
             Request::Rdex => {
                 st.rdex_ns = q.ns;
                 st.pins = res.pins;
+                st.distance = res.distance;
             }
             _ => st.upgrade_ns = q.ns,
         }

@@ -16,8 +16,10 @@ pub use view::sweep_records;
 use crate::restart::{self, RestartOutcome, RestartParams};
 use numalab_probe::kernel::{self, UNROLL};
 use numalab_probe::{
-    flush, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target, Timer,
+    flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target,
+    Timer,
 };
+use numalab_results::distance::CpuDistance;
 use numalab_results::disturb::{PassLog, Policy, Rules};
 use numalab_results::settle;
 use numalab_results::Settle;
@@ -249,6 +251,40 @@ pub struct SizeResult {
     pub pins: Vec<PinProof>,
     /// Warnings for this size.
     pub warnings: Vec<String>,
+    /// How far apart the requestor and each helper were (CAS round trips), when the
+    /// state has helpers: `compare` reads it to tell a moved vCPU from a change.
+    pub distance: Vec<CpuDistance>,
+}
+
+/// Most helpers whose distance to the requestor is probed.
+const DISTANCE_HELPERS: usize = 4;
+
+/// The requestor's distance to each helper (up to [`DISTANCE_HELPERS`]), probed just
+/// before the timed passes; a probe that fails leaves a warning, not a failed step.
+fn distances(
+    host: &Host,
+    timer: &Timer,
+    plan: &LatencyPlan,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<CpuDistance>> {
+    let Some(r) = plan.requestors.first() else {
+        return Ok(Vec::new());
+    };
+    if plan.helpers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let buf = Buffer::allocate(host, &plan.mem, 4096)?;
+    let mut out = Vec::new();
+    for h in plan.helpers.iter().take(DISTANCE_HELPERS) {
+        match pingpong::distance(host, timer, r.pu.os, h.pu.os, &buf) {
+            Ok(d) => out.push(d),
+            Err(e) => warnings.push(format!(
+                "could not measure how far apart CPUs {} and {} are ({e}); compare cannot tell whether they moved",
+                r.pu.os, h.pu.os
+            )),
+        }
+    }
+    Ok(out)
 }
 
 fn min_of(v: &[f64]) -> f64 {
@@ -292,6 +328,8 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         request: plan.request,
         evict_bytes: plan.evict_bytes,
     };
+    let mut warnings = plan.size_warnings(&host.machine, &shape);
+    let distance = distances(host, timer, plan, &mut warnings)?;
     let (main, pins) = main_passes(&setup, plan, &shape)?;
     let mut restarts: Vec<Option<RestartOutcome>> = vec![None; chases.len()];
     if let Some(p) = &plan.restart {
@@ -377,7 +415,8 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         shape,
         requestors,
         pins,
-        warnings: plan.size_warnings(&host.machine, &shape),
+        warnings,
+        distance,
     })
 }
 
@@ -486,6 +525,7 @@ pub fn records(
                 "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
                 "verified": { "threads": r.pins, "memory": q.memory },
             }));
+            numalab_results::distance::attach(&mut rec, &r.distance);
             rec.add_samples("latency", "ns", &q.ns);
             if timer.ticks_are_tsc_cycles() {
                 rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);

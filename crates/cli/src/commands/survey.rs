@@ -171,7 +171,7 @@ fn announce(a: &SurveyArgs, plan: &Plan, dir: &std::path::Path, log: &Log, pace:
     eprintln!(
         "numalab survey: {} steps, planned about {:.0} s ({}); {}{}{}{}",
         plan.runnable(),
-        pace.seconds(left),
+        pace.total(left),
         pace.how(),
         if resumed { "continuing " } else { "writing " },
         dir.display(),

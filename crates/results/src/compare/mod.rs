@@ -2,16 +2,20 @@
 //! metric, parameters) in A and B, their medians, B/A, and whether B moved beyond the
 //! two figures' intervals by more than a minimum effect. A figure that did not settle,
 //! broke a plausibility rule, or came from too few or mostly disturbed passes is "not
-//! comparable", never "beyond"; derived duplicates (cycles beside ns, traffic beside
+//! comparable", never "beyond", and so is a figure of two CPUs (a helper-held line,
+//! c2c, invalidate, intervene) whose CPUs were not the same distance apart in both
+//! runs (`crate::distance`); derived duplicates (cycles beside ns, traffic beside
 //! bandwidth, issued beside injected) are left out unless asked for.
 
 pub mod cluster;
+mod slope;
 mod spread;
 mod view;
 
 pub use spread::{PairSpread, Shift};
 pub use view::{html, ratio_text, text_rows, verdict, HEADER};
 
+use crate::distance;
 use crate::disturb::PassLog;
 use crate::interval;
 use crate::plausible::{self, Flag};
@@ -58,7 +62,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, or one CPU's share of a concurrent stream; derived metrics need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, or its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart); derived metrics need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -116,7 +120,8 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, fa: &[Flag], fb: &[Flag])
     let effect = ratio.filter(|r| *r > 0.0).map_or(0.0, |r| r.ln().abs());
     let why = not_comparable(ra, sa, fa)
         .map(|w| format!("A {w}"))
-        .or_else(|| not_comparable(rb, sb, fb).map(|w| format!("B {w}")));
+        .or_else(|| not_comparable(rb, sb, fb).map(|w| format!("B {w}")))
+        .or_else(|| distance::moved(ra, rb, &sa.metric));
     let apart = ib.0 > ia.1 || ib.1 < ia.0;
     let change = match why {
         Some(w) => format!("not comparable ({w})"),
@@ -216,6 +221,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     let (more, ca, cb, cluster_hosts) = cluster::rows(a, b, MIN_EFFECT);
     rows.extend(more);
     only_a += ca;
+    slope::apply(&mut rows, a, b);
     let spread = spread::apply(&mut rows, MIN_EFFECT);
     if spread.is_none() {
         cluster::unjudged(&mut rows);

@@ -247,3 +247,44 @@ fn one_cpus_share_of_a_concurrent_stream_is_not_comparable_but_the_aggregate_is(
     let c = compare(&[solo(11.3)], &[solo(6.2)], false);
     assert_eq!(change(&c, "readv cpu0"), "beyond");
 }
+
+#[test]
+fn a_two_cpu_figure_whose_cpus_moved_apart_is_not_comparable_never_beyond() {
+    use crate::distance::{attach, CpuDistance};
+    let at = |name: &str, ns: f64, rtt: f64| {
+        let mut r = rec(name, "latency", &tight(ns));
+        attach(
+            &mut r,
+            &[CpuDistance {
+                cpus: [0, 1],
+                rtt_ns: rtt,
+                samples: 9,
+                round_trips: 100,
+            }],
+        );
+        r
+    };
+    // The helper-held line took 41 ns with the vCPUs 2 L3s apart, 17 ns as siblings.
+    let a = vec![at("cexm", 41.0, 120.0), at("same place", 41.0, 100.0)];
+    let b = vec![at("cexm", 17.0, 30.0), at("same place", 17.0, 110.0)];
+    let c = compare(&a, &b, false);
+    assert_eq!(
+        change(&c, "cexm"),
+        "not comparable (the two CPUs (0, 1) were 120 ns apart in A, 30 ns in B)"
+    );
+    // Placed alike (100 and 110 ns): the move is the figure's own, and beyond.
+    assert_eq!(change(&c, "same place"), "beyond");
+    // Unsettled or implausible still speak first.
+    let mut u = at("cexm", 17.0, 30.0);
+    u.settle = Some(Settle {
+        settled: false,
+        metric: "latency".into(),
+        passes: 9,
+        interval: [10.0, 30.0],
+        tolerance_pct: 5.0,
+        budget_ms: 100.0,
+        why: None,
+    });
+    let c = compare(&a[..1], &[u], false);
+    assert_eq!(change(&c, "cexm"), "not comparable (B unsettled)");
+}

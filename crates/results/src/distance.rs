@@ -1,0 +1,204 @@
+//! How far apart two CPUs were while a figure that needs both was measured: a short
+//! CAS ping-pong round trip between them (the least of a few samples), recorded in the
+//! record's `placement.distance` beside every step whose figure depends on two CPUs
+//! (a line held by a helper CPU, c2c, invalidate, intervene).
+//!
+//! On a VM the two vCPUs are placed on host cores anew between runs: once they are two
+//! threads of one host core, once two cores of one L3, once two L3s apart. A line held
+//! by the other vCPU then costs 10 ns in one run and 40 ns in the next, though nothing
+//! about the machine the user rents changed. So `compare` calls such a figure "not
+//! comparable" when the two CPUs were not the same distance apart in both runs, and
+//! names the two distances, instead of "beyond".
+
+use crate::record::Record;
+use serde::{Deserialize, Serialize};
+
+/// The key under a record's `placement` that holds its distances.
+pub const PLACEMENT_KEY: &str = "distance";
+
+/// One pair of CPUs and how far apart they were.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuDistance {
+    /// The two CPUs (OS numbers): the requestor first, then the helper or owner.
+    pub cpus: [u32; 2],
+    /// The least round trip of the samples, ns (one CAS there and back).
+    pub rtt_ns: f64,
+    /// Samples the least is of.
+    pub samples: usize,
+    /// Round trips per sample.
+    pub round_trips: u64,
+}
+
+/// How far two distances may differ and still count as the same placement.
+///
+/// A host's core-to-core round trips come in classes well apart: two threads of one
+/// core, two cores of one L3, two L3s or dies, two sockets, each class at least about
+/// 1.5× the one below (e.g. 20, 60, 150, 350 ns). The least of a few samples of the
+/// same pair repeats within a few percent on a quiet host and within about 15 % on a
+/// busy one (a sample shorter than the true round trip cannot happen, a longer one is
+/// dropped by the minimum). So a ratio over 1.3 means the vCPUs sat in another class,
+/// and one under it does not; the absolute floor keeps a few ns of timer resolution on
+/// short round trips from reading as a move.
+pub const RATIO: f64 = 1.3;
+
+/// The least difference in ns that counts as a move, whatever the ratio.
+pub const FLOOR_NS: f64 = 10.0;
+
+/// Metrics of records with distances that do not depend on the pair being placed
+/// alike: the own-cache and unowned references involve the requestor alone. (c2c's CAS
+/// round trip is not here: it is itself a distance, and on a VM it moved 26 → 94 ns
+/// between two back-to-back quick surveys with the vCPUs on other host cores; when
+/// the probe saw the pair move, its change is named with both distances, not called
+/// beyond.)
+pub const UNAFFECTED: &[&str] = &["own_cache_reference", "uown_rdex_latency"];
+
+/// Put the distances on the record's placement (made an object when it had none).
+pub fn attach(r: &mut Record, d: &[CpuDistance]) {
+    if d.is_empty() {
+        return;
+    }
+    let p = r
+        .placement
+        .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let Some(o) = p.as_object_mut() {
+        o.insert(
+            PLACEMENT_KEY.into(),
+            serde_json::to_value(d).expect("distances serialise"),
+        );
+    }
+}
+
+/// The record's distances (empty when it has none: one CPU, or made before they were
+/// recorded).
+pub fn of(r: &Record) -> Vec<CpuDistance> {
+    r.placement
+        .as_ref()
+        .and_then(|p| p.get(PLACEMENT_KEY))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// Whether two distances of one pair differ beyond [`RATIO`] and [`FLOOR_NS`].
+pub fn differ(a: f64, b: f64) -> bool {
+    let (lo, hi) = (a.min(b), a.max(b));
+    if !(lo.is_finite() && hi.is_finite()) || lo <= 0.0 {
+        return false;
+    }
+    hi - lo > FLOOR_NS && hi / lo > RATIO
+}
+
+/// Why `metric` of records `a` and `b` cannot be compared for their CPUs' distances,
+/// or None: "the two CPUs (0, 1) were 42 ns apart in A, 118 ns in B" for the pair
+/// (matched by position) that moved most. Records without distances on either side
+/// are left to the other rules.
+pub fn moved(a: &Record, b: &Record, metric: &str) -> Option<String> {
+    if UNAFFECTED.contains(&metric) {
+        return None;
+    }
+    let (da, db) = (of(a), of(b));
+    da.iter()
+        .zip(&db)
+        .filter(|(x, y)| differ(x.rtt_ns, y.rtt_ns))
+        .max_by(|(x, y), (u, v)| {
+            let r = |p: f64, q: f64| (p.max(q) / p.min(q)).ln();
+            r(x.rtt_ns, y.rtt_ns).total_cmp(&r(u.rtt_ns, v.rtt_ns))
+        })
+        .map(|(x, y)| {
+            let cpus = if x.cpus == y.cpus {
+                format!("the two CPUs ({}, {})", x.cpus[0], x.cpus[1])
+            } else {
+                format!(
+                    "the two CPUs (A: {}, {}; B: {}, {})",
+                    x.cpus[0], x.cpus[1], y.cpus[0], y.cpus[1]
+                )
+            };
+            format!(
+                "{cpus} were {:.0} ns apart in A, {:.0} ns in B",
+                x.rtt_ns, y.rtt_ns
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::Provenance;
+    use serde_json::json;
+
+    fn rec(rtt: &[f64]) -> Record {
+        let mut r = Record::new("latency", "x", Provenance::collect("t", "none"), json!({}));
+        let d: Vec<CpuDistance> = rtt
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| CpuDistance {
+                cpus: [0, 1 + i as u32],
+                rtt_ns: x,
+                samples: 7,
+                round_trips: 100,
+            })
+            .collect();
+        attach(&mut r, &d);
+        r
+    }
+
+    #[test]
+    fn distances_ride_on_the_placement_and_read_back() {
+        let mut r = rec(&[]);
+        assert!(r.placement.is_none() && of(&r).is_empty());
+        r.placement = Some(json!({ "resolved": { "requestor_cpu": 0 } }));
+        attach(
+            &mut r,
+            &[CpuDistance {
+                cpus: [0, 1],
+                rtt_ns: 50.0,
+                samples: 7,
+                round_trips: 100,
+            }],
+        );
+        let p = r.placement.as_ref().unwrap();
+        assert_eq!(p["resolved"]["requestor_cpu"], 0, "{p}");
+        assert_eq!(p[PLACEMENT_KEY][0]["cpus"], json!([0, 1]));
+        assert_eq!(of(&r)[0].rtt_ns, 50.0);
+    }
+
+    #[test]
+    fn a_pair_in_another_class_is_named_with_both_distances() {
+        let (a, b) = (rec(&[40.0]), rec(&[120.0]));
+        assert_eq!(
+            moved(&a, &b, "latency").as_deref(),
+            Some("the two CPUs (0, 1) were 40 ns apart in A, 120 ns in B")
+        );
+        // The same either way round.
+        assert!(moved(&b, &a, "latency")
+            .unwrap()
+            .contains("120 ns apart in A"));
+    }
+
+    #[test]
+    fn the_same_class_a_few_ns_or_no_distance_leave_the_figure_comparable() {
+        // 20 % more: the same class.
+        assert_eq!(moved(&rec(&[100.0]), &rec(&[120.0]), "latency"), None);
+        // 2× of a few ns: timer resolution, not a move.
+        assert_eq!(moved(&rec(&[6.0]), &rec(&[12.0]), "latency"), None);
+        // One side without distances (an older run): other rules decide.
+        assert_eq!(moved(&rec(&[40.0]), &rec(&[]), "latency"), None);
+        // A figure of the requestor alone does not depend on the pair.
+        assert_eq!(
+            moved(&rec(&[40.0]), &rec(&[120.0]), "own_cache_reference"),
+            None
+        );
+        // c2c's round trip does: it is the pair's distance itself.
+        assert!(moved(&rec(&[40.0]), &rec(&[120.0]), "cas_rtt_half").is_some());
+        assert!(!differ(f64::NAN, 50.0) && !differ(0.0, 50.0));
+    }
+
+    #[test]
+    fn of_several_pairs_the_one_that_moved_most_is_named() {
+        let (a, b) = (rec(&[40.0, 100.0]), rec(&[60.0, 400.0]));
+        let why = moved(&a, &b, "rdex_latency").unwrap();
+        assert!(
+            why.contains("(0, 2) were 100 ns apart in A, 400 ns in B"),
+            "{why}"
+        );
+    }
+}
