@@ -102,6 +102,29 @@ pub fn install(sink: Sink) -> Result<(), String> {
     }
 }
 
+/// XSAVE components the trampoline leaves out: AMX's tile configuration (17) and tile
+/// data (18, 8 KiB). Neither the fault routine nor the library code it calls uses AMX,
+/// so the tiles keep their contents across a fault without being saved, and leaving
+/// them out keeps the save area within 4 KiB (an Emerald Rapids guest's full area is
+/// 11,008 bytes, which the trampoline refused before).
+const XSAVE_SKIPPED: u64 = (1 << 17) | (1 << 18);
+
+/// The save mask as the trampoline's `mov eax, …` loads it (EDX stays all ones).
+const XSAVE_MASK_LOW: u32 = !(XSAVE_SKIPPED as u32);
+
+/// Bytes an XSAVE (standard form) with `mask` writes where the OS enables `xcr0`: the
+/// legacy area and header (576), or the end of the furthest component saved, from CPUID
+/// leaf 0xD (EAX size, EBX offset of component i).
+fn xsave_bytes(xcr0: u64, mask: u64, component: impl Fn(u32) -> (u32, u32)) -> usize {
+    (2..64)
+        .filter(|i| xcr0 & mask & (1u64 << i) != 0)
+        .map(|i| {
+            let (size, offset) = component(i);
+            (offset + size) as usize
+        })
+        .fold(576, usize::max)
+}
+
 /// The trampoline saves extended state with XSAVE into a 4 KiB area: refuse to run where
 /// that is missing or too small rather than corrupt vector registers.
 fn check_xsave() -> Result<(), String> {
@@ -109,12 +132,21 @@ fn check_xsave() -> Result<(), String> {
     if l1.ecx & (1 << 27) == 0 {
         return Err("the DSM fault trampoline needs XSAVE enabled by the OS (OSXSAVE)".into());
     }
-    // Leaf 0xD sub-leaf 0: ebx = bytes XSAVE needs for the features XCR0 enables.
-    let d = std::arch::x86_64::__cpuid_count(0xd, 0);
-    if d.ebx as usize > 4096 - 64 {
+    let xcr0: u64;
+    // SAFETY: XGETBV with ECX = 0 reads XCR0; OSXSAVE (checked above) makes it legal.
+    unsafe {
+        let (lo, hi): (u32, u32);
+        std::arch::asm!("xgetbv", in("ecx") 0, out("eax") lo, out("edx") hi, options(nomem, nostack));
+        xcr0 = (hi as u64) << 32 | lo as u64;
+    }
+    let mask = !XSAVE_SKIPPED;
+    let need = xsave_bytes(xcr0, mask, |i| {
+        let c = std::arch::x86_64::__cpuid_count(0xd, i);
+        (c.eax, c.ebx)
+    });
+    if need > 4096 - 64 {
         return Err(format!(
-            "XSAVE area of {} bytes exceeds the trampoline's 4032",
-            d.ebx
+            "the extended state the DSM fault trampoline saves takes {need} bytes here (XCR0 {xcr0:#x}), over its 4032"
         ));
     }
     Ok(())
@@ -209,12 +241,12 @@ std::arch::global_asm!(
     "xor eax, eax",
     "mov [rsp+512], rax", "mov [rsp+520], rax", "mov [rsp+528], rax", "mov [rsp+536], rax",
     "mov [rsp+544], rax", "mov [rsp+552], rax", "mov [rsp+560], rax", "mov [rsp+568], rax",
-    "mov eax, -1",
+    "mov eax, {mask}",
     "mov edx, -1",
     "xsave64 [rsp]",
     "lea rdi, [rbp+128]",
     "call {routine}",
-    "mov eax, -1",
+    "mov eax, {mask}",
     "mov edx, -1",
     "xrstor64 [rsp]",
     "mov rsp, rbp",
@@ -226,6 +258,7 @@ std::arch::global_asm!(
     "ret 128",
     ".size dsm_fault_trampoline, .-dsm_fault_trampoline",
     routine = sym fault_routine,
+    mask = const XSAVE_MASK_LOW,
 );
 
 #[cfg(test)]
@@ -242,6 +275,27 @@ mod tests {
         let p = r.page_of(f.addr).unwrap();
         SEEN.fetch_add(1 + f.is_write as u64 * 1000, Ordering::Relaxed);
         r.protect(p, Prot::ReadWrite);
+    }
+
+    #[test]
+    fn the_save_area_leaves_out_amx_tiles_and_fits_an_emerald_rapids_guest() {
+        // CPUID leaf 0xD of a Sapphire/Emerald Rapids guest: (size, offset) per component.
+        let spr = |i: u32| match i {
+            2 => (256, 576),
+            5 => (64, 1088),
+            6 => (512, 1152),
+            7 => (1024, 1664),
+            9 => (8, 2688),
+            17 => (64, 2752),
+            18 => (8192, 2816),
+            _ => (0, 0),
+        };
+        let xcr0 = 0x602e7; // x87, SSE, AVX, AVX-512 (5-7), PKRU, AMX (17, 18)
+        assert_eq!(xsave_bytes(xcr0, u64::MAX, spr), 11008);
+        assert_eq!(xsave_bytes(xcr0, !XSAVE_SKIPPED, spr), 2696);
+        // Without AVX the legacy area and header alone.
+        assert_eq!(xsave_bytes(0x3, !XSAVE_SKIPPED, spr), 576);
+        assert_eq!(XSAVE_MASK_LOW, 0xfff9_ffff);
     }
 
     #[test]
