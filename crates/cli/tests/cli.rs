@@ -231,7 +231,17 @@ fn plan_shows_the_cpu_kind_column_only_on_a_hybrid_cpu() {
 /// disturbed, nor name other runs (issue 42 item 4).
 #[test]
 fn commands_that_measure_nothing_do_not_warn_of_disturbance() {
-    for args in [&["topo"][..], &["tiers"], &["plan", "-n", "1"]] {
+    // The suites' and the DSM's dry runs plan and measure nothing either.
+    for args in [
+        &["topo"][..],
+        &["tiers"],
+        &["plan", "-n", "1"],
+        &["suite", "collectives", "--dry-run"],
+        &["suite", "earth", "--dry-run"],
+        &["suite", "cvm", "--dry-run"],
+        &["dsm", "run", "sor", "--dry-run"],
+        &["cluster", "--dry-run", "--hosts", "3"],
+    ] {
         let what = args.join(" ");
         let json = numalab(&[args, &["--json"]].concat());
         assert!(

@@ -105,7 +105,7 @@ pub fn run(mut a: ClusterArgs) -> Result<(), CliError> {
         let host = a.common.host()?;
         return a
             .common
-            .show(&plan.records(&crate::common::context(&host).prov));
+            .show(&plan.records(&crate::common::describing(&host).prov));
     }
     let host = a.common.host()?;
     let mut launch = plan.job().resolve(&host.machine, 2)?;

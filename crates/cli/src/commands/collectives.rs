@@ -77,10 +77,11 @@ pub fn run(a: CollectivesArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
     if a.dry_run {
+        let ctx = crate::common::describing(&host);
         return a.common.show(&[collectives::plan_record(&plan, &o, &ctx)]);
     }
+    let ctx = context(&host);
     a.common.keep_on_signal();
     let res = with_progress(|p| collectives::run_suite(&host, &plan, &o, &ctx, p))?;
     let recs = collectives::records(&plan, &res, &o, &ctx);

@@ -56,9 +56,10 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
     let crowding = launch.req.crowding();
     launch.req.estimate = Some(plans.iter().map(|p| p.estimate(crowding)).sum());
     if a.dry_run {
-        return a
-            .common
-            .show(&cvm::plan_records(&plans, &context(&host).prov));
+        return a.common.show(&cvm::plan_records(
+            &plans,
+            &crate::common::describing(&host).prov,
+        ));
     }
     let n = plans.len();
     let world = start_keeping(&host, &launch, &a.common, Some(n))?;

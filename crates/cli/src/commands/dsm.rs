@@ -75,7 +75,9 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
     let plan = Plan::resolve(&host.machine, &launch, &o)?;
     launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
     if a.dry_run {
-        return a.common.show(&[plan.record(&context(&host).prov)]);
+        return a
+            .common
+            .show(&[plan.record(&crate::common::describing(&host).prov)]);
     }
     let world = start(&host, &launch.req, &launch.world)?;
     if let Err(e) = world.require_multiple("the DSM's service thread") {

@@ -90,10 +90,12 @@ pub fn run(a: EarthArgs) -> Result<(), CliError> {
     check_measurable(&a.common, a.dry_run)?;
     let host = a.common.host()?;
     let plan = Plan::resolve(&host.machine, &o)?;
-    let ctx = context(&host);
     if a.dry_run {
-        return a.common.show(&[plan.record(&ctx)]);
+        return a
+            .common
+            .show(&[plan.record(&crate::common::describing(&host))]);
     }
+    let ctx = context(&host);
     a.common.keep_on_signal();
     let recs = with_progress(|p| earth::run_suite(&host, &plan, &ctx, p))?;
     a.common.show(&recs)
