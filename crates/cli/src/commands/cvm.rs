@@ -2,7 +2,7 @@
 //! `dsm run`s; rank 0 prints the seed's tables.
 
 use super::mpi::{start_keeping, JobArgs};
-use crate::common::{check_measurable, context, CliError, CommonArgs};
+use crate::common::{check_measurable, describing, CliError, CommonArgs};
 use clap::Args;
 use numalab_mpi::sizes::{parse_counts, parse_list};
 use numalab_mpi::world::fail;
@@ -56,10 +56,9 @@ pub fn run(a: CvmArgs) -> Result<(), CliError> {
     let crowding = launch.req.crowding();
     launch.req.estimate = Some(plans.iter().map(|p| p.estimate(crowding)).sum());
     if a.dry_run {
-        return a.common.show(&cvm::plan_records(
-            &plans,
-            &crate::common::describing(&host).prov,
-        ));
+        return a
+            .common
+            .show(&cvm::plan_records(&plans, &describing(&host).prov));
     }
     let n = plans.len();
     let world = start_keeping(&host, &launch, &a.common, Some(n))?;

@@ -2,7 +2,7 @@
 //! (numalab starts mpirun itself with --ranks N outside a job), rank 0 emitting.
 
 use super::mpi::{start, JobArgs};
-use crate::common::{check_measurable, context, CliError, CommonArgs};
+use crate::common::{check_measurable, describing, CliError, CommonArgs};
 use clap::{Args, Subcommand};
 use numalab_dsm::experiment::{measure, Options, Plan};
 use numalab_mpi::world::fail;
@@ -75,9 +75,7 @@ pub fn run(a: DsmArgs) -> Result<(), CliError> {
     let plan = Plan::resolve(&host.machine, &launch, &o)?;
     launch.req.estimate = Some(plan.estimate(launch.req.crowding()));
     if a.dry_run {
-        return a
-            .common
-            .show(&[plan.record(&crate::common::describing(&host).prov)]);
+        return a.common.show(&[plan.record(&describing(&host).prov)]);
     }
     let world = start(&host, &launch.req, &launch.world)?;
     if let Err(e) = world.require_multiple("the DSM's service thread") {
