@@ -165,7 +165,11 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
         println!("{}", compare::verdict(&c));
         println!("A: {}\nB: {}\n", a.a.display(), a.b.display());
         print!("{}", table(&compare::HEADER, &compare::text_rows(&c.rows)));
-        println!("\n{}", compare::RULE);
+        // The rule, one clause a line: as one line it outgrew a terminal (595 characters).
+        println!();
+        for (i, clause) in compare::RULE.split("; ").enumerate() {
+            println!("{}{clause}", if i == 0 { "" } else { "  " });
+        }
     }
     Ok(())
 }
