@@ -13,15 +13,7 @@ use std::process::{Command, Output};
 
 /// The MPICH build, or None (and why, printed).
 fn mpich_bin() -> Option<PathBuf> {
-    let Some(p) = std::env::var_os("NUMALAB_MPICH_BIN").map(PathBuf::from) else {
-        eprintln!("skipped: NUMALAB_MPICH_BIN is unset (it names numalab built with MPICC=mpicc.mpich; .ci/run sets it)");
-        return None;
-    };
-    assert!(
-        p.is_file(),
-        "NUMALAB_MPICH_BIN '{}' is not a file",
-        p.display()
-    );
+    let p = common::mpi::mpich_build()?;
     if Command::new("mpiexec.hydra")
         .arg("--version")
         .output()

@@ -10,7 +10,6 @@ mod common;
 
 use common::cluster::{ok, Cluster, COLLECTIVES, CVM};
 use common::slurm::{hosts_and_launcher, slurm_cluster, Slurm};
-use std::path::PathBuf;
 
 #[test]
 fn salloc_runs_mpi_latency_with_srun_one_rank_on_each_of_two_hosts() {
@@ -209,21 +208,6 @@ fn salloc_runs_the_collectives_and_suite_cvm_across_two_hosts_under_srun() {
     }
 }
 
-/// The MPICH build (`NUMALAB_MPICH_BIN`, as tests/mpich.rs takes it), or None (and why,
-/// printed).
-fn mpich_build() -> Option<PathBuf> {
-    let Some(p) = std::env::var_os("NUMALAB_MPICH_BIN").map(PathBuf::from) else {
-        eprintln!("skipped: NUMALAB_MPICH_BIN is unset (it names numalab built with MPICC=mpicc.mpich; .ci/run sets it)");
-        return None;
-    };
-    assert!(
-        p.is_file(),
-        "NUMALAB_MPICH_BIN '{}' is not a file",
-        p.display()
-    );
-    Some(p)
-}
-
 /// Every record ran on nlab-h1 and nlab-h2, started by numalab's srun over PMI-2 with
 /// MPICH's UCX over TCP, on MPICH.
 fn by_srun_on_mpich(v: &serde_json::Value) {
@@ -251,7 +235,9 @@ fn by_srun_on_mpich(v: &serde_json::Value) {
 /// numalab's PMI barrier: see numalab_mpi::finalize), then `dsm run sor`, verified.
 #[test]
 fn salloc_runs_the_mpich_build_with_srun_over_pmi2_one_rank_on_each_of_two_hosts() {
-    let Some(exe) = mpich_build() else { return };
+    let Some(exe) = common::mpi::mpich_build() else {
+        return;
+    };
     let Some((_one, c)) = slurm_cluster() else {
         return;
     };

@@ -44,3 +44,18 @@ pub fn usage_error(out: &Output, needle: &str) {
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
     assert!(err.contains(needle), "{needle:?} not in: {err}");
 }
+
+/// numalab built with MPICH (`NUMALAB_MPICH_BIN`, which .ci/run sets), or None (and why,
+/// printed).
+pub fn mpich_build() -> Option<std::path::PathBuf> {
+    let Some(p) = std::env::var_os("NUMALAB_MPICH_BIN").map(std::path::PathBuf::from) else {
+        eprintln!("skipped: NUMALAB_MPICH_BIN is unset (it names numalab built with MPICC=mpicc.mpich; .ci/run sets it)");
+        return None;
+    };
+    assert!(
+        p.is_file(),
+        "NUMALAB_MPICH_BIN '{}' is not a file",
+        p.display()
+    );
+    Some(p)
+}
