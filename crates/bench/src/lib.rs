@@ -20,6 +20,7 @@ pub mod machine;
 pub mod machine_present;
 pub mod machine_text;
 pub mod matrix;
+pub mod pairs;
 pub mod restart;
 pub mod sizing;
 pub mod sweep;

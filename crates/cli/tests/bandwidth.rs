@@ -129,4 +129,20 @@ fn measured_bandwidth_is_positive_and_physical() {
     // Each requestor did at least one chunk before the stop reached it.
     let bytes = |r: &Value| r["data"]["samples_bytes"][0].as_u64().unwrap();
     assert!(bytes(&recs[0]) > 0 && bytes(&recs[1]) > 0);
+    // Every record of the two CPUs says how far apart they were, for compare.
+    for r in recs {
+        let d = r["placement"]["distance"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no placement.distance", r["name"]));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0]["cpus"], serde_json::json!([0, 1]));
+        assert!(d[0]["rtt_ns"].as_f64().is_some_and(|x| x > 0.0), "{d:?}");
+    }
+    // One CPU without helpers: no pair, no distance.
+    let v = bw(&["--kernel", "readv", "--size", "1M", "--iterations", "3"]);
+    assert!(
+        v[0]["placement"].get("distance").is_none(),
+        "{}",
+        v[0]["placement"]
+    );
 }

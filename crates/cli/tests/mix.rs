@@ -208,6 +208,14 @@ fn measured_mixes_issue_their_read_share_and_the_table_has_every_row() {
                     .starts_with("counters unavailable: "),
             "{c}"
         );
+        // How far the first requestor was from each other one (up to 4), for compare.
+        let cpus = p["requestor_cpus"].as_array().unwrap();
+        let d = r["placement"]["distance"].as_array().map_or(0, Vec::len);
+        assert_eq!(d, (cpus.len() - 1).min(4), "{}", r["placement"]);
+        if d > 0 {
+            let d0 = &r["placement"]["distance"][0];
+            assert_eq!(d0["cpus"], serde_json::json!([cpus[0], cpus[1]]), "{d0}");
+        }
         // Placement proved: every buffer of every requestor has its proof.
         let mem = r["placement"]["verified"]["memory"].as_array().unwrap();
         assert_eq!(mem.len(), 1);

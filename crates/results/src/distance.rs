@@ -1,7 +1,8 @@
 //! How far apart two CPUs were while a figure that needs both was measured: a short
 //! CAS ping-pong round trip between them (the least of a few samples), recorded in the
 //! record's `placement.distance` beside every step whose figure depends on two CPUs
-//! (a line held by a helper CPU, c2c, invalidate, intervene).
+//! (a line held by a helper CPU, c2c, invalidate, intervene, a bandwidth kernel or mix
+//! streamed by several CPUs at once).
 //!
 //! On a VM the two vCPUs are placed on host cores anew between runs: once they are two
 //! threads of one host core, once two cores of one L3, once two L3s apart. A line held

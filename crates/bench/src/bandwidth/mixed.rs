@@ -242,6 +242,8 @@ pub struct MixResult {
     pub logs: Vec<PassLog>,
     /// How each requestor's best-of-N settled, then the aggregate's when several.
     pub settle: Vec<Settle>,
+    /// How far apart the requestors were ([`crate::pairs`]), and why not when a probe failed.
+    pub distance: (Vec<numalab_results::distance::CpuDistance>, Vec<String>),
 }
 
 /// Measure on this machine.
@@ -288,6 +290,12 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
     };
     let gb = |p: &(f64, u64, Timed)| kernel.bytes(p.1) as f64 / p.0;
     let mut pins = None;
+    let cpus: Vec<u32> = crew.members.iter().map(|m| m.cpu).collect();
+    let mut why = Vec::new();
+    let distance = (
+        crate::pairs::probe(host, timer, &plan.mem, &cpus, &mut why),
+        why,
+    );
     let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
     let runs = settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
         let res = crew.run(n, false, |i| {
@@ -331,6 +339,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
         reps,
         logs: Vec::new(),
         settle: Vec::new(),
+        distance,
     };
     let agg = aggregates(plan, &res);
     let mut whole = super::aggregate_settle(&settles, &agg);
@@ -483,7 +492,9 @@ pub fn record(
         .into(),
         disturbance: joined(&r.logs),
     });
+    numalab_results::distance::attach(&mut rec, &r.distance.0);
     rec.warnings = warnings.to_vec();
+    rec.warnings.extend(r.distance.1.iter().cloned());
     let log = joined(&r.logs);
     rec.warnings.extend(log.as_ref().and_then(PassLog::warning));
     if let Some(s) = r.settle.last() {

@@ -19,6 +19,7 @@ pub use present::{BandwidthData, BandwidthPresenter};
 use crate::sizing;
 use numalab_probe::bw::{self, BwKernel};
 use numalab_probe::{span_ticks, Crew, LineState, Member, Timed, Timer};
+use numalab_results::distance::{self, CpuDistance};
 use numalab_results::disturb::{PassLog, Rules};
 use numalab_results::{settle, Provenance, Record, Settle};
 use numalab_topo::bind::PinProof;
@@ -141,6 +142,11 @@ pub struct BwResult {
     pub logs: Vec<PassLog>,
     /// How each requestor's best-of-N settled, then the aggregate's when several.
     pub settle: Vec<Settle>,
+    /// How far the first requestor was from the other requestors and the helpers
+    /// ([`crate::pairs`]); empty on one CPU.
+    pub distance: Vec<CpuDistance>,
+    /// Why a distance could not be measured.
+    pub warnings: Vec<String>,
 }
 
 /// One pass of one requestor: its wall time (ns), counted bytes, and the pass as timed
@@ -179,6 +185,14 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
     let kernel = plan.kernel;
     let mp = plan.mp;
     let mut pins = None;
+    let mut warnings = Vec::new();
+    let cpus: Vec<u32> = crew
+        .members
+        .iter()
+        .map(|m| m.cpu)
+        .chain(crew.helpers.iter().copied())
+        .collect();
+    let distance = crate::pairs::probe(host, timer, &plan.mem, &cpus, &mut warnings);
     let step = settle::Step {
         metric: "bandwidth",
         figure: settle::Figure::Max,
@@ -242,6 +256,8 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         used_gbps,
         logs: runs.into_iter().map(|r| r.passes.log).collect(),
         settle: settles,
+        distance,
+        warnings,
     })
 }
 
@@ -322,6 +338,8 @@ pub fn records(
             rec.warnings = base_warnings.to_vec();
             rec.warnings.extend(plan.warnings.iter().cloned());
             rec.warnings.extend(r.logs.get(i).and_then(PassLog::warning));
+            rec.warnings.extend(r.warnings.iter().cloned());
+            distance::attach(&mut rec, &r.distance);
             if let Some(s) = r.settle.get(i) {
                 settle::apply(&mut rec, s.clone());
             }
@@ -354,7 +372,12 @@ pub fn records(
             ),
             disturbance: None,
         });
+        rec.placement = Some(
+            json!({ "resolved": { "requestor_cpus": plan.requestors.iter().map(|t| t.pu.os).collect::<Vec<_>>(), "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem } }),
+        );
+        distance::attach(&mut rec, &r.distance);
         rec.warnings = base_warnings.to_vec();
+        rec.warnings.extend(r.warnings.iter().cloned());
         if let Some(s) = r.settle.last() {
             settle::apply(&mut rec, s.clone());
         }

@@ -3,9 +3,9 @@
 //! two figures' intervals by more than a minimum effect. A figure that did not settle,
 //! broke a plausibility rule, or came from too few or mostly disturbed passes is "not
 //! comparable", never "beyond", and so is a figure of two CPUs (a helper-held line,
-//! c2c, invalidate, intervene) whose CPUs were not the same distance apart in both
-//! runs (`crate::distance`); derived duplicates (cycles beside ns, traffic beside
-//! bandwidth, issued beside injected) are left out unless asked for.
+//! c2c, invalidate, intervene, a stream of several CPUs) whose CPUs were not the same
+//! distance apart in both runs (`crate::distance`); derived duplicates (cycles beside
+//! ns, traffic beside bandwidth, issued beside injected) are left out unless asked for.
 
 pub mod cluster;
 mod slope;

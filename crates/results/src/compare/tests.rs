@@ -288,3 +288,48 @@ fn a_two_cpu_figure_whose_cpus_moved_apart_is_not_comparable_never_beyond() {
     let c = compare(&a[..1], &[u], false);
     assert_eq!(change(&c, "cexm"), "not comparable (B unsettled)");
 }
+
+#[test]
+fn a_stream_on_two_cpus_that_moved_apart_is_not_comparable_never_beyond() {
+    use crate::distance::{attach, CpuDistance};
+    let on = |r: Record, rtt: f64| {
+        let mut r = r;
+        let d = CpuDistance {
+            cpus: [0, 1],
+            rtt_ns: rtt,
+            samples: 9,
+            round_trips: 100,
+        };
+        attach(&mut r, &[d]);
+        r
+    };
+    let mix = |gbps: f64| {
+        let p =
+            json!({"kernel": "r1w1", "requestors": 2, "requestor_cpus": [0, 1], "read_share": 0.5});
+        let mut r = Record::new(
+            "bandwidth-mix",
+            "mix r1w1 node 0 x2",
+            Provenance::collect("t", "none"),
+            p,
+        );
+        r.add_samples("bandwidth", "GB/s", &tight(gbps));
+        r
+    };
+    // Two vCPUs as threads of one host core stream 9 GB/s together, on two cores 16:
+    // the pair moved (52 → 215 ns), not the memory.
+    let a = vec![on(bw(2, 9.0), 52.0), on(mix(6.0), 52.0)];
+    let b = vec![on(bw(2, 16.0), 215.0), on(mix(11.0), 215.0)];
+    let c = compare(&a, &b, false);
+    for name in ["readv 2", "mix r1w1 node 0 x2"] {
+        assert_eq!(
+            change(&c, name),
+            "not comparable (the two CPUs (0, 1) were 52 ns apart in A, 215 ns in B)",
+            "{name}"
+        );
+    }
+    // The same distance in both: the stream's move is its own, and beyond.
+    let b = vec![on(bw(2, 16.0), 55.0), on(mix(11.0), 50.0)];
+    let c = compare(&a, &b, false);
+    assert_eq!(change(&c, "readv 2"), "beyond");
+    assert_eq!(change(&c, "mix r1w1 node 0 x2"), "beyond");
+}
