@@ -1,15 +1,16 @@
 //! Physical plausibility across records: rules that flag what cannot be (N threads
 //! streaming more than N times one thread, loaded latency below unloaded, a write
 //! stream beating reads from the same level, a mix with writes far above reads only,
-//! a cache slower than memory, a plateau
-//! wider than its cache). A flagged figure is never a headline: the summary shows it
-//! as "implausible (rule …)" and the report lists each flag with its figures. Rules
-//! read records by kind, parameters and metrics only (results never names an
+//! a cache slower than memory, a plateau wider than its cache, G pointer chains more
+//! than G times as fast as one). A flagged figure is never a headline: the summary
+//! shows it as "implausible (rule …)" and the report lists each flag with its figures.
+//! Rules read records by kind, parameters and metrics only (results never names an
 //! experiment's types).
 
 mod bandwidth;
 mod latency;
 mod mix;
+mod mlp;
 
 use crate::record::Record;
 use serde::Serialize;
@@ -49,6 +50,22 @@ pub const LEVEL_ORDER_TOL: f64 = 0.10;
 /// still hits for most lines just past the size, so a plateau ending up to 1.5× the
 /// cache is still that cache; beyond, memory served it.
 pub const PLATEAU_SPAN_TOL: f64 = 0.5;
+
+/// The most accesses one core can have in flight to memory, for the MLP rule. Each
+/// of G pointer chains waits on its own last load, so G chains never have more than G
+/// in flight, whatever the core; the core's own miss tracking bounds it further (L1
+/// fill buffers or miss-status registers: 10–24 on current x86 and Arm server cores;
+/// the L2's queue of outstanding misses: 32–64). 64 is at or above all of these, so
+/// the rule rests on the chains' bound, which no core can beat, and never on a guess
+/// at one core's buffers (EARTH's G is at most 64 anyway).
+pub const MLP_MOST_IN_FLIGHT: u64 = 64;
+
+/// How far G chains' ns per access may read below one chain's ÷ min(G,
+/// [`MLP_MOST_IN_FLIGHT`]): at that bound every chain's access takes exactly the
+/// unloaded latency with no loop overhead at all, which no real curve reaches; the
+/// two medians are taken moments apart and move by a few percent each, so 25 % below
+/// is far past noise while the busy VM's 6.8 ns against 1,400 ns ÷ 24 (58 ns) is 8×.
+pub const MLP_BELOW_TOL: f64 = 0.25;
 
 /// One figure a rule names.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +129,7 @@ pub fn check(records: &[Record]) -> Vec<Flag> {
     latency::curve_falls(records, &mut flags);
     latency::level_order(records, &mut flags);
     latency::plateau_span(records, &mut flags);
+    mlp::below_one_chain(records, &mut flags);
     flags
 }
 

@@ -345,11 +345,25 @@ fn mlp_summary_text(mlp: &[&Record], top: usize) -> String {
         } else {
             format!("no plateau up to G={top}: the miss-handling limit lies beyond")
         };
-        let _ = writeln!(
-            out,
-            "fastest interleaved at G={}: {:.1} ns per access{flight}; {knee}",
-            bi.g, bi.ns_per_access
-        );
+        // A best point that breaks a plausibility rule is no headline: say so instead.
+        let owned: Vec<Record> = mlp.iter().map(|r| (*r).clone()).collect();
+        let flags = numalab_results::plausible::check(&owned);
+        let flagged = owned.iter().find_map(|r| {
+            let best = r.parameters["g"] == bi.g && r.parameters["mode"] == "interleaved";
+            best.then(|| numalab_results::plausible::flag_of(&flags, r, "access_time"))?
+        });
+        let _ = match flagged {
+            Some(f) => writeln!(
+                out,
+                "fastest interleaved at G={}: implausible (rule {}: {}); not stated",
+                bi.g, f.rule, f.why
+            ),
+            None => writeln!(
+                out,
+                "fastest interleaved at G={}: {:.1} ns per access{flight}; {knee}",
+                bi.g, bi.ns_per_access
+            ),
+        };
         let _ = writeln!(
             out,
             "fastest coroutines at G={}: {:.1} ns per access, {ratio:.2} × the best interleaved throughput; switching alone costs {} per access (G={}, chains in L1)",
@@ -466,5 +480,41 @@ mod tests {
             Some("within noise (10.0…20.0× slower)")
         );
         assert_eq!(super::noise_slower([-150.0, 20.0], (100.0, 400.0)), None);
+    }
+    #[test]
+    fn a_best_mlp_point_faster_than_its_chains_allow_is_not_stated() {
+        use super::super::hide::{MlpCurve, MlpPoint};
+        use numalab_results::{Provenance, Record};
+        let pt = |g, ns: f64| MlpPoint {
+            g,
+            interleaved: vec![ns; 3],
+            coroutines: vec![ns * 1.5; 3],
+            stackless: Vec::new(),
+        };
+        let prov = Provenance::collect("t", "t");
+        let text = |one: f64| {
+            let curve = MlpCurve {
+                points: vec![pt(1, one), pt(24, 6.8)],
+                pages: "4 KiB pages".into(),
+                floor: (24, vec![2.0; 3]),
+            };
+            let recs =
+                super::super::view::mlp_records(&curve, 8 << 20, &serde_json::json!({}), &prov);
+            let refs: Vec<&Record> = recs.iter().collect();
+            super::mlp_text(&refs)
+        };
+        // One chain at 1,400 ns: 24 chains at 6.8 ns would need 206 in flight.
+        let t = text(1400.0);
+        assert!(
+            t.contains("fastest interleaved at G=24: implausible (rule mlp-below-one-chain"),
+            "{t}"
+        );
+        assert!(!t.contains("fastest interleaved at G=24: 6.8"), "{t}");
+        // One chain at 120 ns: 17.6 in flight of 24 chains is a figure.
+        let t = text(120.0);
+        assert!(
+            t.contains("fastest interleaved at G=24: 6.8 ns per access"),
+            "{t}"
+        );
     }
 }
