@@ -8,6 +8,7 @@
 //! ns, traffic beside bandwidth, issued beside injected) are left out unless asked for.
 
 pub mod cluster;
+mod plateau;
 mod slope;
 mod spread;
 mod view;
@@ -62,7 +63,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, or its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart); derived metrics need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; derived metrics need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -121,7 +122,8 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, fa: &[Flag], fb: &[Flag])
     let why = not_comparable(ra, sa, fa)
         .map(|w| format!("A {w}"))
         .or_else(|| not_comparable(rb, sb, fb).map(|w| format!("B {w}")))
-        .or_else(|| distance::moved(ra, rb, &sa.metric));
+        .or_else(|| distance::moved(ra, rb, &sa.metric))
+        .or_else(|| plateau::moved(ra, rb, &sa.metric));
     let apart = ib.0 > ia.1 || ib.1 < ia.0;
     let change = match why {
         Some(w) => format!("not comparable ({w})"),

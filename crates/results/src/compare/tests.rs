@@ -333,3 +333,38 @@ fn a_stream_on_two_cpus_that_moved_apart_is_not_comparable_never_beyond() {
     assert_eq!(change(&c, "readv 2"), "beyond");
     assert_eq!(change(&c, "mix r1w1 node 0 x2"), "beyond");
 }
+
+#[test]
+fn a_plateau_over_other_sizes_in_a_and_b_is_not_comparable_and_over_the_same_is() {
+    let sweep = |l2: f64, mem: f64, mem_from: u64, mem_to: u64| {
+        let mut r = Record::new(
+            "latency-sweep",
+            "read warm sweep cpu0",
+            Provenance::collect("t", "none"),
+            json!({"kernel": "read", "sizes": [4096, 8192]}),
+        );
+        r.add_samples("plateau L2", "ns", &tight(l2));
+        r.add_samples("plateau memory", "ns", &tight(mem));
+        r.data = Some(json!({"plateaus": [
+            {"level": "L2", "from_bytes": 65536, "to_bytes": 262144},
+            {"level": "memory", "from_bytes": mem_from, "to_bytes": mem_to},
+        ]}));
+        r
+    };
+    // The VM's pair: memory over 6–32 MiB at 247 ns, then over 8–48 MiB at 475 ns.
+    let a = [sweep(3.8, 247.0, 6 << 20, 32 << 20)];
+    let b = [sweep(5.0, 475.0, 8 << 20, 48 << 20)];
+    let c = compare(&a, &b, false);
+    let of = |m: &str| &c.rows.iter().find(|r| r.metric == m).unwrap().change;
+    assert_eq!(
+        of("plateau memory"),
+        "not comparable (the plateau spans 6 MiB–32 MiB in A, 8 MiB–48 MiB in B: other sizes' minima)"
+    );
+    // The L2 plateau spans the same sizes: its move is its own.
+    assert_eq!(of("plateau L2"), "beyond");
+    // A sweep without plateau data (an older file) is compared as before.
+    let mut old = sweep(5.0, 475.0, 0, 0);
+    old.data = None;
+    let c = compare(&a, &[old], false);
+    assert!(c.rows.iter().all(|r| r.change == "beyond"), "{:?}", c.rows);
+}
