@@ -2,6 +2,8 @@
 //! each step an experiment's `Options`), and the survey's own records.
 
 mod cap;
+mod cpus;
+pub mod estimate;
 mod experiment;
 pub mod files;
 pub mod journal;

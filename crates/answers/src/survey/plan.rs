@@ -2,6 +2,8 @@
 //! `Options` value with a time estimate and, where the machine cannot do it, the
 //! reason it is skipped.
 
+pub use super::cpus::c2c_cpus;
+use super::estimate;
 use super::experiment::{argv, Experiment};
 use numalab_bench::{bandwidth, c2c, intervene, invalidate, latency, loaded, matrix};
 use numalab_suites::{collectives, earth, placement};
@@ -17,9 +19,8 @@ pub struct Step {
     pub title: String,
     /// numalab arguments (without --json), built from the experiment by `argv`.
     pub args: Vec<String>,
-    /// Rough duration in seconds at the reference pace (a quiet 2-core VM, where the
-    /// full survey took 27 s and the quick one 9 s); a run scales it by the pace it
-    /// measures (`survey::pace`).
+    /// Duration in seconds at the reference pace (`survey::estimate`); a run scales
+    /// it by the pace it measures (`survey::pace`).
     pub estimate_s: f64,
     /// Why it is skipped here, if it is.
     pub skip: Option<String>,
@@ -48,44 +49,6 @@ fn skipped(section: &'static str, title: &str, why: String) -> Step {
         skip: Some(why),
         experiment: None,
     }
-}
-
-/// Up to `cap` CPUs that stand for the machine's kinds of pairs: the first CPU of
-/// every L3 domain (or node, or package), the first CPU's SMT sibling and another
-/// core beside it, so the c2c matrix grows with domains, not with cores squared.
-pub fn c2c_cpus(m: &Machine, cap: usize) -> Vec<u32> {
-    let mut out: Vec<u32> = Vec::new();
-    let push = |c: u32, out: &mut Vec<u32>| {
-        if !out.contains(&c) && out.len() < cap {
-            out.push(c);
-        }
-    };
-    let Some(first) = m.pus.first() else {
-        return out;
-    };
-    push(first.os, &mut out);
-    if let Some(sib) = m
-        .pus
-        .iter()
-        .find(|p| p.core == first.core && p.os != first.os)
-    {
-        push(sib.os, &mut out);
-    }
-    if let Some(next) = m
-        .pus
-        .iter()
-        .find(|p| p.core != first.core && p.l3 == first.l3 && p.node == first.node)
-    {
-        push(next.os, &mut out);
-    }
-    for level in [Level::L3, Level::Node, Level::Package] {
-        for d in m.domains(level).into_iter().flatten() {
-            if let Some(c) = d.cpus.first() {
-                push(*c, &mut out);
-            }
-        }
-    }
-    out
 }
 
 /// What the battery is chosen from: the machine's shape and the pass count.
@@ -127,7 +90,12 @@ pub const STUDIES: [(&str, &str); 4] = [
 /// machine; `studies` adds the seed studies (KSR, EARTH, MPI) after the machine's.
 pub fn plan(m: &Machine, quick: bool, studies: bool) -> Vec<Step> {
     let sh = Shape::of(m, quick);
-    let mut v = vec![step("machine", "topology", Experiment::Topo, 0.2)];
+    let mut v = vec![step(
+        "machine",
+        "topology",
+        Experiment::Topo,
+        estimate::TOPOLOGY,
+    )];
     hierarchy(&sh, quick, &mut v);
     bandwidths(&sh, &mut v);
     scaling(m, &sh, &mut v);
@@ -162,7 +130,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
             iterations: sh.iters,
             ..Default::default()
         }),
-        if quick { 2.0 } else { 14.0 },
+        estimate::sweep(quick),
     ));
     let one_core = || {
         format!(
@@ -185,12 +153,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
                 iterations: sh.iters,
                 ..Default::default()
             };
-            // uown chases a buffer beyond the caches; the others, lines a helper holds.
-            let secs = match (*s, quick) {
-                ("uown", true) => 0.7,
-                ("uown", false) => 1.2,
-                _ => 0.2,
-            };
+            let secs = estimate::state(s, quick);
             v.push(step("states", &title, Experiment::Latency(o), secs));
         }
     }
@@ -198,7 +161,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
 
 /// The bandwidth kernels on one thread and, with several CPUs, on all of them.
 fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
-    let secs = 0.7;
+    let secs = estimate::BANDWIDTH_ONE;
     let one = bandwidth::Options {
         kernel: "all".into(),
         iterations: sh.iters,
@@ -220,7 +183,7 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             iterations: sh.iters,
             ..Default::default()
         }),
-        0.2 * (sh.nodes.max(1) * 7) as f64,
+        estimate::injection(sh.nodes),
     ));
     if sh.pus > 1 {
         let all = bandwidth::Options {
@@ -237,8 +200,7 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             "bandwidth",
             "bandwidth kernels, all threads",
             Experiment::Bandwidth(all),
-            // Each requestor fills its own buffer before the timed passes.
-            0.4 + 0.1 * sh.pus as f64,
+            estimate::bandwidth_all(sh.pus),
         ));
     }
 }
@@ -286,7 +248,7 @@ fn scaling(m: &Machine, sh: &Shape, v: &mut Vec<Step>) {
                 "bandwidth",
                 &title,
                 Experiment::Bandwidth(o),
-                0.3 + 0.05 * k as f64,
+                estimate::scaling(k),
             ));
         }
     }
@@ -313,7 +275,12 @@ fn matrices(m: &Machine, sh: &Shape, v: &mut Vec<Step>) {
             ..Default::default()
         };
         let title = format!("{what} matrix per {level}");
-        v.push(step("matrix", &title, Experiment::Matrix(o), cells * 0.6));
+        v.push(step(
+            "matrix",
+            &title,
+            Experiment::Matrix(o),
+            estimate::matrix(cells),
+        ));
     }
 }
 
@@ -328,7 +295,7 @@ fn intervention(sh: &Shape, v: &mut Vec<Step>) {
             "intervene",
             "intervention placements",
             Experiment::Intervene(o),
-            2.0 * sh.nodes as f64,
+            estimate::intervene(sh.nodes),
         ));
     } else {
         v.push(skipped(
@@ -352,14 +319,12 @@ fn mpi_matrix(quick: bool, cores: usize) -> Step {
                 warmup: 50,
                 ..Default::default()
             };
-            // Launch (~0.3 s) plus each pair's round trips (a few µs each, more when
-            // ranks outnumber cores).
             let pairs = (ranks * (ranks - 1) / 2) as f64;
             step(
                 "mpi",
                 title,
                 Experiment::MpiMatrix(ranks, o),
-                0.4 + pairs * if quick { 0.05 } else { 0.3 },
+                estimate::mpi(pairs, quick),
             )
         }
         Err(e) => skipped("mpi", title, e.to_string()),
@@ -387,7 +352,7 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
                 iterations: iters,
                 ..Default::default()
             }),
-            0.05 * (cpus.len() * cpus.len()) as f64 + 0.1,
+            estimate::c2c(cpus.len()),
         ));
     } else {
         v.push(skipped("c2c", "core to core", "one CPU: no pairs".into()));
@@ -400,7 +365,7 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
                 iterations: iters,
                 ..Default::default()
             }),
-            0.2 * nodes.max(1) as f64,
+            estimate::invalidate(nodes),
         ));
         // Mess's family, compact: reads only, 50/50 and writes only, seven paces from
         // near idle to unthrottled, against every memory node from its nearest CPUs.
@@ -420,7 +385,7 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
                 "loaded",
                 &format!("loaded latency family, memory node {node}"),
                 Experiment::Loaded(loaded),
-                if quick { 3.5 } else { 7.0 },
+                estimate::loaded(quick),
             ));
         }
     } else {
@@ -445,8 +410,7 @@ fn suites(m: &Machine, quick: bool, cores: usize, pus: usize, v: &mut Vec<Step>)
                 iterations: if quick { 3 } else { 7 },
                 ..Default::default()
             }),
-            // Readers and owners over the CPUs' domains: the suite grows with the CPUs.
-            pus as f64 * if quick { 0.2 } else { 0.6 },
+            estimate::placement(pus, quick),
         ));
         v.push(step(
             "collectives",
@@ -456,7 +420,7 @@ fn suites(m: &Machine, quick: bool, cores: usize, pus: usize, v: &mut Vec<Step>)
                 iterations: if quick { 3 } else { 9 },
                 ..Default::default()
             }),
-            pus as f64 * if quick { 0.25 } else { 0.5 },
+            estimate::collectives(pus, quick),
         ));
     } else {
         let why = || "one CPU: readers and threads need a second CPU".to_string();
@@ -486,8 +450,7 @@ fn suites(m: &Machine, quick: bool, cores: usize, pus: usize, v: &mut Vec<Step>)
             "earth",
             "remote operations and latency hiding suite (EARTH)",
             Experiment::Earth(o),
-            // Quick: 0.26 s with fixed passes, 0.5–0.7 s sized to the noise (full: 2.7 → 3.5–3.9 s).
-            if quick { 0.7 } else { 4.0 },
+            estimate::earth(quick),
         ));
     } else {
         v.push(skipped(

@@ -1,0 +1,100 @@
+//! How long each survey step takes at the reference pace (a quiet 2-core VM, where the
+//! full survey took 27 s and the quick one 9 s): the work of each step in reference
+//! seconds, from what the step runs (sizes, points, CPUs). A run scales these by the
+//! pace it measures (`survey::pace`); nothing here is a wall time of this machine.
+
+/// The topology step: one hwloc load.
+pub const TOPOLOGY: f64 = 0.2;
+
+/// The memory-hierarchy sweep (4K–64M quick, 4K–1G full).
+pub fn sweep(quick: bool) -> f64 {
+    if quick {
+        2.0
+    } else {
+        14.0
+    }
+}
+
+/// The latency of lines in state `s`: uown chases a buffer beyond the caches; the
+/// others, lines a helper holds.
+pub fn state(s: &str, quick: bool) -> f64 {
+    match (s, quick) {
+        ("uown", true) => 0.7,
+        ("uown", false) => 1.2,
+        _ => 0.2,
+    }
+}
+
+/// The bandwidth kernels on one thread.
+pub const BANDWIDTH_ONE: f64 = 0.7;
+
+/// MLC's injection table (seven mixes) against each of `nodes` memory nodes.
+pub fn injection(nodes: usize) -> f64 {
+    0.2 * (nodes.max(1) * 7) as f64
+}
+
+/// The bandwidth kernels on all `pus` CPUs: each requestor fills its own buffer before
+/// the timed passes.
+pub fn bandwidth_all(pus: usize) -> f64 {
+    0.4 + 0.1 * pus as f64
+}
+
+/// One row of the thread-scaling table, `k` threads.
+pub fn scaling(k: usize) -> f64 {
+    0.3 + 0.05 * k as f64
+}
+
+/// A latency or bandwidth matrix of `cells` initiator × memory cells.
+pub fn matrix(cells: f64) -> f64 {
+    cells * 0.6
+}
+
+/// The intervention placements over `nodes` nodes.
+pub fn intervene(nodes: usize) -> f64 {
+    2.0 * nodes as f64
+}
+
+/// The MPI matrix: launch (~0.3 s) plus each of `pairs` pairs' round trips (a few µs
+/// each, more when ranks outnumber cores).
+pub fn mpi(pairs: f64, quick: bool) -> f64 {
+    0.4 + pairs * if quick { 0.05 } else { 0.3 }
+}
+
+/// The c2c matrix of `cpus` CPUs.
+pub fn c2c(cpus: usize) -> f64 {
+    0.05 * (cpus * cpus) as f64 + 0.1
+}
+
+/// The invalidation sweep over `nodes` nodes.
+pub fn invalidate(nodes: usize) -> f64 {
+    0.2 * nodes.max(1) as f64
+}
+
+/// The loaded-latency family against one memory node.
+pub fn loaded(quick: bool) -> f64 {
+    if quick {
+        3.5
+    } else {
+        7.0
+    }
+}
+
+/// The placement suite: readers and owners over the CPUs' domains, growing with them.
+pub fn placement(pus: usize, quick: bool) -> f64 {
+    pus as f64 * if quick { 0.2 } else { 0.6 }
+}
+
+/// The collectives suite.
+pub fn collectives(pus: usize, quick: bool) -> f64 {
+    pus as f64 * if quick { 0.25 } else { 0.5 }
+}
+
+/// The EARTH suite. Quick: 0.26 s with fixed passes, 0.5–0.7 s sized to the noise
+/// (full: 2.7 → 3.5–3.9 s).
+pub fn earth(quick: bool) -> f64 {
+    if quick {
+        0.7
+    } else {
+        4.0
+    }
+}
