@@ -70,13 +70,21 @@ pub fn invalidate(nodes: usize) -> f64 {
     0.2 * nodes.max(1) as f64
 }
 
-/// The loaded-latency family against one memory node.
-pub fn loaded(quick: bool) -> f64 {
-    if quick {
-        3.5
-    } else {
-        7.0
-    }
+/// Reference seconds of one loaded-latency point (a chase of the quick survey's 64 MiB
+/// buffer, or the default size in the full one, with the injectors on every other
+/// CPU). Each point starts its injectors, waits for them, and settles on its own, and
+/// it keeps every CPU busy, so it never finds an idle CPU when anything else runs.
+/// With the step at 3.5 s for 22 points it ran 1.5–1.7× the pace of the rest of the
+/// survey in four quick surveys on this project's 2-vCPU VM (17–21× the reference
+/// while the whole ran 11–13×, other builds running), as on a 16-core VM (11–19×
+/// against 5–10×); at 0.25 s a point it is at the pace of the rest, and a point of the
+/// full survey's larger buffer costs twice that.
+pub const LOADED_POINT: f64 = 0.25;
+
+/// The loaded-latency family against one memory node: `points` points (the unloaded
+/// one, then each delay at each write share).
+pub fn loaded(points: usize, quick: bool) -> f64 {
+    points as f64 * LOADED_POINT * if quick { 1.0 } else { 2.0 }
 }
 
 /// The placement suite: readers and owners over the CPUs' domains, growing with them.
@@ -96,5 +104,19 @@ pub fn earth(quick: bool) -> f64 {
         0.7
     } else {
         4.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loaded_family_costs_its_points() {
+        // The survey's family: the unloaded point and 3 write shares × 7 delays.
+        assert!((loaded(22, true) - 5.5).abs() < 1e-9);
+        assert!((loaded(22, false) - 11.0).abs() < 1e-9);
+        // Fewer points, less time, in proportion.
+        assert!((loaded(11, true) - loaded(22, true) / 2.0).abs() < 1e-9);
     }
 }

@@ -372,11 +372,13 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
         for node in m.memory_nodes() {
             // The chase on the node's own first CPU; a CPU-less node's is the nearest one's.
             let cpu = m.pus.iter().find(|p| p.node == Some(node));
+            let (writes, delays) = ("0,50,100", "5000,1000,400,150,50,10,0");
+            let points = 1 + writes.split(',').count() * delays.split(',').count();
             let loaded = loaded::Options {
                 cpu: cpu.map_or("compact".into(), |p| p.os.to_string()),
                 mem_node: node.to_string(),
-                writes: Some("0,50,100".into()),
-                delays: Some("5000,1000,400,150,50,10,0".into()),
+                writes: Some(writes.into()),
+                delays: Some(delays.into()),
                 iterations: iters,
                 size: quick.then(|| "64M".into()),
                 ..Default::default()
@@ -385,7 +387,7 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
                 "loaded",
                 &format!("loaded latency family, memory node {node}"),
                 Experiment::Loaded(loaded),
-                estimate::loaded(quick),
+                estimate::loaded(points, quick),
             ));
         }
     } else {
