@@ -17,9 +17,12 @@ fn curve(r: &Record) -> Option<String> {
     Some(Value::Object(p).to_string())
 }
 
-/// A chain point of an MLP curve: (curve, G, mode, median ns per access). The
-/// switching-floor point (chains in L1, another buffer) is no point of the curve.
-fn point(r: &Record) -> Option<(String, u64, &str, f64)> {
+/// A chain point of an MLP curve: (curve, G, mode, median ns per access).
+type Point<'a> = (String, u64, &'a str, f64);
+
+/// The record's chain point. The switching-floor point (chains in L1, another buffer)
+/// is no point of the curve.
+fn point(r: &Record) -> Option<Point<'_>> {
     let p = &r.parameters;
     if r.kind != "suite-earth" || p["part"] != "mlp" || !p["chains_in_l1"].is_null() {
         return None;
@@ -41,7 +44,7 @@ fn point(r: &Record) -> Option<(String, u64, &str, f64)> {
 /// two was disturbed, so both are named. A curve without a G = 1 point has no
 /// reference and is left alone.
 pub(super) fn below_one_chain(records: &[Record], flags: &mut Vec<Flag>) {
-    let points: Vec<(&Record, (String, u64, &str, f64))> = records
+    let points: Vec<(&Record, Point)> = records
         .iter()
         .filter_map(|r| Some((r, point(r)?)))
         .collect();
