@@ -62,6 +62,13 @@ pub fn mpich_build() -> Option<std::path::PathBuf> {
     Some(p)
 }
 
+/// `dsm run sor --ranks 2 EXTRA…`: the DSM job the dsm and liveness tests run.
+pub fn dsm_sor<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["dsm", "run", "sor", "--ranks", "2"];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// The launcher's kept-records file in `dir` (named `numalab-partial-*`) and its whole
 /// lines.
 pub fn partial_in(dir: &Path) -> Option<(PathBuf, usize)> {
