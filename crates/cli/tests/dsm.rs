@@ -279,12 +279,7 @@ fn the_cvm_suite_text_ends_with_a_newline_and_costs_its_faults() {
         ],
         &[],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(text.ends_with('\n'), "no final newline: {text:?}");
     assert!(text.contains("Remote faults: µs per fault"), "{text}");
     assert!(text.contains("IO (overlapped)"), "{text}");
