@@ -247,8 +247,12 @@ pub fn measure(
 }
 
 /// What every measurement of one step shares: the requestor, the first `k` sharers
-/// as helpers, their state (shared by `k`) and the eviction buffer's size.
-struct StepThreads {
+/// as helpers, their state (shared by `k`) and the eviction buffer's size, on this
+/// machine with this timer and plan.
+struct StepRun<'a> {
+    host: &'a Host,
+    timer: &'a Timer,
+    plan: &'a InvalidatePlan,
     req: Vec<ThreadPlacement>,
     helpers: Vec<ThreadPlacement>,
     state: LineState,
@@ -267,15 +271,18 @@ fn measure_step(
     uown: &mut BTreeMap<u32, UownFigure>,
     on_part: &dyn Fn(&Step),
 ) -> Result<Step> {
-    let threads = StepThreads {
+    let run = StepRun {
+        host,
+        timer,
+        plan,
         req: vec![plan.requestor.clone()],
         helpers: plan.sharers[..k].iter().map(|s| s.thread.clone()).collect(),
         state: LineState::Shrd(k),
         evict: crate::sizing::eviction_buffer(&host.machine),
     };
     let mut st = Step::new(k);
-    step_latencies(host, timer, plan, &threads, &mut st, on_part)?;
-    step_bandwidths(host, timer, plan, &threads, &mut st, on_part)?;
+    run.latencies(&mut st, on_part)?;
+    run.bandwidths(&mut st, on_part)?;
     if let Some((ns, s, log)) = uown_reference(host, timer, plan, k, uown)? {
         st.uown_ns = Some(ns);
         st.settle.push(s);
@@ -285,85 +292,73 @@ fn measure_step(
     Ok(st)
 }
 
-/// RDEX and UPGRD latency of one step, into `st`.
-fn step_latencies(
-    host: &Host,
-    timer: &Timer,
-    plan: &InvalidatePlan,
-    t: &StepThreads,
-    st: &mut Step,
-    on_part: &dyn Fn(&Step),
-) -> Result<()> {
-    for (r, metric) in [
-        (Request::Rdex, "rdex_latency"),
-        (Request::Upgrade, "upgrade_latency"),
-    ] {
-        let mut p = LatencyPlan::basic(
-            t.req.clone(),
-            t.helpers.clone(),
-            plan.mem.clone(),
-            t.state,
-            r,
-            plan.iterations,
-            t.evict,
-        );
-        p.rules = plan.rules;
-        let mut res = latency::measure(host, timer, &p, plan.size)?;
-        let q = res.requestors.remove(0);
-        st.settle.push(named(&q.settle, metric));
-        st.passes.push(q.passes);
-        match r {
-            Request::Rdex => {
-                st.rdex_ns = q.ns;
-                st.pins = res.pins;
-                st.distance = res.distance;
+impl StepRun<'_> {
+    /// RDEX and UPGRD latency of one step, into `st`.
+    fn latencies(&self, st: &mut Step, on_part: &dyn Fn(&Step)) -> Result<()> {
+        for (r, metric) in [
+            (Request::Rdex, "rdex_latency"),
+            (Request::Upgrade, "upgrade_latency"),
+        ] {
+            let mut p = LatencyPlan::basic(
+                self.req.clone(),
+                self.helpers.clone(),
+                self.plan.mem.clone(),
+                self.state,
+                r,
+                self.plan.iterations,
+                self.evict,
+            );
+            p.rules = self.plan.rules;
+            let mut res = latency::measure(self.host, self.timer, &p, self.plan.size)?;
+            let q = res.requestors.remove(0);
+            st.settle.push(named(&q.settle, metric));
+            st.passes.push(q.passes);
+            match r {
+                Request::Rdex => {
+                    st.rdex_ns = q.ns;
+                    st.pins = res.pins;
+                    st.distance = res.distance;
+                }
+                _ => st.upgrade_ns = q.ns,
             }
-            _ => st.upgrade_ns = q.ns,
+            on_part(st);
         }
-        on_part(st);
+        Ok(())
     }
-    Ok(())
-}
 
-/// RDEX, UPGRD and zero bandwidth of one step, into `st`.
-fn step_bandwidths(
-    host: &Host,
-    timer: &Timer,
-    plan: &InvalidatePlan,
-    t: &StepThreads,
-    st: &mut Step,
-    on_part: &dyn Fn(&Step),
-) -> Result<()> {
-    for (kernel, metric) in [
-        (BwKernel::Rdex, "rdex_bandwidth"),
-        (BwKernel::Upgrade, "upgrade_bandwidth"),
-        (BwKernel::Zero, "zero_bandwidth"),
-    ] {
-        let p = BwPlan {
-            requestors: t.req.clone(),
-            helpers: t.helpers.clone(),
-            mem: plan.mem.clone(),
-            state: t.state,
-            kernel,
-            size: plan.size,
-            iterations: plan.iterations,
-            mp: false,
-            evict_bytes: t.evict,
-            warnings: Vec::new(),
-            rules: plan.rules,
-        };
-        let mut r = bandwidth::measure(host, timer, &p)?;
-        let gbps = r.used_gbps.remove(0);
-        st.settle.extend(r.settle.first().map(|s| named(s, metric)));
-        st.passes.extend(r.logs.into_iter().next());
-        match kernel {
-            BwKernel::Rdex => st.rdex_gbps = gbps,
-            BwKernel::Upgrade => st.upgrade_gbps = gbps,
-            _ => st.zero_gbps = gbps,
+    /// RDEX, UPGRD and zero bandwidth of one step, into `st`.
+    fn bandwidths(&self, st: &mut Step, on_part: &dyn Fn(&Step)) -> Result<()> {
+        for (kernel, metric) in [
+            (BwKernel::Rdex, "rdex_bandwidth"),
+            (BwKernel::Upgrade, "upgrade_bandwidth"),
+            (BwKernel::Zero, "zero_bandwidth"),
+        ] {
+            let p = BwPlan {
+                requestors: self.req.clone(),
+                helpers: self.helpers.clone(),
+                mem: self.plan.mem.clone(),
+                state: self.state,
+                kernel,
+                size: self.plan.size,
+                iterations: self.plan.iterations,
+                mp: false,
+                evict_bytes: self.evict,
+                warnings: Vec::new(),
+                rules: self.plan.rules,
+            };
+            let mut r = bandwidth::measure(self.host, self.timer, &p)?;
+            let gbps = r.used_gbps.remove(0);
+            st.settle.extend(r.settle.first().map(|s| named(s, metric)));
+            st.passes.extend(r.logs.into_iter().next());
+            match kernel {
+                BwKernel::Rdex => st.rdex_gbps = gbps,
+                BwKernel::Upgrade => st.upgrade_gbps = gbps,
+                _ => st.zero_gbps = gbps,
+            }
+            on_part(st);
         }
-        on_part(st);
+        Ok(())
     }
-    Ok(())
 }
 
 /// The unowned RDEX latency to the newest sharer's node, when that node has memory:
