@@ -8,36 +8,11 @@
 mod common;
 
 use common::cluster::{cluster_test, Cluster};
+use common::mpi::{kept_count, partial_in, rank_pid};
 use numalab_results::words::count_are;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// The launcher's kept-records file in `dir` (named `numalab-partial-*`) and its whole
-/// lines.
-fn partial_in(dir: &Path) -> Option<(PathBuf, usize)> {
-    let f = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains("numalab-partial-"))?;
-    let n = std::fs::read_to_string(&f).map_or(0, |t| t.matches('\n').count());
-    Some((f, n))
-}
-
-/// The process whose environment names `partial` and Open MPI rank `rank` (the hosts
-/// are namespaces of this machine, so their processes are seen here).
-fn rank_pid(partial: &Path, rank: u32) -> Option<i32> {
-    let want = format!("NUMALAB_PARTIAL={}", partial.display());
-    let me = format!("OMPI_COMM_WORLD_RANK={rank}");
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let env = std::fs::read(e.path().join("environ")).ok()?;
-        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
-        let has = |v: &str| vars.contains(&v.as_bytes());
-        (has(&want) && has(&me)).then_some(pid)
-    })
-}
 
 /// `mpi latency` over many sizes between nlab-h1 (rank 0) and nlab-h2 (rank 1), the
 /// launcher in the head host with its `$TMPDIR` under /tmp (which the hosts do not
@@ -113,12 +88,7 @@ fn a_rank_killed_across_hosts_keeps_the_sizes_that_finished_without_a_shared_fol
         .filter(|l| l.contains("the job ended early: "))
         .collect();
     assert_eq!(said.len(), 1, "said once: {err}");
-    let n: usize = said[0]
-        .split("early: ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{}", said[0]));
+    let n = kept_count(said[0]);
     assert!((2..18).contains(&n), "{}", said[0]);
     let recs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(recs.len(), n, "one record per finished size");

@@ -25,12 +25,7 @@ fn salloc_runs_cluster_on_the_allocations_nodes_journalled_and_resumed() {
     let q = quick("50", "64K");
     // The plan names the allocation and its nodes; nothing is started.
     let out = slurm.run(&c, "60", &[&salloc[..], &["--dry-run"]].concat());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(
         text.contains("cluster plan: 2 hosts from Slurm allocation "),
         "{text}"

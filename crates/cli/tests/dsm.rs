@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::mpi::dsm_sor;
 use common::validate;
 use std::process::Output;
 
@@ -64,19 +65,7 @@ fn a_scale_other_than_1_2_4_or_8_is_refused_and_a_scaled_plan_says_it() {
     }
     let plan = |k: &str| {
         let out = run(
-            &[
-                "dsm",
-                "run",
-                "sor",
-                "--ranks",
-                "2",
-                "--input",
-                "paper",
-                "--scale",
-                k,
-                "--dry-run",
-                "--json",
-            ],
+            &dsm_sor(&["--input", "paper", "--scale", k, "--dry-run", "--json"]),
             &[],
         );
         assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -138,7 +127,7 @@ fn two_ranks_four_threads_match_the_sequential_run() {
 fn a_sigsegv_sent_to_a_rank_ends_the_job_as_any_fatal_signal() {
     // The DSM's fault handler must tell a sent SIGSEGV from an access fault.
     let out = run(
-        &["dsm", "run", "sor", "--ranks", "2"],
+        &dsm_sor(&[]),
         &[
             ("NUMALAB_DSM_KILL_RANK", "1"),
             ("NUMALAB_DSM_KILL_SIGNAL", "SEGV"),
@@ -154,10 +143,7 @@ fn a_sigsegv_sent_to_a_rank_ends_the_job_as_any_fatal_signal() {
 
 #[test]
 fn a_rank_dying_mid_run_ends_the_job_naming_it() {
-    let out = run(
-        &["dsm", "run", "sor", "--ranks", "2"],
-        &[("NUMALAB_DSM_KILL_RANK", "1")],
-    );
+    let out = run(&dsm_sor(&[]), &[("NUMALAB_DSM_KILL_RANK", "1")]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -168,8 +154,7 @@ fn a_rank_dying_mid_run_ends_the_job_naming_it() {
 
 /// `dsm run sor --ranks 2 EXTRA…` (text, or JSON with `json`), asserting it succeeded.
 fn sor_run(extra: &[&str], json: bool) -> Output {
-    let mut args = vec!["dsm", "run", "sor", "--ranks", "2"];
-    args.extend_from_slice(extra);
+    let mut args = dsm_sor(extra);
     if json {
         args.push("--json");
     }
@@ -294,12 +279,7 @@ fn the_cvm_suite_text_ends_with_a_newline_and_costs_its_faults() {
         ],
         &[],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(text.ends_with('\n'), "no final newline: {text:?}");
     assert!(text.contains("Remote faults: µs per fault"), "{text}");
     assert!(text.contains("IO (overlapped)"), "{text}");

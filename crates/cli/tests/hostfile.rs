@@ -189,12 +189,7 @@ fn the_spread_flags_become_mpiruns_in_the_plan() {
         ],
         &[],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(
         text.contains("mpirun -np 2 --map-by ppr:2:node --rank-by node"),
         "{text}"

@@ -2,8 +2,12 @@
 //! one line, exit 2, nothing started; the launcher chosen gets its own command line and
 //! its ranks learn which launcher started them. The launcher is a script this test
 //! writes (`NUMALAB_MPIRUN`) that records its arguments and environment and exits.
+//! Every run is under a timeout (common::mpi::run): a launch that hung fails the test.
 
 mod common;
+
+/// Seconds any one run may take: the stand-in launcher starts no ranks and exits.
+const LIMIT: &str = "60";
 
 /// A stand-in launcher that writes its arguments and `NUMALAB_LAUNCHED_BY` into its
 /// folder and exits 0 (the ranks it would start are not needed to see its line).
@@ -17,7 +21,7 @@ fn recording_launcher(tag: &str) -> std::path::PathBuf {
 }
 
 fn one_line_exit_2(args: &[&str], env: &[(&str, &str)], names: &str) {
-    let out = common::bounded("60", args, env);
+    let out = common::mpi::run(LIMIT, args, env);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
@@ -64,7 +68,7 @@ fn launch_with(dir: &std::path::Path, launcher: &str) -> String {
         "--launcher",
         launcher,
     ];
-    let out = common::bounded("60", &args, &[("NUMALAB_MPIRUN", fake.to_str().unwrap())]);
+    let out = common::mpi::run(LIMIT, &args, &[("NUMALAB_MPIRUN", fake.to_str().unwrap())]);
     assert_eq!(
         out.status.code(),
         Some(0),

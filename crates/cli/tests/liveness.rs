@@ -159,17 +159,12 @@ fn a_stopped_rank_in_mpi_latency_is_named_and_ends_the_job() {
 #[test]
 fn a_stopped_rank_in_a_dsm_run_is_named_and_ends_the_job() {
     if have_mpirun() {
-        a_stopped_rank_ends(&[
-            "dsm",
-            "run",
-            "sor",
-            "--ranks",
-            "2",
+        a_stopped_rank_ends(&common::mpi::dsm_sor(&[
             "--input",
             "paper",
             "--net-delay",
             "1ms",
-        ]);
+        ]));
     }
 }
 

@@ -8,11 +8,9 @@ use common::validate;
 use serde_json::Value;
 use std::process::Output;
 
-/// Seconds any one MPI run may take before the test fails (a hang is a defect).
-const LIMIT: &str = "120";
-
+/// Runs numalab within the MPI tests' timeout (common::mpi::LIMIT): a hang fails.
 fn run(args: &[&str]) -> Output {
-    common::bounded(LIMIT, args, &[])
+    common::mpi::mpi_run(args, &[])
 }
 
 fn records(args: &[&str]) -> Vec<Value> {

@@ -118,12 +118,7 @@ fn table_4_breaks_one_remote_load_into_stamped_stages_beside_the_seed() {
         ],
         &[],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(
         text.contains("EARTH Table 4") && text.contains("Remote SU perform GET operation"),
         "{text}"

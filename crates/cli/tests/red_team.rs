@@ -553,12 +553,7 @@ fn report_names_the_rule_a_superlinear_figure_broke_and_never_states_it() {
     // The fixture as measured: two cores 15.4 GB/s, one core 8.6 GB/s (1.8×).
     let f = edited_fixture(&dir, "sound.json", |_| {});
     let out = common::numalab(&["report", &f, "-o", html.to_str().unwrap()]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(
         text.contains("2 cores together 15.4 GB/s (1.8×)")
             && !text.contains("rule bandwidth-scaling"),
@@ -577,12 +572,7 @@ fn report_names_the_rule_a_superlinear_figure_broke_and_never_states_it() {
     });
     let html2 = dir.join("r2.html");
     let out = common::numalab(&["report", &f, "-o", html2.to_str().unwrap()]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::ok_text(&out);
     assert!(
         text.contains("implausible (rule bandwidth-scaling)"),
         "{text}"

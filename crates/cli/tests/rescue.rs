@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::mpi::{kept_count, partial_in, rank_pid};
 use common::{numalab, tmpdir};
 use numalab_results::journal::{self, Entry, Fingerprint, Header, PlannedStep};
 use numalab_results::words::count_are;
@@ -324,30 +325,6 @@ fn plans_name_the_input_as_the_flag_spells_it() {
     assert!(name.contains("--input small"), "{name}");
 }
 
-/// Lines of the files named `numalab-partial-*` in `dir`: (the file, its whole lines).
-fn partial_in(dir: &Path) -> Option<(PathBuf, usize)> {
-    let f = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().contains("numalab-partial-"))?;
-    let n = std::fs::read_to_string(&f).map_or(0, |t| t.matches('\n').count());
-    Some((f, n))
-}
-
-/// The process whose environment names `partial` and MPI rank `rank`.
-fn rank_pid(partial: &Path, rank: u32) -> Option<i32> {
-    let want = format!("NUMALAB_PARTIAL={}", partial.display());
-    let me = format!("OMPI_COMM_WORLD_RANK={rank}");
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let env = std::fs::read(e.path().join("environ")).ok()?;
-        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
-        let has = |v: &str| vars.contains(&v.as_bytes());
-        (has(&want) && has(&me)).then_some(pid)
-    })
-}
-
 #[test]
 fn a_killed_mpi_suite_keeps_the_configurations_it_finished() {
     let root = tmpdir("rescue-cvm");
@@ -389,12 +366,7 @@ fn a_killed_mpi_suite_keeps_the_configurations_it_finished() {
         .lines()
         .find(|l| l.contains("the job ended early: "))
         .unwrap_or_else(|| panic!("nothing kept: {err}"));
-    let n: usize = said
-        .split("early: ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{said}"));
+    let n = kept_count(said);
     assert!((2..12).contains(&n) && said.contains(" of 12 "), "{said}");
     let recs: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(

@@ -140,6 +140,67 @@ fn evict(buf: &[u8]) -> u8 {
         .fold(0, |x, b| x ^ std::hint::black_box(*b))
 }
 
+/// What a crew's threads share while they run.
+struct Shared {
+    barrier: SpinBarrier,
+    failed: AtomicBool,
+    stop: AtomicBool,
+    samples: usize,
+    prepared: bool,
+    overhead: u64,
+}
+
+impl Shared {
+    /// Pin this thread to `cpu`, then wait for every thread: the pin, and whether any
+    /// thread failed to pin (then no one measures).
+    fn start(&self, host: &Host, cpu: u32) -> (Result<PinProof>, bool) {
+        let pin = pin_current_thread(host, cpu);
+        if pin.is_err() {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        self.barrier.wait();
+        (pin, self.failed.load(Ordering::SeqCst))
+    }
+}
+
+/// A requestor thread's pin, timed passes and what disturbed each.
+type RequestorOut = Result<(PinProof, Vec<Timed>, Vec<Disturbance>)>;
+
+/// Join scoped threads, a panicked one as an error naming its role.
+fn join_all<T>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T>>>,
+    role: &str,
+) -> Vec<Result<T>> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::System(format!("a {role} thread panicked"))))
+        })
+        .collect()
+}
+
+/// Requestors' pins then helpers' pins, and the requestors' samples; the first error.
+fn gather(req_out: Vec<RequestorOut>, help_out: Vec<Result<PinProof>>) -> Result<CrewResult> {
+    let mut pins = Vec::new();
+    let mut samples_out = Vec::new();
+    let mut disturb = Vec::new();
+    for r in req_out {
+        let (pin, s, d) = r?;
+        pins.push(pin);
+        samples_out.push(s);
+        disturb.push(d);
+    }
+    for h in help_out {
+        pins.push(h?);
+    }
+    Ok(CrewResult {
+        samples: samples_out,
+        disturb,
+        pins,
+    })
+}
+
 impl Crew<'_> {
     /// Run `samples` passes. `make(i)` builds requestor i's work on its own thread;
     /// each call does one pass and returns the units it did.
@@ -156,141 +217,142 @@ impl Crew<'_> {
             )));
         }
         let helpers: &[u32] = if prepared { &self.helpers } else { &[] };
-        let barrier = SpinBarrier::new(self.members.len() + helpers.len());
-        let failed = AtomicBool::new(false);
-        let stop = AtomicBool::new(false);
-        let overhead = (self.timer.overhead_ns * self.timer.hz / 1e9) as u64;
-        let state = self.state;
+        let shared = Shared {
+            barrier: SpinBarrier::new(self.members.len() + helpers.len()),
+            failed: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            samples,
+            prepared,
+            overhead: (self.timer.overhead_ns * self.timer.hz / 1e9) as u64,
+        };
         let (req_out, help_out) = std::thread::scope(|s| {
-            let (barrier, failed, stop, make) = (&barrier, &failed, &stop, &make);
-            let start = |cpu: u32| {
-                let pin = pin_current_thread(self.host, cpu);
-                if pin.is_err() {
-                    failed.store(true, Ordering::SeqCst);
-                }
-                barrier.wait();
-                (pin, failed.load(Ordering::SeqCst))
-            };
-            let req: Vec<_> = self
-                .members
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
-                    s.spawn(
-                        move || -> Result<(PinProof, Vec<Timed>, Vec<Disturbance>)> {
-                            let (pin, abort) = start(m.cpu);
-                            if abort {
-                                return pin.map(|p| (p, Vec::new(), Vec::new()));
-                            }
-                            let mut work = make(i);
-                            if !prepared {
-                                work(&Pass { timed: false, stop });
-                            }
-                            let mut out = Vec::with_capacity(samples);
-                            let mut dist = Vec::with_capacity(samples);
-                            for _ in 0..samples {
-                                if prepared {
-                                    barrier.wait();
-                                    // SAFETY: the member's own lines, in its live buffer.
-                                    unsafe { flush::flush_lines(m.base, m.lines, m.line) };
-                                    barrier.wait();
-                                    barrier.wait(); // helpers prepare between these two
-                                    if self.preread {
-                                        std::hint::black_box(touch_read(m.base, m.lines, m.line));
-                                    }
-                                }
-                                // Read before the barrier, so the threads still start together.
-                                let sampler = Sampler::start(Some(m.cpu));
-                                barrier.wait();
-                                let t0 = self.timer.start();
-                                let units = work(&Pass { timed: true, stop });
-                                let t1 = self.timer.stop();
-                                dist.push(sampler.finish());
-                                if self.first_stops {
-                                    stop.store(true, Ordering::Relaxed);
-                                }
-                                out.push(Timed {
-                                    ticks: t1.saturating_sub(t0).saturating_sub(overhead),
-                                    units,
-                                    start: t0,
-                                    end: t1,
-                                });
-                                barrier.wait();
-                                if i == 0 {
-                                    stop.store(false, Ordering::Relaxed);
-                                }
-                            }
-                            Ok((pin?, out, dist))
-                        },
-                    )
-                })
+            let (sh, make) = (&shared, &make);
+            let req: Vec<_> = (0..self.members.len())
+                .map(|i| s.spawn(move || self.requestor(i, sh, make)))
                 .collect();
             let help: Vec<_> = helpers
                 .iter()
                 .enumerate()
-                .map(|(h, &cpu)| {
-                    s.spawn(move || -> Result<PinProof> {
-                        let (pin, abort) = start(cpu);
-                        if abort {
-                            return pin;
-                        }
-                        let ev = if state == LineState::Cexm {
-                            vec![1u8; self.evict_bytes]
-                        } else {
-                            Vec::new()
-                        };
-                        for _ in 0..samples {
-                            barrier.wait();
-                            barrier.wait(); // requestors flush between these two
-                            for m in &self.members {
-                                match state {
-                                    LineState::Dexd | LineState::Dext if h == 0 => {
-                                        touch_write(m.base, m.lines, m.line)
-                                    }
-                                    LineState::Shrd(_) | LineState::Cexh | LineState::Cexm => {
-                                        std::hint::black_box(touch_read(m.base, m.lines, m.line));
-                                    }
-                                    _ => {}
-                                }
-                            }
-                            if state == LineState::Cexm {
-                                std::hint::black_box(evict(&ev));
-                            }
-                            barrier.wait();
-                            barrier.wait(); // the timed pass starts
-                            barrier.wait(); // and ends
-                        }
-                        pin
-                    })
-                })
+                .map(|(h, &cpu)| s.spawn(move || self.helper(h, cpu, sh)))
                 .collect();
-            let join = |e: &str| Error::System(format!("a {e} thread panicked"));
-            (
-                req.into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(join("requestor"))))
-                    .collect::<Vec<_>>(),
-                help.into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(join("helper"))))
-                    .collect::<Vec<_>>(),
-            )
+            (join_all(req, "requestor"), join_all(help, "helper"))
         });
-        let mut pins = Vec::new();
-        let mut samples_out = Vec::new();
-        let mut disturb = Vec::new();
-        for r in req_out {
-            let (pin, s, d) = r?;
-            pins.push(pin);
-            samples_out.push(s);
-            disturb.push(d);
+        gather(req_out, help_out)
+    }
+
+    /// Requestor `i`'s thread: pin, build its work, then time `samples` passes.
+    fn requestor<W, M>(&self, i: usize, sh: &Shared, make: &M) -> RequestorOut
+    where
+        M: Fn(usize) -> W + Sync,
+        W: FnMut(&Pass) -> u64,
+    {
+        let m = &self.members[i];
+        let (pin, abort) = sh.start(self.host, m.cpu);
+        if abort {
+            return pin.map(|p| (p, Vec::new(), Vec::new()));
         }
-        for h in help_out {
-            pins.push(h?);
+        let mut work = make(i);
+        if !sh.prepared {
+            work(&Pass {
+                timed: false,
+                stop: &sh.stop,
+            });
         }
-        Ok(CrewResult {
-            samples: samples_out,
-            disturb,
-            pins,
-        })
+        let mut out = Vec::with_capacity(sh.samples);
+        let mut dist = Vec::with_capacity(sh.samples);
+        for _ in 0..sh.samples {
+            if sh.prepared {
+                self.flush_for_helpers(m, sh);
+            }
+            let (timed, disturbance) = self.timed_pass(m, sh, &mut work);
+            dist.push(disturbance);
+            out.push(timed);
+            sh.barrier.wait();
+            if i == 0 {
+                sh.stop.store(false, Ordering::Relaxed);
+            }
+        }
+        Ok((pin?, out, dist))
+    }
+
+    /// A requestor's untimed preparation: flush its lines, let the helpers put them in
+    /// the state, then (for upgrades) read them itself.
+    fn flush_for_helpers(&self, m: &Member, sh: &Shared) {
+        sh.barrier.wait();
+        // SAFETY: the member's own lines, in its live buffer.
+        unsafe { flush::flush_lines(m.base, m.lines, m.line) };
+        sh.barrier.wait();
+        sh.barrier.wait(); // helpers prepare between these two
+        if self.preread {
+            std::hint::black_box(touch_read(m.base, m.lines, m.line));
+        }
+    }
+
+    /// One timed pass of a requestor, started together with the others by a barrier.
+    fn timed_pass<W>(&self, m: &Member, sh: &Shared, work: &mut W) -> (Timed, Disturbance)
+    where
+        W: FnMut(&Pass) -> u64,
+    {
+        // Read before the barrier, so the threads still start together.
+        let sampler = Sampler::start(Some(m.cpu));
+        sh.barrier.wait();
+        let t0 = self.timer.start();
+        let units = work(&Pass {
+            timed: true,
+            stop: &sh.stop,
+        });
+        let t1 = self.timer.stop();
+        let disturbance = sampler.finish();
+        if self.first_stops {
+            sh.stop.store(true, Ordering::Relaxed);
+        }
+        let timed = Timed {
+            ticks: t1.saturating_sub(t0).saturating_sub(sh.overhead),
+            units,
+            start: t0,
+            end: t1,
+        };
+        (timed, disturbance)
+    }
+
+    /// Helper `h`'s thread: pin, then before every pass put the requestors' lines in
+    /// the state, keeping step with them through the barriers.
+    fn helper(&self, h: usize, cpu: u32, sh: &Shared) -> Result<PinProof> {
+        let (pin, abort) = sh.start(self.host, cpu);
+        if abort {
+            return pin;
+        }
+        let ev = if self.state == LineState::Cexm {
+            vec![1u8; self.evict_bytes]
+        } else {
+            Vec::new()
+        };
+        for _ in 0..sh.samples {
+            sh.barrier.wait();
+            sh.barrier.wait(); // requestors flush between these two
+            self.prepare_lines(h);
+            if self.state == LineState::Cexm {
+                std::hint::black_box(evict(&ev));
+            }
+            sh.barrier.wait();
+            sh.barrier.wait(); // the timed pass starts
+            sh.barrier.wait(); // and ends
+        }
+        pin
+    }
+
+    /// Helper `h` touches every requestor's lines as the state asks (a dirty state:
+    /// the first helper writes them; a shared or clean one: every helper reads them).
+    fn prepare_lines(&self, h: usize) {
+        for m in &self.members {
+            match self.state {
+                LineState::Dexd | LineState::Dext if h == 0 => touch_write(m.base, m.lines, m.line),
+                LineState::Shrd(_) | LineState::Cexh | LineState::Cexm => {
+                    std::hint::black_box(touch_read(m.base, m.lines, m.line));
+                }
+                _ => {}
+            }
+        }
     }
 }
 

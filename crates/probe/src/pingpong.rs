@@ -1,7 +1,7 @@
 //! Core-to-core ping-pong: two pinned threads hand a counter back and forth with
 //! compare-and-swap on one cache line; a round trip moves the line there and back.
 
-use crate::crew::{Crew, Member, Pass};
+use crate::crew::{Crew, CrewResult, Member, Pass};
 use crate::state::LineState;
 use crate::timer::Timer;
 use numalab_results::disturb::Disturbance;
@@ -68,33 +68,44 @@ pub fn ping_pong(
             } else {
                 round_trips.min(1000)
             };
-            if i == 0 {
-                flag.store(0, Ordering::SeqCst);
-            }
-            // Initiator moves 2k -> 2k+1, responder 2k+1 -> 2k+2; both stop after n.
-            let (mine, last) = if i == 0 {
-                (0u64, 2 * n - 2)
-            } else {
-                (1u64, 2 * n - 1)
-            };
-            let mut want = mine;
-            loop {
-                if flag
-                    .compare_exchange(want, want + 1, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    if want >= last {
-                        break;
-                    }
-                    want += 2;
-                }
-                // No pause between attempts: the usual CAS ping-pong (as the
-                // core-to-core tools run it) retries at once.
-            }
+            hand_over(flag, i, n);
             // The responder's work is not timed meaningfully; the initiator's is.
             n
         }
     })?;
+    Ok(round_trips_of(timer, res))
+}
+
+/// One pass of side `i` (0: the initiator, which resets the flag first): `n` round
+/// trips of the counter in `flag`, by compare-and-swap.
+fn hand_over(flag: &AtomicU64, i: usize, n: u64) {
+    if i == 0 {
+        flag.store(0, Ordering::SeqCst);
+    }
+    // Initiator moves 2k -> 2k+1, responder 2k+1 -> 2k+2; both stop after n.
+    let (mine, last) = if i == 0 {
+        (0u64, 2 * n - 2)
+    } else {
+        (1u64, 2 * n - 1)
+    };
+    let mut want = mine;
+    loop {
+        if flag
+            .compare_exchange(want, want + 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            if want >= last {
+                break;
+            }
+            want += 2;
+        }
+        // No pause between attempts: the usual CAS ping-pong (as the
+        // core-to-core tools run it) retries at once.
+    }
+}
+
+/// The round trips of a crew's passes, timed on the initiator.
+fn round_trips_of(timer: &Timer, res: CrewResult) -> PingPong {
     // Both start on the crew's barrier; the initiator's time covers n round trips
     // (its last CAS needs the responder's answer to the previous one).
     let rtt_ns = res.samples[0]
@@ -106,11 +117,11 @@ pub fn ping_pong(
     for (d, o) in disturb.iter_mut().zip(&res.disturb[1]) {
         d.merge(o);
     }
-    Ok(PingPong {
+    PingPong {
         rtt_ns,
         disturb,
         pins: res.pins,
-    })
+    }
 }
 
 /// Round trips per sample of [`distance`]: 100 round trips of 20–600 ns is 2–60 µs a

@@ -2,7 +2,7 @@
 //! L1-resident self loop) through the [`Crew`].
 
 use crate::chase::{Chase, SelfLoop};
-use crate::crew::{Crew, Member, Pass};
+use crate::crew::{Crew, CrewResult, Member, Pass};
 use crate::kernel::{self, Access, KernelFn};
 use crate::state::{LineState, Request};
 use crate::timer::Timer;
@@ -96,25 +96,7 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
             )));
         }
     }
-    let crew = Crew {
-        host: setup.host,
-        timer: setup.timer,
-        members: setup
-            .requestors
-            .iter()
-            .map(|r| Member {
-                cpu: r.cpu,
-                base: r.chase.base(),
-                lines: r.chase.visited_lines(),
-                line: r.chase.layout.line,
-            })
-            .collect(),
-        helpers: setup.helpers.clone(),
-        state: setup.state,
-        preread: setup.request == Request::Upgrade,
-        evict_bytes: setup.evict_bytes,
-        first_stops: false,
-    };
+    let crew = crew_of(setup);
     let res = crew.run(round.samples, prepared, |i| {
         let chase = setup.requestors[i].chase;
         let own = SelfLoop::new();
@@ -134,8 +116,37 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
             round.loads as u64
         }
     })?;
+    Ok(round_result(setup, round, res))
+}
+
+/// The crew that times a setup's requestors (each over the lines its chase visits)
+/// with its helpers.
+fn crew_of<'a>(setup: &'a Setup) -> Crew<'a> {
+    Crew {
+        host: setup.host,
+        timer: setup.timer,
+        members: setup
+            .requestors
+            .iter()
+            .map(|r| Member {
+                cpu: r.cpu,
+                base: r.chase.base(),
+                lines: r.chase.visited_lines(),
+                line: r.chase.layout.line,
+            })
+            .collect(),
+        helpers: setup.helpers.clone(),
+        state: setup.state,
+        preread: setup.request == Request::Upgrade,
+        evict_bytes: setup.evict_bytes,
+        first_stops: false,
+    }
+}
+
+/// A crew's passes as ns and ticks per load (the kernel runs whole unrolled blocks).
+fn round_result(setup: &Setup, round: &Round, res: CrewResult) -> RoundResult {
     let per_load = (round.loads.div_ceil(kernel::UNROLL).max(1) * kernel::UNROLL) as f64;
-    Ok(RoundResult {
+    RoundResult {
         ns_per_load: res
             .samples
             .iter()
@@ -152,5 +163,5 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
             .collect(),
         disturb: res.disturb,
         pins: res.pins,
-    })
+    }
 }

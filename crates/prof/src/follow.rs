@@ -182,70 +182,104 @@ impl Follower {
             let tasks = self.roots.tasks(pid);
             seen.extend(tasks.iter().copied());
             if tasks.is_empty() {
-                if let Some(p) = self.procs.get_mut(&pid) {
-                    if p.alive {
-                        p.alive = false;
-                        out.push(Entry::Event(Event {
-                            t_ns,
-                            obj: format!("p{pid}"),
-                            what: "exit".into(),
-                            detail: String::new(),
-                        }));
-                    }
-                }
+                self.process_exited(t_ns, pid, out);
                 continue;
             }
-            let comm = self
-                .roots
-                .stat(pid, pid)
-                .map(|s| s.comm)
-                .unwrap_or_default();
-            let p = self
-                .procs
-                .get_mut(&pid)
-                .expect("queued processes are known");
-            if p.comm.is_empty() {
-                p.comm = comm.clone();
-                out.push(Entry::Object(Object {
-                    t_ns,
-                    id: format!("p{pid}"),
-                    kind: ObjKind::Process,
-                    pid: Some(pid),
-                    tid: None,
-                    node: None,
-                    name: comm,
-                    parent: None,
-                }));
-            } else if !comm.is_empty() && comm != p.comm {
-                out.push(Entry::Event(Event {
-                    t_ns,
-                    obj: format!("p{pid}"),
-                    what: "exec".into(),
-                    detail: comm.clone(),
-                }));
-                p.comm = comm;
-            }
+            self.note_comm(t_ns, pid, out);
             for tid in tasks {
                 if !self.threads.contains_key(&tid) {
                     self.add_thread(t_ns, pid, tid, out);
                 }
-                for child in self.roots.children(pid, tid).unwrap_or_default() {
-                    if let std::collections::btree_map::Entry::Vacant(e) = self.procs.entry(child) {
-                        e.insert(Process {
-                            comm: String::new(),
-                            alive: true,
-                        });
-                        out.push(Entry::Event(Event {
-                            t_ns,
-                            obj: format!("p{pid}"),
-                            what: "fork".into(),
-                            detail: format!("child process {child}"),
-                        }));
-                        queue.push(child);
-                    }
-                }
+                self.adopt_children(t_ns, pid, tid, &mut queue, out);
             }
         }
+        self.forget_gone(t_ns, &seen, out);
+    }
+
+    /// A process with no tasks left: mark it dead, once, with an exit event.
+    fn process_exited(&mut self, t_ns: u64, pid: i32, out: &mut Vec<Entry>) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            if p.alive {
+                p.alive = false;
+                out.push(Entry::Event(Event {
+                    t_ns,
+                    obj: format!("p{pid}"),
+                    what: "exit".into(),
+                    detail: String::new(),
+                }));
+            }
+        }
+    }
+
+    /// A live process's name: the first one found makes its object, a new one later
+    /// is an exec.
+    fn note_comm(&mut self, t_ns: u64, pid: i32, out: &mut Vec<Entry>) {
+        let comm = self
+            .roots
+            .stat(pid, pid)
+            .map(|s| s.comm)
+            .unwrap_or_default();
+        let p = self
+            .procs
+            .get_mut(&pid)
+            .expect("queued processes are known");
+        if p.comm.is_empty() {
+            p.comm = comm.clone();
+            out.push(Entry::Object(Object {
+                t_ns,
+                id: format!("p{pid}"),
+                kind: ObjKind::Process,
+                pid: Some(pid),
+                tid: None,
+                node: None,
+                name: comm,
+                parent: None,
+            }));
+        } else if !comm.is_empty() && comm != p.comm {
+            out.push(Entry::Event(Event {
+                t_ns,
+                obj: format!("p{pid}"),
+                what: "exec".into(),
+                detail: comm.clone(),
+            }));
+            p.comm = comm;
+        }
+    }
+
+    /// Thread `tid`'s children not yet known: followed from now on (queued to be
+    /// searched this round), each with a fork event.
+    fn adopt_children(
+        &mut self,
+        t_ns: u64,
+        pid: i32,
+        tid: i32,
+        queue: &mut Vec<i32>,
+        out: &mut Vec<Entry>,
+    ) {
+        for child in self.roots.children(pid, tid).unwrap_or_default() {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.procs.entry(child) {
+                e.insert(Process {
+                    comm: String::new(),
+                    alive: true,
+                });
+                out.push(Entry::Event(Event {
+                    t_ns,
+                    obj: format!("p{pid}"),
+                    what: "fork".into(),
+                    detail: format!("child process {child}"),
+                }));
+                queue.push(child);
+            }
+        }
+    }
+
+    /// Threads no live process listed this round: forgotten, each with an exit event.
+    fn forget_gone(
+        &mut self,
+        t_ns: u64,
+        seen: &std::collections::BTreeSet<i32>,
+        out: &mut Vec<Entry>,
+    ) {
         let gone: Vec<i32> = self
             .threads
             .iter()

@@ -125,15 +125,6 @@ pub fn monitor(
         system.uncore_descs(),
         system.fields(),
     );
-    let mut w = match &opts.output {
-        Some(p) => Some(Writer::create(p, &h).map_err(|e| {
-            format!(
-                "invalid output '{}': cannot write the trace: {e}",
-                p.display()
-            )
-        })?),
-        None => None,
-    };
     let mut t = Trace {
         header: h,
         objects: system.objects(),
@@ -142,15 +133,54 @@ pub fn monitor(
         end: None,
         torn_tail: false,
     };
-    if let Some(w) = w.as_mut() {
-        for o in &t.objects {
-            w.put(&Entry::Object(o.clone()))
-                .map_err(|e| e.to_string())?;
-        }
-    }
+    let mut w = open_writer(opts.output.as_deref(), &t)?;
     let start = Instant::now();
+    let reason = sample_until_done(&mut system, opts, &mut w, &mut t, start, stop, on_lines)?;
+    let end = End {
+        t_ns: start.elapsed().as_nanos() as u64,
+        reason,
+        exit_code: None,
+        signal: None,
+        sampler_cpu_ns: crate::record::own_cpu_ns(),
+    };
+    if let Some(w) = w.as_mut() {
+        end_writer(w, &end)?;
+    }
+    t.end = Some(end);
+    Ok(t)
+}
+
+/// The trace file, when asked for, with the header and the objects written.
+fn open_writer(output: Option<&std::path::Path>, t: &Trace) -> Result<Option<Writer>, String> {
+    let Some(p) = output else {
+        return Ok(None);
+    };
+    let mut w = Writer::create(p, &t.header).map_err(|e| {
+        format!(
+            "invalid output '{}': cannot write the trace: {e}",
+            p.display()
+        )
+    })?;
+    for o in &t.objects {
+        w.put(&Entry::Object(o.clone()))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(Some(w))
+}
+
+/// Sample every interval into `t` (and the file) until the count is reached or a
+/// signal came; `on_lines` gets each interval's lines. Returns why sampling ended.
+fn sample_until_done(
+    system: &mut System,
+    opts: &Options,
+    w: &mut Option<Writer>,
+    t: &mut Trace,
+    start: Instant,
+    stop: &dyn Fn() -> Option<i32>,
+    on_lines: &mut dyn FnMut(&Trace, &[Line]),
+) -> Result<String, String> {
     let mut k = 0u64;
-    let reason = loop {
+    loop {
         let t_ns = start.elapsed().as_nanos() as u64;
         let s = system.sample(t_ns);
         if let Some(w) = w.as_mut() {
@@ -165,33 +195,30 @@ pub fn monitor(
         t.samples.drain(..keep_from);
         t.samples.extend(s);
         if k > 0 {
-            on_lines(&t, &last_lines(&t, &opts.nodes));
+            on_lines(t, &last_lines(t, &opts.nodes));
         }
         if opts.count.is_some_and(|c| k >= c) {
-            break "count reached".to_string();
+            return Ok("count reached".to_string());
         }
         k += 1;
         let next = opts.interval * (k as u32);
         std::thread::sleep(next.saturating_sub(start.elapsed()));
         if let Some(sig) = stop() {
-            break format!("interrupted by {}", numalab_results::interrupt::name(sig));
-        }
-    };
-    let end = End {
-        t_ns: start.elapsed().as_nanos() as u64,
-        reason,
-        exit_code: None,
-        signal: None,
-        sampler_cpu_ns: crate::record::own_cpu_ns(),
-    };
-    if let Some(w) = w.as_mut() {
-        w.put(&Entry::End(end.clone())).map_err(|e| e.to_string())?;
-        w.flush().map_err(|e| e.to_string())?;
-        // The trace is whole in a fallback file: said as the error that names it.
-        if let Some(why) = w.moved() {
-            return Err(why.to_string());
+            return Ok(format!(
+                "interrupted by {}",
+                numalab_results::interrupt::name(sig)
+            ));
         }
     }
-    t.end = Some(end);
-    Ok(t)
+}
+
+/// Write the end and flush; a trace that had to move to a fallback file is whole
+/// there, said as the error that names it.
+fn end_writer(w: &mut Writer, end: &End) -> Result<(), String> {
+    w.put(&Entry::End(end.clone())).map_err(|e| e.to_string())?;
+    w.flush().map_err(|e| e.to_string())?;
+    match w.moved() {
+        Some(why) => Err(why.to_string()),
+        None => Ok(()),
+    }
 }

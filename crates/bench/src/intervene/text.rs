@@ -80,13 +80,36 @@ fn planned(plan: &[&Record]) -> String {
     s
 }
 
-/// Per state, one row per distance: the unowned read, then each placement and ΔU.
-fn measured(records: &[Record]) -> Option<String> {
-    let uown: Vec<&Record> = of(records, "intervene-uown").collect();
-    let iterations = &uown.first()?.parameters["iterations"];
-    let tol = uown.first()?.parameters["tolerance_pct"]
-        .as_f64()
-        .unwrap_or(settle::DEFAULT_TOLERANCE_PCT);
+/// Medians of records found by kind and name.
+struct Lookup<'a> {
+    records: &'a [Record],
+}
+
+impl Lookup<'_> {
+    fn find(&self, kind: &str, name: &str) -> Option<&Record> {
+        self.records
+            .iter()
+            .find(|r| r.kind == kind && r.name == name)
+    }
+
+    fn med(&self, kind: &str, name: &str) -> Option<f64> {
+        self.find(kind, name)
+            .and_then(|r| r.stats.first())
+            .map(|s| s.summary.median)
+    }
+
+    /// A median that did not settle says so beside it (its record's warning says why).
+    fn fmt(&self, kind: &str, name: &str) -> String {
+        self.med(kind, name)
+            .map_or("-".into(), |x| match self.find(kind, name) {
+                Some(r) => settle::cell(r, format!("{x:.1}")),
+                None => format!("{x:.1}"),
+            })
+    }
+}
+
+/// The line states of the intervene records, in the order first met.
+fn states_of(records: &[Record]) -> Vec<&str> {
     let mut states: Vec<&str> = Vec::new();
     for r in of(records, "intervene") {
         if let Some(st) = r.parameters["state"].as_str() {
@@ -95,32 +118,33 @@ fn measured(records: &[Record]) -> Option<String> {
             }
         }
     }
-    let find = |kind: &str, name: &str| records.iter().find(|r| r.kind == kind && r.name == name);
-    let med = |kind: &str, name: &str| {
-        find(kind, name)
-            .and_then(|r| r.stats.first())
-            .map(|s| s.summary.median)
-    };
-    // A median that did not settle says so beside it (its record's warning says why).
-    let fmt = |kind: &str, name: &str| {
-        med(kind, name).map_or("-".into(), |x| match find(kind, name) {
-            Some(r) => settle::cell(r, format!("{x:.1}")),
-            None => format!("{x:.1}"),
-        })
-    };
-    // Only the placements asked for: --placements x shows no y and z columns.
+    states
+}
+
+/// Only the placements asked for: --placements x shows no y and z columns.
+fn shown_placements(asked: &Value) -> Vec<&'static str> {
     let all = ["xhops=0", "yhops=0", "zhops=0"];
-    let asked = &uown.first()?.parameters["placements"];
-    let shown: Vec<&str> = match asked.as_array() {
+    match asked.as_array() {
         Some(v) => all
             .into_iter()
             .filter(|n| v.iter().any(|p| p.as_str() == Some(n)))
             .collect(),
         // Records written before the placements were kept show all three.
         None => all.to_vec(),
-    };
+    }
+}
+
+/// Per state, one row per distance: the unowned read, then each placement and ΔU.
+fn measured(records: &[Record]) -> Option<String> {
+    let uown: Vec<&Record> = of(records, "intervene-uown").collect();
+    let iterations = &uown.first()?.parameters["iterations"];
+    let tol = uown.first()?.parameters["tolerance_pct"]
+        .as_f64()
+        .unwrap_or(settle::DEFAULT_TOLERANCE_PCT);
+    let look = Lookup { records };
+    let shown = shown_placements(&uown.first()?.parameters["placements"]);
     let mut s = String::new();
-    for st in states {
+    for st in states_of(records) {
         let _ = writeln!(
             s,
             "{st} latency (ns, median of the undisturbed passes, or of all where none was undisturbed: at least {iterations}, more until within ±{tol} %; ΔU = minus unowned at the same distance)"
@@ -131,34 +155,7 @@ fn measured(records: &[Record]) -> Option<String> {
         }
         let body: Vec<Vec<String>> = uown
             .iter()
-            .map(|u_rec| {
-                let hops = &u_rec.parameters["hops"];
-                let uname = format!("uown hops {hops}");
-                let u = med("intervene-uown", &uname);
-                let mut line = vec![hops.to_string(), fmt("intervene-uown", &uname)];
-                for &name in &shown {
-                    // The zero-hop row is one local measurement, shown under each placement.
-                    let which = if hops == 0 { "local" } else { name };
-                    let name = format!("{st} hops {hops} {which}");
-                    let v = med("intervene", &name);
-                    line.push(fmt("intervene", &name));
-                    let settled = [
-                        ("intervene", name.as_str()),
-                        ("intervene-uown", uname.as_str()),
-                    ]
-                    .iter()
-                    .all(|(k, n)| find(k, n).is_none_or(|r| r.settled()));
-                    line.push(v.zip(u).map_or("-".into(), |(v, u)| {
-                        let d = format!("{:+.1}", v - u);
-                        if settled {
-                            d
-                        } else {
-                            format!("{d} {}*", settle::UNSETTLED)
-                        }
-                    }));
-                }
-                line
-            })
+            .map(|u_rec| distance_row(&look, st, u_rec, &shown))
             .collect();
         s.push_str(&table(&header, &body));
         s.push_str("\n\n");
@@ -173,6 +170,37 @@ fn measured(records: &[Record]) -> Option<String> {
             .unwrap_or_default()
     );
     Some(s)
+}
+
+/// State `st` at the distance of the unowned record `u_rec`: its hops, the unowned
+/// median, then each shown placement's median and its ΔU.
+fn distance_row(look: &Lookup, st: &str, u_rec: &Record, shown: &[&str]) -> Vec<String> {
+    let hops = &u_rec.parameters["hops"];
+    let uname = format!("uown hops {hops}");
+    let u = look.med("intervene-uown", &uname);
+    let mut line = vec![hops.to_string(), look.fmt("intervene-uown", &uname)];
+    for &name in shown {
+        // The zero-hop row is one local measurement, shown under each placement.
+        let which = if hops == 0 { "local" } else { name };
+        let name = format!("{st} hops {hops} {which}");
+        let v = look.med("intervene", &name);
+        line.push(look.fmt("intervene", &name));
+        let settled = [
+            ("intervene", name.as_str()),
+            ("intervene-uown", uname.as_str()),
+        ]
+        .iter()
+        .all(|(k, n)| look.find(k, n).is_none_or(|r| r.settled()));
+        line.push(v.zip(u).map_or("-".into(), |(v, u)| {
+            let d = format!("{:+.1}", v - u);
+            if settled {
+                d
+            } else {
+                format!("{d} {}*", settle::UNSETTLED)
+            }
+        }));
+    }
+    line
 }
 
 #[cfg(test)]

@@ -237,7 +237,7 @@ pub fn measure(
     on_part: &dyn Fn(&Step),
 ) -> Result<Vec<Step>> {
     // The unowned reference depends only on the sharer's node: measure each once.
-    let mut uown: BTreeMap<u32, (Vec<f64>, Settle, PassLog)> = BTreeMap::new();
+    let mut uown: BTreeMap<u32, UownFigure> = BTreeMap::new();
     let mut out = Vec::new();
     for k in 1..=plan.sharers.len() {
         progress(k, plan.sharers.len());
@@ -246,105 +246,154 @@ pub fn measure(
     Ok(out)
 }
 
+/// What every measurement of one step shares: the requestor, the first `k` sharers
+/// as helpers, their state (shared by `k`) and the eviction buffer's size, on this
+/// machine with this timer and plan.
+struct StepRun<'a> {
+    host: &'a Host,
+    timer: &'a Timer,
+    plan: &'a InvalidatePlan,
+    req: Vec<ThreadPlacement>,
+    helpers: Vec<ThreadPlacement>,
+    state: LineState,
+    evict: usize,
+}
+
+/// A settled unowned-RDEX reference of one node: ns per load, how it settled, passes.
+type UownFigure = (Vec<f64>, Settle, PassLog);
+
 /// The figures of `k` sharers, each handed to `on_part` as it ends.
 fn measure_step(
     host: &Host,
     timer: &Timer,
     plan: &InvalidatePlan,
     k: usize,
-    uown: &mut BTreeMap<u32, (Vec<f64>, Settle, PassLog)>,
+    uown: &mut BTreeMap<u32, UownFigure>,
     on_part: &dyn Fn(&Step),
 ) -> Result<Step> {
-    let m = &host.machine;
-    let evict = crate::sizing::eviction_buffer(m);
-    let req = vec![plan.requestor.clone()];
-    let helpers: Vec<ThreadPlacement> =
-        plan.sharers[..k].iter().map(|s| s.thread.clone()).collect();
-    let state = LineState::Shrd(k);
+    let run = StepRun {
+        host,
+        timer,
+        plan,
+        req: vec![plan.requestor.clone()],
+        helpers: plan.sharers[..k].iter().map(|s| s.thread.clone()).collect(),
+        state: LineState::Shrd(k),
+        evict: crate::sizing::eviction_buffer(&host.machine),
+    };
     let mut st = Step::new(k);
-    for (r, metric) in [
-        (Request::Rdex, "rdex_latency"),
-        (Request::Upgrade, "upgrade_latency"),
-    ] {
-        let mut p = LatencyPlan::basic(
-            req.clone(),
-            helpers.clone(),
-            plan.mem.clone(),
-            state,
-            r,
-            plan.iterations,
-            evict,
-        );
-        p.rules = plan.rules;
-        let mut res = latency::measure(host, timer, &p, plan.size)?;
-        let q = res.requestors.remove(0);
-        st.settle.push(named(&q.settle, metric));
-        st.passes.push(q.passes);
-        match r {
-            Request::Rdex => {
-                st.rdex_ns = q.ns;
-                st.pins = res.pins;
-                st.distance = res.distance;
-            }
-            _ => st.upgrade_ns = q.ns,
-        }
-        on_part(&st);
-    }
-    for (kernel, metric) in [
-        (BwKernel::Rdex, "rdex_bandwidth"),
-        (BwKernel::Upgrade, "upgrade_bandwidth"),
-        (BwKernel::Zero, "zero_bandwidth"),
-    ] {
-        let p = BwPlan {
-            requestors: req.clone(),
-            helpers: helpers.clone(),
-            mem: plan.mem.clone(),
-            state,
-            kernel,
-            size: plan.size,
-            iterations: plan.iterations,
-            mp: false,
-            evict_bytes: evict,
-            warnings: Vec::new(),
-            rules: plan.rules,
-        };
-        let mut r = bandwidth::measure(host, timer, &p)?;
-        let gbps = r.used_gbps.remove(0);
-        st.settle.extend(r.settle.first().map(|s| named(s, metric)));
-        st.passes.extend(r.logs.into_iter().next());
-        match kernel {
-            BwKernel::Rdex => st.rdex_gbps = gbps,
-            BwKernel::Upgrade => st.upgrade_gbps = gbps,
-            _ => st.zero_gbps = gbps,
-        }
-        on_part(&st);
-    }
-    let newest = plan.sharers[k - 1].node;
-    if let Some(n) = newest.filter(|&n| m.node(n).is_some_and(|x| m.has_memory(x))) {
-        if let std::collections::btree_map::Entry::Vacant(e) = uown.entry(n) {
-            let mem = resolve_memory(m, &MemSpec::Node(n), PageSize::Base, &req)?;
-            let mut p = LatencyPlan::basic(
-                req.clone(),
-                Vec::new(),
-                mem,
-                LineState::Uown,
-                Request::Rdex,
-                plan.iterations,
-                0,
-            );
-            p.rules = plan.rules;
-            let q = latency::measure(host, timer, &p, plan.size)?
-                .requestors
-                .remove(0);
-            e.insert((q.ns, named(&q.settle, "uown_rdex_latency"), q.passes));
-        }
-        let (ns, s, log) = uown[&n].clone();
+    run.latencies(&mut st, on_part)?;
+    run.bandwidths(&mut st, on_part)?;
+    if let Some((ns, s, log)) = uown_reference(host, timer, plan, k, uown)? {
         st.uown_ns = Some(ns);
         st.settle.push(s);
         st.passes.push(log);
         on_part(&st);
     }
     Ok(st)
+}
+
+impl StepRun<'_> {
+    /// RDEX and UPGRD latency of one step, into `st`.
+    fn latencies(&self, st: &mut Step, on_part: &dyn Fn(&Step)) -> Result<()> {
+        for (r, metric) in [
+            (Request::Rdex, "rdex_latency"),
+            (Request::Upgrade, "upgrade_latency"),
+        ] {
+            let mut p = LatencyPlan::basic(
+                self.req.clone(),
+                self.helpers.clone(),
+                self.plan.mem.clone(),
+                self.state,
+                r,
+                self.plan.iterations,
+                self.evict,
+            );
+            p.rules = self.plan.rules;
+            let mut res = latency::measure(self.host, self.timer, &p, self.plan.size)?;
+            let q = res.requestors.remove(0);
+            st.settle.push(named(&q.settle, metric));
+            st.passes.push(q.passes);
+            match r {
+                Request::Rdex => {
+                    st.rdex_ns = q.ns;
+                    st.pins = res.pins;
+                    st.distance = res.distance;
+                }
+                _ => st.upgrade_ns = q.ns,
+            }
+            on_part(st);
+        }
+        Ok(())
+    }
+
+    /// RDEX, UPGRD and zero bandwidth of one step, into `st`.
+    fn bandwidths(&self, st: &mut Step, on_part: &dyn Fn(&Step)) -> Result<()> {
+        for (kernel, metric) in [
+            (BwKernel::Rdex, "rdex_bandwidth"),
+            (BwKernel::Upgrade, "upgrade_bandwidth"),
+            (BwKernel::Zero, "zero_bandwidth"),
+        ] {
+            let p = BwPlan {
+                requestors: self.req.clone(),
+                helpers: self.helpers.clone(),
+                mem: self.plan.mem.clone(),
+                state: self.state,
+                kernel,
+                size: self.plan.size,
+                iterations: self.plan.iterations,
+                mp: false,
+                evict_bytes: self.evict,
+                warnings: Vec::new(),
+                rules: self.plan.rules,
+            };
+            let mut r = bandwidth::measure(self.host, self.timer, &p)?;
+            let gbps = r.used_gbps.remove(0);
+            st.settle.extend(r.settle.first().map(|s| named(s, metric)));
+            st.passes.extend(r.logs.into_iter().next());
+            match kernel {
+                BwKernel::Rdex => st.rdex_gbps = gbps,
+                BwKernel::Upgrade => st.upgrade_gbps = gbps,
+                _ => st.zero_gbps = gbps,
+            }
+            on_part(st);
+        }
+        Ok(())
+    }
+}
+
+/// The unowned RDEX latency to the newest sharer's node, when that node has memory:
+/// measured the first time a step reaches the node, then taken from `uown`.
+fn uown_reference(
+    host: &Host,
+    timer: &Timer,
+    plan: &InvalidatePlan,
+    k: usize,
+    uown: &mut BTreeMap<u32, UownFigure>,
+) -> Result<Option<UownFigure>> {
+    let m = &host.machine;
+    let newest = plan.sharers[k - 1].node;
+    let Some(n) = newest.filter(|&n| m.node(n).is_some_and(|x| m.has_memory(x))) else {
+        return Ok(None);
+    };
+    if let std::collections::btree_map::Entry::Vacant(e) = uown.entry(n) {
+        let req = vec![plan.requestor.clone()];
+        let mem = resolve_memory(m, &MemSpec::Node(n), PageSize::Base, &req)?;
+        let mut p = LatencyPlan::basic(
+            req,
+            Vec::new(),
+            mem,
+            LineState::Uown,
+            Request::Rdex,
+            plan.iterations,
+            0,
+        );
+        p.rules = plan.rules;
+        let q = latency::measure(host, timer, &p, plan.size)?
+            .requestors
+            .remove(0);
+        e.insert((q.ns, named(&q.settle, "uown_rdex_latency"), q.passes));
+    }
+    Ok(Some(uown[&n].clone()))
 }
 
 #[cfg(test)]

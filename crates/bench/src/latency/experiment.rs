@@ -150,12 +150,7 @@ fn parse(a: &Options) -> Result<Parsed> {
             a.crew.mem_node
         )));
     }
-    let state = LineState::parse(&a.state).map_err(Error::Input)?;
-    let request = match &a.kernel {
-        Some(k) => Request::parse(k).map_err(Error::Input)?,
-        None => state.default_request(),
-    };
-    state.check_request(request).map_err(Error::Input)?;
+    let (state, request) = state_and_request(a)?;
     let page = PageSize::parse(&a.page_size)?;
     let order = Order::parse(&a.order).ok_or_else(|| {
         Error::input(format!(
@@ -169,6 +164,39 @@ fn parse(a: &Options) -> Result<Parsed> {
     }
     .validate()
     .map_err(Error::Input)?;
+    check_counts(a)?;
+    check_combinations(a, state)?;
+    let goal = a.noise.goal().map_err(Error::Input)?;
+    let restart = restart_params(a)?;
+    Ok(Parsed {
+        spec,
+        mem,
+        state,
+        request,
+        page,
+        order,
+        size: a.size.as_deref().map(parse_size).transpose()?,
+        sweep: a.sweep.as_deref().map(parse_range).transpose()?,
+        restart,
+        disturbed: Policy::parse(&a.disturbed).map_err(Error::Input)?,
+        goal,
+    })
+}
+
+/// The line state and the request timed (the state's own unless --kernel names one
+/// the state allows).
+fn state_and_request(a: &Options) -> Result<(LineState, Request)> {
+    let state = LineState::parse(&a.state).map_err(Error::Input)?;
+    let request = match &a.kernel {
+        Some(k) => Request::parse(k).map_err(Error::Input)?,
+        None => state.default_request(),
+    };
+    state.check_request(request).map_err(Error::Input)?;
+    Ok((state, request))
+}
+
+/// --iterations and --max-loads within their bounds.
+fn check_counts(a: &Options) -> Result<()> {
     if a.iterations == 0 {
         return Err(Error::input(
             "invalid --iterations '0': at least 1 timed pass",
@@ -180,6 +208,12 @@ fn parse(a: &Options) -> Result<Parsed> {
             a.max_loads, UNROLL
         )));
     }
+    Ok(())
+}
+
+/// Options that cannot go together: --size or --restart with --sweep, --helpers
+/// with a state that has none.
+fn check_combinations(a: &Options, state: LineState) -> Result<()> {
     if a.size.is_some() && a.sweep.is_some() {
         return Err(Error::input(
             "invalid option '--size' with '--sweep': give one of them",
@@ -196,9 +230,12 @@ fn parse(a: &Options) -> Result<Parsed> {
             state.name()
         )));
     }
-    let goal = a.noise.goal().map_err(Error::Input)?;
-    let restart = a
-        .restart
+    Ok(())
+}
+
+/// The restart search's parameters, checked, when --restart asks for it.
+fn restart_params(a: &Options) -> Result<Option<RestartParams>> {
+    a.restart
         .then(|| {
             let p = RestartParams {
                 window: a.restart_window,
@@ -209,20 +246,7 @@ fn parse(a: &Options) -> Result<Parsed> {
             p.validate().map(|_| p)
         })
         .transpose()
-        .map_err(Error::Input)?;
-    Ok(Parsed {
-        spec,
-        mem,
-        state,
-        request,
-        page,
-        order,
-        size: a.size.as_deref().map(parse_size).transpose()?,
-        sweep: a.sweep.as_deref().map(parse_range).transpose()?,
-        restart,
-        disturbed: Policy::parse(&a.disturbed).map_err(Error::Input)?,
-        goal,
-    })
+        .map_err(Error::Input)
 }
 
 impl Options {

@@ -4,6 +4,7 @@
 mod experiment;
 mod outliers;
 mod present;
+mod restarts;
 mod text;
 mod view;
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
@@ -13,11 +14,11 @@ pub use present::{
 pub use text::{sweep_text, text};
 pub use view::sweep_records;
 
-use crate::restart::{self, RestartOutcome, RestartParams};
+use crate::restart::{RestartOutcome, RestartParams};
 use numalab_probe::kernel::{self, UNROLL};
 use numalab_probe::{
-    flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round, Setup, Target,
-    Timer,
+    flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round, RoundResult,
+    Setup, Target, Timer,
 };
 use numalab_results::distance::CpuDistance;
 use numalab_results::disturb::{PassLog, Policy, Rules};
@@ -287,10 +288,6 @@ fn distances(
     Ok(out)
 }
 
-fn min_of(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
 /// Measure one size on this machine.
 pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result<SizeResult> {
     let shape = plan.shape(size)?;
@@ -300,17 +297,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
             plan.state.name()
         )));
     }
-    let mut chases = Vec::with_capacity(plan.requestors.len());
-    for (i, _) in plan.requestors.iter().enumerate() {
-        let buf = Buffer::allocate(host, &plan.mem, size)?;
-        let layout = Layout {
-            seed: plan.layout.seed.wrapping_add(i as u64),
-            ..plan.layout.clone()
-        };
-        let chase = Chase::new(buf, layout, Some(shape.visited))
-            .map_err(|e| Error::bad("layout", e, "see --stride, --window and --size"))?;
-        chases.push(chase);
-    }
+    let chases = chases(host, plan, size, &shape)?;
     let setup = Setup {
         host,
         timer,
@@ -331,71 +318,74 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     let mut warnings = plan.size_warnings(&host.machine, &shape);
     let distance = distances(host, timer, plan, &mut warnings)?;
     let (main, pins) = main_passes(&setup, plan, &shape)?;
-    let mut restarts: Vec<Option<RestartOutcome>> = vec![None; chases.len()];
-    if let Some(p) = &plan.restart {
-        // All requestors run every round together; each gets its own curve.
-        let mut curves: Vec<Vec<(f64, f64)>> = vec![Vec::new(); chases.len()];
-        let loads = shape.loads.min(RESTART_LOADS);
-        let round = |work: usize, target: Target| {
-            run_round(
-                &setup,
-                &Round {
-                    work,
-                    samples: plan.iterations,
-                    loads,
-                    target,
-                },
-            )
-        };
-        // The search follows requestor 0; the others are recorded over the same k.
-        let outcome = restart::search(p, |k| -> Result<(f64, f64)> {
-            let b = round(k, Target::Chase)?;
-            let l = round(k, Target::SelfLoop)?;
-            for (i, c) in curves.iter_mut().enumerate() {
-                c.push((min_of(&b.ns_per_load[i]), min_of(&l.ns_per_load[i])));
-            }
-            Ok(curves[0][k])
-        })?;
-        for (i, c) in curves.iter().enumerate() {
-            restarts[i] = Some(if i == 0 {
-                outcome.clone()
-            } else {
-                let mut it = c.iter().copied();
-                restart::search(
-                    &RestartParams {
-                        max_work: c.len() - 1,
-                        ..*p
-                    },
-                    |_| Ok::<_, Error>(it.next().unwrap_or((f64::NAN, f64::NAN))),
-                )?
-            });
+    let restarts = match &plan.restart {
+        Some(p) => {
+            let loads = shape.loads.min(RESTART_LOADS);
+            restarts::outcomes(&setup, p, plan.iterations, loads)?
         }
-    }
-    // Reference for helper-held states: the same lines once the requestor holds them.
-    let own = if plan.state.helpers() > 0 {
-        let warm = Setup {
-            helpers: Vec::new(),
-            state: LineState::Warm,
-            request: if plan.request == Request::Upgrade {
-                Request::Rdex
-            } else {
-                plan.request
-            },
-            ..setup
-        };
-        Some(run_round(
-            &warm,
-            &Round {
-                work: 0,
-                samples: OWN_CACHE_PASSES,
-                loads: shape.loads,
-                target: Target::Chase,
-            },
-        )?)
-    } else {
-        None
+        None => vec![None; chases.len()],
     };
-    let requestors = chases
+    let own = own_cache(setup, plan, &shape)?;
+    let requestors = requestor_results(&chases, main, restarts, own);
+    Ok(SizeResult {
+        shape,
+        requestors,
+        pins,
+        warnings,
+        distance,
+    })
+}
+
+/// One chase per requestor, each in its own buffer with its own seed.
+fn chases(host: &Host, plan: &LatencyPlan, size: u64, shape: &Shape) -> Result<Vec<Chase>> {
+    let mut chases = Vec::with_capacity(plan.requestors.len());
+    for (i, _) in plan.requestors.iter().enumerate() {
+        let buf = Buffer::allocate(host, &plan.mem, size)?;
+        let layout = Layout {
+            seed: plan.layout.seed.wrapping_add(i as u64),
+            ..plan.layout.clone()
+        };
+        let chase = Chase::new(buf, layout, Some(shape.visited))
+            .map_err(|e| Error::bad("layout", e, "see --stride, --window and --size"))?;
+        chases.push(chase);
+    }
+    Ok(chases)
+}
+
+/// Reference for helper-held states: the same lines once the requestor holds them
+/// (none for states no helper holds).
+fn own_cache(setup: Setup, plan: &LatencyPlan, shape: &Shape) -> Result<Option<RoundResult>> {
+    if plan.state.helpers() == 0 {
+        return Ok(None);
+    }
+    let warm = Setup {
+        helpers: Vec::new(),
+        state: LineState::Warm,
+        request: if plan.request == Request::Upgrade {
+            Request::Rdex
+        } else {
+            plan.request
+        },
+        ..setup
+    };
+    let round = Round {
+        work: 0,
+        samples: OWN_CACHE_PASSES,
+        loads: shape.loads,
+        target: Target::Chase,
+    };
+    Ok(Some(run_round(&warm, &round)?))
+}
+
+/// Each requestor's result: its settled passes, where its buffer landed, its restart
+/// search and its own-cache reference.
+fn requestor_results(
+    chases: &[Chase],
+    main: Vec<NsTicks>,
+    mut restarts: Vec<Option<RestartOutcome>>,
+    own: Option<RoundResult>,
+) -> Vec<RequestorResult> {
+    chases
         .iter()
         .zip(main)
         .enumerate()
@@ -410,14 +400,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
             restart: restarts[i].take(),
             own_cache_ns: own.as_ref().map(|o| o.ns_per_load[i].clone()),
         })
-        .collect();
-    Ok(SizeResult {
-        shape,
-        requestors,
-        pins,
-        warnings,
-        distance,
-    })
+        .collect()
 }
 
 /// One requestor's passes (ns and timer ticks per load) and how its median settled.

@@ -120,6 +120,17 @@ pub fn run_json(cmd: &str, args: &[&str]) -> serde_json::Value {
     validate(&out.stdout)
 }
 
+/// The stdout of a run as text, once the run is seen to have succeeded (else the test
+/// fails with its stderr).
+pub fn ok_text(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A statistic's field of a record's metric.
 pub fn stat(rec: &serde_json::Value, metric: &str, field: &str) -> f64 {
     rec["stats"]

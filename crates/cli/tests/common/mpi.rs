@@ -1,5 +1,7 @@
-//! Running MPI commands under a hard timeout, shared by the mpi_* tests.
+//! Running MPI commands under a hard timeout, shared by the mpi_* tests, and finding
+//! a killed job's kept records and its ranks (rescue, cluster_kept).
 
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// Seconds any one MPI run of the mpi_* tests may take before the test fails (a hang is
@@ -58,4 +60,47 @@ pub fn mpich_build() -> Option<std::path::PathBuf> {
         p.display()
     );
     Some(p)
+}
+
+/// `dsm run sor --ranks 2 EXTRA…`: the DSM job the dsm and liveness tests run.
+pub fn dsm_sor<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["dsm", "run", "sor", "--ranks", "2"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The launcher's kept-records file in `dir` (named `numalab-partial-*`) and its whole
+/// lines.
+pub fn partial_in(dir: &Path) -> Option<(PathBuf, usize)> {
+    let f = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("numalab-partial-"))?;
+    let n = std::fs::read_to_string(&f).map_or(0, |t| t.matches('\n').count());
+    Some((f, n))
+}
+
+/// The process whose environment names `partial` and Open MPI rank `rank` (emulated
+/// hosts are namespaces of this machine, so their processes are seen here too).
+pub fn rank_pid(partial: &Path, rank: u32) -> Option<i32> {
+    let want = format!("NUMALAB_PARTIAL={}", partial.display());
+    let me = format!("OMPI_COMM_WORLD_RANK={rank}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let env = std::fs::read(e.path().join("environ")).ok()?;
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        let has = |v: &str| vars.contains(&v.as_bytes());
+        (has(&want) && has(&me)).then_some(pid)
+    })
+}
+
+/// The count in a line that says "the job ended early: N …" (the test fails, naming
+/// the line, when there is none).
+pub fn kept_count(said: &str) -> usize {
+    said.split("early: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"))
 }

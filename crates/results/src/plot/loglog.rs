@@ -147,8 +147,15 @@ pub fn loglog_marked(c: &LineChart, marks: &Marks) -> Option<String> {
 
 /// Title, legend, grid, tick labels and axes.
 fn frame(s: &mut String, c: &LineChart, sc: &Scale) {
-    let (l, r, t, b) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
-    let (x0, x1) = sc.x;
+    title_and_legend(s, c);
+    y_grid(s, sc);
+    x_ticks(s, c, sc);
+    axes(s, c);
+}
+
+/// The SVG's opening, its title, and the legend: one row under the title, outside the
+/// plot, so it never hides a point.
+fn title_and_legend(s: &mut String, c: &LineChart) {
     let _ = write!(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"loglog\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\">\
@@ -157,8 +164,7 @@ fn frame(s: &mut String, c: &LineChart, sc: &Scale) {
         W / 2.0,
         esc(&c.title)
     );
-    // Legend: one row under the title, outside the plot, so it never hides a point.
-    let mut lx = l;
+    let mut lx = LEFT;
     for (i, se) in c.series.iter().enumerate() {
         let _ = write!(
             s,
@@ -171,7 +177,11 @@ fn frame(s: &mut String, c: &LineChart, sc: &Scale) {
         );
         lx += 40.0 + 7.0 * se.name.chars().count() as f64;
     }
-    // Grid: labelled decades, unlabelled 2…9 between them.
+}
+
+/// Grid: labelled decades, unlabelled 2…9 between them.
+fn y_grid(s: &mut String, sc: &Scale) {
+    let (l, r) = (LEFT, W - RIGHT);
     let (ylo, yhi) = sc.y;
     let mut d = ylo;
     while d < yhi * 0.999 {
@@ -198,6 +208,12 @@ fn frame(s: &mut String, c: &LineChart, sc: &Scale) {
             short_num(ty)
         );
     }
+}
+
+/// Vertical lines and labels at the x ticks (binary sizes for bytes, else decades).
+fn x_ticks(s: &mut String, c: &LineChart, sc: &Scale) {
+    let (t, b) = (TOP, H - BOTTOM);
+    let (x0, x1) = sc.x;
     let xt = if c.x_bytes {
         binary_ticks(x0, x1)
     } else {
@@ -218,6 +234,11 @@ fn frame(s: &mut String, c: &LineChart, sc: &Scale) {
             esc(&label)
         );
     }
+}
+
+/// The plot's border and the two axis labels.
+fn axes(s: &mut String, c: &LineChart) {
+    let (l, r, t, b) = (LEFT, W - RIGHT, TOP, H - BOTTOM);
     let _ = write!(
         s,
         "<rect x=\"{l}\" y=\"{t}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\
