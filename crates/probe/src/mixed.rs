@@ -10,7 +10,7 @@
 //! [`MixKernel::traffic`] estimates what memory moved.
 
 use crate::bw::CHUNK_LINES;
-use crate::mix::{traffic_estimate, Mix, Store, MAX_STREAMS};
+use crate::mix::{traffic_estimate, Mix, Store};
 use seq_macro::seq;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -143,6 +143,8 @@ trait Isa {
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+mod any;
+
 /// Portable full-line operations (architectures without a vector driver here).
 #[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
 struct Scalar;
@@ -208,22 +210,29 @@ unsafe fn put<I: Isa>(nt: bool, p: *mut u8, v: I::V) {
 /// closure lacks its caller's target features, and uninlined left every vector op a call.
 trait Lines {
     unsafe fn line(&mut self, at: usize, l: usize);
+
+    /// A whole block of [`BLOCK_LINES`] lines at line `at`: its lines unrolled, so
+    /// every stream has eight independent vector loads or stores per iteration at
+    /// constant offsets from one index.
+    #[inline(always)]
+    #[allow(clippy::identity_op)] // `at + 0`, the unrolled block's first line
+    unsafe fn block(&mut self, at: usize) {
+        const _: () = assert!(BLOCK_LINES == 8, "the unrolled block is 8 lines");
+        seq!(K in 0..8 {
+            self.line(at, at + K);
+        });
+    }
 }
 
 /// Lines `start..end` of a chunk in blocks of [`BLOCK_LINES`]. A whole block is one
-/// loop iteration with its lines unrolled, so every stream has eight independent
-/// vector loads or stores per iteration at constant offsets from one index, as
-/// likwid's kernels have (4 lines a stream, one pointer increment), where the loop
-/// per line had a bound check and a block bound every line.
+/// loop iteration ([`Lines::block`]), as likwid's kernels have (4 lines a stream, one
+/// pointer increment), where the loop per line had a bound check and a block bound
+/// every line.
 #[inline(always)]
-#[allow(clippy::identity_op)] // `at + 0`, the unrolled block's first line
 unsafe fn blocks<O: Lines>(start: usize, end: usize, op: &mut O) {
-    const _: () = assert!(BLOCK_LINES == 8, "the unrolled block is 8 lines");
     let mut at = start;
     while at + BLOCK_LINES <= end {
-        seq!(K in 0..8 {
-            op.line(at, at + K);
-        });
+        op.block(at);
         at += BLOCK_LINES;
     }
     for l in at..end {
@@ -292,48 +301,6 @@ unsafe fn drive_rw<I: Isa, const R: usize, const W: usize>(nt: bool, w: &Walk) -
     done
 }
 
-/// An R:W mix known only at run time (mixes beyond the specialised ones): per line,
-/// every read stream's line, then every write stream's. The buffers are slices of a
-/// local array (a store through a buffer pointer cannot alias that, so the pointers
-/// are not reloaded after every store), kept apart from the accumulator: in one
-/// struct with the array, the accumulator stayed in memory, stored every load, and
-/// 5:3 ran 0.75× in L2.
-struct Any<'a, I: Isa> {
-    reads: &'a [*mut u8],
-    writes: &'a [*mut u8],
-    acc: I::V,
-    nt: bool,
-}
-
-impl<I: Isa> Lines for Any<'_, I> {
-    #[inline(always)]
-    unsafe fn line(&mut self, at: usize, l: usize) {
-        let v = I::splat(at as i64);
-        for &b in self.reads {
-            self.acc = I::load_xor(self.acc, b.add(l * LINE));
-        }
-        for &b in self.writes {
-            put::<I>(self.nt, b.add(l * LINE), v);
-        }
-    }
-}
-
-#[inline(always)]
-unsafe fn drive_any<I: Isa>(m: Mix, nt: bool, w: &Walk) -> u64 {
-    let mut local = [std::ptr::null_mut(); MAX_STREAMS as usize];
-    local[..w.bufs.len()].copy_from_slice(w.bufs);
-    let (reads, rest) = local[..w.bufs.len()].split_at(m.reads as usize);
-    let mut op = Any::<I> {
-        reads,
-        writes: rest,
-        acc: I::zero(),
-        nt,
-    };
-    let done = walk(w, &mut op);
-    std::hint::black_box(I::fold(op.acc));
-    done
-}
-
 /// a = b + s·c, line by line.
 struct Triad<I> {
     abc: [*mut u8; 3],
@@ -375,7 +342,7 @@ unsafe fn drive<I: Isa>(k: MixKernel, nt: bool, w: Walk) -> u64 {
             (1, 1) => drive_rw::<I, 1, 1>(nt, &w),
             (2, 1) => drive_rw::<I, 2, 1>(nt, &w),
             (3, 1) => drive_rw::<I, 3, 1>(nt, &w),
-            _ => drive_any::<I>(m, nt, &w),
+            _ => any::drive::<I>(m, nt, &w),
         },
         MixKernel::Triad => {
             let abc = [w.bufs[0], w.bufs[1], w.bufs[2]];
