@@ -223,7 +223,24 @@ fn an_lmwc_run_says_what_an_interval_moved_beside_the_sequential_compute() {
     // Ranks on one host: the service threads sleep on their doorbells, and say how
     // often they woke.
     assert!(d["sum"]["service_wakeups"].as_u64().unwrap() > 0, "{d}");
+    // Every rank says its compute and service threads' CPU time over the run.
+    let ranks: Vec<_> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "dsm-rank")
+        .collect();
+    assert_eq!(ranks.len(), 2, "{v}");
+    for r in ranks {
+        let s = &r["data"]["stats"];
+        assert!(s["compute_cpu_ns"].as_u64().unwrap() > 0, "{s}");
+        assert!(s["service_cpu_ns"].as_u64().is_some(), "{s}");
+    }
     let text = String::from_utf8(sor_lmwc(false).stdout).unwrap();
+    assert!(
+        text.contains("CPU time (the ranks' together): compute threads "),
+        "{text}"
+    );
     assert!(text.contains("per interval and rank:"), "{text}");
     assert!(text.contains("service threads: "), "{text}");
     assert!(text.contains("communication under"), "{text}");

@@ -480,7 +480,7 @@ pub struct PerInterval {
 }
 
 impl PerInterval {
-    fn of(sum: &Stats, ranks: usize, seq: Option<f64>) -> Option<PerInterval> {
+    pub(crate) fn of(sum: &Stats, ranks: usize, seq: Option<f64>) -> Option<PerInterval> {
         let n = sum.acquires as f64;
         if sum.acquires == 0 || ranks == 0 {
             return None;

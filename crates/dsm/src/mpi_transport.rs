@@ -10,12 +10,17 @@
 //! Open MPI's shared-memory transport has no blocking receive, so the service thread
 //! polls with MPI_Improbe: sleeping `NUMALAB_DSM_POLL_US` (default 20 µs) between polls
 //! while its rank's threads compute, spinning (with sched_yield) while they are all
-//! blocked, but only for [`SPIN`] after the last message, then sleeping again: a rank
-//! that waits long (at a barrier, for a slow peer) gives its CPU back.
+//! blocked, but only for the spin time after the last message, then sleeping again: a
+//! rank that waits long (at a barrier, for a slow peer) gives its CPU back.
 //!
 //! When every rank is on this host, each send also rings the receiver's doorbell
 //! ([`crate::doorbell`]), and a service thread with no message for [`SPIN`] sleeps in the
 //! kernel until one rings instead of polling: its rank's compute thread keeps its CPU.
+//! `NUMALAB_DSM_SPIN_US` sets that time; 0 sleeps at once. Measured (issue 43, 2-vCPU
+//! VM, loaded, 3 interleaved runs each, `dsm run --input paper --protocol lmwc`):
+//! sleeping at once made a remote fault 2.1–3.8 ms against 0.14–1.5 ms with 200 µs
+//! (SOR 2.5 ms against 0.6 ms median, water-nsq 3.3 ms against 0.19 ms), and water-nsq
+//! 12× slower: a woken thread waits for a CPU far longer than a polling one.
 use crate::doorbell::Doorbell;
 use crate::transport::Transport;
 use mpi::collective::CommunicatorCollectives;
@@ -34,7 +39,9 @@ const TAG: i32 = 0x44534d;
 const EAGER: usize = 1024;
 /// Sleep between polls while the rank's threads compute (NUMALAB_DSM_POLL_US overrides).
 const POLL_US: u64 = 20;
-/// How long the service thread spins after its last message while every thread waits.
+/// How long the service thread polls (its threads computing) or spins (all blocked)
+/// after its last message before it sleeps on the doorbell, or, without one, sleeps
+/// between polls like a computing rank (`NUMALAB_DSM_SPIN_US` overrides).
 pub const SPIN: Duration = Duration::from_micros(200);
 /// Sleep between the sender's tests of a page in flight.
 const SEND_POLL: Duration = Duration::from_micros(10);
@@ -62,6 +69,8 @@ pub struct Mpi {
     bell: Option<Arc<Doorbell>>,
     /// Times the service thread woke from a sleep or a doorbell wait.
     wakeups: AtomicU64,
+    /// Polling and spinning after a message (see [`SPIN`]).
+    spin: Duration,
 }
 
 impl Mpi {
@@ -99,6 +108,7 @@ impl Mpi {
             ),
             last_msg_ns: AtomicU64::new(0),
             epoch: Instant::now(),
+            spin: spin_time()?,
             bell,
             wakeups: AtomicU64::new(0),
         })
@@ -139,6 +149,12 @@ fn doorbell_wanted() -> bool {
         .is_none_or(|v| v != "off")
 }
 
+/// How long to poll and spin after a message: [`SPIN`] unless `NUMALAB_DSM_SPIN_US`
+/// says otherwise.
+fn spin_time() -> Result<Duration, String> {
+    Ok(numalab_results::envvars::whole("NUMALAB_DSM_SPIN_US")?.map_or(SPIN, Duration::from_micros))
+}
+
 /// Send one page without spinning: start it, then test it with short sleeps (the
 /// service thread's polls progress it meanwhile).
 fn send_page(comm: &SimpleCommunicator, to: usize, b: &[u8], bell: Option<&Doorbell>) {
@@ -165,17 +181,20 @@ impl Mpi {
             .store(self.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
-    /// Spinning pays while a reply is due soon after the last message; past [`SPIN`]
-    /// the rank sleeps between polls like a computing one.
+    /// Spinning pays while a reply is due soon after the last message; past the spin
+    /// time the rank sleeps between polls like a computing one.
     fn may_spin(&self) -> bool {
         !self.computing.load(Ordering::Relaxed) && self.recent()
     }
 
-    /// A message came (or the threads blocked) less than [`SPIN`] ago.
+    /// A message came (or the threads blocked) less than the spin time ago.
     fn recent(&self) -> bool {
+        if self.spin.is_zero() {
+            return false;
+        }
         let since = (self.epoch.elapsed().as_nanos() as u64)
             .saturating_sub(self.last_msg_ns.load(Ordering::Relaxed));
-        since < SPIN.as_nanos() as u64
+        since < self.spin.as_nanos() as u64
     }
 }
 
@@ -239,7 +258,7 @@ impl Transport for Mpi {
             }
             self.wakeups.fetch_add(1, Ordering::Relaxed);
             match (&self.bell, seen) {
-                // Quiet for SPIN: sleep until a peer rings (or the wait is over).
+                // Quiet for the spin time: sleep until a peer rings (or the wait is over).
                 (Some(b), Some(seen)) if !self.recent() => {
                     if b.wait(seen, wait.saturating_sub(t0.elapsed())) {
                         self.touch();

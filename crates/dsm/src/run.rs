@@ -1,7 +1,7 @@
 //! Running a rank: service thread, user-level threads, the app, final barriers; and
 //! in-process jobs (ranks as OS threads) for tests.
 
-use crate::apps::App;
+use crate::apps::{thread_cpu_ns, App};
 use crate::node::{Config, Rank};
 use crate::sched::install_fault_sink;
 use crate::state::mono_ns;
@@ -39,7 +39,8 @@ pub fn run_rank(
     // Every rank has mapped its region: the timed section starts on all at once, so no
     // rank's time counts another's set-up as a wait at the app's first barrier.
     rank.transport.barrier();
-    let t0 = mono_ns();
+    let svc_clock = thread_clock(&svc);
+    let (t0, cpu0, svc0) = (mono_ns(), thread_cpu_ns(), clock_ns(svc_clock));
     let kill = numalab_results::envvars::whole("NUMALAB_DSM_KILL_RANK")?.map(|r| r as usize);
     // With NUMALAB_DSM_KILL_SIGNAL=SEGV the rank sends itself SIGSEGV instead, as
     // `kill -SEGV` would: the fault handler must let it end the rank.
@@ -60,6 +61,8 @@ pub fn run_rank(
         if tid == 0 {
             let mut s = rank.stats();
             s.total_ns = mono_ns() - t0;
+            s.compute_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+            s.service_cpu_ns = clock_ns(svc_clock).saturating_sub(svc0);
             *stats.lock().unwrap() = Some(s);
             if c.rank() == 0 {
                 *result.lock().unwrap() = Some(app.result(&c));
@@ -79,6 +82,29 @@ pub fn run_rank(
         stats,
         result: result.into_inner().unwrap(),
     })
+}
+
+/// The CPU-time clock of thread `h` (None where the system gives none).
+fn thread_clock(h: &std::thread::JoinHandle<()>) -> Option<libc::clockid_t> {
+    use std::os::unix::thread::JoinHandleExt;
+    let mut id: libc::clockid_t = 0;
+    // SAFETY: the thread has not been joined, so its pthread_t is valid; id is a local.
+    let r = unsafe { libc::pthread_getcpuclockid(h.as_pthread_t(), &mut id) };
+    (r == 0).then_some(id)
+}
+
+/// The time of `clock` in ns (0 without one).
+fn clock_ns(clock: Option<libc::clockid_t>) -> u64 {
+    let Some(id) = clock else { return 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Run `app` on `n` in-process ranks (OS threads, each with its own region and fault

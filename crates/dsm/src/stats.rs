@@ -122,6 +122,13 @@ pub struct Stats {
     /// wake may preempt the compute thread on a shared CPU).
     #[serde(default)]
     pub service_wakeups: u64,
+    /// CPU time of the compute thread (the user-level threads' OS thread) over the
+    /// parallel section: under `total_ns`, the rest is waiting or preempted.
+    #[serde(default)]
+    pub compute_cpu_ns: u64,
+    /// CPU time of the service thread over the run (polling, spinning, handling).
+    #[serde(default)]
+    pub service_cpu_ns: u64,
 }
 
 impl Stats {
@@ -174,7 +181,9 @@ impl Stats {
                 ahead_msgs,
                 ahead_untouched,
                 acquires,
-                service_wakeups
+                service_wakeups,
+                compute_cpu_ns,
+                service_cpu_ns
             );
         }
         s

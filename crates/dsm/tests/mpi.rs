@@ -111,3 +111,45 @@ fn the_costs_refuse_to_run_alone_and_say_what_two_ranks_cannot_measure() {
         "{out}"
     );
 }
+
+#[test]
+fn the_rank_binary_takes_the_scale_and_refuses_a_bad_one() {
+    // A bad scale: one line naming it and what is valid, exit 2, before MPI starts.
+    let o = Command::new(env!("CARGO_BIN_EXE_numalab-dsm-rank"))
+        .args(["sor", "lmwc", "1", "0", "small", "30000", "3"])
+        .output()
+        .expect("run numalab-dsm-rank");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim(), "invalid scale '3': 1, 2, 4 or 8");
+    assert!(o.stdout.is_empty());
+    if mpirun().is_none() {
+        eprintln!("skipped the 2-rank half: mpirun not found (Debian package openmpi-bin)");
+        return;
+    }
+    // Scale 2 doubles SOR's rows: under LMWC every page of the grid is private to the
+    // rank that first touched it, so the ranks' private pages add up to the scaled grid
+    // (260 pages of 2 × 130 rows × 512 doubles; 130 unscaled), and the result is checked.
+    let o = job(&["sor", "lmwc", "1", "0", "small", "30000", "2"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.lines().any(|l| l.starts_with("check sor ")), "{out}");
+    let private: u64 = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("stats "))
+        .map(|l| {
+            let json = l.split_once(' ').expect("stats RANK {json}").1;
+            let v: serde_json::Value = serde_json::from_str(json).expect("stats json");
+            v["private_pages"].as_u64().expect("private_pages")
+        })
+        .sum();
+    let want = numalab_dsm::apps::by_name_scaled("sor", numalab_dsm::apps::Input::Small, 2)
+        .unwrap()
+        .pages() as u64;
+    assert_eq!(want, 260);
+    assert_eq!(private, want, "{out}");
+}

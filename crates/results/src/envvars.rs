@@ -79,6 +79,16 @@ pub const VARS: &[Var] = &[
         what: "off: the DSM's service thread polls while its rank computes, as before the doorbell (default on)",
     },
     Var {
+        name: "NUMALAB_DSM_SPIN_US",
+        kind: Kind::Whole {
+            min: 1,
+            max: 1_000_000,
+            unit: "µs",
+            zero: Some("sleeping on the doorbell at once"),
+        },
+        what: "how long the DSM's service thread polls or spins after a message before it sleeps on its doorbell (default 200)",
+    },
+    Var {
         name: "NUMALAB_DSM_SLICE_NS",
         kind: Kind::Whole {
             min: 100_000,

@@ -200,7 +200,7 @@ pub fn timed_sequential(app: &dyn App) -> (Vec<f64>, u64, u64) {
 }
 
 /// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -1,10 +1,11 @@
 //! One DSM rank under `mpirun` (used by the tests and by `numalab dsm run`):
-//! `numalab-dsm-rank APP PROTOCOL THREADS [NET_DELAY_NS] [small|paper] [FREEZE_NS]`
-//! (the LSW/SEQ freeze defaults to proto::single::DEFAULT_FREEZE, 30 µs; 0 turns it off).
+//! `numalab-dsm-rank APP PROTOCOL THREADS [NET_DELAY_NS] [small|paper] [FREEZE_NS] [SCALE]`
+//! (the LSW/SEQ freeze defaults to proto::single::DEFAULT_FREEZE, 30 µs; 0 turns it off;
+//! SCALE, 1, 2, 4 or 8, multiplies the input's size as `numalab dsm run --scale` does).
 //! Every rank prints one line `stats RANK {json}`; rank 0 also prints `check APP DIFF TOL`
 //! and exits 1 when the result differs from the sequential run.
 
-use numalab_dsm::apps::{by_name, max_rel_diff, App, Input};
+use numalab_dsm::apps::{by_name_scaled, max_rel_diff, App, Input, SCALES};
 use numalab_dsm::mpi_transport::Mpi;
 use numalab_dsm::{run_rank, Config, ProtocolKind};
 use std::sync::Arc;
@@ -28,10 +29,20 @@ fn app_arg(a: &[String]) -> Box<dyn App> {
         .get(5)
         .map_or(Some(Input::Small), |s| Input::parse(s))
         .unwrap_or_else(|| usage(format!("invalid input '{}': small or paper", a[5])));
+    let scale = scale_arg(a);
     if a[1] == "costs" {
         return Box::new(numalab_dsm::apps::costs::Costs { reps: 50 });
     }
-    by_name(&a[1], input).unwrap_or_else(|| usage(format!("unknown app '{}'", a[1])))
+    by_name_scaled(&a[1], input, scale).unwrap_or_else(|| usage(format!("unknown app '{}'", a[1])))
+}
+
+/// The input's scale from argv (the seventh argument; 1 when absent).
+fn scale_arg(a: &[String]) -> usize {
+    let Some(s) = a.get(7) else { return 1 };
+    s.parse()
+        .ok()
+        .filter(|k| SCALES.contains(k))
+        .unwrap_or_else(|| usage(format!("invalid scale '{s}': 1, 2, 4 or 8")))
 }
 
 /// The rank's run parameters from argv, sized for `app`.
@@ -105,7 +116,7 @@ fn main() {
     }
     if a.len() < 4 {
         usage(
-            "usage: numalab-dsm-rank APP lmw|lsw|seq THREADS [NET_DELAY_NS] [small|paper]".into(),
+            "usage: numalab-dsm-rank APP lmw|lsw|seq|lmwc THREADS [NET_DELAY_NS] [small|paper] [FREEZE_NS] [SCALE]".into(),
         );
     }
     let app = app_arg(&a);

@@ -2,6 +2,7 @@
 //! (time per protocol × T broken into its parts, speedup, thread-switch classes)
 //! beside the tables they are drawn from, and `dsm run`'s per-rank table.
 
+mod explain;
 mod tables;
 
 use crate::experiment::{rank_stats, Plan, RunData, KIND_PLAN};
@@ -175,6 +176,15 @@ fn html(records: &[Record]) -> Option<String> {
         if let Some(l) = tables::not_shown(&all) {
             out.push_str(&format!("<p>{}</p>", numalab_results::report::esc(&l)));
         }
+        let why = tables::below_one(&here);
+        if !why.is_empty() {
+            let esc = numalab_results::report::esc;
+            out.push_str(&format!("<h4>{}</h4><ul>", esc(explain::TITLE)));
+            for l in why {
+                out.push_str(&format!("<li>{}</li>", esc(&l)));
+            }
+            out.push_str("</ul>");
+        }
     }
     (!out.is_empty()).then_some(out)
 }
@@ -240,6 +250,14 @@ pub fn run_text(recs: &[Record]) -> String {
             tables::ratio(d.speedup_vs_sequential.unwrap_or(f64::NAN)),
         ));
         out.push_str(&fault_line(&d));
+        if let Some(s) = d.speedup_vs_sequential.filter(|s| *s < 1.0) {
+            out.push_str(&explain::line(
+                &recs[0].name,
+                &tables::ratio(s),
+                d.per_interval.as_ref(),
+            ));
+            out.push('\n');
+        }
     }
     out
 }
@@ -270,6 +288,7 @@ fn fault_line(d: &RunData) -> String {
         us(c.and_then(|c| c.fault_idle_ns)),
         us(c.and_then(|c| c.fault_busy_ns)),
     );
+    s.push_str(&explain::cpu_line(&d.sum));
     s.push_str(&interval_line(&d.sum));
     s.push_str(&prefetch_line(&d.sum));
     if let Some(p) = &d.per_interval {
@@ -382,6 +401,77 @@ fn interval_line(s: &crate::Stats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `dsm` summary record of `app` (2 ranks, T = 1) that ran `time` ns against a
+    /// sequential `seq` ns, as `dsm run` or `suite cvm` (`suite`) writes it.
+    fn summary(app: &str, time: f64, seq: f64, suite: bool) -> Record {
+        let prov = numalab_results::Provenance::collect("test", "synthetic");
+        let mut params = serde_json::json!({
+            "app": app, "protocol": "lmwc", "threads": 1, "ranks": 2, "net_delay_ns": 0,
+        });
+        if suite {
+            params[SUITE_PARAM] = "cvm".into();
+        }
+        let sum = crate::Stats {
+            total_ns: 2 * time as u64,
+            acquires: 40,
+            remote_faults: 10,
+            remote_fault_ns: 10 * 100_000,
+            bytes: 40 * 4096,
+            ..Default::default()
+        };
+        let mut r = Record::new("dsm", &format!("{app} lmwc T=1 ranks=2"), prov, params);
+        r.set_data(&RunData {
+            per_interval: crate::experiment::PerInterval::of(&sum, 2, Some(seq)),
+            sum,
+            time_ns: time,
+            sequential_ns: Some(seq),
+            speedup_vs_sequential: Some(seq / time),
+            check: None,
+            per_remote_fault_ns: Some(100_000.0),
+            costs: None,
+            cores_shared: None,
+        });
+        r
+    }
+
+    #[test]
+    fn a_run_slower_than_the_sequential_program_is_explained_in_text_and_html() {
+        let slow = |suite| summary("water-nsq", 10e6, 3e6, suite);
+        let fast = |suite| summary("sor", 1e6, 3e6, suite);
+        let want = [
+            "water-nsq lmwc T=1",
+            ": speedup 0.30 < 1: per interval and rank ",
+            " KiB sent, ",
+            " round trips ≈ ",
+            " µs of communication against ",
+            " µs of sequential compute per interval (",
+            "breaks even only under ",
+        ];
+        for suite in [false, true] {
+            let text = DsmPresenter.text(&[slow(suite)]).unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.contains(": speedup 0.30 < 1"))
+                .unwrap_or_else(|| panic!("no line for the slow run:\n{text}"));
+            for part in want {
+                assert!(line.contains(part), "{part}: {line}");
+            }
+            assert_eq!(text.contains(explain::TITLE), suite, "{text}");
+            let text = DsmPresenter.text(&[fast(suite)]).unwrap();
+            assert!(
+                !text.contains("< 1:"),
+                "a run faster than the sequential one: {text}"
+            );
+        }
+        let html = DsmPresenter.html(&[slow(true), fast(true)]).unwrap();
+        assert!(html.contains(explain::TITLE), "{html}");
+        assert_eq!(html.matches("<li>").count(), 1, "only the slow run: {html}");
+        assert!(
+            html.contains("water-nsq lmwc T=1: speedup 0.30 &lt; 1: per interval"),
+            "{html}"
+        );
+    }
 
     #[test]
     fn a_sequential_reference_that_waited_for_a_cpu_is_named() {

@@ -1,7 +1,7 @@
 //! The suite's tables in the seed's layout, built once from the `dsm` records and
 //! shown as text (`suite cvm`) or HTML (the report's section).
 
-use crate::experiment::{MechCosts, RunData};
+use crate::experiment::{MechCosts, PerInterval, RunData};
 use crate::Stats;
 use numalab_results::output::table;
 use numalab_results::Record;
@@ -19,6 +19,7 @@ pub(super) struct Row {
     pub per_fault: Option<f64>,
     pub costs: Option<MechCosts>,
     pub cores_shared: Option<bool>,
+    pub per_interval: Option<PerInterval>,
 }
 
 /// The runs of the `dsm` records (records whose data does not match are left out).
@@ -40,6 +41,7 @@ pub(super) fn rows(recs: &[Record]) -> Vec<Row> {
                 per_fault: d.per_remote_fault_ns,
                 costs: d.costs,
                 cores_shared: d.cores_shared,
+                per_interval: d.per_interval,
             })
         })
         .collect()
@@ -359,6 +361,18 @@ pub(super) fn at_delay(rs: &[Row], d: u64) -> (Vec<&Row>, String) {
     )
 }
 
+/// One line per run of `here` whose speedup over the sequential program is under 1:
+/// its communication per interval against the sequential compute per interval.
+pub(super) fn below_one(here: &[&Row]) -> Vec<String> {
+    here.iter()
+        .filter_map(|r| {
+            let s = r.seq? / r.time;
+            let name = format!("{} {} T={}", r.app, r.protocol, r.t);
+            (s < 1.0).then(|| super::explain::line(&name, &ratio(s), r.per_interval.as_ref()))
+        })
+        .collect()
+}
+
 /// The suite's text tables, in the seed's order, per net delay.
 pub fn text(recs: &[Record]) -> String {
     let rs = rows(recs);
@@ -383,6 +397,13 @@ pub fn text(recs: &[Record]) -> String {
                 .map(|l| format!("\n{l}\n"))
                 .unwrap_or_default(),
         );
+        let why = below_one(&here);
+        if !why.is_empty() {
+            out.push_str(&format!("\n{}\n", super::explain::TITLE));
+            for l in why {
+                out.push_str(&format!("{l}\n"));
+            }
+        }
     }
     if !out.ends_with('\n') {
         out.push('\n');
@@ -417,6 +438,7 @@ mod tests {
             per_fault: None,
             costs: None,
             cores_shared: None,
+            per_interval: None,
         }
     }
 
