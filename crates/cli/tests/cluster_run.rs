@@ -140,6 +140,87 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
 }
 
 #[test]
+fn cluster_names_the_host_under_a_cpu_quota_for_its_memory_figures_and_no_other() {
+    let Some(_one) = cluster_test() else { return };
+    // nlab-h3 shares CPU 0 with nlab-h1; what runs on it gets 2 ms of CPU per 20 ms.
+    let c = Cluster::up(3, &[]);
+    let cg = c.quota("nlab-h3", 2000, 20000);
+    let hosts = c.hostfile(3, 1);
+    let file = c.dir.join("cluster.json");
+    let run = ["cluster", "--hostfile", hosts.to_str().unwrap()];
+    let out = c.numalab(
+        "240",
+        &[
+            &run[..],
+            &quick("20", "64K"),
+            &["-o", file.to_str().unwrap()],
+        ]
+        .concat(),
+        &[("NUMALAB_MPI_TIMEOUT", "200")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("odd host: nlab-h3's memory figures were measured under a CPU quota: its cgroup was throttled "),
+        "{text}"
+    );
+    let v = validate(&std::fs::read(&file).unwrap());
+    let recs = v.as_array().unwrap();
+    let f = &of(recs, "cluster-findings")[0]["data"];
+    let throttled: Vec<&str> = f["throttled_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(throttled, ["nlab-h3"], "{f}");
+    let t = &f["throttled_hosts"][0]["throttling"];
+    assert_eq!(
+        t["quota"],
+        serde_json::json!({"quota_us": 2000, "period_us": 20000})
+    );
+    assert!(t["throttled_us"].as_u64().unwrap() > 0, "{t}");
+    // No other host is named for a quota: none was throttled. (The MAD rule's
+    // `odd_hosts` are not asserted: on this loaded VM another host's figures can move
+    // 1.5x while nlab-h3's stay near the third's; rule.rs tests that rule.)
+    // The other hosts have this machine's quota (none, unless the tests run in a
+    // container that has one).
+    let here = numalab_results::disturb::cpu_quota();
+    for r in of(recs, "cluster-host") {
+        let t = &r["data"]["throttling"];
+        if r["data"]["host"] != "nlab-h3" {
+            assert_eq!(t["throttled_passes"], 0, "{r}");
+            assert_eq!(t["quota"], serde_json::json!(here), "{r}");
+        }
+        assert!(t["passes"].as_u64().unwrap() > 0, "{r}");
+    }
+    // The quota is a setting that differs, too.
+    let quota: Vec<&serde_json::Value> = f["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["setting"] == "CPU quota")
+        .collect();
+    assert_eq!(
+        quota[0]["values"],
+        serde_json::json!([
+            [
+                here.map_or("none found".into(), |q| q.words()),
+                ["nlab-h1", "nlab-h2"]
+            ],
+            ["2 ms of CPU per 20 ms (10 % of a CPU)", ["nlab-h3"]]
+        ]),
+        "{f}"
+    );
+    drop(c);
+    assert!(!cg.exists(), "{} left behind", cg.display());
+}
+
+#[test]
 fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
     let Some(_one) = cluster_test() else { return };
     // 5 hosts on 2 CPUs: structure only (5 hosts, every off-diagonal cell measured);

@@ -1,6 +1,7 @@
 //! The typed `data` of the cluster's records: each host's settings and memory, the
 //! host × host matrices, and the findings.
 
+use numalab_results::disturb::CpuQuota;
 use serde::{Deserialize, Serialize};
 
 /// Record kind of one host's settings and memory check.
@@ -51,6 +52,57 @@ pub struct HostData {
     pub settings_root: String,
     /// The memory check per NUMA node with CPUs in this rank's share.
     pub memory: Vec<NodeMemory>,
+    /// The host's CPU quota and how much it throttled the memory check's passes.
+    #[serde(default)]
+    pub throttling: Throttling,
+}
+
+/// Throttled time at or beyond this share of the memory passes' wall time makes a
+/// host's memory figures "measured under a CPU quota" (the steal threshold's 1 %).
+pub const THROTTLED_SHARE: f64 = 0.01;
+
+/// A host's CPU quota and what the memory check's passes saw of it: the throttling of
+/// the rank's cgroup and its ancestors (`cpu.stat`), read before and after each pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Throttling {
+    /// The tightest CPU quota of the rank's cgroup or an ancestor (None: none set, or
+    /// no cgroup cpu controller readable).
+    #[serde(default)]
+    pub quota: Option<CpuQuota>,
+    /// Passes sampled (the first thread of each figure's passes).
+    pub passes: usize,
+    /// Of them, the passes during which the cgroup was throttled.
+    pub throttled_passes: usize,
+    /// Time the cgroup was throttled during the passes, µs (summed over its CPUs).
+    pub throttled_us: u64,
+    /// Wall time of the passes, µs.
+    pub wall_us: u64,
+}
+
+impl Throttling {
+    /// Whether the figures were measured under a CPU quota that throttled them: a
+    /// throttled pass, and throttled time of at least [`THROTTLED_SHARE`] of the passes'.
+    pub fn throttled(&self) -> bool {
+        self.throttled_passes > 0
+            && self.throttled_us as f64 >= THROTTLED_SHARE * self.wall_us as f64
+    }
+
+    /// "its cgroup was throttled 812 ms of the 905 ms its memory passes took (28 of 30
+    /// passes); CPU quota 1 ms of CPU per 20 ms (5 % of a CPU)".
+    pub fn words(&self) -> String {
+        let ms = |us: u64| format!("{:.0} ms", us as f64 / 1000.0);
+        let quota = match &self.quota {
+            Some(q) => format!("; CPU quota {}", q.words()),
+            None => String::new(),
+        };
+        format!(
+            "its cgroup was throttled {} of the {} its memory passes took ({} of {} passes){quota}",
+            ms(self.throttled_us),
+            ms(self.wall_us),
+            self.throttled_passes,
+            self.passes
+        )
+    }
 }
 
 /// `data` of a `cluster-links` record: cells `[from][to]`, None on the diagonal.
@@ -85,6 +137,15 @@ pub struct OddHost {
     pub value: f64,
     /// The other hosts' smallest and largest.
     pub others: (f64, f64),
+}
+
+/// A host whose memory figures were measured under a CPU quota that throttled them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThrottledHost {
+    /// The host.
+    pub host: String,
+    /// Its quota and the throttling its memory passes saw.
+    pub throttling: Throttling,
 }
 
 /// A link (a host's row or column of a matrix, or one cell) beyond the others.
@@ -122,6 +183,9 @@ pub struct FindingsData {
     pub rule: String,
     /// Hosts with a figure beyond the others'.
     pub odd_hosts: Vec<OddHost>,
+    /// Hosts whose memory figures a CPU quota throttled, whatever the figures.
+    #[serde(default)]
+    pub throttled_hosts: Vec<ThrottledHost>,
     /// Links beyond the others.
     pub odd_links: Vec<OddLink>,
     /// Settings that differ between hosts.

@@ -58,12 +58,14 @@ fn host_record(world: &World, host: &Host, plan: &Plan, prov: &Provenance) -> Re
         .as_ref()
         .map(|c| numalab_mpi::place::narrowed(&host.machine, c))
         .unwrap_or_else(|| host.machine.clone());
+    let (memory, throttling) = memory::check(host, &within, plan.options.mem_iterations);
     let data = HostData {
         host: me.host.clone(),
         rank: me.rank,
         settings: settings::settings(prov, &host.machine, &library, &root),
         settings_root: root,
-        memory: memory::check(host, &within, plan.options.mem_iterations),
+        memory,
+        throttling,
     };
     let mut r = Record::new(
         KIND_HOST,

@@ -5,7 +5,9 @@ use super::data::{
     FindingsData, HostData, LinksData, KIND_COLLECTIVES, KIND_FINDINGS, KIND_HOST, KIND_LINKS,
 };
 use super::plan::{Plan, KIND_PLAN};
-use super::text::{collectives_text, findings_text, hosts_text, link_words, links_text};
+use super::text::{
+    collectives_text, findings_text, hosts_text, link_words, links_text, throttled_words,
+};
 use numalab_results::plot;
 use numalab_results::present::{of, warning_lines, Presenter};
 use numalab_results::report::{esc, figure, grid_table, num};
@@ -80,6 +82,7 @@ fn findings_html(f: &FindingsData) -> String {
             )
         })
         .collect();
+    items.extend(f.throttled_hosts.iter().map(throttled_words));
     items.extend(f.odd_hosts.iter().map(|o| {
         format!(
             "odd host: {} {} {} {}; the others {}-{}",

@@ -7,8 +7,16 @@
 //! factor [`FACTOR`], both on a log scale (rates and times vary by factors, and a
 //! factor is what a reader compares). Each value is held against the others only
 //! (leave one out), so an odd value does not widen its own yardstick.
+//!
+//! Apart from that rule, a host whose memory passes its CPU quota throttled is named
+//! (with the throttled time, its passes' time and the quota), whatever its figures:
+//! how far throttled figures move depends on how long a pass is against the quota's
+//! slice, and on a loaded machine the others' figures may move as far.
 
-use super::data::{FindingsData, HostData, LinksData, OddHost, OddLink, SettingDiff};
+use super::data::{
+    FindingsData, HostData, LinksData, OddHost, OddLink, SettingDiff, ThrottledHost,
+    THROTTLED_SHARE,
+};
 use numalab_results::stats::median;
 
 /// Deviations (scaled MADs) beyond the median that make a value odd.
@@ -29,7 +37,8 @@ pub const MIN_HOSTS: usize = 3;
 /// The rule in words, for the findings record.
 pub fn rule_words() -> String {
     format!(
-        "odd: beyond the others' median by more than {K} scaled MADs and by at least {FACTOR}x, on a log scale, each value held against the others only; at least {MIN_HOSTS} hosts"
+        "odd: beyond the others' median by more than {K} scaled MADs and by at least {FACTOR}x, on a log scale, each value held against the others only; at least {MIN_HOSTS} hosts; and a host whose memory passes its CPU quota throttled for {:.0} % of their time or more, whatever its figures",
+        THROTTLED_SHARE * 100.0
     )
 }
 
@@ -235,6 +244,14 @@ pub fn findings(hosts: &[HostData], links: Option<&LinksData>) -> FindingsData {
             hosts.len()
         ));
     }
+    f.throttled_hosts = hosts
+        .iter()
+        .filter(|h| h.throttling.throttled())
+        .map(|h| ThrottledHost {
+            host: h.host.clone(),
+            throttling: h.throttling.clone(),
+        })
+        .collect();
     for (figure, unit, higher_worse, values) in memory_figures(hosts) {
         for (i, value, others) in odd_values(&values, higher_worse) {
             f.odd_hosts.push(OddHost {
@@ -302,6 +319,7 @@ mod tests {
                 read_all_gbps: Some(bw),
                 unavailable: Vec::new(),
             }],
+            throttling: Default::default(),
         }
     }
 
@@ -368,6 +386,46 @@ mod tests {
         let parts = odd_parts(&m, false, false);
         assert_eq!(parts.len(), 1, "{parts:?}");
         assert_eq!((parts[0].0, parts[0].1, parts[0].2), ("pair", 1, Some(4)));
+    }
+
+    #[test]
+    fn a_throttled_host_is_named_whatever_its_figures_and_a_grazed_one_is_not() {
+        use super::super::data::Throttling;
+        use numalab_results::disturb::CpuQuota;
+        // Identical figures: the MAD rule names no one; the throttling names n2.
+        let mut hosts: Vec<HostData> = (0..3)
+            .map(|i| host(&format!("n{i}"), 40.0, "always"))
+            .collect();
+        hosts[2].throttling = Throttling {
+            quota: Some(CpuQuota {
+                quota_us: 1000,
+                period_us: 20000,
+            }),
+            passes: 30,
+            throttled_passes: 28,
+            throttled_us: 812_000,
+            wall_us: 905_000,
+        };
+        // One throttled pass of 3 µs in 900 ms: under 1 %, not named.
+        hosts[1].throttling = Throttling {
+            passes: 30,
+            throttled_passes: 1,
+            throttled_us: 3,
+            wall_us: 900_000,
+            ..Throttling::default()
+        };
+        let f = findings(&hosts, None);
+        assert!(f.odd_hosts.is_empty(), "{:?}", f.odd_hosts);
+        let named: Vec<&str> = f.throttled_hosts.iter().map(|t| t.host.as_str()).collect();
+        assert_eq!(named, ["n2"]);
+        assert_eq!(
+            f.throttled_hosts[0].throttling.words(),
+            "its cgroup was throttled 812 ms of the 905 ms its memory passes took (28 of 30 passes); CPU quota 1 ms of CPU per 20 ms (5 % of a CPU)"
+        );
+        // A quota that never throttled a pass names no one.
+        hosts[2].throttling.throttled_passes = 0;
+        hosts[2].throttling.throttled_us = 0;
+        assert!(findings(&hosts, None).throttled_hosts.is_empty());
     }
 
     #[test]

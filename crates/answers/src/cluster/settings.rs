@@ -1,7 +1,9 @@
 //! A host's settings as the cluster compares them: the provenance's CPU, microcode
 //! and kernel, the topology's nodes and memory, and the sysfs/procfs settings (THP,
 //! NUMA balancing, governor, huge pages) read under a root folder, "/" unless
-//! `NUMALAB_CLUSTER_ROOT` names a recorded or fake tree (a test's per-host setting).
+//! `NUMALAB_CLUSTER_ROOT` names a recorded or fake tree (a test's per-host setting);
+//! and the CPU quota of the rank's own cgroup (read where it is mounted, never under
+//! the root folder: a quota is the process's, not the machine's).
 
 use super::data::Setting;
 use numalab_results::provenance::bracketed;
@@ -111,6 +113,10 @@ pub fn settings(prov: &Provenance, m: &Machine, mpi_library: &str, root: &str) -
         s("NUMA balancing", numa_balancing(r)),
         s("governor", governor(r, m)),
         s("huge pages", huge_pages(r)),
+        s(
+            "CPU quota",
+            numalab_results::disturb::cpu_quota().map_or("none found".into(), |q| q.words()),
+        ),
         s(
             "MPI library",
             mpi_library.lines().next().unwrap_or("").trim().to_string(),

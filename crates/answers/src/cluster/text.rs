@@ -1,7 +1,9 @@
 //! The cluster's text, from its records alone: the plan, then the findings first, the
 //! hosts' memory, the matrices (up to [`MAX_GRID`] hosts) and the collectives.
 
-use super::data::{FindingsData, HostData, LinksData, OddHost, OddLink, KIND_COLLECTIVES};
+use super::data::{
+    FindingsData, HostData, LinksData, OddHost, OddLink, ThrottledHost, KIND_COLLECTIVES,
+};
 use super::plan::Plan;
 use numalab_results::output::table;
 use numalab_results::present::of;
@@ -85,6 +87,15 @@ fn odd_host_line(o: &OddHost) -> String {
     )
 }
 
+/// A throttled host's finding, in words (without the leading spaces).
+pub fn throttled_words(t: &ThrottledHost) -> String {
+    format!(
+        "odd host: {}'s memory figures were measured under a CPU quota: {}",
+        t.host,
+        t.throttling.words()
+    )
+}
+
 /// What a part of a matrix is, in words.
 pub fn link_words(o: &OddLink) -> String {
     match (o.part.as_str(), &o.peer) {
@@ -113,6 +124,9 @@ pub fn findings_text(f: &FindingsData) -> String {
     for o in &f.odd_links {
         s.push_str(&odd_link_line(o));
     }
+    for t in &f.throttled_hosts {
+        let _ = writeln!(s, "  {}", throttled_words(t));
+    }
     for o in &f.odd_hosts {
         s.push_str(&odd_host_line(o));
     }
@@ -124,7 +138,11 @@ pub fn findings_text(f: &FindingsData) -> String {
             .collect();
         let _ = writeln!(s, "  setting differs: {}: {}", d.setting, held.join("; "));
     }
-    if f.odd_links.is_empty() && f.odd_hosts.is_empty() && f.settings.is_empty() {
+    if f.odd_links.is_empty()
+        && f.odd_hosts.is_empty()
+        && f.throttled_hosts.is_empty()
+        && f.settings.is_empty()
+    {
         s.push_str("  no odd host, link or setting\n");
     }
     for n in &f.notes {

@@ -202,6 +202,27 @@ impl Cluster {
         );
     }
 
+    /// Limit what the agent starts on `host` from now on to `quota_us` of CPU per
+    /// `period_us` (`test-cluster quota`, a cgroup the cluster's `down` removes); the
+    /// cgroup's folder on this machine.
+    pub fn quota(&self, host: &str, quota_us: u32, period_us: u32) -> PathBuf {
+        let out = Command::new("timeout")
+            .arg("30")
+            .arg(script())
+            .arg("quota")
+            .arg(&self.dir)
+            .args([host, &quota_us.to_string(), &period_us.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "test-cluster quota {host}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cg = std::fs::read_to_string(self.dir.join(format!("cgroup.{host}"))).unwrap();
+        PathBuf::from(cg.trim())
+    }
+
     /// Run the script's `cmd` (cut, mend, ...) on `host`.
     pub fn script(&self, cmd: &str, host: &str) {
         let ok = Command::new(script())

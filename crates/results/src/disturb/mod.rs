@@ -11,4 +11,4 @@ pub use passes::{
     fold_warnings, judge, measure, PassLog, PassMark, Passes, Policy, Rules, Threshold, DATA_KEY,
     DEFAULT_MAX_REMEASURE, MOSTLY,
 };
-pub use sampler::{Disturbance, Sampler};
+pub use sampler::{cpu_quota, CpuQuota, Disturbance, Sampler};

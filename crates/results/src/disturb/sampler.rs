@@ -271,9 +271,9 @@ fn cgroup_mounts() -> &'static Vec<(PathBuf, bool)> {
     })
 }
 
-/// The cgroup's `cpu.stat` files this process's throttling shows in: its own and
-/// every ancestor's, for the v1 cpu hierarchy and for v2.
-fn cpu_stat_files() -> Vec<(PathBuf, bool)> {
+/// The cgroup folders this process's CPU time is limited by: its own and every
+/// ancestor's, for the v1 cpu hierarchy and for v2 (with whether it is v2).
+fn cgroup_dirs() -> Vec<(PathBuf, bool)> {
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut out = Vec::new();
     for l in own.lines() {
@@ -286,7 +286,7 @@ fn cpu_stat_files() -> Vec<(PathBuf, bool)> {
         for (mount, is_v2) in cgroup_mounts().iter().filter(|(_, m)| *m == v2) {
             let mut dir = mount.join(path.trim_start_matches('/'));
             loop {
-                out.push((dir.join("cpu.stat"), *is_v2));
+                out.push((dir.clone(), *is_v2));
                 if dir == *mount || !dir.pop() {
                     break;
                 }
@@ -299,8 +299,8 @@ fn cpu_stat_files() -> Vec<(PathBuf, bool)> {
 /// nr_throttled and throttled µs summed over this process's cgroup and its ancestors.
 fn cgroup_throttling() -> (u64, u64) {
     let mut out = (0, 0);
-    for (file, v2) in cpu_stat_files() {
-        let Ok(s) = std::fs::read_to_string(&file) else {
+    for (dir, v2) in cgroup_dirs() {
+        let Ok(s) = std::fs::read_to_string(dir.join("cpu.stat")) else {
             continue;
         };
         for l in s.lines() {
@@ -318,6 +318,73 @@ fn cgroup_throttling() -> (u64, u64) {
         }
     }
     out
+}
+
+/// A CPU quota: `quota_us` of CPU time per `period_us` of wall time (cgroup v2
+/// `cpu.max`, v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuQuota {
+    /// CPU time allowed per period, µs.
+    pub quota_us: u64,
+    /// The period, µs.
+    pub period_us: u64,
+}
+
+impl CpuQuota {
+    /// The quota as a share of one CPU (2.0: two CPUs' worth).
+    pub fn cpus(&self) -> f64 {
+        self.quota_us as f64 / self.period_us.max(1) as f64
+    }
+
+    /// "1 ms of CPU per 20 ms (5 % of a CPU)".
+    pub fn words(&self) -> String {
+        let ms = |us: u64| {
+            let v = us as f64 / 1000.0;
+            if v == v.round() {
+                format!("{v:.0} ms")
+            } else {
+                format!("{v} ms")
+            }
+        };
+        let share = self.cpus();
+        let of = if share < 1.0 {
+            format!("{:.0} % of a CPU", share * 100.0)
+        } else {
+            format!("{} CPUs", (share * 100.0).round() / 100.0)
+        };
+        format!(
+            "{} of CPU per {} ({of})",
+            ms(self.quota_us),
+            ms(self.period_us)
+        )
+    }
+}
+
+/// One cgroup folder's quota (None: none set, or not readable).
+fn quota_of(dir: &std::path::Path, v2: bool) -> Option<CpuQuota> {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    let (q, p) = if v2 {
+        let s = read("cpu.max")?;
+        let mut it = s.split_whitespace();
+        (it.next()?.to_string(), it.next()?.to_string())
+    } else {
+        (read("cpu.cfs_quota_us")?, read("cpu.cfs_period_us")?)
+    };
+    let quota_us = q.trim().parse::<u64>().ok()?;
+    let period_us = p.trim().parse::<u64>().ok().filter(|p| *p > 0)?;
+    Some(CpuQuota {
+        quota_us,
+        period_us,
+    })
+}
+
+/// The tightest CPU quota over this process's cgroup and its ancestors (None: no quota
+/// set, or no cgroup cpu controller mounted where this process can read it).
+pub fn cpu_quota() -> Option<CpuQuota> {
+    cgroup_dirs()
+        .iter()
+        .filter_map(|(d, v2)| quota_of(d, *v2))
+        .min_by(|a, b| a.cpus().total_cmp(&b.cpus()))
 }
 
 #[cfg(test)]
@@ -344,6 +411,30 @@ mod tests {
         let d = s.finish();
         assert!(d.wall_ns >= 5_000_000, "{d:?}");
         assert!(d.runq_share() <= 1.0 && d.steal_share() <= 1.0);
+    }
+
+    #[test]
+    fn a_quota_is_read_from_either_cgroup_version_and_said_in_words() {
+        let dir = std::env::temp_dir().join(format!("nl-quota-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cpu.max"), "max 100000\n").unwrap();
+        assert_eq!(quota_of(&dir, true), None);
+        std::fs::write(dir.join("cpu.max"), "1000 20000\n").unwrap();
+        let q = quota_of(&dir, true).unwrap();
+        assert_eq!((q.quota_us, q.period_us), (1000, 20000));
+        assert_eq!(q.words(), "1 ms of CPU per 20 ms (5 % of a CPU)");
+        std::fs::write(dir.join("cpu.cfs_quota_us"), "-1\n").unwrap();
+        std::fs::write(dir.join("cpu.cfs_period_us"), "100000\n").unwrap();
+        assert_eq!(quota_of(&dir, false), None);
+        std::fs::write(dir.join("cpu.cfs_quota_us"), "250000\n").unwrap();
+        let q = quota_of(&dir, false).unwrap();
+        assert_eq!(q.words(), "250 ms of CPU per 100 ms (2.5 CPUs)");
+        std::fs::write(dir.join("cpu.cfs_quota_us"), "1500\n").unwrap();
+        assert_eq!(
+            quota_of(&dir, false).unwrap().words(),
+            "1.5 ms of CPU per 100 ms (2 % of a CPU)"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
