@@ -27,8 +27,11 @@ pub(super) fn line(name: &str, speedup: &str, p: Option<&PerInterval>) -> String
         p.bytes / 1024.0,
         p.round_trips,
     );
-    if let Some(q) = p.sequential_ns {
-        let room = q * (1.0 - 1.0 / p.ranks.max(1) as f64);
+    if p.ranks < 2 {
+        // One rank does all the work plus the DSM's bookkeeping: no interval can pay.
+        s.push_str(" (one rank: it does all the work and the DSM's bookkeeping, so it cannot beat the sequential program)");
+    } else if let Some(q) = p.sequential_ns {
+        let room = q * (1.0 - 1.0 / p.ranks as f64);
         s.push_str(&format!(
             " against {} of sequential compute per interval ({:.0} intervals; on {} ranks it breaks even only under {} of communication)",
             us(q),
@@ -106,6 +109,17 @@ mod tests {
             cpu_line(&s),
             "CPU time (the ranks' together): compute threads 3.00 ms of 4.00 ms (75 %), service threads 0.50 ms\n"
         );
+    }
+
+    #[test]
+    fn one_rank_is_said_to_be_unable_to_beat_the_sequential_program() {
+        let p = PerInterval {
+            ranks: 1,
+            ..per(Some(100e3))
+        };
+        let l = line("sor lmwc T=1 ranks=1", "0.90", Some(&p));
+        assert!(l.contains("one rank"), "{l}");
+        assert!(!l.contains("breaks even"), "{l}");
     }
 
     #[test]

@@ -356,8 +356,8 @@ fn volume_line(p: &crate::experiment::PerInterval) -> String {
             us(rt)
         ));
     }
-    if let Some(q) = p.sequential_ns {
-        let room = q * (1.0 - 1.0 / p.ranks.max(1) as f64);
+    if let Some(q) = p.sequential_ns.filter(|_| p.ranks >= 2) {
+        let room = q * (1.0 - 1.0 / p.ranks as f64);
         s.push_str(&format!(
             "; the sequential program computes {} per interval ({}): beating it on {} needs an interval's communication under {}",
             us(q),
