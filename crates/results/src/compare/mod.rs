@@ -63,7 +63,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; derived metrics need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -78,6 +78,14 @@ pub const DERIVED: &[&str] = &[
     "write_bandwidth",
     "traffic_estimate",
 ];
+
+/// Metrics measured only as a reference for their record's figure, and measured as a
+/// figure elsewhere: `own_cache_reference` times the state step's lines from the
+/// requestor's own cache, which the latency sweep reports at that size. Two quiet
+/// quick surveys on the 2-vCPU VM put it beyond 2 to 3 times a pair (12 → 66 ns at
+/// 256 KiB, the helper's lines evicted or not) while the step's own figure held;
+/// `--all-metrics` keeps it.
+pub const REFERENCES: &[&str] = &["own_cache_reference"];
 
 /// Requestors streaming at once when `r` is one requestor's part of such a run (a
 /// bandwidth record naming its CPU among several): how the memory system splits a
@@ -191,10 +199,13 @@ fn duplicates(recs: &[Record], keep: &dyn Fn(&&Stat) -> bool) -> usize {
 }
 
 /// Every figure present in both (same kind, name and metric; derived
-/// duplicates only with `all_metrics`), sorted.
+/// duplicates and references only with `all_metrics`), sorted.
 pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparison {
     let (fa, fb) = (plausible::check(a), plausible::check(b));
-    let keep = |s: &&Stat| all_metrics || !DERIVED.contains(&s.metric.as_str());
+    let keep = |s: &&Stat| {
+        all_metrics
+            || !(DERIVED.contains(&s.metric.as_str()) || REFERENCES.contains(&s.metric.as_str()))
+    };
     let mut rows = Vec::new();
     let mut only_a = 0;
     for ra in a {

@@ -161,6 +161,18 @@ fn derived_duplicates_are_dropped_unless_all_metrics() {
 }
 
 #[test]
+fn a_reference_metric_is_dropped_unless_all_metrics() {
+    let mut a = rec("x", "latency", &tight(30.0));
+    a.add_samples("own_cache_reference", "ns", &tight(12.0));
+    let mut b = rec("x", "latency", &tight(30.0));
+    b.add_samples("own_cache_reference", "ns", &tight(66.0));
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), false);
+    assert_eq!(c.rows.len(), 1, "{:?}", c.rows);
+    let c = compare(&[a], &[b], true);
+    assert_eq!(c.rows.len(), 2);
+}
+
+#[test]
 fn the_verdict_counts_and_names_what_moved() {
     let a = vec![
         rec("moved", "latency", &tight(100.0)),
