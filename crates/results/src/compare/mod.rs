@@ -63,7 +63,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A; a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.

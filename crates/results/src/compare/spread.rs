@@ -24,7 +24,7 @@ pub const K: f64 = 3.0;
 /// A kind whose figures moved together.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Shift {
-    /// Record kind.
+    /// Record kind, and the metric where the kind holds several.
     pub kind: String,
     /// Median B/A of its comparable figures.
     pub ratio: f64,
@@ -53,6 +53,18 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// The family a figure's shift is measured in: its record kind and metric, since one
+/// kind holds metrics that move apart when the machine changes (a loaded-latency
+/// record's latency rises as its injected bandwidth falls); the kind alone where the
+/// metric is the kind's own figure (a latency record's latency reads "latency").
+fn family(r: &Row) -> String {
+    if r.metric == r.kind {
+        r.kind.clone()
+    } else {
+        format!("{} {}", r.kind, r.metric)
+    }
+}
+
 fn comparable(r: &Row) -> Option<f64> {
     let x = r.ratio.filter(|x| *x > 0.0 && x.is_finite())?;
     (!r.change.starts_with("not comparable")).then(|| x.ln())
@@ -64,7 +76,7 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
     let mut by_kind: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in rows.iter() {
         if let Some(l) = comparable(r) {
-            by_kind.entry(r.kind.clone()).or_default().push(l);
+            by_kind.entry(family(r)).or_default().push(l);
         }
     }
     let figures: usize = by_kind.values().map(Vec::len).sum();
@@ -85,7 +97,7 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
         .collect();
     let mut dev: Vec<f64> = rows
         .iter()
-        .filter_map(|r| Some(comparable(r)? - centre[&r.kind]))
+        .filter_map(|r| Some(comparable(r)? - centre[&family(r)]))
         .collect();
     let mid = median(&mut dev);
     let mut abs: Vec<f64> = dev.iter().map(|d| (d - mid).abs()).collect();
@@ -95,7 +107,7 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
     let bound = (K * sigma).max(least);
     for r in rows.iter_mut().filter(|r| r.change == "beyond") {
         let Some(l) = comparable(r) else { continue };
-        if (l - centre[&r.kind]).abs() <= bound {
+        if (l - centre[&family(r)]).abs() <= bound {
             r.change = "within (pair's spread)".into();
         }
     }
@@ -123,7 +135,7 @@ mod tests {
         Row {
             kind: kind.into(),
             name: format!("{kind} {ratio}"),
-            metric: "m".into(),
+            metric: kind.into(),
             unit: "u".into(),
             a: 1.0,
             b: ratio,
@@ -172,6 +184,24 @@ mod tests {
         // Tight scatter: the least effect (10 %) is the bound.
         assert!((s.factor - 1.1).abs() < 1e-9);
         assert!(rows.iter().all(|r| r.change != "beyond"));
+    }
+
+    #[test]
+    fn a_kind_whose_metrics_moved_apart_has_each_metrics_shift() {
+        // A loaded-latency curve 30 % faster while its injected bandwidths held (the
+        // captured EMR pair): one shift per metric, so no point of either is beyond.
+        let mut rows = scattered("latency", 1.0, 0.05, 12);
+        let mut lat = scattered("loaded-latency", 0.7, 0.08, 6);
+        let mut inj = scattered("loaded-latency", 1.0, 0.05, 6);
+        lat.iter_mut().for_each(|r| r.metric = "latency".into());
+        inj.iter_mut()
+            .for_each(|r| r.metric = "injected_bandwidth".into());
+        rows.extend(lat);
+        rows.extend(inj);
+        let s = apply(&mut rows, 0.10).unwrap();
+        assert!(rows.iter().all(|r| r.change != "beyond"), "{rows:?}");
+        assert_eq!(s.shifts.len(), 1, "{s:?}");
+        assert_eq!(s.shifts[0].kind, "loaded-latency latency");
     }
 
     #[test]
