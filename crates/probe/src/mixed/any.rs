@@ -125,42 +125,13 @@ mod tests {
         // Lines past the last whole block take the per-line tail.
         let lines = 5 * BLOCK_LINES + 5;
         type Spec = unsafe fn(bool, &Walk) -> u64;
+        let mix = |reads, writes| Mix { reads, writes };
         let cases: [(Mix, Spec); 5] = [
-            (
-                Mix {
-                    reads: 1,
-                    writes: 0,
-                },
-                drive_rw::<Scalar, 1, 0>,
-            ),
-            (
-                Mix {
-                    reads: 0,
-                    writes: 1,
-                },
-                drive_rw::<Scalar, 0, 1>,
-            ),
-            (
-                Mix {
-                    reads: 1,
-                    writes: 1,
-                },
-                drive_rw::<Scalar, 1, 1>,
-            ),
-            (
-                Mix {
-                    reads: 2,
-                    writes: 1,
-                },
-                drive_rw::<Scalar, 2, 1>,
-            ),
-            (
-                Mix {
-                    reads: 3,
-                    writes: 1,
-                },
-                drive_rw::<Scalar, 3, 1>,
-            ),
+            (mix(1, 0), drive_rw::<Scalar, 1, 0>),
+            (mix(0, 1), drive_rw::<Scalar, 0, 1>),
+            (mix(1, 1), drive_rw::<Scalar, 1, 1>),
+            (mix(2, 1), drive_rw::<Scalar, 2, 1>),
+            (mix(3, 1), drive_rw::<Scalar, 3, 1>),
         ];
         for (m, spec) in cases {
             for nt in [false, true] {
