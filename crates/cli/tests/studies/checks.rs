@@ -20,7 +20,7 @@ const CAMEL_OK: &[&str] = &[
 pub fn all(out: &str) -> Vec<(&'static str, String)> {
     let mut v: Vec<(&'static str, String)> =
         tokens(out).into_iter().map(|w| ("tokens", w)).collect();
-    for line in out.lines().filter(|l| l.contains("speedup 0.00")) {
+    for line in out.lines().filter(|l| zero_speedup(l)) {
         v.push(("zero", format!("a speedup of 0.00 in: {}", line.trim())));
     }
     for t in tables(out) {
@@ -29,6 +29,18 @@ pub fn all(out: &str) -> Vec<(&'static str, String)> {
         v.extend(units(&t).into_iter().map(|w| ("units", w)));
     }
     v
+}
+
+/// A line that prints a speedup rounded to nothing ("speedup 0.00"); "speedup 0.0012"
+/// keeps its significant digits and is an honest figure.
+fn zero_speedup(line: &str) -> bool {
+    line.match_indices("speedup ").any(|(i, m)| {
+        let num: String = line[i + m.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        num.contains('.') && num.chars().all(|c| c == '0' || c == '.')
+    })
 }
 
 /// Internal formatting leaking into a line.
@@ -265,6 +277,9 @@ fn the_checks_find_what_a_reader_objects_to() {
     let checks: Vec<&str> = found.iter().map(|f| f.0).collect();
     assert_eq!(checks, ["zero", "parts", "zero", "units"], "{found:#?}");
     assert_eq!(all("sequential 0.97 ms, speedup 0.00")[0].0, "zero");
+    assert_eq!(all("sor seq T=1: speedup 0.0 < 1")[0].0, "zero");
+    // A small speedup printed with its significant digits is a figure, not a zero.
+    assert!(all("sor seq T=1: speedup 0.0012 < 1: per interval").is_empty());
     let ts = tables(out);
     assert_eq!(ts.len(), 3);
     assert_eq!(
