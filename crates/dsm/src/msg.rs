@@ -378,6 +378,15 @@ impl Msg {
     pub fn decode(b: &[u8]) -> Msg {
         let mut r = R(b, 0);
         match r.u8() {
+            t @ 0..=3 => Msg::decode_sync(t, &mut r),
+            t @ 4..=11 => Msg::decode_page(t, &mut r),
+            t => Msg::decode_lmwc(t, &mut r),
+        }
+    }
+
+    /// Locks and barriers (tags 0–3).
+    fn decode_sync(tag: u8, r: &mut R) -> Msg {
+        match tag {
             0 => Msg::LockReq {
                 lock: r.u32(),
                 from: r.u32(),
@@ -400,6 +409,13 @@ impl Msg {
                 gc: r.u8() != 0,
                 cut: r.u32s(),
             },
+            t => unreachable!("sync tag {t}"),
+        }
+    }
+
+    /// Pages, diffs and invalidations (tags 4–11).
+    fn decode_page(tag: u8, r: &mut R) -> Msg {
+        match tag {
             4 => Msg::DiffReq {
                 page: r.u32(),
                 idxs: r.u32s(),
@@ -432,6 +448,13 @@ impl Msg {
                 from: r.u32(),
                 write: r.u8() != 0,
             },
+            t => unreachable!("page tag {t}"),
+        }
+    }
+
+    /// Ownership, read-ahead and bulk messages (tags 12–20).
+    fn decode_lmwc(tag: u8, r: &mut R) -> Msg {
+        match tag {
             12 => Msg::Touch {
                 page: r.u32(),
                 gcs: r.u32(),

@@ -210,54 +210,15 @@ impl Directory {
     pub fn message(&mut self, c: &mut Core, from: usize, m: Msg) -> Handled {
         match m {
             Msg::Touch { page, gcs, run } => {
-                self.grant_run(c, from, page, run);
-                let first = &mut self.first[page as usize];
-                if *first == NONE || *first == from as u32 {
-                    *first = from as u32;
-                    c.send(from, &Msg::Owner { page });
-                } else {
-                    if from == c.me {
-                        // Home here, page elsewhere: the fault is remote after all.
-                        c.stats.remote_faults += 1;
-                        c.fault_asked(page as usize);
-                    }
-                    let to = from as u32;
-                    c.send(*first as usize, &Msg::BaseReq { page, to, gcs });
-                }
+                self.on_touch(c, from, page, gcs, run);
                 Handled::Done
             }
             Msg::Owner { page } => {
-                let p = page as usize;
-                // Shared already when a second toucher's request overtook this answer.
-                if self.class[p] == Class::Touching {
-                    self.class[p] = Class::Private;
-                    c.stats.private_pages += 1;
-                    c.region.protect(p, Prot::ReadWrite);
-                }
-                if Self::home(c, p) != c.me {
-                    c.fault_served(p);
-                }
-                c.wake_if(|w| w == Wait::Page(page));
+                self.on_owner(c, page);
                 Handled::Done
             }
             Msg::Claimed { pages } => {
-                let mut open = Vec::with_capacity(pages.len());
-                for q in pages {
-                    let q = q as usize;
-                    // Touching: this rank's own Touch of it is in flight; its Owner answer
-                    // finds it private already.
-                    if matches!(self.class[q], Class::Untouched | Class::Touching) {
-                        if self.class[q] == Class::Touching {
-                            c.wake_if(|w| w == Wait::Page(q as u32));
-                        }
-                        self.class[q] = Class::Private;
-                        self.ahead.remove(&(q as u32));
-                        c.stats.private_pages += 1;
-                        c.stats.claimed += 1;
-                        open.push(q);
-                    }
-                }
-                c.region.protect_pages(&mut open, Prot::ReadWrite);
+                self.on_claimed(c, pages);
                 Handled::Done
             }
             Msg::BaseReq { page, to, gcs } => {
@@ -292,6 +253,61 @@ impl Directory {
             }
             m => Handled::No(m),
         }
+    }
+
+    /// A rank touched `page` (homed here) first, or after another: answer it as the
+    /// owner, or have the first toucher send it the page's base.
+    fn on_touch(&mut self, c: &mut Core, from: usize, page: u32, gcs: u32, run: u32) {
+        self.grant_run(c, from, page, run);
+        let first = &mut self.first[page as usize];
+        if *first == NONE || *first == from as u32 {
+            *first = from as u32;
+            c.send(from, &Msg::Owner { page });
+        } else {
+            if from == c.me {
+                // Home here, page elsewhere: the fault is remote after all.
+                c.stats.remote_faults += 1;
+                c.fault_asked(page as usize);
+            }
+            let to = from as u32;
+            c.send(*first as usize, &Msg::BaseReq { page, to, gcs });
+        }
+    }
+
+    /// This rank is `page`'s only toucher: it turns private and writable.
+    fn on_owner(&mut self, c: &mut Core, page: u32) {
+        let p = page as usize;
+        // Shared already when a second toucher's request overtook this answer.
+        if self.class[p] == Class::Touching {
+            self.class[p] = Class::Private;
+            c.stats.private_pages += 1;
+            c.region.protect(p, Prot::ReadWrite);
+        }
+        if Self::home(c, p) != c.me {
+            c.fault_served(p);
+        }
+        c.wake_if(|w| w == Wait::Page(page));
+    }
+
+    /// The home granted these pages to this rank before it touched them.
+    fn on_claimed(&mut self, c: &mut Core, pages: Vec<u32>) {
+        let mut open = Vec::with_capacity(pages.len());
+        for q in pages {
+            let q = q as usize;
+            // Touching: this rank's own Touch of it is in flight; its Owner answer
+            // finds it private already.
+            if matches!(self.class[q], Class::Untouched | Class::Touching) {
+                if self.class[q] == Class::Touching {
+                    c.wake_if(|w| w == Wait::Page(q as u32));
+                }
+                self.class[q] = Class::Private;
+                self.ahead.remove(&(q as u32));
+                c.stats.private_pages += 1;
+                c.stats.claimed += 1;
+                open.push(q);
+            }
+        }
+        c.region.protect_pages(&mut open, Prot::ReadWrite);
     }
 
     /// Page `p`, touched first here, turns shared (once): write-protected, so this rank's
