@@ -80,6 +80,25 @@ struct Parsed {
     budget: Duration,
 }
 
+/// `--mlp-size`: at least 64 chains of 64 lines, at most half the available memory.
+fn mlp_size(s: &str) -> Result<u64> {
+    let v = size_opt("--mlp-size", s)?;
+    if v < (64 * 64 * 64) as u64 {
+        return Err(Error::input(format!(
+            "invalid --mlp-size '{s}': at least 256K (64 chains of 64 lines)"
+        )));
+    }
+    if let Some((_, avail)) = numalab_topo::sysfs::system_memory() {
+        if v > avail / 2 {
+            return Err(Error::input(format!(
+                "invalid --mlp-size '{s}': more than half of the {} available",
+                numalab_topo::fmt_bytes(avail)
+            )));
+        }
+    }
+    Ok(v)
+}
+
 impl Options {
     fn parsed(&self) -> Result<Parsed> {
         let a = self;
@@ -121,26 +140,7 @@ impl Options {
             1024,
             "times the communication",
         )?;
-        let mlp_size = match &a.mlp_size {
-            Some(s) => {
-                let v = size_opt("--mlp-size", s)?;
-                if v < (64 * 64 * 64) as u64 {
-                    return Err(Error::input(format!(
-                        "invalid --mlp-size '{s}': at least 256K (64 chains of 64 lines)"
-                    )));
-                }
-                if let Some((_, avail)) = numalab_topo::sysfs::system_memory() {
-                    if v > avail / 2 {
-                        return Err(Error::input(format!(
-                            "invalid --mlp-size '{s}': more than half of the {} available",
-                            numalab_topo::fmt_bytes(avail)
-                        )));
-                    }
-                }
-                Some(v)
-            }
-            None => None,
-        };
+        let mlp_size = a.mlp_size.as_deref().map(mlp_size).transpose()?;
         if let Some(n) = a.accesses.filter(|&n| n < 64) {
             return Err(Error::input(format!(
                 "invalid --accesses '{n}': at least 64"
