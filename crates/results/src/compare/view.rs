@@ -46,6 +46,13 @@ pub fn verdict(c: &Comparison) -> String {
     for l in &c.levels {
         let _ = write!(s, "; {}", l.sentence);
     }
+    if let Some(k) = &c.clock {
+        let _ = write!(
+            s,
+            "; the core clock moved {:.2} → {:.2} GHz (median of each run's probes): {} latency figures held in core cycles and are within",
+            k.a_ghz, k.b_ghz, k.figures
+        );
+    }
     match &c.spread {
         Some(p) => {
             let _ = write!(
