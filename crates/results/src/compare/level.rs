@@ -124,12 +124,11 @@ fn factor(ratio: f64) -> String {
     }
 }
 
-/// One group of consecutive points with the same homes in A and B: the rows' indices
-/// in size order.
+/// One group of consecutive points with the same homes in A and B: each point's size
+/// and row index, in size order.
 struct Group {
     homes: (String, String),
-    sizes: (u64, u64),
-    rows: Vec<usize>,
+    rows: Vec<(u64, usize)>,
 }
 
 /// The groups of sweep `sa` (B's sweep `sb`) for `metric`.
@@ -150,14 +149,10 @@ fn groups(rows: &[Row], a: &[Record], sa: &Sweep, sb: &Sweep, metric: &str) -> V
     for (size, i) in points {
         let homes = (home(&sa.plateaus, size), home(&sb.plateaus, size));
         match out.last_mut() {
-            Some(g) if g.homes == homes => {
-                g.sizes.1 = size;
-                g.rows.push(i);
-            }
+            Some(g) if g.homes == homes => g.rows.push((size, i)),
             _ => out.push(Group {
                 homes,
-                sizes: (size, size),
-                rows: vec![i],
+                rows: vec![(size, i)],
             }),
         }
     }
@@ -169,26 +164,31 @@ fn comparable(r: &Row) -> Option<f64> {
     (!r.change.starts_with("not comparable")).then_some(x)
 }
 
-/// The median B/A of a group that moved as a whole, or None.
-fn moved_as_one(rows: &[Row], g: &Group) -> Option<(f64, usize)> {
-    let mut r: Vec<f64> = g
+/// The median B/A of a group that moved as a whole, how many comparable points it is
+/// of and the sizes they span; None when the group did not move as one.
+fn moved_as_one(rows: &[Row], g: &Group) -> Option<(f64, usize, (u64, u64))> {
+    let points: Vec<(u64, f64)> = g
         .rows
         .iter()
-        .filter_map(|&i| comparable(&rows[i]))
+        .filter_map(|&(size, i)| Some((size, comparable(&rows[i])?)))
         .collect();
-    if r.len() < MIN_POINTS || !g.rows.iter().any(|&i| rows[i].change == "beyond") {
+    if points.len() < MIN_POINTS || !g.rows.iter().any(|&(_, i)| rows[i].change == "beyond") {
         return None;
     }
+    let span = (points[0].0, points[points.len() - 1].0);
+    let mut r: Vec<f64> = points.iter().map(|p| p.1).collect();
     r.sort_by(f64::total_cmp);
     let least = 1.0 + MIN_EFFECT;
     let (lo, hi) = (r[0], r[r.len() - 1]);
     let one_way = lo > least || hi < 1.0 / least;
     let median = crate::stats::median(&r)?;
-    (one_way && hi / lo <= SPREAD).then_some((median, r.len()))
+    (one_way && hi / lo <= SPREAD).then_some((median, r.len(), span))
 }
 
-fn shift_of(sweep: &str, metric: &str, g: &Group, ratio: f64, figures: usize) -> LevelShift {
-    let span = format!("{}–{}", bytes(g.sizes.0), bytes(g.sizes.1));
+/// The level shift of group `g`, whose comparable points span `sizes`.
+fn shift_of(sweep: &str, metric: &str, g: &Group, moved: (f64, usize, (u64, u64))) -> LevelShift {
+    let (ratio, figures, sizes) = moved;
+    let span = format!("{}–{}", bytes(sizes.0), bytes(sizes.1));
     let (ha, hb) = &g.homes;
     let (what, why) = if ha == hb {
         (
@@ -234,11 +234,11 @@ pub fn apply(rows: &mut [Row], a: &[Record], b: &[Record]) -> Vec<LevelShift> {
         metrics.dedup();
         for metric in metrics {
             for g in groups(rows, a, &sa, sb, &metric) {
-                let Some((ratio, n)) = moved_as_one(rows, &g) else {
+                let Some(moved) = moved_as_one(rows, &g) else {
                     continue;
                 };
-                let shift = shift_of(&sa.rec.name, &metric, &g, ratio, n);
-                let mark = format!("{MARK} ({} all {})", shift.what, factor(ratio));
+                let shift = shift_of(&sa.rec.name, &metric, &g, moved);
+                let mark = format!("{MARK} ({} all {})", shift.what, factor(shift.ratio));
                 let plateau = (g.homes.0 == g.homes.1).then(|| format!("plateau {}", g.homes.0));
                 mark_rows(rows, &g, &sa.rec.name, plateau.as_deref(), &mark);
                 out.push(shift);
@@ -254,7 +254,7 @@ fn mark_rows(rows: &mut [Row], g: &Group, sweep: &str, plateau: Option<&str>, ma
     for (i, r) in rows.iter_mut().enumerate() {
         let own =
             r.kind == "latency-sweep" && r.name == sweep && Some(r.metric.as_str()) == plateau;
-        if r.change == "beyond" && (own || g.rows.contains(&i)) {
+        if r.change == "beyond" && (own || g.rows.iter().any(|p| p.1 == i)) {
             r.change = mark.to_string();
         }
     }
@@ -355,6 +355,29 @@ mod tests {
         assert!(v.starts_with("1 of 14 comparable figures changed beyond their spread (7.1 %); L1 points 4 KiB–32 KiB all 1.2× slower (4 figures, named once): the whole level moved"), "{v}");
         // Every point is still listed, the level's first (after any beyond).
         assert!(c.rows[0].change.starts_with(MARK));
+    }
+
+    #[test]
+    fn a_level_shift_names_only_the_points_it_compared() {
+        let mut b_ns = A_NS;
+        b_ns[..4].iter_mut().for_each(|x| *x *= 1.25);
+        let mut b = run(&b_ns, &A_LEVELS);
+        // 32 KiB did not settle in B: not comparable, so not part of what is named.
+        b[3].settle = Some(crate::record::Settle {
+            settled: false,
+            metric: "latency".into(),
+            passes: 20,
+            interval: [1.0, 2.0],
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: Some("machine busy".into()),
+        });
+        let c = compare(&run(&A_NS, &A_LEVELS), &b, false);
+        assert_eq!(c.levels.len(), 1, "{:?}", c.levels);
+        assert_eq!(
+            (c.levels[0].what.as_str(), c.levels[0].figures),
+            ("L1 points 4 KiB–16 KiB", 3)
+        );
     }
 
     #[test]
