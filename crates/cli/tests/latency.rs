@@ -294,3 +294,40 @@ fn a_helper_held_state_records_how_far_apart_its_two_cpus_were() {
         v[0]["placement"]
     );
 }
+
+#[test]
+fn a_latency_record_carries_the_core_clock_measured_beside_it_and_its_cycles() {
+    // The record's structure, not the clock's number: before and after the passes, a
+    // positive clock, and the cycles figure as ns × their mean (per pass, so the
+    // medians agree).
+    let v = run_json(&["--size", "16k", "--iterations", "3"]);
+    let r = &v[0];
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        let named = r["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["feature"] == "core clock");
+        assert!(named, "{}", r["unavailable"]);
+        return;
+    }
+    let c = &r["data"]["core_clock"];
+    let (b, a) = (
+        c["before_ghz"].as_f64().unwrap(),
+        c["after_ghz"].as_f64().unwrap(),
+    );
+    assert!(b > 0.0 && a > 0.0 && b.is_finite() && a.is_finite(), "{c}");
+    let median = |m: &str| {
+        let s = r["stats"].as_array().unwrap();
+        let s = s.iter().find(|s| s["metric"] == m).unwrap();
+        (s["median"].as_f64().unwrap(), s["unit"].clone())
+    };
+    let (ns, _) = median("latency");
+    let (cycles, unit) = median("latency_cycles");
+    assert_eq!(unit, "core cycles");
+    let want = ns * (a + b) / 2.0;
+    assert!(
+        (cycles - want).abs() <= 1e-9 * want.max(1.0),
+        "{cycles} vs {want}"
+    );
+}

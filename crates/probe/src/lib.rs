@@ -10,6 +10,7 @@ pub mod barrier;
 pub mod bw;
 pub mod chase;
 pub mod compute_rate;
+pub mod core_clock;
 pub mod crew;
 pub mod flush;
 pub mod inject;

@@ -2,6 +2,7 @@
 //! L1-resident self loop) through the [`Crew`].
 
 use crate::chase::{Chase, SelfLoop};
+use crate::core_clock;
 use crate::crew::{Crew, CrewResult, Member, Pass};
 use crate::kernel::{self, Access, KernelFn};
 use crate::state::{LineState, Request};
@@ -117,6 +118,30 @@ pub fn run_round(setup: &Setup, round: &Round) -> Result<RoundResult> {
         }
     })?;
     Ok(round_result(setup, round, res))
+}
+
+/// The core clock (GHz) of every requestor's CPU, `samples` passes each, timed as the
+/// chase is (same crew, same pinning, no helpers, no line preparation); None where
+/// this architecture has no add chain ([`core_clock::UNAVAILABLE`]).
+pub fn clock_round(setup: &Setup, samples: usize) -> Result<Option<Vec<Vec<f64>>>> {
+    if !core_clock::AVAILABLE {
+        return Ok(None);
+    }
+    let mut crew = crew_of(setup);
+    crew.helpers.clear();
+    let res = crew.run(samples, false, |_| {
+        |_: &Pass| {
+            core_clock::pass();
+            core_clock::ADDS
+        }
+    })?;
+    let ghz = |t: &crate::crew::Timed| core_clock::ghz(setup.timer.ns(t.ticks));
+    Ok(Some(
+        res.samples
+            .iter()
+            .map(|v| v.iter().map(ghz).collect())
+            .collect(),
+    ))
 }
 
 /// The crew that times a setup's requestors (each over the lines its chase visits)

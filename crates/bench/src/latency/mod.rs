@@ -9,16 +9,18 @@ mod text;
 mod view;
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
 pub use present::{
-    LatencyData, Remeasured, StatesPresenter, SweepData, SweepPoint, SweepPresenter,
+    CoreClock, LatencyData, Remeasured, StatesPresenter, SweepData, SweepPoint, SweepPresenter,
+    CLOCK_PASSES,
 };
 pub use text::{sweep_text, text};
 pub use view::sweep_records;
 
 use crate::restart::{RestartOutcome, RestartParams};
 use numalab_probe::kernel::{self, UNROLL};
+use numalab_probe::runner::clock_round;
 use numalab_probe::{
-    flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round, RoundResult,
-    Setup, Target, Timer,
+    core_clock, flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round,
+    RoundResult, Setup, Target, Timer,
 };
 use numalab_results::distance::CpuDistance;
 use numalab_results::disturb::{PassLog, Policy, Rules};
@@ -239,6 +241,8 @@ pub struct RequestorResult {
     /// For states held in a helper's cache: the same chase with the lines in the
     /// requestor's own caches (ns per load, one per pass), to tell a remote hit from a local one.
     pub own_cache_ns: Option<Vec<f64>>,
+    /// The core clock before and after the timed passes (None: no add chain here).
+    pub clock: Option<CoreClock>,
 }
 
 /// The result of one size.
@@ -317,7 +321,9 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     };
     let mut warnings = plan.size_warnings(&host.machine, &shape);
     let distance = distances(host, timer, plan, &mut warnings)?;
+    let before = clock_round(&setup, CLOCK_PASSES)?;
     let (main, pins) = main_passes(&setup, plan, &shape)?;
+    let after = clock_round(&setup, CLOCK_PASSES)?;
     let restarts = match &plan.restart {
         Some(p) => {
             let loads = shape.loads.min(RESTART_LOADS);
@@ -326,13 +332,29 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         None => vec![None; chases.len()],
     };
     let own = own_cache(setup, plan, &shape)?;
-    let requestors = requestor_results(&chases, main, restarts, own);
+    let mut requestors = requestor_results(&chases, main, restarts, own);
+    for (i, q) in requestors.iter_mut().enumerate() {
+        q.clock = clock_of(before.as_ref(), after.as_ref(), i);
+    }
     Ok(SizeResult {
         shape,
         requestors,
         pins,
         warnings,
         distance,
+    })
+}
+
+/// Requestor `i`'s core clock: the median of its passes before and after.
+fn clock_of(
+    before: Option<&Vec<Vec<f64>>>,
+    after: Option<&Vec<Vec<f64>>>,
+    i: usize,
+) -> Option<CoreClock> {
+    let med = |v: Option<&Vec<Vec<f64>>>| numalab_results::stats::median(v?.get(i)?);
+    Some(CoreClock {
+        before_ghz: med(before)?,
+        after_ghz: med(after)?,
     })
 }
 
@@ -399,6 +421,7 @@ fn requestor_results(
             memory: c.buffer.proof.clone(),
             restart: restarts[i].take(),
             own_cache_ns: own.as_ref().map(|o| o.ns_per_load[i].clone()),
+            clock: None,
         })
         .collect()
 }
@@ -478,6 +501,21 @@ pub fn parameters(plan: &LatencyPlan, timer: Option<&Timer>, shape: &Shape) -> s
     })
 }
 
+/// The figure in core cycles (`latency_cycles`: each pass's ns × the core clock
+/// measured beside it), or where no clock could be measured, why.
+fn add_cycles(rec: &mut Record, q: &RequestorResult) {
+    match q.clock {
+        Some(c) => {
+            let cycles: Vec<f64> = q.ns.iter().map(|ns| ns * c.ghz()).collect();
+            rec.add_samples("latency_cycles", "core cycles", &cycles);
+        }
+        None => rec.unavailable.push(numalab_results::record::Unavailable {
+            feature: "core clock".into(),
+            reason: core_clock::UNAVAILABLE.into(),
+        }),
+    }
+}
+
 /// One record per requestor for one size.
 pub fn records(
     prov: &Provenance,
@@ -513,10 +551,12 @@ pub fn records(
             if timer.ticks_are_tsc_cycles() {
                 rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);
             }
+            add_cycles(&mut rec, q);
             rec.set_data(&LatencyData {
                 samples_ns: q.all_ns.clone(),
                 restart: None,
                 disturbance: Some(q.passes.clone()),
+                core_clock: q.clock,
             });
             rec.warnings.extend(q.passes.warning());
             settle::apply(&mut rec, q.settle.clone());
@@ -538,6 +578,7 @@ pub fn records(
                     samples_ns: q.all_ns.clone(),
                     restart: Some(o.clone()),
                     disturbance: Some(q.passes.clone()),
+                    core_clock: q.clock,
                 });
                 if !o.converged {
                     rec.warnings.push(format!(

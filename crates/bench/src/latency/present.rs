@@ -64,6 +64,27 @@ pub struct SweepData {
     pub topology_caches: Vec<CacheInfo>,
 }
 
+/// The core clock measured on the requestor's CPU just before and just after a size's
+/// timed passes (median of [`CLOCK_PASSES`] passes of dependent adds each; see
+/// `numalab_probe::core_clock`): the provenance of the `latency_cycles` figure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CoreClock {
+    /// GHz before the timed passes.
+    pub before_ghz: f64,
+    /// GHz after them.
+    pub after_ghz: f64,
+}
+
+impl CoreClock {
+    /// The clock a figure's cycles are counted at: the mean of before and after.
+    pub fn ghz(&self) -> f64 {
+        (self.before_ghz + self.after_ghz) / 2.0
+    }
+}
+
+/// Passes of the add chain before and after each size's timed passes.
+pub const CLOCK_PASSES: usize = 9;
+
 /// `data` of a `latency` record: every pass, and the restart search when run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyData {
@@ -77,6 +98,10 @@ pub struct LatencyData {
     /// records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbance: Option<numalab_results::disturb::PassLog>,
+    /// The core clock measured beside the passes (absent in older records, and where
+    /// the architecture has no add chain: then `unavailable` says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_clock: Option<CoreClock>,
 }
 
 /// The memory-hierarchy sweep.
@@ -376,6 +401,7 @@ mod tests {
             samples_ns: vec![100.0],
             restart: Some(restart),
             disturbance: None,
+            core_clock: None,
         });
         let html = StatesPresenter.html(&[r]).expect("a restart figure");
         assert!(

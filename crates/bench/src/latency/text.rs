@@ -96,6 +96,7 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
         "p95",
         "stdev",
         "TSC cycles",
+        "core cycles @ GHz",
         "disturbed",
     ];
     if restart {
@@ -128,6 +129,16 @@ fn measured_text(first: &Record, records: &[&Record]) -> String {
     s
 }
 
+/// The figure in core cycles at the core clock measured beside it: "4.0 @ 3.24".
+fn core_cycles(r: &Record) -> Option<String> {
+    let c = r.data_as::<super::LatencyData>().ok()?.core_clock?;
+    Some(format!(
+        "{} @ {:.2}",
+        f(r.median("latency_cycles")?),
+        c.ghz()
+    ))
+}
+
 /// One requestor at one size: its statistics, restart and own-cache figures.
 fn row(r: &Record, restart: bool, own: bool) -> Vec<String> {
     let dash = || "-".to_string();
@@ -142,6 +153,7 @@ fn row(r: &Record, restart: bool, own: bool) -> Vec<String> {
         l.map(|x| f(x.summary.p95)).unwrap_or_default(),
         l.map(|x| f(x.summary.stdev)).unwrap_or_default(),
         r.median("latency_tsc").map(f).unwrap_or_else(dash),
+        core_cycles(r).unwrap_or_else(dash),
         PassLog::cell(r),
     ];
     if restart {

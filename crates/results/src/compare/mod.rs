@@ -7,12 +7,16 @@
 //! distance apart in both runs (`crate::distance`); derived duplicates (cycles beside
 //! ns, traffic beside bandwidth, issued beside injected) are left out unless asked for.
 
+mod clock;
 pub mod cluster;
+mod level;
 mod plateau;
 mod slope;
 mod spread;
 mod view;
 
+pub use clock::ClockMove;
+pub use level::LevelShift;
 pub use spread::{PairSpread, Shift};
 pub use view::{html, ratio_text, text_rows, verdict, HEADER};
 
@@ -63,12 +67,14 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
 pub const DERIVED: &[&str] = &[
     "latency_tsc",
+    // The latency in core cycles: ns × the core clock measured beside it.
+    "latency_cycles",
     "traffic",
     "issued_bandwidth",
     "chase_bandwidth",
@@ -135,7 +141,9 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, fa: &[Flag], fb: &[Flag])
     let apart = ib.0 > ia.1 || ib.1 < ia.0;
     let change = match why {
         Some(w) => format!("not comparable ({w})"),
-        None if apart && effect > (1.0 + MIN_EFFECT).ln() => "beyond".into(),
+        None if apart && effect > (1.0 + MIN_EFFECT).ln() => {
+            clock::held(ra, rb, &sa.metric).unwrap_or_else(|| "beyond".into())
+        }
         None => "within".into(),
     };
     Row {
@@ -168,6 +176,12 @@ pub struct Comparison {
     pub duplicates: (usize, usize),
     /// This pair's scatter and whole-kind shifts (None: too few figures to measure it).
     pub spread: Option<PairSpread>,
+    /// The core clock change that explained latency figures (their core cycles held),
+    /// named once; None when it explained none.
+    pub clock: Option<ClockMove>,
+    /// Sweep levels whose points moved as a whole, each one finding (its rows read
+    /// "level shift (…)").
+    pub levels: Vec<LevelShift>,
     /// Hosts of one cluster run only (None: neither run is a `numalab cluster` run).
     pub cluster_hosts: Option<cluster::Hosts>,
 }
@@ -239,10 +253,17 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     if spread.is_none() {
         cluster::unjudged(&mut rows);
     }
+    let levels = level::apply(&mut rows, a, b);
+    let held = rows
+        .iter()
+        .filter(|r| r.change.starts_with(clock::MARK))
+        .count();
+    let clock = clock::named(a, b, held);
     let order = |r: &Row| match r.change.as_str() {
         "beyond" => 0,
-        c if c.starts_with("within") => 1,
-        _ => 2,
+        c if c.starts_with(level::MARK) => 1,
+        c if c.starts_with("within") => 2,
+        _ => 3,
     };
     // Stable: equal effects keep A's order.
     rows.sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
@@ -260,6 +281,8 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
         only_b,
         duplicates: (duplicates(a, &keep), duplicates(b, &keep)),
         spread,
+        clock,
+        levels,
         cluster_hosts,
     }
 }

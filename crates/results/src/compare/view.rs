@@ -15,18 +15,15 @@ pub fn verdict(c: &Comparison) -> String {
         .filter(|r| !r.change.starts_with("not comparable"))
         .count();
     let not = c.rows.len() - comparable;
+    // A level that moved as a whole is one finding, however many points it holds.
+    let found = beyond.len() + c.levels.len();
     let pct = if comparable > 0 {
-        format!(
-            " ({:.1} %)",
-            100.0 * beyond.len() as f64 / comparable as f64
-        )
+        format!(" ({:.1} %)", 100.0 * found as f64 / comparable as f64)
     } else {
         String::new()
     };
-    let mut s = format!(
-        "{} of {comparable} comparable figures changed beyond their spread{pct}",
-        beyond.len()
-    );
+    let mut s =
+        format!("{found} of {comparable} comparable figures changed beyond their spread{pct}");
     if !beyond.is_empty() {
         let named: Vec<String> = beyond
             .iter()
@@ -45,6 +42,16 @@ pub fn verdict(c: &Comparison) -> String {
             .collect();
         let more = if beyond.len() > 3 { ", …" } else { "" };
         let _ = write!(s, ": {}{more}", named.join(", "));
+    }
+    for l in &c.levels {
+        let _ = write!(s, "; {}", l.sentence);
+    }
+    if let Some(k) = &c.clock {
+        let _ = write!(
+            s,
+            "; the core clock moved {:.2} → {:.2} GHz (median of each run's probes): {} latency figures held in core cycles and are within",
+            k.a_ghz, k.b_ghz, k.figures
+        );
     }
     match &c.spread {
         Some(p) => {
