@@ -49,9 +49,10 @@ fn placed(records: &[Record]) -> Vec<String> {
         }
     }
     seen.into_iter()
-        .map(|(_, _, line, n)| {
+        .map(|(cpu, _, line, n)| {
             let steps = numalab_results::words::count(n as u64, "single-CPU step");
-            format!("{line} ({steps}).")
+            let at = format!("measured on CPU {cpu}");
+            format!("{}.", line.replacen(&at, &format!("{at} ({steps})"), 1))
         })
         .collect()
 }
@@ -102,7 +103,7 @@ mod tests {
         let b = SurveyPresenter.answer(&recs).unwrap();
         assert_eq!(
             b.text,
-            "measured on CPU 1: CPU 0 was 98 % busy with other work (2 single-CPU steps).\n"
+            "measured on CPU 1 (2 single-CPU steps): CPU 0 was 98 % busy with other work.\n"
         );
         assert!(b.html.contains("class=\"cpu-choice\""), "{}", b.html);
         // Quiet defaults: nothing to say.
