@@ -144,7 +144,8 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
     })?;
     runner::catch_signals();
     let started = Instant::now();
-    let pace = Pace::calibrate(&exe);
+    let mut placer = Placer::new(host.machine.clone());
+    let pace = Pace::calibrate(&exe, placer.first_choice().map(|c| c.cpu));
     let left_est = left_estimate(plan, &planned, &log);
     announce(a, plan, &dir, &log, &pace, left_est);
     let mut watch = Paced {
@@ -153,7 +154,6 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
         left_est,
         started,
     };
-    let mut placer = Placer::new(host.machine.clone());
     let m = runner::measure(
         &plan.steps,
         &planned,
