@@ -82,6 +82,7 @@ mod tests {
             busy,
             niced: 0.0,
             steal: 0.0,
+            niced_competes: false,
             running: vec![],
         };
         CpuChoice {

@@ -295,6 +295,7 @@ mod tests {
                 busy: b,
                 niced: 0.0,
                 steal: 0.0,
+                niced_competes: false,
                 running: if i == 0 && b > 0.5 {
                     vec!["pid 4242 sh".into()]
                 } else {

@@ -21,22 +21,34 @@ pub struct CpuBusy {
     /// Taken by the hypervisor (steal).
     #[serde(default)]
     pub steal: f64,
+    /// Whether niced time competes with the reader: it runs niced or at idle priority
+    /// itself (a niced busy loop then takes its share as a normal one would).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub niced_competes: bool,
     /// Other tasks found running there at the window's end: "pid 4242 (sh)".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running: Vec<String>,
 }
 
 impl CpuBusy {
+    /// Busy at the reader's priority or above: normal-priority time, and niced time
+    /// where niced work competes with the reader.
+    pub fn competing(&self) -> f64 {
+        let niced = if self.niced_competes { self.niced } else { 0.0 };
+        (self.busy + niced).min(1.0)
+    }
+
     /// The share a measurement there would have to share: busy and stolen.
     pub fn taken(&self) -> f64 {
-        (self.busy + self.steal).min(1.0)
+        (self.competing() + self.steal).min(1.0)
     }
 
     /// "98 % busy with another process (pid 4242 sh)", or "3 % busy".
     pub fn words(&self) -> String {
         let pct = |x: f64| (x * 100.0).round();
-        let mut s = format!("{:.0} % busy", pct(self.busy));
-        if self.busy >= 0.2 {
+        let busy = self.competing();
+        let mut s = format!("{:.0} % busy", pct(busy));
+        if busy >= 0.2 {
             s.push_str(match self.running.len() {
                 0 => " with other work",
                 1 => " with another process",
@@ -92,6 +104,7 @@ pub fn shares(before: &str, after: &str, cpus: &[u32]) -> Vec<CpuBusy> {
                 busy: share(d[0]),
                 niced: share(d[1]),
                 steal: share(d[2]),
+                niced_competes: false,
                 running: Vec::new(),
             }
         })
@@ -105,9 +118,13 @@ pub fn busy_now(cpus: &[u32], window: Duration) -> Vec<CpuBusy> {
     let before = read();
     std::thread::sleep(window);
     let mut out = shares(&before, &read(), cpus);
-    if out.iter().any(|c| c.busy >= 0.2) {
+    let competes = niced_self();
+    for c in &mut out {
+        c.niced_competes = competes;
+    }
+    if out.iter().any(|c| c.competing() >= 0.2) {
         let tasks = running_tasks();
-        for c in out.iter_mut().filter(|c| c.busy >= 0.2) {
+        for c in out.iter_mut().filter(|c| c.competing() >= 0.2) {
             c.running = tasks
                 .iter()
                 .filter(|(cpu, _)| *cpu == c.cpu)
@@ -117,6 +134,20 @@ pub fn busy_now(cpus: &[u32], window: Duration) -> Vec<CpuBusy> {
         }
     }
     out
+}
+
+/// Whether this process runs niced or at idle priority (then niced work competes with
+/// it on equal or better terms).
+fn niced_self() -> bool {
+    // SAFETY: plain queries of this process's own scheduling; -1 on failure (read as
+    // nice -1 and "not idle", i.e. not niced).
+    let (nice, policy) = unsafe {
+        (
+            libc::getpriority(libc::PRIO_PROCESS, 0),
+            libc::sched_getscheduler(0),
+        )
+    };
+    nice > 0 || policy == libc::SCHED_IDLE
 }
 
 /// One task's state and CPU from its `stat` line: (state, processor, comm).
@@ -174,6 +205,14 @@ mod tests {
         assert_eq!((s[0].niced, s[0].steal), (0.0, 0.0));
         assert!((s[1].niced - 0.9).abs() < 1e-9 && (s[1].steal - 0.05).abs() < 1e-9);
         assert!((s[1].taken() - 0.05).abs() < 1e-9);
+        // Read from a niced process, niced work competes with it.
+        let mut niced = s[1].clone();
+        niced.niced_competes = true;
+        assert!((niced.taken() - 0.95).abs() < 1e-9);
+        assert_eq!(
+            niced.words(),
+            "90 % busy with other work, 5 % stolen by the hypervisor"
+        );
         // A CPU /proc/stat does not list reads as idle, never as a failure.
         assert_eq!((s[2].cpu, s[2].busy), (7, 0.0));
     }
@@ -185,6 +224,7 @@ mod tests {
             busy: 0.98,
             niced: 0.0,
             steal: 0.0,
+            niced_competes: false,
             running: vec!["pid 4242 sh".into()],
         };
         assert_eq!(c.words(), "98 % busy with another process (pid 4242 sh)");
