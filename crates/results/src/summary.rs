@@ -298,10 +298,13 @@ pub fn describe(cards: &[Card]) -> String {
 }
 
 /// A load in the nearest and farthest level of the hierarchy, and the ones between.
+/// A sweep plateau no cache explains ("unmatched, within L3": on a VM, the share of a
+/// host's L3 this guest had that minute; "unmatched, beyond memory": TLB reach) is no
+/// level of the machine: its card shows it, the sentence does not call it one.
 fn hierarchy_sentence(cards: &[Card], out: &mut Vec<String>) {
     let levels: Vec<(&str, &Figure)> = cards
         .iter()
-        .filter(|c| c.group == Group::Hierarchy)
+        .filter(|c| c.group == Group::Hierarchy && !c.title.starts_with("unmatched"))
         .filter_map(|c| Some((c.title.as_str(), c.figure("latency")?)))
         .collect();
     if let (Some(first), Some(last)) = (levels.first(), levels.last()) {

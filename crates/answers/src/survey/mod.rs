@@ -12,6 +12,7 @@ mod options;
 pub mod pace;
 pub mod plan;
 mod present;
+pub mod quiet;
 mod records;
 pub mod runner;
 pub use present::SurveyPresenter;

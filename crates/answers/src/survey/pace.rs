@@ -1,7 +1,10 @@
 //! The survey's duration from the pace measured in this run: a short calibration at
 //! start (one pointer chase and one bandwidth pass, each as its own numalab process,
 //! as every step runs) scales the steps' reference estimates, and each finished
-//! step's actual time against its estimate updates the pace for the rest.
+//! step's actual time against its estimate updates the pace for the rest. The
+//! calibration runs on the CPU the single-CPU steps will use (`survey::quiet`): with a
+//! busy loop on CPU 0 it once ran there while the steps then moved to CPU 1, and its
+//! disturbed share no longer said how the steps would settle.
 //!
 //! The calibration runs with a 1 ms `--noise-budget`, so it times first passes only;
 //! the steps settle with their default budget, and under disturbance a figure adds
@@ -119,13 +122,16 @@ impl Pace {
         }
     }
 
-    /// Times the calibration commands through `exe`; the reference pace when one fails.
-    pub fn calibrate(exe: &Path) -> Pace {
+    /// Times the calibration commands through `exe` on `cpu` (None: the commands'
+    /// default), the CPU the single-CPU steps will use; the reference pace when one fails.
+    pub fn calibrate(exe: &Path, cpu: Option<u32>) -> Pace {
         let t = Instant::now();
         let (mut disturbed, mut passes) = (0, 0);
+        let on: Vec<String> = cpu.map_or(Vec::new(), |c| vec!["--cpu".into(), c.to_string()]);
         for args in CALIBRATION {
             let out = Command::new(exe)
                 .args(args)
+                .args(&on)
                 .arg("--json")
                 .stdin(Stdio::null())
                 .stderr(Stdio::null())
@@ -214,7 +220,7 @@ mod tests {
         assert!(p.factor() > 3.5 && p.factor() < 4.0, "{}", p.factor());
         // A bad calibration falls back to the reference.
         assert_eq!(Pace::from_calibration(f64::NAN, true).calibrated, 1.0);
-        let missing = Pace::calibrate(Path::new("/nonexistent/numalab"));
+        let missing = Pace::calibrate(Path::new("/nonexistent/numalab"), Some(1));
         assert!(!missing.measured);
     }
 

@@ -5,6 +5,7 @@
 
 use super::journal::Log;
 use super::plan::Step;
+use super::quiet::{annotate, CpuChoice, Placer};
 use super::records::{model_record, step_record};
 use super::Experiment;
 use numalab_results::interrupt;
@@ -54,6 +55,8 @@ pub trait Watch {
     fn done(&mut self, estimate_s: f64, seconds: f64);
     /// A warning to show now.
     fn warn(&mut self, why: &str);
+    /// A note to show now (where a step measures, and why).
+    fn note(&mut self, _line: &str) {}
 }
 
 /// Spawn `exe` with the step's arguments; the step dies with the survey.
@@ -149,6 +152,8 @@ pub struct Measured {
     pub unfinished: Vec<Record>,
     /// Step, result, seconds.
     pub summary: Vec<Vec<String>>,
+    /// The (CPU, default CPU) choices said so far.
+    said: Vec<(u32, u32)>,
 }
 
 /// Whether the model is fitted to this step's records: the node × node latency matrix.
@@ -156,13 +161,15 @@ fn feeds_model(s: &Step) -> bool {
     matches!(&s.experiment, Some(Experiment::Matrix(o)) if o.what == "latency")
 }
 
-/// Run every step the journal does not hold yet, journalling each as it ends.
+/// Run every step the journal does not hold yet, journalling each as it ends; each
+/// single-CPU step on the CPU `placer` chooses.
 pub fn measure(
     steps: &[Step],
     plan: &[PlannedStep],
     log: &mut Log,
     prov: &Provenance,
     exe: &Path,
+    placer: &mut Placer,
     watch: &mut dyn Watch,
 ) -> Measured {
     let mut m = Measured::default();
@@ -194,7 +201,7 @@ pub fn measure(
                     records: vec![step_record(prov, s, Some(why.clone()), 0.0)],
                 }
             }
-            None => match run_one(s, p, prov, exe, watch, &mut m) {
+            None => match run_one(s, p, (prov, exe), placer, watch, &mut m) {
                 Some(e) => e,
                 None => continue,
             },
@@ -206,26 +213,46 @@ pub fn measure(
     m
 }
 
+/// Tell the one watching where single-CPU steps measure, once per (CPU, default) pair
+/// that is worth a line.
+fn say(c: &CpuChoice, watch: &mut dyn Watch, m: &mut Measured) {
+    if let Some(line) = c.words() {
+        if !m.said.contains(&(c.cpu, c.default)) {
+            m.said.push((c.cpu, c.default));
+            watch.note(&line);
+        }
+    }
+}
+
 /// Run step `s` and make its journal entry; None when Ctrl-C stopped it (its records
 /// go to `m.unfinished`, and `--resume` measures it again).
 fn run_one(
     s: &Step,
     p: &PlannedStep,
-    prov: &Provenance,
-    exe: &Path,
+    (prov, exe): (&Provenance, &Path),
+    placer: &mut Placer,
     watch: &mut dyn Watch,
     m: &mut Measured,
 ) -> Option<Entry> {
+    let (placed, choice) = placer.place(s);
+    if let Some(c) = &choice {
+        say(c, watch, m);
+    }
     watch.start(&s.title);
-    let o = run_step(exe, s);
+    let mut o = run_step(exe, &placed);
     watch.done(s.estimate_s, o.seconds);
+    placer.after(&o.records);
     let failed = o.records.is_empty();
     let mut records = vec![step_record(
         prov,
-        s,
+        &placed,
         failed.then(|| o.status.clone()),
         o.seconds,
     )];
+    if let Some(c) = &choice {
+        records[0].parameters["cpu_choice"] = serde_json::to_value(c).expect("serialises");
+        annotate(&mut o.records, c);
+    }
     records.extend(o.records);
     if feeds_model(s) {
         records.push(model_record(prov, &records));

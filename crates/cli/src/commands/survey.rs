@@ -10,6 +10,7 @@ use clap::Args;
 use numalab_answers::registry;
 use numalab_answers::survey::journal::{self as sj, Log};
 use numalab_answers::survey::pace::Pace;
+use numalab_answers::survey::quiet::Placer;
 use numalab_answers::survey::runner::{self, Measured, Watch};
 use numalab_answers::survey::{self, Options, Plan};
 use numalab_results::output::table;
@@ -93,6 +94,9 @@ impl Watch for Paced {
     fn warn(&mut self, why: &str) {
         self.bar.suspend(|| eprintln!("numalab: warning: {why}"));
     }
+    fn note(&mut self, line: &str) {
+        self.bar.suspend(|| eprintln!("numalab: note: {line}"));
+    }
 }
 
 /// Run `numalab survey`.
@@ -140,7 +144,8 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
     })?;
     runner::catch_signals();
     let started = Instant::now();
-    let pace = Pace::calibrate(&exe);
+    let mut placer = Placer::new(host.machine.clone());
+    let pace = Pace::calibrate(&exe, placer.first_choice().map(|c| c.cpu));
     let left_est = left_estimate(plan, &planned, &log);
     announce(a, plan, &dir, &log, &pace, left_est);
     let mut watch = Paced {
@@ -149,7 +154,15 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
         left_est,
         started,
     };
-    let m = runner::measure(&plan.steps, &planned, &mut log, &prov, &exe, &mut watch);
+    let m = runner::measure(
+        &plan.steps,
+        &planned,
+        &mut log,
+        &prov,
+        &exe,
+        &mut placer,
+        &mut watch,
+    );
     watch.bar.finish();
     finish(&dir, &log, m, started)
 }

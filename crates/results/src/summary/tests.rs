@@ -285,3 +285,27 @@ fn a_record_a_plausibility_rule_flags_is_no_answer() {
     let sound = vec![bw_rec(1, 6.7), bw_rec(2, 12.0)];
     assert_eq!(answers(&sound).len(), 2);
 }
+
+#[test]
+fn a_plateau_no_cache_explains_is_not_called_a_level_of_the_machine() {
+    // A busy-core survey's sweep (issue 41): plateaus within L3 and beyond memory that
+    // match no cache of the topology.
+    let cards = vec![
+        lat(Group::Hierarchy, "L1", 1.2, "hierarchy"),
+        lat(Group::Hierarchy, "L3", 11.0, "hierarchy"),
+        lat(Group::Hierarchy, "unmatched, within L3", 84.0, "hierarchy"),
+        lat(Group::Hierarchy, "memory", 88.0, "hierarchy"),
+        lat(
+            Group::Hierarchy,
+            "unmatched, beyond memory",
+            142.0,
+            "hierarchy",
+        ),
+    ];
+    let p = describe(&cards);
+    assert!(
+        p.contains("A load takes 1.2 ns in L1, 11 ns in L3 and 88 ns in memory (73× L1)."),
+        "{p}"
+    );
+    assert!(!p.contains("unmatched"), "{p}");
+}
