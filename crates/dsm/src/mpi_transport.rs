@@ -21,6 +21,17 @@
 //! sleeping at once made a remote fault 2.1–3.8 ms against 0.14–1.5 ms with 200 µs
 //! (SOR 2.5 ms against 0.6 ms median, water-nsq 3.3 ms against 0.19 ms), and water-nsq
 //! 12× slower: a woken thread waits for a CPU far longer than a polling one.
+//!
+//! Both pollers back off: the service thread's polls after a message double from the
+//! poll time until the doorbell takes over, and the sender's tests of a page in flight
+//! double from 10 to 160 µs. Each wake-up at their raised priority switches the
+//! compute thread out: a 2-rank SOR run counted ~10,000 service and ~11,000–12,700
+//! sender sleeps (`perf record -e sched:sched_switch`). Measured (2026-11-27, same VM,
+//! host drifting: sequential SOR 110–206 ms between runs; 5 interleaved rounds, SOR,
+//! paper input, lmwc): sender sleeps halved; compute threads' CPU median 135 ms with
+//! both back-offs against 171 ms before (167 with the sender's alone; service threads
+//! 22.6 against 33.6 ms); the speedups (medians 1.30 and 1.31) were not
+//! distinguishable under that drift.
 use crate::doorbell::Doorbell;
 use crate::transport::Transport;
 use mpi::collective::CommunicatorCollectives;
@@ -45,6 +56,8 @@ const POLL_US: u64 = 20;
 pub const SPIN: Duration = Duration::from_micros(200);
 /// Sleep between the sender's tests of a page in flight.
 const SEND_POLL: Duration = Duration::from_micros(10);
+/// The longest the sender sleeps between tests: it backs off from [`SEND_POLL`].
+const SEND_POLL_MAX: Duration = Duration::from_micros(160);
 
 struct Comm(SimpleCommunicator);
 // SAFETY: MPI was initialised with MPI_THREAD_MULTIPLE (checked in Mpi::new), under which
@@ -165,12 +178,14 @@ fn send_page(comm: &SimpleCommunicator, to: usize, b: &[u8], bell: Option<&Doorb
         if let Some(bell) = bell {
             bell.ring(to);
         }
+        let mut pause = SEND_POLL;
         loop {
             match req.test() {
                 Ok(_) => break,
                 Err(r) => req = r,
             }
-            std::thread::sleep(SEND_POLL);
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(SEND_POLL_MAX);
         }
     });
 }
@@ -237,6 +252,7 @@ impl Transport for Mpi {
     }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         let t0 = Instant::now();
+        let mut pause = self.poll;
         loop {
             let seen = self.bell.as_ref().map(|b| b.seen());
             if let Some(ms) = self
@@ -264,7 +280,14 @@ impl Transport for Mpi {
                         self.touch();
                     }
                 }
-                // Just after a message: more may follow at once, poll gently.
+                // Just after a message, with a doorbell to fall back on: more may follow
+                // at once, so poll, backing off (20, 40, 80 µs…) until the spin time is
+                // over and the doorbell takes over.
+                (Some(_), Some(_)) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(self.spin.max(self.poll));
+                }
+                // No doorbell (ranks on other hosts): poll gently at a steady pace.
                 _ => std::thread::sleep(self.poll),
             }
         }
