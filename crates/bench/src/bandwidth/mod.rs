@@ -162,26 +162,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         .map(|_| Buffer::allocate(host, &plan.mem, plan.size))
         .collect::<Result<_>>()?;
     let all: Vec<u32> = (0..lines as u32).collect();
-    let crew = Crew {
-        host,
-        timer,
-        members: plan
-            .requestors
-            .iter()
-            .zip(&bufs)
-            .map(|(t, b)| Member {
-                cpu: t.pu.os,
-                base: b.as_ptr(),
-                lines: &all,
-                line: LINE,
-            })
-            .collect(),
-        helpers: plan.helpers.iter().map(|h| h.pu.os).collect(),
-        state: plan.state,
-        preread: plan.kernel == BwKernel::Upgrade,
-        evict_bytes: plan.evict_bytes,
-        first_stops: plan.mp,
-    };
+    let crew = crew(host, timer, plan, &bufs, &all);
     let kernel = plan.kernel;
     let mp = plan.mp;
     let mut pins = None;
@@ -227,19 +208,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         .map(|v| v.iter().map(|p| p.1).collect())
         .collect();
     let gbps: Vec<Vec<f64>> = all.iter().map(|v| v.iter().map(gb).collect()).collect();
-    let passes = all.iter().map(|v| v.len()).min().unwrap_or(0);
-    let aggregate: Vec<f64> = (0..passes)
-        .map(|s| {
-            if mp {
-                all.iter().map(|v| gb(&v[s])).sum()
-            } else {
-                // All bytes over the span the passes took together (see span_ticks).
-                let total: u64 = all.iter().map(|v| v[s].1).sum();
-                let span = span_ticks(all.iter().map(|v| &v[s].2), timer);
-                total as f64 / timer.ns(span)
-            }
-        })
-        .collect();
+    let aggregate = aggregate(&all, mp, timer);
     let mut settles: Vec<Settle> = runs.iter().map(|r| r.settle.clone()).collect();
     if settles.len() > 1 {
         settles.push(aggregate_settle(&settles, &aggregate));
@@ -259,6 +228,55 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         distance,
         warnings,
     })
+}
+
+/// The requestors (each on its own buffer's lines) and helpers of `plan`, as a crew.
+fn crew<'a>(
+    host: &'a Host,
+    timer: &'a Timer,
+    plan: &BwPlan,
+    bufs: &[Buffer],
+    lines: &'a [u32],
+) -> Crew<'a> {
+    Crew {
+        host,
+        timer,
+        members: plan
+            .requestors
+            .iter()
+            .zip(bufs)
+            .map(|(t, b)| Member {
+                cpu: t.pu.os,
+                base: b.as_ptr(),
+                lines,
+                line: LINE,
+            })
+            .collect(),
+        helpers: plan.helpers.iter().map(|h| h.pu.os).collect(),
+        state: plan.state,
+        preread: plan.kernel == BwKernel::Upgrade,
+        evict_bytes: plan.evict_bytes,
+        first_stops: plan.mp,
+    }
+}
+
+/// Per pass k, all requestors' GB/s together: the sum of each one's rate when the first
+/// to finish stopped the others (`--mp`), else all bytes over the span the passes took
+/// together (see span_ticks).
+fn aggregate(all: &[&Vec<Pass>], mp: bool, timer: &Timer) -> Vec<f64> {
+    let gb = |p: &Pass| p.1 as f64 / p.0;
+    let passes = all.iter().map(|v| v.len()).min().unwrap_or(0);
+    (0..passes)
+        .map(|s| {
+            if mp {
+                all.iter().map(|v| gb(&v[s])).sum()
+            } else {
+                let total: u64 = all.iter().map(|v| v[s].1).sum();
+                let span = span_ticks(all.iter().map(|v| &v[s].2), timer);
+                total as f64 / timer.ns(span)
+            }
+        })
+        .collect()
 }
 
 /// The aggregate's best-of-N, judged like each requestor's: settled when every
