@@ -25,23 +25,7 @@ pub fn verdict(c: &Comparison) -> String {
     let mut s =
         format!("{found} of {comparable} comparable figures changed beyond their spread{pct}");
     if !beyond.is_empty() {
-        let named: Vec<String> = beyond
-            .iter()
-            .take(3)
-            .map(|r| {
-                // A change beyond ten thousand percent reads as a factor.
-                let pct = r.ratio.map_or("-".into(), |x| {
-                    if (x - 1.0).abs() < 100.0 {
-                        format!("{:+.0} %", (x - 1.0) * 100.0)
-                    } else {
-                        format!("×{}", ratio_text(x))
-                    }
-                });
-                format!("{} {} {} {pct}", r.kind, r.name, r.metric)
-            })
-            .collect();
-        let more = if beyond.len() > 3 { ", …" } else { "" };
-        let _ = write!(s, ": {}{more}", named.join(", "));
+        let _ = write!(s, ": {}", named_beyond(&beyond));
     }
     for l in &c.levels {
         let _ = write!(s, "; {}", l.sentence);
@@ -53,6 +37,48 @@ pub fn verdict(c: &Comparison) -> String {
             k.a_ghz, k.b_ghz, k.figures
         );
     }
+    s.push_str(&scatter_words(c, comparable));
+    let _ = write!(s, "; {not} not comparable");
+    if c.only_a + c.only_b > 0 {
+        let _ = write!(s, "; {} only in A, {} only in B", c.only_a, c.only_b);
+    }
+    if let Some(h) = &c.cluster_hosts {
+        s.push_str(&super::cluster::hosts_words(h));
+    }
+    let (da, db) = c.duplicates;
+    if da + db > 0 {
+        let _ = write!(
+            s,
+            "; {da} repeated in A and {db} in B (only the first of each is compared)"
+        );
+    }
+    s
+}
+
+/// The first three figures beyond, with their change ("latency x −12 %, …").
+fn named_beyond(beyond: &[&Row]) -> String {
+    let named: Vec<String> = beyond
+        .iter()
+        .take(3)
+        .map(|r| {
+            // A change beyond ten thousand percent reads as a factor.
+            let pct = r.ratio.map_or("-".into(), |x| {
+                if (x - 1.0).abs() < 100.0 {
+                    format!("{:+.0} %", (x - 1.0) * 100.0)
+                } else {
+                    format!("×{}", ratio_text(x))
+                }
+            });
+            format!("{} {} {} {pct}", r.kind, r.name, r.metric)
+        })
+        .collect();
+    let more = if beyond.len() > 3 { ", …" } else { "" };
+    format!("{}{more}", named.join(", "))
+}
+
+/// The verdict's clause on this pair's scatter and the kinds that shifted as a whole.
+fn scatter_words(c: &Comparison, comparable: usize) -> String {
+    let mut s = String::new();
     match &c.spread {
         Some(p) => {
             let _ = write!(
@@ -71,26 +97,11 @@ pub fn verdict(c: &Comparison) -> String {
             }
         }
         None if comparable > 0 => {
-            let _ = write!(
-                s,
-                "; too few figures to measure this pair's scatter, so intervals alone decide"
+            s.push_str(
+                "; too few figures to measure this pair's scatter, so intervals alone decide",
             );
         }
         None => {}
-    }
-    let _ = write!(s, "; {not} not comparable");
-    if c.only_a + c.only_b > 0 {
-        let _ = write!(s, "; {} only in A, {} only in B", c.only_a, c.only_b);
-    }
-    if let Some(h) = &c.cluster_hosts {
-        s.push_str(&super::cluster::hosts_words(h));
-    }
-    let (da, db) = c.duplicates;
-    if da + db > 0 {
-        let _ = write!(
-            s,
-            "; {da} repeated in A and {db} in B (only the first of each is compared)"
-        );
     }
     s
 }
