@@ -70,17 +70,10 @@ impl CpuBusy {
 
 /// Ticks of one `cpuN` line: normal-priority busy, niced, steal, total.
 fn ticks(stat: &str, cpu: u32) -> Option<[u64; 4]> {
-    let tag = format!("cpu{cpu} ");
-    let line = stat.lines().find(|l| l.starts_with(&tag))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
+    let v = super::sampler::cpu_fields(stat, cpu)?;
     // user nice system idle iowait irq softirq steal
-    let f = |i: usize| v.get(i).copied().unwrap_or(0);
-    let busy = f(0) + f(2) + f(5) + f(6);
-    Some([busy, f(1), f(7), (0..8).map(f).sum()])
+    let busy = v[0] + v[2] + v[5] + v[6];
+    Some([busy, v[1], v[7], v.iter().sum()])
 }
 
 /// Each of `cpus`' shares between two readings of `/proc/stat` (a CPU missing from

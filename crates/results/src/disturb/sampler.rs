@@ -212,17 +212,22 @@ struct CpuTicks {
     steal: u64,
 }
 
-fn cpu_line(stat: &str, cpu: u32) -> Option<CpuTicks> {
+/// The first eight tick counts of `/proc/stat`'s `cpuN` line: user, nice, system, idle,
+/// iowait, irq, softirq, steal (guest time is inside user); missing ones read 0.
+pub(crate) fn cpu_fields(stat: &str, cpu: u32) -> Option<[u64; 8]> {
     let tag = format!("cpu{cpu} ");
     let line = stat.lines().find(|l| l.starts_with(&tag))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest time is inside user).
-    let f = |i: usize| v.get(i).copied().unwrap_or(0);
-    let total: u64 = (0..8).map(f).sum();
+    let mut v = [0u64; 8];
+    for (slot, x) in v.iter_mut().zip(line.split_whitespace().skip(1)) {
+        *slot = x.parse().unwrap_or(0);
+    }
+    Some(v)
+}
+
+fn cpu_line(stat: &str, cpu: u32) -> Option<CpuTicks> {
+    let v = cpu_fields(stat, cpu)?;
+    let f = |i: usize| v[i];
+    let total: u64 = v.iter().sum();
     Some(CpuTicks {
         busy: total - f(3) - f(4) - f(7),
         total,
