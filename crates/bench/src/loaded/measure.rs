@@ -33,6 +33,8 @@ pub struct Measured {
     /// The record's settle entry: the latency's, or the issued bandwidth's when only
     /// that one did not settle, or unsettled for reading below the unloaded latency.
     pub settle: Settle,
+    /// How the latency settled, on its own.
+    pub latency: Settle,
     /// How the issued bandwidth settled (loaded points only).
     pub bandwidth: Option<Settle>,
     /// Every pass: what disturbed it (chase and injectors together), which were used.
@@ -116,11 +118,14 @@ pub fn below_remeasured(
     let mut again = 0;
     while let Some(lat) = median(&m.point.latency_ns).filter(|l| below(*l, ul)) {
         if again == MAX_BELOW_REMEASURE {
-            m.settle.settled = false;
-            m.settle.metric = "latency".into();
-            m.settle.why = Some(format!(
+            // The latency's own entry (its interval, passes and budget), not the
+            // bandwidth's that `merged` may have put first.
+            let mut s = m.latency.clone();
+            s.settled = false;
+            s.why = Some(format!(
                 "machine busy: it read {lat:.1} ns, below the unloaded {ul:.1} ns of the same memory, after {again} re-measurements (a lighter load than asked: injectors descheduled, or a disturbed unloaded point)"
             ));
+            m.settle = merged(&s, m.bandwidth.as_ref());
             break;
         }
         again += 1;
@@ -197,6 +202,7 @@ fn point(
     Ok(Measured {
         point: to_point(load, &used, pins.unwrap_or_default()),
         settle: merged(&settle, bandwidth.as_ref()),
+        latency: settle,
         bandwidth,
         log: passes.log,
         remeasured_below: 0,
@@ -383,6 +389,7 @@ mod tests {
         Measured {
             point: to_point(Some((Mix::READS, 0)), &[f; 5], Vec::new()),
             settle: settle(true, "latency", None),
+            latency: settle(true, "latency", None),
             bandwidth: Some(settle(true, "issued_bandwidth", None)),
             log: PassLog {
                 rules: Rules::default(),
@@ -420,6 +427,30 @@ mod tests {
         let why = m.settle.why.unwrap();
         assert!(
             why.starts_with("machine busy: it read 120.0 ns, below the unloaded 200.0 ns"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_point_below_unloaded_whose_bandwidth_did_not_settle_keeps_the_latencys_interval() {
+        // The record's entry was the bandwidth's (1.7–3.6 GB/s); a survey printed it as
+        // the latency's interval ("at most 3.6 ns") once the point read below unloaded.
+        let m = below_remeasured(Some(200.0), |_| {
+            let mut m = measured(120.0);
+            let mut bw = settle(false, "issued_bandwidth", Some("machine busy: bw"));
+            bw.interval = [1.7, 3.6];
+            m.settle = merged(&m.latency, Some(&bw));
+            m.bandwidth = Some(bw);
+            Ok(m)
+        })
+        .unwrap();
+        assert_eq!(m.settle.metric, "latency");
+        assert_eq!(m.settle.interval, [100.0, 110.0]);
+        assert!(!m.settle.settled);
+        let why = m.settle.why.unwrap();
+        assert!(why.starts_with("machine busy: it read 120.0 ns"), "{why}");
+        assert!(
+            why.ends_with("the issued bandwidth did not settle either (machine busy: bw)"),
             "{why}"
         );
     }
