@@ -163,6 +163,18 @@ fn a_curve_that_falls_beyond_its_intervals_is_flagged_and_within_them_is_not() {
 }
 
 #[test]
+fn a_light_load_reading_a_few_percent_below_a_lighter_one_is_not_a_fall() {
+    // A quiet guest's curve: 0.37 GB/s read 140–145.7 ns against 153.6–158.1 ns at
+    // 0.03 GB/s (light traffic wakes the fabric); disjoint, but 6 % apart: not flagged.
+    let idle_ish = loaded("delay 5000", 1, "1:1", 0.03, &[153.6, 153.7, 158.1]);
+    let light = loaded("delay 400", 1, "1:1", 0.37, &[140.0, 144.0, 145.7]);
+    assert!(check(&[idle_ish.clone(), light]).is_empty());
+    // 15 % below with disjoint intervals is a fall.
+    let fell = loaded("delay 400", 1, "1:1", 0.37, &[128.0, 130.0, 132.0]);
+    assert_eq!(rules(&[idle_ish, fell]), ["loaded-curve-falls"]);
+}
+
+#[test]
 fn a_level_faster_than_the_one_above_or_a_cache_slower_than_memory_is_flagged() {
     let good = sweep(json!([
         plateau("L1", 4096, 32768, 1.1),
