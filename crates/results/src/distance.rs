@@ -88,6 +88,14 @@ pub fn differ(a: f64, b: f64) -> bool {
     hi - lo > FLOOR_NS && hi / lo > RATIO
 }
 
+/// Whether a round trip a step measured (`figure_rtt`) reads slower than the pair's
+/// probe (`probe_rtt`, the least of its samples) by more than [`RATIO`] and
+/// [`FLOOR_NS`]: the two time the same CAS round trip, so the step ran while the pair
+/// was slower than the probe found it.
+pub fn above_probe(figure_rtt: f64, probe_rtt: f64) -> bool {
+    figure_rtt > probe_rtt && differ(figure_rtt, probe_rtt)
+}
+
 /// Why `metric` of records `a` and `b` cannot be compared for their CPUs' distances,
 /// or None: "the two CPUs (0, 1) were 42 ns apart in A, 118 ns in B" for the pair
 /// (matched by position) that moved most. Records without distances on either side

@@ -10,6 +10,7 @@
 mod clock;
 pub mod cluster;
 mod level;
+mod paced;
 mod plateau;
 mod slope;
 mod spread;
@@ -67,7 +68,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), or a sweep's plateau over other sizes in A and B; level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in both (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -249,6 +250,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
     rows.extend(more);
     only_a += ca;
     slope::apply(&mut rows, a, b);
+    paced::apply(&mut rows, a, b);
     let spread = spread::apply(&mut rows, MIN_EFFECT);
     if spread.is_none() {
         cluster::unjudged(&mut rows);
