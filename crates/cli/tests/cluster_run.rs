@@ -14,27 +14,7 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
     // The script limits what nlab-h3 sends; the bridge's port to it limits what it
     // receives (inside the cluster's own namespace, gone with it).
     let c = Cluster::up(3, &["--rate", "nlab-h3=20mbit"]);
-    let bridge = std::fs::read_to_string(c.dir.join("netns.bridge")).unwrap();
-    let tc = std::process::Command::new("ip")
-        .args(["-n", bridge.trim(), "link", "show", "h3"])
-        .status()
-        .unwrap();
-    assert!(tc.success(), "the bridge's port to nlab-h3");
-    let st = std::process::Command::new("tc")
-        .args([
-            "-n",
-            bridge.trim(),
-            "qdisc",
-            "add",
-            "dev",
-            "h3",
-            "root",
-            "tbf",
-        ])
-        .args(["rate", "20mbit", "burst", "32kbit", "latency", "400ms"])
-        .status()
-        .unwrap();
-    assert!(st.success(), "tc on the bridge's port to nlab-h3");
+    limit_receive(&c, "h3");
     // Each host's private /tmp holds a settings tree: THP is never on nlab-h2 only.
     for (h, thp) in [
         ("nlab-h1", "[always] madvise never"),
@@ -93,16 +73,7 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
         .iter()
         .find(|r| r["kind"] == "cluster-findings")
         .unwrap()["data"];
-    let bw: Vec<(String, String, String)> = f["odd_links"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o["matrix"].as_str().unwrap().contains("bandwidth"))
-        .map(|o| {
-            let s = |k: &str| o[k].as_str().unwrap_or("").to_string();
-            (s("matrix"), s("part"), s("host"))
-        })
-        .collect();
+    let bw = odd_bandwidth_links(f);
     // Its row (what it sends) and its column (what it receives), in the send or the
     // receive matrix: a receive that finds its data already arrived reads fast, which
     // can widen the healthy cells of one matrix on a loaded machine.
@@ -223,13 +194,15 @@ fn cluster_names_the_host_under_a_cpu_quota_for_its_memory_figures_and_no_other(
 }
 
 #[test]
-fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
+fn five_hosts_give_five_by_five_matrices_and_name_the_rate_limited_hosts_links() {
     let Some(_one) = cluster_test() else { return };
-    // 5 hosts on 2 CPUs: structure only (5 hosts, every off-diagonal cell measured);
-    // hosts that share a CPU make the figures themselves anything. A run took 46 s on
-    // this 2-vCPU machine beside other builds and past 120 s at a load of 16, so its
-    // bounds are wide.
-    let c = Cluster::up(5, &[]);
+    // 5 hosts on 2 CPUs, nlab-h5's link limited to 20 mbit both ways: its links are
+    // named. 1 MiB messages, since with 64 KiB ones hosts sharing a CPU read 0.002-0.006
+    // GB/s (a scheduler slice per message), as slow as the limited link. A run took
+    // 46 s on this 2-vCPU machine beside other builds and past 120 s at a load of 16,
+    // so its bounds are wide.
+    let c = Cluster::up(5, &["--rate", "nlab-h5=20mbit"]);
+    limit_receive(&c, "h5");
     let hosts = c.hostfile(5, 1);
     let file = c.dir.join("cluster.json");
     let run = ["cluster", "--hostfile", hosts.to_str().unwrap()];
@@ -237,7 +210,7 @@ fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
         "280",
         &[
             &run[..],
-            &quick("20", "64K"),
+            &quick("20", "1M"),
             &["-o", file.to_str().unwrap()],
         ]
         .concat(),
@@ -262,6 +235,21 @@ fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
     );
     let kinds = |k: &str| recs.iter().filter(|r| r["kind"] == k).count();
     assert_eq!((kinds("cluster-links"), kinds("cluster-findings")), (1, 1));
+    let bw = odd_bandwidth_links(&of(recs, "cluster-findings")[0]["data"]);
+    for part in ["from", "to"] {
+        assert!(
+            bw.iter().any(|(_, p, h)| p == part && h == "nlab-h5"),
+            "nlab-h5's {part} links not named: {bw:?}; {}",
+            of(recs, "cluster-links")[0]["data"]
+        );
+    }
+    // The healthy links read 10-400x the limited ones (0.04-0.9 against 0.002-0.006
+    // GB/s): no other host's row or column is named.
+    assert!(
+        bw.iter().all(|(_, _, h)| h == "nlab-h5"),
+        "only nlab-h5's links are odd in bandwidth: {bw:?}; {}",
+        of(recs, "cluster-links")[0]["data"]
+    );
     // The hosts in rank order, the hostfile's.
     matrices_whole(
         &of(recs, "cluster-links")[0]["data"],
@@ -281,4 +269,44 @@ fn five_hosts_give_five_host_records_and_five_by_five_matrices() {
     for part in ["nlab-h5 node 0", "nlab-h1 → nlab-h2", "nlab-h5 → nlab-h4"] {
         assert!(text.contains(part), "{part}: {text}");
     }
+}
+
+/// Limit what the bridge's port `port` (to host nlab-`port`) passes to 20 mbit: what
+/// that host receives (the script's `--rate` limits what it sends).
+fn limit_receive(c: &Cluster, port: &str) {
+    let bridge = std::fs::read_to_string(c.dir.join("netns.bridge")).unwrap();
+    let tc = std::process::Command::new("ip")
+        .args(["-n", bridge.trim(), "link", "show", port])
+        .status()
+        .unwrap();
+    assert!(tc.success(), "the bridge's port {port}");
+    let st = std::process::Command::new("tc")
+        .args([
+            "-n",
+            bridge.trim(),
+            "qdisc",
+            "add",
+            "dev",
+            port,
+            "root",
+            "tbf",
+        ])
+        .args(["rate", "20mbit", "burst", "32kbit", "latency", "400ms"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tc on the bridge's port {port}");
+}
+
+/// The (matrix, part, host) of each odd link the findings name in a bandwidth matrix.
+fn odd_bandwidth_links(f: &serde_json::Value) -> Vec<(String, String, String)> {
+    f["odd_links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["matrix"].as_str().unwrap().contains("bandwidth"))
+        .map(|o| {
+            let s = |k: &str| o[k].as_str().unwrap_or("").to_string();
+            (s("matrix"), s("part"), s("host"))
+        })
+        .collect()
 }
