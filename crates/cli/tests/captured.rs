@@ -39,11 +39,17 @@ fn two_quiet_surveys_of_one_machine_leave_at_most_two_figures_beyond() {
         String::from_utf8_lossy(&out.stderr)
     );
     let (beyond, comparable) = counts(text.lines().next().unwrap_or(""));
+    // 85 before the loaded points' spin-paced injected bandwidths (8 here) were
+    // taken out as not comparable.
     assert!(
-        comparable >= 80,
+        comparable >= 70,
         "most whole figures are comparable: {comparable}\n{text}"
     );
-    // Measured on this pair: 2 of 92 (2.2 %, the issue asks <= 2 %): an L1-sized and an
+    assert!(
+        text.contains("not comparable (paced by the injector's spin loop: delay 5000 read 1 %"),
+        "{text}"
+    );
+    // Measured on this pair: 2 of 77 (2.6 %, the issue asks <= 2 %): an L1-sized and an
     // L3-sized latency point that moved between the runs (3.7 -> 1.8 ns, 19 -> 31 ns).
     // More than that is a rule that got worse on real data.
     assert!(beyond <= 2, "{beyond} of {comparable} beyond\n{text}");
