@@ -324,6 +324,7 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
     let many = sizes.len() > 1;
     let mut records = Vec::new();
     let mut results = Vec::new();
+    let mut took = Vec::new();
     for (i, &s) in sizes.iter().enumerate() {
         if many {
             progress(&format!(
@@ -333,7 +334,9 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
                 fmt_bytes(s)
             ));
         }
+        let started = std::time::Instant::now();
         let r = measure(host, &timer, &plan.latency, s)?;
+        took.push(started.elapsed());
         // Kept should a signal end the sizes after it (a sweep's summaries need them all).
         numalab_results::interrupt::keep(size_records(
             prov,
@@ -343,6 +346,9 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context, progress: Progress) -> Resul
             &r,
         ));
         results.push(r);
+    }
+    if plan.sweep {
+        super::rounds::second(host, &timer, &plan.latency, &mut results, &took, progress)?;
     }
     // A sweep point far above both neighbours is measured once more (library, not
     // CLI: every sweep does it); the second run is the one kept.

@@ -5,6 +5,7 @@ mod experiment;
 mod outliers;
 mod present;
 mod restarts;
+mod rounds;
 mod text;
 mod view;
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};

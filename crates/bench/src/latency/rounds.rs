@@ -1,0 +1,184 @@
+//! A sweep's short sizes measured in a second round, after every size's first, and
+//! each figure judged again over both rounds' passes. A size's passes otherwise come
+//! from a few tens of milliseconds, so a stretch of a busy host (on a 2-vCPU guest, the
+//! host core's other thread running another tenant's L1-heavy loop) moves the sizes
+//! measured during it by one factor while each settles tightly: two back-to-back quiet
+//! surveys read 24 and 32 KiB at 1.29 and 1.37 ns, then 1.82 and 3.60 ns, every pass
+//! settled and undisturbed. With a second round seconds later, such a stretch shows as
+//! two rounds that disagree, and the figure reads unsettled with why, instead of a
+//! settled figure of one moment. Long sizes (memory, with passes of a second or more)
+//! span the stretch in their own passes and are not measured twice.
+
+use super::{measure, LatencyPlan, RequestorResult, SizeResult};
+use crate::experiment::Progress;
+use numalab_probe::Timer;
+use numalab_results::disturb::PassLog;
+use numalab_results::settle::Figure;
+use numalab_topo::{fmt_bytes, Host, Result};
+use std::time::Duration;
+
+/// Sizes whose first round took less than this are measured in a second round: a
+/// quick survey's sweep spends about a second on all of them together.
+pub const SECOND_ROUND_BELOW: Duration = Duration::from_millis(250);
+
+/// Measure again every size whose first round took under [`SECOND_ROUND_BELOW`]
+/// (`took`, one per size) and fold the second round into the first.
+pub fn second(
+    host: &Host,
+    timer: &Timer,
+    plan: &LatencyPlan,
+    results: &mut [SizeResult],
+    took: &[Duration],
+    progress: Progress,
+) -> Result<()> {
+    let short: Vec<usize> = (0..results.len())
+        .filter(|&i| took.get(i).is_some_and(|t| *t < SECOND_ROUND_BELOW))
+        .collect();
+    for (k, &i) in short.iter().enumerate() {
+        let size = results[i].shape.size;
+        progress(&format!(
+            "latency: second round {}/{} {:>10}",
+            k + 1,
+            short.len(),
+            fmt_bytes(size)
+        ));
+        let again = measure(host, timer, plan, size)?;
+        fold(&mut results[i], again);
+    }
+    Ok(())
+}
+
+/// Fold a size's second round into its first: every pass of both, each requestor's
+/// figure judged again over them all.
+pub fn fold(first: &mut SizeResult, second: SizeResult) {
+    for (q, b) in first.requestors.iter_mut().zip(second.requestors) {
+        fold_requestor(q, b);
+    }
+    for w in second.warnings {
+        if !first.warnings.contains(&w) {
+            first.warnings.push(w);
+        }
+    }
+}
+
+fn fold_requestor(q: &mut RequestorResult, b: RequestorResult) {
+    q.ns.extend(b.ns);
+    q.ticks.extend(b.ticks);
+    q.all_ns.extend(b.all_ns);
+    if let (Some(own), Some(more)) = (q.own_cache_ns.as_mut(), b.own_cache_ns) {
+        own.extend(more);
+    }
+    if let (Some(c), Some(d)) = (q.clock.as_mut(), b.clock) {
+        c.after_ghz = d.after_ghz;
+    }
+    append(&mut q.passes, b.passes);
+    let s = &mut q.settle;
+    s.passes += b.settle.passes;
+    s.budget_ms += b.settle.budget_ms;
+    let i = Figure::Median.of(&q.ns);
+    s.interval = i.map_or([f64::NAN; 2], |i| [i.lo, i.hi]);
+    let tol = s.tolerance_pct;
+    let settled = i.is_some_and(|i| i.within(tol)) && !q.passes.mostly_disturbed();
+    s.why = match (settled, i) {
+        (true, _) => None,
+        // Each round settled on its own: the rounds disagree.
+        (false, Some(i)) if s.settled && b.settle.settled => Some(format!(
+            "machine busy: two rounds of passes seconds apart disagree, its interval ±{:.1} % against ±{tol} % over both rounds' {} passes",
+            i.half_pct().min(1e6),
+            q.ns.len()
+        )),
+        (false, _) => s.why.clone().or(b.settle.why),
+    };
+    s.settled = settled;
+}
+
+/// The second round's passes after the first's, their attempts numbered on.
+fn append(log: &mut PassLog, more: PassLog) {
+    let next = log.passes.iter().map(|p| p.attempt + 1).max().unwrap_or(0);
+    log.passes.extend(more.passes.into_iter().map(|mut p| {
+        p.attempt += next;
+        p
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_results::disturb::{Disturbance, PassMark, Rules};
+    use numalab_results::Settle;
+    use numalab_topo::buffer::MemProof;
+    use numalab_topo::PageSize;
+
+    /// A requestor whose round settled (or not) on `ns`, one undisturbed pass each.
+    fn round(ns: &[f64], settled: bool) -> RequestorResult {
+        let mark = PassMark {
+            attempt: 0,
+            disturbed: false,
+            used: true,
+            counts: Disturbance::default(),
+        };
+        RequestorResult {
+            requestor: 0,
+            ns: ns.to_vec(),
+            ticks: ns.iter().map(|x| x * 3.0).collect(),
+            all_ns: ns.to_vec(),
+            passes: PassLog {
+                rules: Rules::default(),
+                passes: vec![mark; ns.len()],
+            },
+            settle: Settle {
+                settled,
+                metric: "latency".into(),
+                passes: ns.len() as u32,
+                interval: [0.0, 0.0],
+                tolerance_pct: 10.0,
+                budget_ms: 50.0,
+                why: (!settled).then(|| "machine busy: first".to_string()),
+            },
+            memory: MemProof {
+                bytes: 4096,
+                page_size: PageSize::Base,
+                pages_checked: 1,
+                pages_per_node: Default::default(),
+                pages_missing: 0,
+                thp_bytes: None,
+                expected_nodes: vec![0],
+            },
+            restart: None,
+            own_cache_ns: None,
+            clock: None,
+        }
+    }
+
+    #[test]
+    fn rounds_that_agree_stay_settled_over_both_rounds_passes() {
+        let mut q = round(&[1.29, 1.30, 1.31], true);
+        fold_requestor(&mut q, round(&[1.30, 1.32, 1.31], true));
+        assert_eq!(q.ns.len(), 6);
+        assert_eq!(q.ticks.len(), 6);
+        assert!(q.settle.settled, "{:?}", q.settle);
+        assert_eq!((q.settle.passes, q.settle.budget_ms), (6, 100.0));
+        assert_eq!(q.settle.interval, [1.29, 1.32]);
+        // The second round's passes are numbered after the first's.
+        let attempts: Vec<usize> = q.passes.passes.iter().map(|p| p.attempt).collect();
+        assert_eq!(attempts, [0, 0, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn rounds_that_disagree_read_unsettled_with_why() {
+        // A quiet guest's 32 KiB point: 1.37 ns in one stretch, 3.6 ns in another.
+        let mut q = round(&[1.36, 1.37, 1.38], true);
+        fold_requestor(&mut q, round(&[3.5, 3.6, 3.7], true));
+        assert!(!q.settle.settled);
+        let why = q.settle.why.unwrap();
+        assert!(
+            why.starts_with("machine busy: two rounds of passes seconds apart disagree"),
+            "{why}"
+        );
+        assert!(why.ends_with("over both rounds' 6 passes"), "{why}");
+        // A round that had not settled keeps its own reason.
+        let mut q = round(&[1.0, 2.0, 3.0], false);
+        fold_requestor(&mut q, round(&[3.5, 3.6, 3.7], true));
+        assert_eq!(q.settle.why.as_deref(), Some("machine busy: first"));
+    }
+}
