@@ -13,8 +13,7 @@ pub struct Interval {
     pub pages: Vec<u32>,
 }
 
-/// A diff: runs of changed 32-bit words (start word, words).
-pub type Diff = Vec<(u16, Vec<u32>)>;
+pub use crate::diff::Diff;
 
 /// Every message ranks exchange.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,8 +121,8 @@ impl W {
         for (idxs, d) in diffs {
             self.u32s(idxs);
             self.u32(d.len() as u32);
-            for (start, words) in d {
-                self.u32(*start as u32);
+            for (start, words) in d.runs() {
+                self.u32(start as u32);
                 self.u32s(words);
             }
         }
@@ -165,10 +164,13 @@ impl R<'_> {
             .map(|_| {
                 let idxs = self.u32s();
                 let m = self.u32() as usize;
-                (
-                    idxs,
-                    (0..m).map(|_| (self.u32() as u16, self.u32s())).collect(),
-                )
+                let mut d = Diff::default();
+                for _ in 0..m {
+                    let start = self.u32() as u16;
+                    let n = self.u32() as usize;
+                    d.push(start, n, (0..n).map(|_| self.u32()));
+                }
+                (idxs, d)
             })
             .collect()
     }
@@ -532,7 +534,7 @@ mod tests {
             },
             Msg::DiffRep {
                 page: 5,
-                diffs: vec![(vec![1, 2], vec![(3, vec![1, 2]), (900, vec![5])])],
+                diffs: vec![(vec![1, 2], Diff::of(&[(3, &[1, 2]), (900, &[5])]))],
             },
             Msg::PageReq {
                 page: 1,
@@ -588,8 +590,8 @@ mod tests {
             },
             Msg::DiffBulkRep {
                 reps: vec![
-                    (5, vec![(vec![1, 2], vec![(3, vec![1, 2])])]),
-                    (9, vec![(vec![3], vec![])]),
+                    (5, vec![(vec![1, 2], Diff::of(&[(3, &[1, 2])]))]),
+                    (9, vec![(vec![3], Diff::default())]),
                 ],
             },
         ];

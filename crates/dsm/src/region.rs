@@ -66,7 +66,18 @@ impl Region {
                 ),
                 None => (std::ptr::null_mut(), libc::MAP_SHARED),
             };
-            let app = libc::mmap(hint, len, libc::PROT_READ, flags, fd, 0);
+            // Populated now, like the system view: the application's first access to
+            // each page would otherwise take a minor fault of the kernel's (shmem_fault)
+            // inside the timed run, one per page, before any of the DSM's own; mprotect
+            // keeps the page table entries, so later protection changes cost no more.
+            let app = libc::mmap(
+                hint,
+                len,
+                libc::PROT_READ,
+                flags | libc::MAP_POPULATE,
+                fd,
+                0,
+            );
             if app == libc::MAP_FAILED {
                 let e = io::Error::last_os_error();
                 libc::close(fd);

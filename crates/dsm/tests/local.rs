@@ -217,3 +217,74 @@ fn scaled_sor_and_water_match_their_sequential_programs() {
         }
     }
 }
+
+/// Rank 0 writes the same 4 neighbouring pages in each of `ITERS` intervals; rank 1 reads
+/// them between (two barriers an iteration, so no request meets an open interval) and
+/// keeps their sums on its own page.
+struct Band;
+
+const BAND: usize = 4;
+const ITERS: usize = 10;
+const WORDS: usize = BAND * numalab_dsm::region::PAGE / 8;
+
+impl App for Band {
+    fn name(&self) -> &'static str {
+        "band"
+    }
+    fn pages(&self) -> usize {
+        BAND + 1
+    }
+    fn run(&self, c: &numalab_dsm::Ctx) {
+        let band = c.at::<f64>(0);
+        let sums = c.at::<f64>(BAND * numalab_dsm::region::PAGE);
+        for k in 0..ITERS {
+            if c.rank() == 0 {
+                for i in 0..WORDS {
+                    // SAFETY: in the region; only rank 0 writes the band, between barriers.
+                    unsafe { band.add(i).write_volatile((k * WORDS + i) as f64) };
+                }
+            }
+            c.barrier();
+            if c.rank() == 1 {
+                // SAFETY: in the region; read after the barrier that published it.
+                let s: f64 = (0..WORDS)
+                    .map(|i| unsafe { band.add(i).read_volatile() })
+                    .sum();
+                // SAFETY: only rank 1 writes its page.
+                unsafe { sums.add(k).write_volatile(s) };
+            }
+            c.barrier();
+        }
+    }
+    fn result(&self, c: &numalab_dsm::Ctx) -> Vec<f64> {
+        let sums = c.at::<f64>(BAND * numalab_dsm::region::PAGE);
+        // SAFETY: in the region, after the final barrier.
+        (0..ITERS)
+            .map(|k| unsafe { sums.add(k).read_volatile() })
+            .collect()
+    }
+    fn sequential(&self) -> Vec<f64> {
+        (0..ITERS)
+            .map(|k| (0..WORDS).map(|i| (k * WORDS + i) as f64).sum())
+            .collect()
+    }
+}
+
+#[test]
+fn lmwc_opens_a_band_written_every_interval_with_one_fault() {
+    let faults = |p| {
+        let out = run_local(2, cfg(&Band, 1, p), &Band).unwrap();
+        assert_eq!(out[0].result, Some(Band.sequential()), "{p:?}");
+        out[0].stats.segv
+    };
+    // LMW write-protects the band at each interval's end: a write fault per page per
+    // interval. LMWC opens the pages the last interval wrote with the first one's fault:
+    // after the interval that shares the band (first touches, then one fault a page),
+    // one fault an interval.
+    let (lmw, lmwc) = (faults(ProtocolKind::Lmw), faults(ProtocolKind::Lmwc));
+    assert!(
+        lmw >= (BAND * (ITERS - 1)) as u64,
+        "LMW: {lmw} write faults"
+    );
+    assert!(lmwc <= (ITERS + 2 * BAND) as u64, "LMWC: {lmwc} faults");
+}

@@ -36,6 +36,9 @@ use std::time::Instant;
 /// A diff received for a fetch: (writer rank, intervals it covers, diff).
 type Got = (u32, Vec<u32>, Diff);
 
+/// Most pages a write fault opens after its own (LMWC, [`Lmw::write_run`]).
+const WRITE_RUN: usize = 16;
+
 #[derive(Default)]
 struct Page {
     twin: Option<Box<[u32]>>,
@@ -71,6 +74,8 @@ pub struct Lmw {
     /// them the last acquire invalidated, to prefetch.
     hot: Vec<bool>,
     want: Vec<usize>,
+    /// LMWC: the shared pages the last closed interval wrote (see [`Lmw::write_run`]).
+    wrote_last: std::collections::BTreeSet<u32>,
 }
 
 impl Lmw {
@@ -85,6 +90,7 @@ impl Lmw {
             dir: None,
             hot: Vec::new(),
             want: Vec::new(),
+            wrote_last: Default::default(),
         }
     }
 
@@ -114,7 +120,45 @@ impl Lmw {
             c.stats.page_intervals += 1;
         }
         c.region.protect_pages(&mut run, Prot::Read);
+        if self.dir.is_some() {
+            self.wrote_last = c.lrc.dirty.clone();
+        }
         c.lrc.close();
+    }
+
+    /// LMWC: pages after `p` to open for writing with it, one mprotect for the run: those
+    /// the last interval wrote here too, shared, valid and not open yet. A rank that
+    /// writes the same neighbouring shared pages every interval (SOR's boundary row, 4
+    /// pages) then takes one write fault per interval instead of one per page. A page
+    /// opened but not written makes an empty diff, never a wrong one.
+    fn write_run(&self, c: &Core, p: usize) -> usize {
+        if self.dir.is_none() || !self.wrote_last.contains(&(p as u32)) {
+            return 0;
+        }
+        (p + 1..self.pages.len())
+            .take_while(|&q| {
+                let pg = &self.pages[q];
+                self.shared(q)
+                    && self.wrote_last.contains(&(q as u32))
+                    && pg.notices.is_empty()
+                    && pg.fetch.is_none()
+                    && !c.lrc.dirty.contains(&(q as u32))
+            })
+            .take(WRITE_RUN)
+            .count()
+    }
+
+    /// Twin page `p` for this interval's writes (a twin kept from earlier intervals, no
+    /// diff asked for yet, serves this one too) and count it dirty.
+    fn open_for_write(&mut self, c: &mut Core, p: usize) {
+        let page = &mut self.pages[p];
+        if page.twin.is_none() {
+            let t0 = Instant::now();
+            page.twin = Some(c.region.sys_words(p).to_vec().into_boxed_slice());
+            c.stats.twin_ns += t0.elapsed().as_nanos() as u64;
+            c.stats.twins += 1;
+        }
+        c.lrc.dirty.insert(p as u32);
     }
 
     /// Make the diff of page `p` for its pending intervals. The caller holds the rank
@@ -287,16 +331,11 @@ impl Protocol for Lmw {
             c.region.protect(p, Prot::Read);
         }
         if write {
-            let page = &mut self.pages[p];
-            // A twin kept from earlier intervals (no diff asked for yet) serves this one too.
-            if page.twin.is_none() {
-                let t0 = Instant::now();
-                page.twin = Some(c.region.sys_words(p).to_vec().into_boxed_slice());
-                c.stats.twin_ns += t0.elapsed().as_nanos() as u64;
-                c.stats.twins += 1;
+            let run = self.write_run(c, p);
+            for q in p..=p + run {
+                self.open_for_write(c, q);
             }
-            c.lrc.dirty.insert(p as u32);
-            c.region.protect(p, Prot::ReadWrite);
+            c.region.protect_run(p, run + 1, Prot::ReadWrite);
         }
         Fault::Ok
     }
