@@ -6,8 +6,9 @@
 //! contend for the same cache sets and DRAM banks at every step. On a 2-vCPU EPYC VM
 //! (AVX2, 4 KiB pages, 3:1 with nt stores, 128 MiB a stream, 15–21 interleaved
 //! rounds) starting stream g at g × 4 KiB read 1.05× the aligned layout, at g × 8 KiB
-//! 1.17×, at g × 16 KiB to g × 1 MiB 1.19–1.30×, the same for likwid's loop shape as
-//! for numalab's. likwid's `-w S0:512MB:1` vectors (128,000,000 bytes each, back to
+//! 1.17×, at g × 16 KiB to g × 1 MiB 1.19–1.30× (a later pair of runs, the host in
+//! another state: g × 68 KiB 1.07–1.14×), the same for likwid's loop shape as for
+//! numalab's (which read 0.995–0.998× likwid's, laid out alike). likwid's `-w S0:512MB:1` vectors (128,000,000 bytes each, back to
 //! back) happen to be 8 KiB apart modulo 64 KiB; STREAM has its OFFSET for the same
 //! reason. So buffer g of a measurement (requestor-major: the requestors on one core
 //! share its caches) starts g × [`STAGGER`] bytes into its own mapping.
