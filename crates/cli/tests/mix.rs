@@ -223,6 +223,20 @@ fn measured_mixes_issue_their_read_share_and_the_table_has_every_row() {
             mem[0].as_array().unwrap().len(),
             p["buffers_per_requestor"].as_u64().unwrap() as usize
         );
+        // Every stream starts at its own page offset (bandwidth::stagger), the first at 0.
+        let offs: Vec<u64> = p["buffer_offsets"][0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_u64().unwrap())
+            .collect();
+        assert_eq!(offs.len(), mem[0].as_array().unwrap().len(), "{offs:?}");
+        assert!(
+            offs.iter()
+                .enumerate()
+                .all(|(g, &o)| o == g as u64 * 17 * 4096),
+            "{offs:?}"
+        );
     }
     // The injection table, measured small: every row appears in the text table.
     let out = numalab(&[

@@ -3,6 +3,7 @@
 //! the target node; one record per measurement, with the bytes issued, the read
 //! share issued, and the memory traffic they imply (an estimate) or that counters saw.
 
+use super::stagger::Staggered;
 use super::{Options, LINE, MIN_PASS_BYTES};
 use crate::crew::threads;
 use crate::sizing;
@@ -12,7 +13,7 @@ use numalab_probe::{bw, span_ticks, Crew, LineState, Member, Timed, Timer};
 use numalab_results::disturb::{PassLog, Rules};
 use numalab_results::{settle, Provenance, Record, Settle};
 use numalab_topo::bind::PinProof;
-use numalab_topo::buffer::{Buffer, MemProof};
+use numalab_topo::buffer::MemProof;
 use numalab_topo::plan::{check_capacity, resolve_memory};
 use numalab_topo::MemPlacement;
 use numalab_topo::{
@@ -232,6 +233,8 @@ pub struct MixResult {
     pub pins: Vec<PinProof>,
     /// Where every buffer landed, per requestor.
     pub memory: Vec<Vec<MemProof>>,
+    /// Where every stream starts in its mapping, per requestor ([`super::stagger`]).
+    pub offsets: Vec<Vec<u64>>,
     /// Lines per buffer and repetitions per pass.
     pub lines: usize,
     /// Repetitions per pass.
@@ -250,12 +253,11 @@ pub struct MixResult {
 pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> {
     let (lines, reps) = plan.shape()?;
     let per_buffer = (lines * LINE) as u64;
-    let bufs: Vec<Vec<Buffer>> = plan
-        .requestors
-        .iter()
-        .map(|_| {
-            (0..plan.kernel.buffers())
-                .map(|_| Buffer::allocate(host, &plan.mem, per_buffer))
+    let nb = plan.kernel.buffers();
+    let bufs: Vec<Vec<Staggered>> = (0..plan.requestors.len())
+        .map(|r| {
+            (0..nb)
+                .map(|i| Staggered::allocate(host, &plan.mem, per_buffer, r * nb + i))
                 .collect::<Result<Vec<_>>>()
         })
         .collect::<Result<_>>()?;
@@ -333,7 +335,11 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
         pins: pins.unwrap_or_default(),
         memory: bufs
             .iter()
-            .map(|b| b.iter().map(|x| x.proof.clone()).collect())
+            .map(|b| b.iter().map(|x| x.buf.proof.clone()).collect())
+            .collect(),
+        offsets: bufs
+            .iter()
+            .map(|b| b.iter().map(|x| x.offset).collect())
             .collect(),
         lines,
         reps,
@@ -457,6 +463,7 @@ pub fn record(
     let share = rd as f64 / (rd + wr).max(1) as f64;
     let mut p = parameters(plan);
     p["lines_per_buffer"] = json!(r.lines);
+    p["buffer_offsets"] = json!(r.offsets);
     p["reps_per_pass"] = json!(r.reps);
     p["timer"] = json!(timer);
     let nodes = numalab_topo::cpulist::format(&plan.mem.nodes);

@@ -9,6 +9,7 @@ mod mix_present;
 pub mod mixed;
 mod present;
 pub mod scaling;
+pub mod stagger;
 pub mod stream_table;
 mod text;
 pub use experiment::{run, Options, Plan};
