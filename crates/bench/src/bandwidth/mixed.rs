@@ -252,15 +252,7 @@ pub struct MixResult {
 /// Measure on this machine.
 pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> {
     let (lines, reps) = plan.shape()?;
-    let per_buffer = (lines * LINE) as u64;
-    let nb = plan.kernel.buffers();
-    let bufs: Vec<Vec<Staggered>> = (0..plan.requestors.len())
-        .map(|r| {
-            (0..nb)
-                .map(|i| Staggered::allocate(host, &plan.mem, per_buffer, r * nb + i))
-                .collect::<Result<Vec<_>>>()
-        })
-        .collect::<Result<_>>()?;
+    let bufs = buffers(host, plan, (lines * LINE) as u64)?;
     let crew = Crew {
         host,
         timer,
@@ -316,6 +308,35 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
         Ok(w) => w.close("the warm-up and timed passes, all traffic on the node"),
         Err(why) => why,
     };
+    let shape = (lines, reps, pins.unwrap_or_default());
+    Ok(assemble(
+        plan, timer, runs, &bufs, shape, counters, distance,
+    ))
+}
+
+/// Each requestor's buffers, staggered across all of them (requestor-major).
+fn buffers(host: &Host, plan: &MixPlan, per_buffer: u64) -> Result<Vec<Vec<Staggered>>> {
+    let nb = plan.kernel.buffers();
+    (0..plan.requestors.len())
+        .map(|r| {
+            (0..nb)
+                .map(|i| Staggered::allocate(host, &plan.mem, per_buffer, r * nb + i))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect()
+}
+
+/// The result from every requestor's settled passes, with the aggregate's settle entry
+/// last.
+fn assemble(
+    plan: &MixPlan,
+    timer: &Timer,
+    runs: Vec<settle::Settled<(f64, u64, Timed)>>,
+    bufs: &[Vec<Staggered>],
+    (lines, reps, pins): (usize, usize, Vec<PinProof>),
+    counters: super::imc::CounterFigure,
+    distance: (Vec<numalab_results::distance::CpuDistance>, Vec<String>),
+) -> MixResult {
     // Every round ran all requestors together, so pass k of each lines up.
     let all: Vec<&Vec<(f64, u64, Timed)>> = runs.iter().map(|r| &r.passes.values).collect();
     let mut settles: Vec<Settle> = runs.iter().map(|r| r.settle.clone()).collect();
@@ -332,7 +353,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
         span_ns: (0..all.iter().map(|v| v.len()).min().unwrap_or(0))
             .map(|s| timer.ns(span_ticks(all.iter().map(|v| &v[s].2), timer)))
             .collect(),
-        pins: pins.unwrap_or_default(),
+        pins,
         memory: bufs
             .iter()
             .map(|b| b.iter().map(|x| x.buf.proof.clone()).collect())
@@ -351,11 +372,11 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
     let mut whole = super::aggregate_settle(&settles, &agg);
     whole.metric = "bandwidth".into();
     settles.push(whole);
-    Ok(MixResult {
+    MixResult {
         logs: runs.into_iter().map(|r| r.passes.log).collect(),
         settle: settles,
         ..res
-    })
+    }
 }
 
 /// `data` of a `bandwidth-mix` record.
