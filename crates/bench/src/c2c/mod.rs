@@ -173,17 +173,7 @@ pub fn measure_pair(
         PageSize::Base,
         std::slice::from_ref(home_of),
     )?;
-    let mut out = PairResult {
-        pair: p,
-        cas_half_ns: None,
-        modified_read_ns: None,
-        cas_passes: None,
-        read_passes: None,
-        cas_settle: None,
-        read_settle: None,
-        home_node: mem.nodes.first().copied(),
-        distance: Vec::new(),
-    };
+    let mut out = PairResult::unmeasured(p, mem.nodes.first().copied());
     let buf = s
         .cas
         .then(|| Buffer::allocate(host, &mem, 4096))
@@ -262,6 +252,21 @@ fn checked_against_probe(
 }
 
 impl PairResult {
+    /// Pair `pair` with its line on `home_node`, nothing measured yet.
+    fn unmeasured(pair: Pair, home_node: Option<u32>) -> PairResult {
+        PairResult {
+            pair,
+            cas_half_ns: None,
+            modified_read_ns: None,
+            cas_passes: None,
+            read_passes: None,
+            cas_settle: None,
+            read_settle: None,
+            home_node,
+            distance: Vec::new(),
+        }
+    }
+
     /// Take `c` as the pair's CAS figures.
     fn set_cas(&mut self, c: settle::Settled<f64>) {
         self.cas_half_ns = Some(c.passes.used());
@@ -370,21 +375,12 @@ mod tests {
     }
 
     fn pair_with(c: settle::Settled<f64>) -> PairResult {
-        let mut out = PairResult {
-            pair: Pair {
-                a: 0,
-                b: 1,
-                smt_siblings: false,
-            },
-            cas_half_ns: None,
-            modified_read_ns: None,
-            cas_passes: None,
-            read_passes: None,
-            cas_settle: None,
-            read_settle: None,
-            home_node: Some(0),
-            distance: Vec::new(),
+        let pair = Pair {
+            a: 0,
+            b: 1,
+            smt_siblings: false,
         };
+        let mut out = PairResult::unmeasured(pair, Some(0));
         out.set_cas(c);
         out
     }

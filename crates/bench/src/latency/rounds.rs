@@ -52,6 +52,19 @@ pub fn second(
 /// figure judged again over them all.
 pub fn fold(first: &mut SizeResult, second: SizeResult) {
     for (q, b) in first.requestors.iter_mut().zip(second.requestors) {
+        // The records prove the first round's buffer; say so when the second's landed
+        // on other nodes.
+        let nodes = |m: &numalab_topo::buffer::MemProof| {
+            m.pages_per_node.keys().copied().collect::<Vec<u32>>()
+        };
+        if nodes(&q.memory) != nodes(&b.memory) {
+            first.warnings.push(format!(
+                "requestor {}'s second-round buffer landed on nodes {:?}, the first's on {:?}",
+                q.requestor,
+                nodes(&b.memory),
+                nodes(&q.memory)
+            ));
+        }
         fold_requestor(q, b);
     }
     for w in second.warnings {
@@ -162,6 +175,36 @@ mod tests {
         // The second round's passes are numbered after the first's.
         let attempts: Vec<usize> = q.passes.passes.iter().map(|p| p.attempt).collect();
         assert_eq!(attempts, [0, 0, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_second_rounds_buffer_on_other_nodes_is_said() {
+        let size = |q: RequestorResult| SizeResult {
+            shape: super::super::Shape {
+                size: 4096,
+                elements: 64,
+                visited: 64,
+                loads: 64,
+            },
+            requestors: vec![q],
+            pins: Vec::new(),
+            warnings: Vec::new(),
+            distance: Vec::new(),
+        };
+        let mut a = round(&[1.3, 1.3, 1.3], true);
+        a.memory.pages_per_node.insert(0, 1);
+        let mut b = round(&[1.3, 1.3, 1.3], true);
+        b.memory.pages_per_node.insert(0, 1);
+        let mut first = size(a.clone());
+        fold(&mut first, size(b.clone()));
+        assert!(first.warnings.is_empty(), "{:?}", first.warnings);
+        b.memory.pages_per_node = [(1, 1)].into();
+        let mut first = size(a);
+        fold(&mut first, size(b));
+        assert_eq!(
+            first.warnings,
+            ["requestor 0's second-round buffer landed on nodes [1], the first's on [0]"]
+        );
     }
 
     #[test]
