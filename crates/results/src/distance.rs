@@ -53,8 +53,21 @@ pub const FLOOR_NS: f64 = 10.0;
 /// beyond.)
 pub const UNAFFECTED: &[&str] = &["own_cache_reference", "uown_rdex_latency"];
 
+/// The key under a record's `placement` that holds the same pairs probed after the
+/// step's passes (a pair that moved between the two probes left the figure unsettled).
+pub const AFTER_KEY: &str = "distance_after";
+
 /// Put the distances on the record's placement (made an object when it had none).
 pub fn attach(r: &mut Record, d: &[CpuDistance]) {
+    attach_at(r, PLACEMENT_KEY, d);
+}
+
+/// Put the distances probed after the step's passes on the record's placement.
+pub fn attach_after(r: &mut Record, d: &[CpuDistance]) {
+    attach_at(r, AFTER_KEY, d);
+}
+
+fn attach_at(r: &mut Record, key: &str, d: &[CpuDistance]) {
     if d.is_empty() {
         return;
     }
@@ -63,7 +76,7 @@ pub fn attach(r: &mut Record, d: &[CpuDistance]) {
         .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
     if let Some(o) = p.as_object_mut() {
         o.insert(
-            PLACEMENT_KEY.into(),
+            key.into(),
             serde_json::to_value(d).expect("distances serialise"),
         );
     }
@@ -77,6 +90,27 @@ pub fn of(r: &Record) -> Vec<CpuDistance> {
         .and_then(|p| p.get(PLACEMENT_KEY))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default()
+}
+
+/// The record's distances probed after its passes (empty when it has none).
+pub fn after(r: &Record) -> Vec<CpuDistance> {
+    r.placement
+        .as_ref()
+        .and_then(|p| p.get(AFTER_KEY))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// Of pairs of distances, the two that differ ([`differ`]) by the largest factor.
+fn most_moved<'a>(
+    pairs: impl Iterator<Item = (&'a CpuDistance, &'a CpuDistance)>,
+) -> Option<(&'a CpuDistance, &'a CpuDistance)> {
+    pairs
+        .filter(|(x, y)| differ(x.rtt_ns, y.rtt_ns))
+        .max_by(|(x, y), (u, v)| {
+            let r = |p: f64, q: f64| (p.max(q) / p.min(q)).ln();
+            r(x.rtt_ns, y.rtt_ns).total_cmp(&r(u.rtt_ns, v.rtt_ns))
+        })
 }
 
 /// Whether two distances of one pair differ beyond [`RATIO`] and [`FLOOR_NS`].
@@ -96,6 +130,23 @@ pub fn above_probe(figure_rtt: f64, probe_rtt: f64) -> bool {
     figure_rtt > probe_rtt && differ(figure_rtt, probe_rtt)
 }
 
+/// Why the figure measured between two probes of the same pairs cannot stand for one
+/// placement, or None: the pair (matched by CPUs) whose distance before the step's
+/// passes and after them differ most, beyond [`RATIO`] and [`FLOOR_NS`]. A hypervisor
+/// that moves a vCPU mid-step gives passes from two placements that settle narrow on
+/// neither, and the next run compares against whichever the passes mostly saw.
+pub fn moved_during(before: &[CpuDistance], after: &[CpuDistance]) -> Option<String> {
+    let pairs = before
+        .iter()
+        .filter_map(|x| after.iter().find(|y| y.cpus == x.cpus).map(|y| (x, y)));
+    most_moved(pairs).map(|(x, y)| {
+            format!(
+                "CPUs {} and {} moved during the step: {:.0} ns apart before its passes, {:.0} ns after (the hypervisor placed the vCPUs elsewhere meanwhile)",
+                x.cpus[0], x.cpus[1], x.rtt_ns, y.rtt_ns
+            )
+        })
+}
+
 /// Why `metric` of records `a` and `b` cannot be compared for their CPUs' distances,
 /// or None: "the two CPUs (0, 1) were 42 ns apart in A, 118 ns in B" for the pair
 /// (matched by position) that moved most. Records without distances on either side
@@ -104,28 +155,23 @@ pub fn moved(a: &Record, b: &Record, metric: &str) -> Option<String> {
     if UNAFFECTED.contains(&metric) {
         return None;
     }
+    // Probes before the passes, then those after them (runs that have them).
     let (da, db) = (of(a), of(b));
-    da.iter()
-        .zip(&db)
-        .filter(|(x, y)| differ(x.rtt_ns, y.rtt_ns))
-        .max_by(|(x, y), (u, v)| {
-            let r = |p: f64, q: f64| (p.max(q) / p.min(q)).ln();
-            r(x.rtt_ns, y.rtt_ns).total_cmp(&r(u.rtt_ns, v.rtt_ns))
-        })
-        .map(|(x, y)| {
-            let cpus = if x.cpus == y.cpus {
-                format!("the two CPUs ({}, {})", x.cpus[0], x.cpus[1])
-            } else {
-                format!(
-                    "the two CPUs (A: {}, {}; B: {}, {})",
-                    x.cpus[0], x.cpus[1], y.cpus[0], y.cpus[1]
-                )
-            };
+    let (aa, ab) = (after(a), after(b));
+    most_moved(da.iter().zip(&db).chain(aa.iter().zip(&ab))).map(|(x, y)| {
+        let cpus = if x.cpus == y.cpus {
+            format!("the two CPUs ({}, {})", x.cpus[0], x.cpus[1])
+        } else {
             format!(
-                "{cpus} were {:.0} ns apart in A, {:.0} ns in B",
-                x.rtt_ns, y.rtt_ns
+                "the two CPUs (A: {}, {}; B: {}, {})",
+                x.cpus[0], x.cpus[1], y.cpus[0], y.cpus[1]
             )
-        })
+        };
+        format!(
+            "{cpus} were {:.0} ns apart in A, {:.0} ns in B",
+            x.rtt_ns, y.rtt_ns
+        )
+    })
 }
 
 #[cfg(test)]
@@ -199,6 +245,46 @@ mod tests {
         // c2c's round trip does: it is the pair's distance itself.
         assert!(moved(&rec(&[40.0]), &rec(&[120.0]), "cas_rtt_half").is_some());
         assert!(!differ(f64::NAN, 50.0) && !differ(0.0, 50.0));
+    }
+
+    #[test]
+    fn a_pair_probed_in_another_class_after_the_passes_moved_during_them() {
+        let d = |b: u32, rtt: f64| CpuDistance {
+            cpus: [0, b],
+            rtt_ns: rtt,
+            samples: 9,
+            round_trips: 100,
+        };
+        let why = moved_during(&[d(1, 48.0), d(2, 50.0)], &[d(1, 50.0), d(2, 140.0)]).unwrap();
+        assert!(
+            why.contains("CPUs 0 and 2") && why.contains("50 ns apart before"),
+            "{why}"
+        );
+        assert!(why.contains("140 ns after"), "{why}");
+        // The same class, a few ns, or a pair probed only once: not a move.
+        assert_eq!(moved_during(&[d(1, 48.0)], &[d(1, 58.0)]), None);
+        assert_eq!(moved_during(&[d(1, 6.0)], &[d(1, 14.0)]), None);
+        assert_eq!(moved_during(&[d(1, 48.0)], &[d(2, 140.0)]), None);
+        assert_eq!(moved_during(&[], &[]), None);
+    }
+
+    #[test]
+    fn pairs_alike_before_the_passes_but_apart_after_them_are_a_move() {
+        let (mut a, mut b) = (rec(&[40.0]), rec(&[42.0]));
+        assert_eq!(moved(&a, &b, "latency"), None);
+        let d = |rtt: f64| CpuDistance {
+            cpus: [0, 1],
+            rtt_ns: rtt,
+            samples: 9,
+            round_trips: 100,
+        };
+        attach_after(&mut a, &[d(41.0)]);
+        attach_after(&mut b, &[d(130.0)]);
+        assert_eq!(after(&b)[0].rtt_ns, 130.0);
+        assert_eq!(
+            moved(&a, &b, "latency").as_deref(),
+            Some("the two CPUs (0, 1) were 41 ns apart in A, 130 ns in B")
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use numalab_probe::{
     core_clock, flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round,
     RoundResult, Setup, Target, Timer,
 };
-use numalab_results::distance::CpuDistance;
+use numalab_results::distance::{self, CpuDistance};
 use numalab_results::disturb::{PassLog, Policy, Rules};
 use numalab_results::settle;
 use numalab_results::Settle;
@@ -260,6 +260,11 @@ pub struct SizeResult {
     /// How far apart the requestor and each helper were (CAS round trips), when the
     /// state has helpers: `compare` reads it to tell a moved vCPU from a change.
     pub distance: Vec<CpuDistance>,
+    /// The same pairs probed again after the timed passes.
+    pub distance_after: Vec<CpuDistance>,
+    /// Why the passes cannot stand for one placement (a pair moved between the probes
+    /// in every try), when so: every requestor's median is then unsettled.
+    pub moved: Option<String>,
 }
 
 /// Most helpers whose distance to the requestor is probed.
@@ -321,9 +326,8 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         evict_bytes: plan.evict_bytes,
     };
     let mut warnings = plan.size_warnings(&host.machine, &shape);
-    let distance = distances(host, timer, plan, &mut warnings)?;
     let before = clock_round(&setup, CLOCK_PASSES)?;
-    let (main, pins) = main_passes(&setup, plan, &shape)?;
+    let placed = placed_passes(&setup, plan, &shape, &mut warnings)?;
     let after = clock_round(&setup, CLOCK_PASSES)?;
     let restarts = match &plan.restart {
         Some(p) => {
@@ -333,17 +337,76 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
         None => vec![None; chases.len()],
     };
     let own = own_cache(setup, plan, &shape)?;
-    let mut requestors = requestor_results(&chases, main, restarts, own);
+    let mut requestors = requestor_results(&chases, placed.main, restarts, own);
     for (i, q) in requestors.iter_mut().enumerate() {
         q.clock = clock_of(before.as_ref(), after.as_ref(), i);
     }
-    Ok(SizeResult {
+    let mut res = SizeResult {
         shape,
         requestors,
-        pins,
+        pins: placed.pins,
         warnings,
-        distance,
-    })
+        distance: placed.before,
+        distance_after: placed.after,
+        moved: placed.moved,
+    };
+    mark_moved(&mut res);
+    Ok(res)
+}
+
+/// Times the timed passes are measured again when a pair moved between its probes.
+pub const MAX_MOVED_REMEASURE: u32 = 1;
+
+/// The timed passes between two distance probes of the requestor and its helpers.
+struct Placed {
+    main: Vec<NsTicks>,
+    pins: Vec<PinProof>,
+    before: Vec<CpuDistance>,
+    after: Vec<CpuDistance>,
+    moved: Option<String>,
+}
+
+/// The timed passes with the requestor's distance to each helper probed just before
+/// and just after them, measured again (up to [`MAX_MOVED_REMEASURE`] times) while a
+/// pair reads in another class after than before ([`distance::moved_during`]): such
+/// passes mix two placements of the vCPUs. States without helpers probe nothing.
+fn placed_passes(
+    setup: &Setup,
+    plan: &LatencyPlan,
+    shape: &Shape,
+    warnings: &mut Vec<String>,
+) -> Result<Placed> {
+    let mut tries = 0;
+    loop {
+        let before = distances(setup.host, setup.timer, plan, warnings)?;
+        let (main, pins) = main_passes(setup, plan, shape)?;
+        let after = if before.is_empty() {
+            Vec::new()
+        } else {
+            distances(setup.host, setup.timer, plan, warnings)?
+        };
+        let moved = distance::moved_during(&before, &after);
+        if moved.is_none() || tries == MAX_MOVED_REMEASURE {
+            let moved = moved.map(|w| format!("{w}, after {tries} re-measurement"));
+            return Ok(Placed {
+                main,
+                pins,
+                before,
+                after,
+                moved,
+            });
+        }
+        tries += 1;
+    }
+}
+
+/// Every requestor's median unsettled, with why, when the pairs moved during the passes.
+pub(crate) fn mark_moved(res: &mut SizeResult) {
+    let Some(w) = &res.moved else { return };
+    for q in &mut res.requestors {
+        q.settle.settled = false;
+        q.settle.why = Some(format!("machine busy: {w}"));
+    }
 }
 
 /// Requestor `i`'s core clock: the median of its passes before and after.
@@ -547,7 +610,8 @@ pub fn records(
                 "resolved": { "requestor_cpu": t.pu.os, "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem },
                 "verified": { "threads": r.pins, "memory": q.memory },
             }));
-            numalab_results::distance::attach(&mut rec, &r.distance);
+            distance::attach(&mut rec, &r.distance);
+            distance::attach_after(&mut rec, &r.distance_after);
             rec.add_samples("latency", "ns", &q.ns);
             if timer.ticks_are_tsc_cycles() {
                 rec.add_samples("latency_tsc", "TSC cycles", &q.ticks);

@@ -72,6 +72,12 @@ pub fn fold(first: &mut SizeResult, second: SizeResult) {
             first.warnings.push(w);
         }
     }
+    // Folding re-judges each median from its intervals: a pair that moved during
+    // either round still leaves it unsettled.
+    if first.moved.is_none() {
+        first.moved = second.moved;
+    }
+    super::mark_moved(first);
 }
 
 fn fold_requestor(q: &mut RequestorResult, b: RequestorResult) {
@@ -177,9 +183,9 @@ mod tests {
         assert_eq!(attempts, [0, 0, 0, 1, 1, 1]);
     }
 
-    #[test]
-    fn a_second_rounds_buffer_on_other_nodes_is_said() {
-        let size = |q: RequestorResult| SizeResult {
+    /// One size measured with requestor `q`, its pairs unmoved.
+    fn size(q: RequestorResult) -> SizeResult {
+        SizeResult {
             shape: super::super::Shape {
                 size: 4096,
                 elements: 64,
@@ -190,7 +196,44 @@ mod tests {
             pins: Vec::new(),
             warnings: Vec::new(),
             distance: Vec::new(),
+            distance_after: Vec::new(),
+            moved: None,
+        }
+    }
+
+    #[test]
+    fn a_pair_that_moved_during_either_round_leaves_the_folded_median_unsettled() {
+        let moved = || {
+            Some(
+                "CPUs 0 and 1 moved during the step: 48 ns apart before its passes, 140 ns after"
+                    .to_string(),
+            )
         };
+        for (in_first, in_second) in [(true, false), (false, true)] {
+            let mut first = size(round(&[1.3, 1.3, 1.3], true));
+            let mut second = size(round(&[1.3, 1.3, 1.3], true));
+            if in_first {
+                first.moved = moved();
+                super::super::mark_moved(&mut first);
+                assert!(!first.requestors[0].settle.settled);
+            }
+            if in_second {
+                second.moved = moved();
+            }
+            fold(&mut first, second);
+            let s = &first.requestors[0].settle;
+            assert!(!s.settled, "{s:?}");
+            let why = s.why.as_deref().unwrap();
+            assert!(why.starts_with("machine busy: CPUs 0 and 1 moved"), "{why}");
+        }
+        // Neither moved: the same passes settle when folded.
+        let mut first = size(round(&[1.3, 1.3, 1.3], true));
+        fold(&mut first, size(round(&[1.3, 1.3, 1.3], true)));
+        assert!(first.requestors[0].settle.settled);
+    }
+
+    #[test]
+    fn a_second_rounds_buffer_on_other_nodes_is_said() {
         let mut a = round(&[1.3, 1.3, 1.3], true);
         a.memory.pages_per_node.insert(0, 1);
         let mut b = round(&[1.3, 1.3, 1.3], true);
