@@ -5,7 +5,7 @@
         -e timer:hrtimer_expire_entry -a -- numalab dsm run sor --ranks 2 --threads 1 \
         --input paper --protocol lmwc
     perf script -i sched.data -F pid,tid,cpu,time,event,trace | \
-        scripts/dsm-sched.py --ms=RANK_MS [--latency] [--timeline] [--threads]
+        scripts/dsm-sched.py --ms=RANK_MS [--latency] [--timeline] [--threads] [--futex]
 
 RANK_MS is rank 0's `time ms` from the run's table: the window starts when the later
 rank's app service thread appears (the timed section starts right after, at an MPI
@@ -14,6 +14,14 @@ the other rank's pages, which dominates whole-run counts. Each phase (the cost p
 the app) has its own service and sender threads; the app's are the last of each rank
 process. Roles: rN.compute (the main thread), rN.service, rN.sender; a wake counts as
 `timer` when an hrtimer_wakeup expired on that CPU within 20 µs before it.
+
+--futex (record `-e syscalls:sys_enter_futex -e syscalls:sys_exit_futex` too): the
+service threads' futex waits. Shared waits are doorbell sleeps (a word per rank, 64
+bytes apart in a page of their own; rings are shared FUTEX_WAKEs on it); a sleep that
+ran to its timeout (over 1 ms) with a ring to that word less than 100 µs before it began
+and none during it slept past a message already sent (a lost ring). Private waits are
+mutexes and condition variables (the rank's state lock among them): a service thread
+waiting there waits for another thread of its rank.
 """
 import re, sys, collections
 ev = re.compile(r'\s*(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)')
@@ -141,3 +149,32 @@ if '--latency' in sys.argv:
     for k, v in sorted(lat.items()):
         v.sort(); print('  %-12s <- %-14s %7.1f %7.1f %8.1f %5d' % (k[0], k[1], v[len(v)//2], v[int(len(v)*.9)], v[-1], len(v)))
     print('  waits over 100 µs, what ran before it:', dict(before.most_common(8)))
+if '--futex' in sys.argv:
+    fx = re.compile(r'uaddr: (0x[0-9a-f]+), op: (0x[0-9a-f]+)')
+    enter = {}; rings = collections.defaultdict(list); bell = []; priv = collections.defaultdict(list)
+    for (pid, tid, cpu, t, e, tr) in recs:
+        r_ = role(tid)
+        if not r_: continue
+        if e == 'syscalls:sys_enter_futex':
+            m = fx.search(tr)
+            addr, op = int(m[1], 16), int(m[2], 16)
+            if op == 1: rings[(addr & 0xfff) // 64].append(t)
+            enter[tid] = (t, addr, op)
+        elif e == 'syscalls:sys_exit_futex' and tid in enter and r_.endswith('service'):
+            t0, addr, op = enter.pop(tid)
+            if not (t_lo <= t0 <= t_hi) or op & 0x7f not in (0, 9): continue
+            ret = int(tr, 16); ret = ret - (1 << 64) if ret >= 1 << 63 else ret
+            if op & 128: priv[r_].append((t - t0) * 1e6)
+            else: bell.append((r_, (addr & 0xfff) // 64, t0, t, ret))
+    lost = collections.defaultdict(list)
+    for (r_, slot, t0, t1, ret) in bell:
+        rs = rings[slot]
+        before_ = [x for x in rs if t0 - 100e-6 <= x < t0]
+        during = [x for x in rs if t0 <= x < t1]
+        if ret == -110 and t1 - t0 > 1e-3 and before_ and not during:
+            lost[r_].append((t1 - t0) * 1e6)
+    print('\nservice futex waits: doorbell sleeps, lost rings (n, total µs), private waits (n, median, max, total µs)')
+    for r_ in sorted({b[0] for b in bell} | set(priv)):
+        v = sorted(priv[r_]); l_ = lost[r_]
+        print('  %-12s %5d %4d %8.0f   %4d %7.0f %7.0f %8.0f' % (r_, sum(1 for b in bell if b[0] == r_), len(l_), sum(l_),
+              len(v), v[len(v)//2] if v else 0, v[-1] if v else 0, sum(v)))

@@ -15,6 +15,16 @@
 //! Where permitted (root, CAP_SYS_NICE), the service and sender threads run at nice
 //! [`SERVICE_NICE`] instead: still fair-shared, but weighted ~9× an ordinary thread, so a
 //! woken one gets an early deadline against other programs' threads too.
+//!
+//! With one core kept busy by another program, a traced SOR run (issue 43, 2-vCPU VM,
+//! kernel 6.18, HZ 250, `scripts/dsm-sched.py --futex`) showed the service thread woken
+//! within ~15 µs, then waiting for the rank's state lock 3 times, 2.9–3.7 ms each: the
+//! compute thread holding it had been switched out at a tick and the other program ran
+//! until the next one. Raising the compute thread to [`SERVICE_NICE`] while it held the
+//! lock (a priority ceiling, two `setpriority` calls per hold) made remote faults slower,
+//! not faster: median 844 µs against 246 µs without it (10 interleaved rounds each,
+//! loaded), cause not established; not kept. The other waits of that trace, doorbell
+//! sleeps past a message already sent, are fixed in [`crate::mpi_transport`].
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};

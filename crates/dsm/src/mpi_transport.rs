@@ -22,6 +22,21 @@
 //! (SOR 2.5 ms against 0.6 ms median, water-nsq 3.3 ms against 0.19 ms), and water-nsq
 //! 12× slower: a woken thread waits for a CPU far longer than a polling one.
 //!
+//! A ring can come before its message shows: Open MPI 4.1's shared-memory transport
+//! (vader) lets one thread poll it at a time and answers every other thread's progress
+//! with nothing meanwhile, so a service thread that probed while its rank's compute or
+//! sender thread was inside MPI found no message, read the ring as answered and slept on
+//! the doorbell to its timeout (2 ms). The service thread therefore counts the messages
+//! it received against the rings and sleeps on the doorbell only when every ring has had
+//! its message; otherwise it polls. Measured (issue 43, 2-vCPU VM, one core kept busy,
+//! `scripts/dsm-sched.py --futex` on one SOR run, paper input, lmwc): rank 0's service
+//! thread slept 5 times past a message already sent (8.8 ms together), rank 1's once
+//! (2.1 ms), in a 130 ms run with 14 remote faults. With the count, 3 traced runs under the
+//! same load: no lost ring (against 6, 4 and 2 in 3 runs before). Remote fault, one core
+//! kept busy, medians of interleaved rounds on a VM whose other programs kept both vCPUs
+//! busy (2026-11-28): 246 against 523 µs before (10 rounds; a build that also held an
+//! unused priority ceiling, see [`crate::cores`]), 666 against 937 µs (5 rounds).
+//!
 //! Both pollers back off: the service thread's polls after a message double from the
 //! poll time until the doorbell takes over, and the sender's tests of a page in flight
 //! double from 10 to 160 µs. Each wake-up at their raised priority switches the
@@ -37,7 +52,7 @@ use crate::transport::Transport;
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -84,6 +99,9 @@ pub struct Mpi {
     wakeups: AtomicU64,
     /// Polling and spinning after a message (see [`SPIN`]).
     spin: Duration,
+    /// Messages the service thread received: with the doorbell's count of rings, says
+    /// whether a rung message has not shown up yet (see [`Mpi::pending`]).
+    got: AtomicU32,
 }
 
 impl Mpi {
@@ -124,6 +142,7 @@ impl Mpi {
             spin: spin_time()?,
             bell,
             wakeups: AtomicU64::new(0),
+            got: AtomicU32::new(0),
         })
     }
 
@@ -168,6 +187,12 @@ fn spin_time() -> Result<Duration, String> {
     Ok(numalab_results::envvars::whole("NUMALAB_DSM_SPIN_US")?.map_or(SPIN, Duration::from_micros))
 }
 
+/// More of `rung` rings than of `got` messages, both counted from 0 and wrapping; a
+/// message received before its ring (the sender rings after sending) is not a ring owed.
+fn unanswered(rung: u32, got: u32) -> bool {
+    (rung.wrapping_sub(got) as i32) > 0
+}
+
 /// Send one page without spinning: start it, then test it with short sleeps (the
 /// service thread's polls progress it meanwhile).
 fn send_page(comm: &SimpleCommunicator, to: usize, b: &[u8], bell: Option<&Doorbell>) {
@@ -200,6 +225,15 @@ impl Mpi {
     /// time the rank sleeps between polls like a computing one.
     fn may_spin(&self) -> bool {
         !self.computing.load(Ordering::Relaxed) && self.recent()
+    }
+
+    /// Whether more rings came than messages were received: a peer sent a message (each
+    /// send rings once, after it) that the probe did not find. Open MPI's shared-memory
+    /// transport lets one thread poll it at a time (others' probes find nothing
+    /// meanwhile), so a probe misses a message while another thread of this rank is
+    /// inside MPI, and a wait on the doorbell would then last its whole timeout.
+    fn pending(&self, rung: u32) -> bool {
+        unanswered(rung, self.got.load(Ordering::Relaxed))
     }
 
     /// A message came (or the threads blocked) less than the spin time ago.
@@ -263,6 +297,7 @@ impl Transport for Mpi {
             {
                 let (b, st) = ms.matched_receive_vec::<u8>();
                 self.touch();
+                self.got.fetch_add(1, Ordering::Relaxed);
                 return Some((st.source_rank() as usize, b));
             }
             if t0.elapsed() >= wait {
@@ -274,15 +309,17 @@ impl Transport for Mpi {
             }
             self.wakeups.fetch_add(1, Ordering::Relaxed);
             match (&self.bell, seen) {
-                // Quiet for the spin time: sleep until a peer rings (or the wait is over).
-                (Some(b), Some(seen)) if !self.recent() => {
+                // Quiet for the spin time, every ring answered by a message: sleep until
+                // a peer rings (or the wait is over).
+                (Some(b), Some(seen)) if !self.recent() && !self.pending(seen) => {
                     if b.wait(seen, wait.saturating_sub(t0.elapsed())) {
                         self.touch();
                     }
                 }
                 // Just after a message, with a doorbell to fall back on: more may follow
                 // at once, so poll, backing off (20, 40, 80 µs…) until the spin time is
-                // over and the doorbell takes over.
+                // over and the doorbell takes over. Also while a rung message has not
+                // shown up: it will once the thread inside MPI leaves, with no new ring.
                 (Some(_), Some(_)) => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(self.spin.max(self.poll));
@@ -291,5 +328,19 @@ impl Transport for Mpi {
                 _ => std::thread::sleep(self.poll),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unanswered;
+
+    #[test]
+    fn a_ring_is_owed_only_while_rings_outnumber_messages() {
+        assert!(!unanswered(0, 0));
+        assert!(unanswered(3, 2), "a rung message not received yet");
+        assert!(!unanswered(2, 3), "received before its ring landed");
+        assert!(unanswered(1, u32::MAX), "across the wrap");
+        assert!(!unanswered(u32::MAX, 1));
     }
 }
