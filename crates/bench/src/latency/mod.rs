@@ -3,12 +3,15 @@
 
 mod experiment;
 mod outliers;
+mod passes;
 mod present;
 mod restarts;
 mod rounds;
 mod text;
 mod view;
+
 pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
+use passes::{mark_moved, placed_passes, NsTicks};
 pub use present::{
     CoreClock, LatencyData, Remeasured, StatesPresenter, SweepData, SweepPoint, SweepPresenter,
     CLOCK_PASSES,
@@ -20,8 +23,8 @@ use crate::restart::{RestartOutcome, RestartParams};
 use numalab_probe::kernel::{self, UNROLL};
 use numalab_probe::runner::clock_round;
 use numalab_probe::{
-    core_clock, flush, pingpong, run_round, Chase, Layout, LineState, Request, Requestor, Round,
-    RoundResult, Setup, Target, Timer,
+    core_clock, flush, run_round, Chase, Layout, LineState, Request, Requestor, Round, RoundResult,
+    Setup, Target, Timer,
 };
 use numalab_results::distance::{self, CpuDistance};
 use numalab_results::disturb::{PassLog, Policy, Rules};
@@ -267,37 +270,6 @@ pub struct SizeResult {
     pub moved: Option<String>,
 }
 
-/// Most helpers whose distance to the requestor is probed.
-const DISTANCE_HELPERS: usize = 4;
-
-/// The requestor's distance to each helper (up to [`DISTANCE_HELPERS`]), probed just
-/// before the timed passes; a probe that fails leaves a warning, not a failed step.
-fn distances(
-    host: &Host,
-    timer: &Timer,
-    plan: &LatencyPlan,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<CpuDistance>> {
-    let Some(r) = plan.requestors.first() else {
-        return Ok(Vec::new());
-    };
-    if plan.helpers.is_empty() {
-        return Ok(Vec::new());
-    }
-    let buf = Buffer::allocate(host, &plan.mem, 4096)?;
-    let mut out = Vec::new();
-    for h in plan.helpers.iter().take(DISTANCE_HELPERS) {
-        match pingpong::distance(host, timer, r.pu.os, h.pu.os, &buf) {
-            Ok(d) => out.push(d),
-            Err(e) => warnings.push(format!(
-                "could not measure how far apart CPUs {} and {} are ({e}); compare cannot tell whether they moved",
-                r.pu.os, h.pu.os
-            )),
-        }
-    }
-    Ok(out)
-}
-
 /// Measure one size on this machine.
 pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Result<SizeResult> {
     let shape = plan.shape(size)?;
@@ -352,61 +324,6 @@ pub fn measure(host: &Host, timer: &Timer, plan: &LatencyPlan, size: u64) -> Res
     };
     mark_moved(&mut res);
     Ok(res)
-}
-
-/// Times the timed passes are measured again when a pair moved between its probes.
-pub const MAX_MOVED_REMEASURE: u32 = 1;
-
-/// The timed passes between two distance probes of the requestor and its helpers.
-struct Placed {
-    main: Vec<NsTicks>,
-    pins: Vec<PinProof>,
-    before: Vec<CpuDistance>,
-    after: Vec<CpuDistance>,
-    moved: Option<String>,
-}
-
-/// The timed passes with the requestor's distance to each helper probed just before
-/// and just after them, measured again (up to [`MAX_MOVED_REMEASURE`] times) while a
-/// pair reads in another class after than before ([`distance::moved_during`]): such
-/// passes mix two placements of the vCPUs. States without helpers probe nothing.
-fn placed_passes(
-    setup: &Setup,
-    plan: &LatencyPlan,
-    shape: &Shape,
-    warnings: &mut Vec<String>,
-) -> Result<Placed> {
-    let mut tries = 0;
-    loop {
-        let before = distances(setup.host, setup.timer, plan, warnings)?;
-        let (main, pins) = main_passes(setup, plan, shape)?;
-        let after = if before.is_empty() {
-            Vec::new()
-        } else {
-            distances(setup.host, setup.timer, plan, warnings)?
-        };
-        let moved = distance::moved_during(&before, &after);
-        if moved.is_none() || tries == MAX_MOVED_REMEASURE {
-            let moved = moved.map(|w| format!("{w}, after {tries} re-measurement"));
-            return Ok(Placed {
-                main,
-                pins,
-                before,
-                after,
-                moved,
-            });
-        }
-        tries += 1;
-    }
-}
-
-/// Every requestor's median unsettled, with why, when the pairs moved during the passes.
-pub(crate) fn mark_moved(res: &mut SizeResult) {
-    let Some(w) = &res.moved else { return };
-    for q in &mut res.requestors {
-        q.settle.settled = false;
-        q.settle.why = Some(format!("machine busy: {w}"));
-    }
 }
 
 /// Requestor `i`'s core clock: the median of its passes before and after.
@@ -488,53 +405,6 @@ fn requestor_results(
             clock: None,
         })
         .collect()
-}
-
-/// One requestor's passes (ns and timer ticks per load) and how its median settled.
-type NsTicks = settle::Settled<(f64, f64)>;
-
-/// The timed passes of every requestor (ns and ticks per load), disturbed ones
-/// measured again and more added while a median is wide, as the plan's rules say,
-/// and the first round's pinning proof.
-fn main_passes(
-    setup: &Setup,
-    plan: &LatencyPlan,
-    shape: &Shape,
-) -> Result<(Vec<NsTicks>, Vec<PinProof>)> {
-    let mut pins = None;
-    let step = settle::Step {
-        metric: "latency",
-        figure: settle::Figure::Median,
-        want: plan.iterations,
-    };
-    let sleep = &mut std::thread::sleep;
-    let clock = &mut settle::clock();
-    let passes = settle::measure(
-        &plan.rules,
-        step,
-        |v: &(f64, f64)| v.0,
-        clock,
-        sleep,
-        |n| -> Result<_> {
-            let r = run_round(
-                setup,
-                &Round {
-                    work: 0,
-                    samples: n,
-                    loads: shape.loads,
-                    target: Target::Chase,
-                },
-            )?;
-            pins.get_or_insert(r.pins);
-            Ok(r.ns_per_load
-                .into_iter()
-                .zip(r.ticks_per_load)
-                .zip(r.disturb)
-                .map(|((ns, ticks), d)| ns.into_iter().zip(ticks).zip(d).collect())
-                .collect())
-        },
-    )?;
-    Ok((passes, pins.unwrap_or_default()))
 }
 
 /// Parameters common to every record of a plan.
