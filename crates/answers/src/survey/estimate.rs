@@ -2,6 +2,48 @@
 //! full survey took 27 s and the quick one 9 s): the work of each step in reference
 //! seconds, from what the step runs (sizes, points, CPUs). A run scales these by the
 //! pace it measures (`survey::pace`); nothing here is a wall time of this machine.
+//!
+//! Steps whose buffers are sized from the caches (the unowned chase, every bandwidth
+//! step) also scale with how many bytes this machine's buffers hold against the
+//! reference VM's ([`Scale`]): a guest of an Emerald Rapids host reports a 260 MiB L3,
+//! so its unowned chase is 4 GiB (256 MiB on the reference VM's 32 MiB L3) and its
+//! bandwidth buffers 1 GiB (128 MiB), and its quick survey planned 14 s and took
+//! 35.6–44.5 s, quiet (2026-11-28): the bandwidth steps 7.7, 7.9, 6.1 s against 0.7,
+//! 1.4, 0.6 planned, the unowned chase 4.9 s against 0.7.
+
+use numalab_bench::sizing;
+use numalab_topo::Machine;
+
+/// The reference VM's last-level cache: one 32 MiB L3.
+const REFERENCE_LLC: u64 = 32 << 20;
+
+/// How many times the reference VM's bytes this machine's cache-sized buffers hold
+/// (never under 1: a smaller machine's steps keep their fixed costs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// The unowned chase's buffer (`sizing::beyond_caches`) against 256 MiB.
+    pub beyond: f64,
+    /// One thread's streaming buffer (`sizing::streaming`, all LLCs four times over)
+    /// against 128 MiB; the bandwidth steps split the same bytes over their threads.
+    pub streamed: f64,
+}
+
+impl Scale {
+    /// The reference VM's own scale.
+    pub const REFERENCE: Scale = Scale {
+        beyond: 1.0,
+        streamed: 1.0,
+    };
+
+    /// This machine's scale.
+    pub fn of(m: &Machine) -> Scale {
+        let r = |here: u64, there: u64| (here as f64 / there as f64).max(1.0);
+        Scale {
+            beyond: r(sizing::beyond_caches(m), 8 * REFERENCE_LLC),
+            streamed: r(sizing::streaming(m, 1), 4 * REFERENCE_LLC),
+        }
+    }
+}
 
 /// The topology step: one hwloc load.
 pub const TOPOLOGY: f64 = 0.2;
@@ -18,32 +60,38 @@ pub fn sweep(quick: bool) -> f64 {
 }
 
 /// The latency of lines in state `s`: uown chases a buffer beyond the caches; the
-/// others, lines a helper holds.
-pub fn state(s: &str, quick: bool) -> f64 {
+/// others, lines a helper holds. A pass chases a bounded number of loads, so only the
+/// buffer's setup grows with it: 0.42 s of the quick reference 0.7 s are fixed and
+/// 0.28 s grow with the bytes (fitted to the reference VM and the 16× larger chase of
+/// the Emerald Rapids guest, 4.9 s; the full survey's split is taken alike).
+pub fn state(s: &str, quick: bool, sc: Scale) -> f64 {
+    let uown = |fixed: f64, grows: f64| fixed + grows * sc.beyond;
     match (s, quick) {
-        ("uown", true) => 0.7,
-        ("uown", false) => 1.2,
+        ("uown", true) => uown(0.42, 0.28),
+        ("uown", false) => uown(0.72, 0.48),
         _ => 0.2,
     }
 }
 
-/// The bandwidth kernels on one thread.
-pub const BANDWIDTH_ONE: f64 = 0.7;
+/// The bandwidth kernels on one thread: its passes stream the whole buffer.
+pub fn bandwidth_one(sc: Scale) -> f64 {
+    0.7 * sc.streamed
+}
 
 /// MLC's injection table (seven mixes) against each of `nodes` memory nodes.
-pub fn injection(nodes: usize) -> f64 {
-    0.2 * (nodes.max(1) * 7) as f64
+pub fn injection(nodes: usize, sc: Scale) -> f64 {
+    0.2 * (nodes.max(1) * 7) as f64 * sc.streamed
 }
 
 /// The bandwidth kernels on all `pus` CPUs: each requestor fills its own buffer before
 /// the timed passes.
-pub fn bandwidth_all(pus: usize) -> f64 {
-    0.4 + 0.1 * pus as f64
+pub fn bandwidth_all(pus: usize, sc: Scale) -> f64 {
+    (0.4 + 0.1 * pus as f64) * sc.streamed
 }
 
 /// One row of the thread-scaling table, `k` threads.
-pub fn scaling(k: usize) -> f64 {
-    0.3 + 0.05 * k as f64
+pub fn scaling(k: usize, sc: Scale) -> f64 {
+    (0.3 + 0.05 * k as f64) * sc.streamed
 }
 
 /// A latency or bandwidth matrix of `cells` initiator × memory cells.
@@ -112,6 +160,34 @@ pub fn earth(quick: bool) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_whose_buffers_grow_with_the_caches_cost_more_and_no_step_costs_less() {
+        let m = |l3: &str| {
+            numalab_topo::Host::load(&numalab_topo::TopologySource::Synthetic(format!(
+                "pack:1 l3:1({l3}) core:2 pu:1"
+            )))
+            .expect("synthetic topology")
+            .machine
+        };
+        // The reference VM's shape: 32 MiB L3.
+        assert_eq!(Scale::of(&m("size=33554432")), Scale::REFERENCE);
+        // A smaller cache keeps the reference's figures (256 MiB and 64 MiB floors).
+        assert_eq!(Scale::of(&m("size=8388608")), Scale::REFERENCE);
+        // The Emerald Rapids guest's 260 MiB L3: 4 GiB chase, 1040 MiB streamed.
+        let big = Scale::of(&m("size=272629760"));
+        assert_eq!(big.beyond, 16.0);
+        assert!((big.streamed - 8.125).abs() < 1e-9, "{big:?}");
+        let r = Scale::REFERENCE;
+        assert!((bandwidth_one(big) - 8.125 * bandwidth_one(r)).abs() < 1e-9);
+        assert!((injection(1, big) / injection(1, r) - 8.125).abs() < 1e-9);
+        assert!(bandwidth_all(2, big) > bandwidth_all(2, r));
+        assert!(scaling(2, big) > scaling(2, r));
+        // The chase grows with its setup only; helper-held lines not at all.
+        assert!((state("uown", true, r) - 0.7).abs() < 1e-9);
+        assert!((state("uown", true, big) - (0.42 + 0.28 * 16.0)).abs() < 1e-9);
+        assert_eq!(state("cexh", true, big), state("cexh", true, r));
+    }
 
     #[test]
     fn the_loaded_family_costs_its_points() {

@@ -58,6 +58,7 @@ struct Shape {
     nodes: usize,
     l3s: usize,
     iters: usize,
+    scale: estimate::Scale,
 }
 
 impl Shape {
@@ -71,6 +72,7 @@ impl Shape {
             nodes: m.nodes.iter().filter(|n| !n.local_cpus.is_empty()).count(),
             l3s: m.domains(Level::L3).map_or(0, |d| d.len()),
             iters: if quick { 3 } else { 7 },
+            scale: estimate::Scale::of(m),
         }
     }
 }
@@ -153,7 +155,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
                 iterations: sh.iters,
                 ..Default::default()
             };
-            let secs = estimate::state(s, quick);
+            let secs = estimate::state(s, quick, sh.scale);
             v.push(step("states", &title, Experiment::Latency(o), secs));
         }
     }
@@ -161,7 +163,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
 
 /// The bandwidth kernels on one thread and, with several CPUs, on all of them.
 fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
-    let secs = estimate::BANDWIDTH_ONE;
+    let secs = estimate::bandwidth_one(sh.scale);
     let one = bandwidth::Options {
         kernel: "all".into(),
         iterations: sh.iters,
@@ -183,7 +185,7 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             iterations: sh.iters,
             ..Default::default()
         }),
-        estimate::injection(sh.nodes),
+        estimate::injection(sh.nodes, sh.scale),
     ));
     if sh.pus > 1 {
         let all = bandwidth::Options {
@@ -200,7 +202,7 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             "bandwidth",
             "bandwidth kernels, all threads",
             Experiment::Bandwidth(all),
-            estimate::bandwidth_all(sh.pus),
+            estimate::bandwidth_all(sh.pus, sh.scale),
         ));
     }
 }
@@ -248,7 +250,7 @@ fn scaling(m: &Machine, sh: &Shape, v: &mut Vec<Step>) {
                 "bandwidth",
                 &title,
                 Experiment::Bandwidth(o),
-                estimate::scaling(k),
+                estimate::scaling(k, sh.scale),
             ));
         }
     }
