@@ -85,18 +85,18 @@ fn attach_at(r: &mut Record, key: &str, d: &[CpuDistance]) {
 /// The record's distances (empty when it has none: one CPU, or made before they were
 /// recorded).
 pub fn of(r: &Record) -> Vec<CpuDistance> {
-    r.placement
-        .as_ref()
-        .and_then(|p| p.get(PLACEMENT_KEY))
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
+    read_at(r, PLACEMENT_KEY)
 }
 
 /// The record's distances probed after its passes (empty when it has none).
 pub fn after(r: &Record) -> Vec<CpuDistance> {
+    read_at(r, AFTER_KEY)
+}
+
+fn read_at(r: &Record, key: &str) -> Vec<CpuDistance> {
     r.placement
         .as_ref()
-        .and_then(|p| p.get(AFTER_KEY))
+        .and_then(|p| p.get(key))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default()
 }

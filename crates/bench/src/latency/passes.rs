@@ -3,42 +3,28 @@
 
 use super::{LatencyPlan, Shape, SizeResult};
 use numalab_probe::runner::{run_round, Round, Setup, Target};
-use numalab_probe::{pingpong, Timer};
 use numalab_results::distance::{self, CpuDistance};
 use numalab_results::settle;
 use numalab_topo::bind::PinProof;
-use numalab_topo::buffer::Buffer;
-use numalab_topo::{Host, Result};
+use numalab_topo::Result;
 
-/// Most helpers whose distance to the requestor is probed.
-const DISTANCE_HELPERS: usize = 4;
-
-/// The requestor's distance to each helper (up to [`DISTANCE_HELPERS`]), probed just
-/// before the timed passes; a probe that fails leaves a warning, not a failed step.
-fn distances(
-    host: &Host,
-    timer: &Timer,
-    plan: &LatencyPlan,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<CpuDistance>> {
-    let Some(r) = plan.requestors.first() else {
-        return Ok(Vec::new());
+/// The requestor's distance to each helper (`pairs::probe`: up to 4); none without
+/// helpers. A probe that fails leaves its warning once, however often it is tried.
+fn distances(setup: &Setup, plan: &LatencyPlan, warnings: &mut Vec<String>) -> Vec<CpuDistance> {
+    let (Some(r), false) = (plan.requestors.first(), plan.helpers.is_empty()) else {
+        return Vec::new();
     };
-    if plan.helpers.is_empty() {
-        return Ok(Vec::new());
-    }
-    let buf = Buffer::allocate(host, &plan.mem, 4096)?;
-    let mut out = Vec::new();
-    for h in plan.helpers.iter().take(DISTANCE_HELPERS) {
-        match pingpong::distance(host, timer, r.pu.os, h.pu.os, &buf) {
-            Ok(d) => out.push(d),
-            Err(e) => warnings.push(format!(
-                "could not measure how far apart CPUs {} and {} are ({e}); compare cannot tell whether they moved",
-                r.pu.os, h.pu.os
-            )),
+    let cpus: Vec<u32> = std::iter::once(r.pu.os)
+        .chain(plan.helpers.iter().map(|h| h.pu.os))
+        .collect();
+    let mut said = Vec::new();
+    let out = crate::pairs::probe(setup.host, setup.timer, &plan.mem, &cpus, &mut said);
+    for w in said {
+        if !warnings.contains(&w) {
+            warnings.push(w);
         }
     }
-    Ok(out)
+    out
 }
 
 /// Times the timed passes are measured again when a pair moved between its probes.
@@ -70,12 +56,12 @@ pub(super) fn placed_passes(
 ) -> Result<Placed> {
     let mut tries = 0;
     loop {
-        let before = distances(setup.host, setup.timer, plan, warnings)?;
+        let before = distances(setup, plan, warnings);
         let (main, pins) = main_passes(setup, plan, shape)?;
         let after = if before.is_empty() {
             Vec::new()
         } else {
-            distances(setup.host, setup.timer, plan, warnings)?
+            distances(setup, plan, warnings)
         };
         let moved = distance::moved_during(&before, &after);
         if moved.is_none() || tries == MAX_MOVED_REMEASURE {
