@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 /// Longest a guest may run (the runner's own timeout is a little shorter).
 const GUEST_LIMIT: Duration = Duration::from_secs(900);
+/// The line tests/guests/run prints before booting a guest the emulator killed again.
+const REBOOT: &str = "@@@ GUEST-REBOOT\n";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -128,6 +130,15 @@ fn boot_with(layout: &str, only: &str) -> Option<String> {
     };
     let console = String::from_utf8_lossy(&out.join().unwrap()).replace('\r', "");
     let err = err.join().unwrap();
+    // A guest the emulator killed was booted again (see tests/guests/run): the checks
+    // read the last boot's console only.
+    let console = match console.rfind(REBOOT) {
+        Some(i) => {
+            eprintln!("guest {layout}: booted twice: {}", err.trim());
+            console[i + REBOOT.len()..].to_string()
+        }
+        None => console,
+    };
     // Keep the console for a look after a failure.
     let keep = root().join(format!("target/guest/{layout}.console"));
     let _ = std::fs::write(&keep, &console);
