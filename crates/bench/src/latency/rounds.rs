@@ -1,13 +1,15 @@
 //! A sweep's short sizes measured in a second round, after every size's first, and
 //! each figure judged again over both rounds' passes. A size's passes otherwise come
-//! from a few tens of milliseconds, so a stretch of a busy host (on a 2-vCPU guest, the
-//! host core's other thread running another tenant's L1-heavy loop) moves the sizes
-//! measured during it by one factor while each settles tightly: two back-to-back quiet
-//! surveys read 24 and 32 KiB at 1.29 and 1.37 ns, then 1.82 and 3.60 ns, every pass
-//! settled and undisturbed. With a second round seconds later, such a stretch shows as
-//! two rounds that disagree, and the figure reads unsettled with why, instead of a
-//! settled figure of one moment. Long sizes (memory, with passes of a second or more)
-//! span the stretch in their own passes and are not measured twice.
+//! from a fraction of a second, so a stretch of a busy host (on a 2-vCPU guest, the
+//! host core's other thread running another tenant's L1-heavy loop, or other tenants
+//! filling the host's shared L3) moves the sizes measured during it by one factor while
+//! each settles tightly: two back-to-back quiet surveys read 24 and 32 KiB at 1.29 and
+//! 1.37 ns, then 1.82 and 3.60 ns, every pass settled and undisturbed; on an Emerald
+//! Rapids guest (260 MiB shared L3) 64 MiB read 84 ns in one survey and 134 ns in the
+//! next, each within 5 % over its three passes. With a second round seconds later, such
+//! a stretch shows as two rounds that disagree, and the figure reads unsettled with why,
+//! instead of a settled figure of one moment. Long sizes (memory, with passes of a
+//! second or more) span the stretch in their own passes and are not measured twice.
 
 use super::{measure, LatencyPlan, RequestorResult, SizeResult};
 use crate::experiment::Progress;
@@ -17,12 +19,25 @@ use numalab_results::settle::Figure;
 use numalab_topo::{fmt_bytes, Host, Result};
 use std::time::Duration;
 
-/// Sizes whose first round took less than this are measured in a second round: a
-/// quick survey's sweep spends about a second on all of them together.
+/// Sizes whose first round took less than this are measured in a second round.
 pub const SECOND_ROUND_BELOW: Duration = Duration::from_millis(250);
 
-/// Measure again every size whose first round took under [`SECOND_ROUND_BELOW`]
-/// (`took`, one per size) and fold the second round into the first.
+/// Sizes within the last-level cache whose first round took less than this are
+/// measured in a second round too: their passes cap the loads, so in a large L3 a
+/// round takes 0.3–0.6 s, and what other tenants leave them of a shared L3 moves
+/// them between runs. Memory sizes past it are left at one round: on the Emerald
+/// Rapids guest their second rounds took the full sweep from 14–15 s to 19–22 s.
+pub const SECOND_ROUND_IN_LLC_BELOW: Duration = Duration::from_secs(1);
+
+/// Whether a size of `size` bytes whose first round took `took` is measured again,
+/// with a last-level cache of `llc` bytes.
+fn again(size: u64, took: Duration, llc: Option<u64>) -> bool {
+    took < SECOND_ROUND_BELOW
+        || (took < SECOND_ROUND_IN_LLC_BELOW && llc.is_some_and(|l| size <= l))
+}
+
+/// Measure again every size [`again`] picks (`took`, one per size) and fold the
+/// second round into the first.
 pub fn second(
     host: &Host,
     timer: &Timer,
@@ -31,8 +46,12 @@ pub fn second(
     took: &[Duration],
     progress: Progress,
 ) -> Result<()> {
+    let llc = host.machine.last_level_cache().map(|c| c.bytes);
     let short: Vec<usize> = (0..results.len())
-        .filter(|&i| took.get(i).is_some_and(|t| *t < SECOND_ROUND_BELOW))
+        .filter(|&i| {
+            let size = results[i].shape.size;
+            took.get(i).is_some_and(|t| again(size, *t, llc))
+        })
         .collect();
     for (k, &i) in short.iter().enumerate() {
         let size = results[i].shape.size;
@@ -167,6 +186,18 @@ mod tests {
             own_cache_ns: None,
             clock: None,
         }
+    }
+
+    #[test]
+    fn short_rounds_and_rounds_within_the_llc_are_measured_again() {
+        let ms = Duration::from_millis;
+        let llc = Some(260 << 20);
+        assert!(again(1 << 30, ms(200), llc));
+        assert!(!again(1 << 30, ms(600), llc));
+        assert!(again(64 << 20, ms(600), llc));
+        assert!(!again(64 << 20, ms(1500), llc));
+        // No LLC known: only short rounds.
+        assert!(!again(64 << 20, ms(600), None));
     }
 
     #[test]
