@@ -124,6 +124,7 @@ fn row(fa: &Fig, b: f64, min_effect: f64) -> Row {
         disturbed: ("-".into(), "-".into()),
         change: change.into(),
         effect,
+        scope: super::Scope::Shared,
     }
 }
 

@@ -12,13 +12,15 @@ pub mod cluster;
 mod level;
 mod paced;
 mod plateau;
+pub mod scope;
 mod slope;
 mod spread;
 mod view;
 
 pub use clock::ClockMove;
 pub use level::LevelShift;
-pub use spread::{PairSpread, Shift};
+pub use scope::Scope;
+pub use spread::{PairSpread, ScopeSpread, Shift};
 pub use view::{html, ratio_text, text_rows, verdict, HEADER};
 
 use crate::distance;
@@ -55,6 +57,8 @@ pub struct Row {
     pub change: String,
     /// Size of the change: |ln(B/A)| (0 when there is no ratio).
     pub effect: f64,
+    /// What the figure exercises, which sets the scatter it is judged against.
+    pub scope: Scope,
 }
 
 /// The least relative change called "beyond": intervals of few passes can miss each
@@ -68,7 +72,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in both (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several; figures of a core's own caches, one CPU's warm lines within its unshared caches, and all others each against their own scatter where 10+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in both (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -128,7 +132,15 @@ fn not_comparable(r: &Record, s: &Stat, flags: &[Flag]) -> Option<String> {
     }
 }
 
-fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, fa: &[Flag], fb: &[Flag]) -> Row {
+/// A's and B's plausibility flags, and A's private cache bytes (for the scope).
+struct Context<'a> {
+    fa: &'a [Flag],
+    fb: &'a [Flag],
+    private: Option<u64>,
+}
+
+fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
+    let (fa, fb) = (cx.fa, cx.fb);
     let (a, b) = (sa.summary.median, sb.summary.median);
     let ratio = (a != 0.0).then(|| b / a);
     let ia = interval::of(ra, &sa.metric).unwrap_or((a, a));
@@ -160,6 +172,7 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, fa: &[Flag], fb: &[Flag])
         disturbed: (PassLog::cell(ra), PassLog::cell(rb)),
         change,
         effect,
+        scope: scope::of(ra, cx.private),
     }
 }
 
@@ -217,6 +230,11 @@ fn duplicates(recs: &[Record], keep: &dyn Fn(&&Stat) -> bool) -> usize {
 /// duplicates and references only with `all_metrics`), sorted.
 pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparison {
     let (fa, fb) = (plausible::check(a), plausible::check(b));
+    let cx = Context {
+        fa: &fa,
+        fb: &fb,
+        private: scope::private_bytes(a),
+    };
     let keep = |s: &&Stat| {
         all_metrics
             || !(DERIVED.contains(&s.metric.as_str()) || REFERENCES.contains(&s.metric.as_str()))
@@ -241,7 +259,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
                 .find_map(stat)
                 .or_else(|| b.iter().filter(same).find_map(stat));
             match hit {
-                Some((rb, sb)) => rows.push(row(ra, rb, sa, sb, &fa, &fb)),
+                Some((rb, sb)) => rows.push(row(ra, rb, sa, sb, &cx)),
                 None => only_a += 1,
             }
         }

@@ -7,7 +7,10 @@
 //! moved further than that scatter. A kind of figure that moved as a whole (all
 //! bandwidths 20 % lower) is said as such: one pair of runs cannot tell a whole-machine
 //! shift from a change, so it is named, not hidden, and not counted figure by figure.
+//! Figures of a core's own caches and figures of what is shared scatter apart
+//! (`super::scope`), each against its own scatter where it has enough figures.
 
+use super::scope::Scope;
 use super::Row;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,13 +35,28 @@ pub struct Shift {
     pub figures: usize,
 }
 
+/// The scatter of one scope's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScopeSpread {
+    /// Which figures.
+    pub scope: Scope,
+    /// Comparable figures of this scope.
+    pub figures: usize,
+    /// The least B/A factor (either way) counted as beyond, e.g. 1.42.
+    pub factor: f64,
+    /// Whether the factor is this scope's own (false: too few figures, so the pair's).
+    pub own: bool,
+}
+
 /// What this pair's scatter is and which kinds moved as a whole.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairSpread {
     /// Comparable figures the scatter was measured on.
     pub figures: usize,
-    /// The least B/A factor (either way) counted as beyond this scatter, e.g. 1.42.
+    /// The least B/A factor (either way) counted as beyond the whole pair's scatter.
     pub factor: f64,
+    /// Each scope's scatter, core first.
+    pub scopes: Vec<ScopeSpread>,
     /// Kinds whose median B/A is over the least effect from 1.
     pub shifts: Vec<Shift>,
 }
@@ -95,19 +113,35 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
             (k.clone(), c)
         })
         .collect();
-    let mut dev: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| Some(comparable(r)? - centre[&family(r)]))
-        .collect();
-    let mid = median(&mut dev);
-    let mut abs: Vec<f64> = dev.iter().map(|d| (d - mid).abs()).collect();
-    // 1.4826 × MAD estimates a normal scatter's σ and ignores the few real changes.
-    let sigma = 1.4826 * median(&mut abs);
     let least = (1.0 + min_effect).ln();
-    let bound = (K * sigma).max(least);
+    let dev = |r: &Row| Some(comparable(r)? - centre[&family(r)]);
+    let pooled = bound(rows.iter().filter_map(dev).collect(), least);
+    let scopes: Vec<ScopeSpread> = [Scope::Core, Scope::Shared]
+        .into_iter()
+        .filter_map(|scope| {
+            let d: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.scope == scope)
+                .filter_map(dev)
+                .collect();
+            let own = d.len() >= MIN_FIGURES;
+            let figures = d.len();
+            let b = if own { bound(d, least) } else { pooled };
+            (figures > 0).then(|| ScopeSpread {
+                scope,
+                figures,
+                factor: b.exp(),
+                own,
+            })
+        })
+        .collect();
     for r in rows.iter_mut().filter(|r| r.change == "beyond") {
-        let Some(l) = comparable(r) else { continue };
-        if (l - centre[&family(r)]).abs() <= bound {
+        let Some(d) = dev(r) else { continue };
+        let b = scopes
+            .iter()
+            .find(|s| s.scope == r.scope)
+            .map_or(pooled, |s| s.factor.ln());
+        if d.abs() <= b {
             r.change = "within (pair's spread)".into();
         }
     }
@@ -122,9 +156,23 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
         .collect();
     Some(PairSpread {
         figures,
-        factor: bound.exp(),
+        factor: pooled.exp(),
+        scopes,
         shifts,
     })
+}
+
+/// The bound on |ln(B/A) − its kind's shift| past which a figure is beyond: [`K`]
+/// scaled MADs of the deviations `dev` around their median, at least `least`.
+fn bound(mut dev: Vec<f64>, least: f64) -> f64 {
+    if dev.is_empty() {
+        return least;
+    }
+    let mid = median(&mut dev);
+    let mut abs: Vec<f64> = dev.iter().map(|d| (d - mid).abs()).collect();
+    // 1.4826 × MAD estimates a normal scatter's σ and ignores the few real changes.
+    let sigma = 1.4826 * median(&mut abs);
+    (K * sigma).max(least)
 }
 
 #[cfg(test)]
@@ -145,6 +193,7 @@ mod tests {
             disturbed: ("-".into(), "-".into()),
             change: change.into(),
             effect: ratio.ln().abs(),
+            scope: Scope::Shared,
         }
     }
 
@@ -202,6 +251,43 @@ mod tests {
         assert!(rows.iter().all(|r| r.change != "beyond"), "{rows:?}");
         assert_eq!(s.shifts.len(), 1, "{s:?}");
         assert_eq!(s.shifts[0].kind, "loaded-latency latency");
+    }
+
+    #[test]
+    fn core_and_shared_figures_are_each_judged_against_their_own_scatter() {
+        // Core figures within ±2 %, shared ones ±30 %: a core figure 25 % off is a
+        // change, a shared one 35 % off is within what shared figures did. One pooled
+        // scatter (×1.3 or so) called neither.
+        let mut rows = scattered("latency", 1.0, 0.02, 12);
+        rows.iter_mut().for_each(|r| r.scope = Scope::Core);
+        rows.extend(scattered("latency", 1.0, 0.30, 12));
+        let mut core = row("latency", 1.25, "beyond");
+        core.scope = Scope::Core;
+        rows.push(core);
+        rows.push(row("latency", 1.35, "beyond"));
+        let s = apply(&mut rows, 0.10).unwrap();
+        let beyond: Vec<(f64, Scope)> = rows
+            .iter()
+            .filter(|r| r.change == "beyond")
+            .map(|r| (r.b, r.scope))
+            .collect();
+        assert_eq!(beyond, vec![(1.25, Scope::Core)], "{s:?}");
+        assert_eq!(s.scopes.len(), 2);
+        assert!(s.scopes.iter().all(|x| x.own));
+        let f = |sc| s.scopes.iter().find(|x| x.scope == sc).unwrap().factor;
+        assert!(f(Scope::Core) < 1.2 && f(Scope::Shared) > 1.35, "{s:?}");
+    }
+
+    #[test]
+    fn a_scope_with_too_few_figures_takes_the_pairs_scatter() {
+        let mut rows = scattered("latency", 1.0, 0.25, 12);
+        let mut core = row("latency", 1.02, "within");
+        core.scope = Scope::Core;
+        rows.push(core);
+        let s = apply(&mut rows, 0.10).unwrap();
+        let c = s.scopes.iter().find(|x| x.scope == Scope::Core).unwrap();
+        assert!(!c.own);
+        assert_eq!((c.figures, c.factor), (1, s.factor));
     }
 
     #[test]

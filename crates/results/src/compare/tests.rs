@@ -380,3 +380,45 @@ fn a_plateau_over_other_sizes_in_a_and_b_is_not_comparable_and_over_the_same_is(
     let c = compare(&a, &[old], false);
     assert!(c.rows.iter().all(|r| r.change == "beyond"), "{:?}", c.rows);
 }
+
+#[test]
+fn figures_in_a_cores_own_caches_are_judged_apart_from_shared_ones_and_the_verdict_says_both() {
+    let topo = || {
+        let mut t = Record::new(
+            "topo",
+            "topology",
+            Provenance::collect("t", "none"),
+            json!({}),
+        );
+        t.data = Some(json!({"caches": [
+            {"level": 1, "bytes": 49152, "shared_by": 1},
+            {"level": 2, "bytes": 2097152, "shared_by": 1},
+            {"level": 3, "bytes": 272629760, "shared_by": 2},
+        ]}));
+        t
+    };
+    let point = |i: usize, size: u64, m: f64| {
+        let mut r = rec(&format!("read warm {i} {size}"), "latency", &tight(m));
+        r.parameters = json!({"state": "warm", "size_bytes": size, "helper_cpus": []});
+        r
+    };
+    let (mut a, mut b) = (vec![topo()], vec![topo()]);
+    for i in 0..12 {
+        let x = i as f64 / 11.0 * 2.0 - 1.0;
+        a.push(point(i, 64 << 10, 10.0));
+        b.push(point(i, 64 << 10, 10.0 * (1.0 + 0.02 * x)));
+        a.push(point(i, 64 << 20, 100.0));
+        b.push(point(i, 64 << 20, 100.0 * (1.0 + 0.3 * x)));
+    }
+    let c = compare(&a, &b, false);
+    let scopes: Vec<Scope> = c.rows.iter().map(|r| r.scope).collect();
+    assert_eq!(scopes.iter().filter(|s| **s == Scope::Core).count(), 12);
+    // Each scope's own scatter: ±2 % is under the least effect, ±30 % is wider.
+    let v = verdict(&c);
+    assert!(
+        v.contains("×1.10 from its kind's median for figures in a core's own caches, ×")
+            && v.contains(" for figures of shared caches, memory and other cores"),
+        "{v}"
+    );
+    assert!(c.rows.iter().all(|r| r.change != "beyond"), "{:?}", c.rows);
+}

@@ -81,11 +81,36 @@ fn scatter_words(c: &Comparison, comparable: usize) -> String {
     let mut s = String::new();
     match &c.spread {
         Some(p) => {
-            let _ = write!(
-                s,
-                "; this pair's scatter: beyond means over ×{:.2} from its kind's median",
-                p.factor
-            );
+            let own: Vec<String> = p
+                .scopes
+                .iter()
+                .filter(|x| x.own)
+                .enumerate()
+                .map(|(i, x)| {
+                    let from = if i == 0 {
+                        " from its kind's median"
+                    } else {
+                        ""
+                    };
+                    format!("×{:.2}{from} for {}", x.factor, x.scope.words())
+                })
+                .collect();
+            if own.is_empty() {
+                let _ = write!(
+                    s,
+                    "; this pair's scatter: beyond means over ×{:.2} from its kind's median",
+                    p.factor
+                );
+            } else {
+                let _ = write!(
+                    s,
+                    "; this pair's scatter: beyond means over {}",
+                    own.join(", ")
+                );
+                if own.len() < p.scopes.len() {
+                    let _ = write!(s, ", ×{:.2} for the others", p.factor);
+                }
+            }
             for sh in &p.shifts {
                 let _ = write!(
                     s,

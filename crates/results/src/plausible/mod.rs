@@ -172,7 +172,7 @@ pub fn html(flags: &[Flag]) -> String {
 }
 
 /// The cache sizes of the records' topology by level (level, bytes, shared_by).
-fn caches(records: &[Record]) -> Vec<(u64, u64, u64)> {
+pub(crate) fn caches(records: &[Record]) -> Vec<(u64, u64, u64)> {
     let Some(cs) = records
         .iter()
         .find(|r| r.kind == "topo")
