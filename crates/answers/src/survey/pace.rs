@@ -43,6 +43,21 @@ use std::time::Instant;
 /// Seconds the calibration takes at the pace the step estimates are given in.
 pub const REFERENCE_CALIBRATION_S: f64 = 0.30;
 
+/// How much longer a step that runs on several CPUs takes per unit of the busiest other
+/// CPU's taken share (0–1), beyond the calibration's pace. The calibration runs on the
+/// quietest CPU, so it cannot see what a busy neighbour does to a step that also needs
+/// that neighbour: with a loop pinned on CPU 0 of the Emerald Rapids guest, such steps
+/// (injection table, all-thread kernels, 2-thread scaling, loaded latency) took 1.53×
+/// their quiet time in two quick surveys against two quiet ones, the whole run's
+/// calibration 1.09×, so 1.53 / 1.09 ≈ 1 + 0.40. Planned without it, busy quick
+/// surveys took +22 to +52 % over their plan (2026-11-28).
+pub const SPANNING_BUSY: f64 = 0.40;
+
+/// The same for a single-CPU step: it runs on the quietest CPU, but settles over more
+/// passes beside a busy neighbour (the same runs: 1.23× quiet, 1.13× past the
+/// calibration's).
+pub const SINGLE_BUSY: f64 = 0.13;
+
 /// Planned seconds of steps whose weight the calibration carries against the
 /// steps' own measured pace: after this many planned seconds have run, the steps'
 /// pace counts as much as the calibration's.
@@ -84,6 +99,8 @@ pub struct Pace {
     pub disturbed: f64,
     /// Seconds the calibration took (part of the run's whole time).
     pub spent_s: f64,
+    /// The busiest CPU's taken share (0–1) besides the calibration's, read at start.
+    pub others_taken: f64,
     /// Planned seconds of the steps finished so far.
     done_est: f64,
     /// Their actual seconds.
@@ -105,6 +122,7 @@ impl Pace {
             measured,
             disturbed: 0.0,
             spent_s: if ok && measured { seconds } else { 0.0 },
+            others_taken: 0.0,
             done_est: 0.0,
             done_s: 0.0,
         }
@@ -120,6 +138,25 @@ impl Pace {
             },
             ..self
         }
+    }
+
+    /// The pace with the busiest other CPU `taken` (0–1) by other work.
+    pub fn with_others_taken(self, taken: f64) -> Pace {
+        Pace {
+            others_taken: if taken.is_finite() {
+                taken.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            ..self
+        }
+    }
+
+    /// A step's planned seconds at the reference pace, `estimate_s`, with what the
+    /// other CPUs' load will add to it (`spans`: the step runs on several CPUs).
+    pub fn weigh(&self, estimate_s: f64, spans: bool) -> f64 {
+        let per = if spans { SPANNING_BUSY } else { SINGLE_BUSY };
+        estimate_s * (1.0 + per * self.others_taken)
     }
 
     /// Times the calibration commands through `exe` on `cpu` (None: the commands'
@@ -177,8 +214,17 @@ impl Pace {
     /// How the estimate was made, for the plan and the start line.
     pub fn how(&self) -> String {
         if self.measured {
+            let others = if self.others_taken >= 0.2 {
+                format!(
+                    ", another CPU {:.0} % taken by other work (steps on several CPUs planned {:.2}× longer)",
+                    self.others_taken * 100.0,
+                    1.0 + SPANNING_BUSY * self.others_taken
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "at this run's measured pace, {:.1}× the reference, {:.0} % of its passes disturbed, updated after each step",
+                "at this run's measured pace, {:.1}× the reference, {:.0} % of its passes disturbed{others}, updated after each step",
                 self.calibrated,
                 self.disturbed * 100.0
             )
@@ -222,6 +268,24 @@ mod tests {
         assert_eq!(Pace::from_calibration(f64::NAN, true).calibrated, 1.0);
         let missing = Pace::calibrate(Path::new("/nonexistent/numalab"), Some(1));
         assert!(!missing.measured);
+    }
+
+    #[test]
+    fn a_busy_neighbour_lengthens_steps_on_several_cpus_more_than_single_ones() {
+        let quiet = Pace::from_calibration(REFERENCE_CALIBRATION_S, true);
+        assert_eq!(quiet.weigh(10.0, true), 10.0);
+        assert!(!quiet.how().contains("taken by other work"));
+        let busy = quiet.with_others_taken(1.0);
+        assert!((busy.weigh(10.0, true) - 14.0).abs() < 1e-9);
+        assert!((busy.weigh(10.0, false) - 11.3).abs() < 1e-9);
+        assert!(
+            busy.how().contains("another CPU 100 % taken by other work"),
+            "{}",
+            busy.how()
+        );
+        // Out-of-range readings are clamped, NaN ignored.
+        assert_eq!(quiet.with_others_taken(f64::NAN).others_taken, 0.0);
+        assert_eq!(quiet.with_others_taken(3.0).others_taken, 1.0);
     }
 
     #[test]

@@ -163,7 +163,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
 
 /// The bandwidth kernels on one thread and, with several CPUs, on all of them.
 fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
-    let secs = estimate::bandwidth_one(sh.scale);
+    let secs = estimate::bandwidth_one(sh.scale) * estimate::passes(sh.iters);
     let one = bandwidth::Options {
         kernel: "all".into(),
         iterations: sh.iters,
@@ -185,7 +185,7 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             iterations: sh.iters,
             ..Default::default()
         }),
-        estimate::injection(sh.nodes, sh.scale),
+        estimate::injection(sh.nodes, sh.scale) * estimate::passes(sh.iters),
     ));
     if sh.pus > 1 {
         let all = bandwidth::Options {
@@ -202,7 +202,7 @@ fn bandwidths(sh: &Shape, v: &mut Vec<Step>) {
             "bandwidth",
             "bandwidth kernels, all threads",
             Experiment::Bandwidth(all),
-            estimate::bandwidth_all(sh.pus, sh.scale),
+            estimate::bandwidth_all(sh.pus, sh.scale) * estimate::passes(sh.iters),
         ));
     }
 }
@@ -250,7 +250,7 @@ fn scaling(m: &Machine, sh: &Shape, v: &mut Vec<Step>) {
                 "bandwidth",
                 &title,
                 Experiment::Bandwidth(o),
-                estimate::scaling(k, sh.scale),
+                estimate::scaling(k, sh.scale) * estimate::passes(sh.iters),
             ));
         }
     }
@@ -389,7 +389,7 @@ fn sharing(m: &Machine, quick: bool, iters: usize, cores: usize, nodes: usize, v
                 "loaded",
                 &format!("loaded latency family, memory node {node}"),
                 Experiment::Loaded(loaded),
-                estimate::loaded(points, quick),
+                estimate::loaded(points, quick, estimate::Scale::of(m)),
             ));
         }
     } else {

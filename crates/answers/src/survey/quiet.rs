@@ -52,6 +52,16 @@ impl CpuChoice {
         self.busy.iter().find(|b| b.cpu == cpu)
     }
 
+    /// The most any CPU other than the chosen one was taken (0–1): what slows the
+    /// steps that run on several CPUs.
+    pub fn others_taken(&self) -> f64 {
+        self.busy
+            .iter()
+            .filter(|b| b.cpu != self.cpu)
+            .map(CpuBusy::taken)
+            .fold(0.0, f64::max)
+    }
+
     /// The first screen's line: where the step measured and why; None when its default
     /// was quiet.
     pub fn words(&self) -> Option<String> {
@@ -154,6 +164,12 @@ pub fn default_cpu(m: &Machine, s: &Step) -> Option<u32> {
     }
     let parsed = ThreadSpec::parse(spec).ok()?;
     Some(numalab_bench::crew::one(m, parsed, spec).ok()?.pu.os)
+}
+
+/// Whether step `s` keeps more than one CPU at work: several requestors, pairs, the
+/// injection table, a matrix, or a loaded-latency chase beside its injectors.
+pub fn spans_cpus(m: &Machine, s: &Step) -> bool {
+    matches!(s.experiment, Some(Experiment::Loaded(_))) || default_cpu(m, s).is_none()
 }
 
 /// `s` measuring on `cpu` instead of its default (its command line rebuilt).

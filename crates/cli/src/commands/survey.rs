@@ -10,7 +10,7 @@ use clap::Args;
 use numalab_answers::registry;
 use numalab_answers::survey::journal::{self as sj, Log};
 use numalab_answers::survey::pace::Pace;
-use numalab_answers::survey::quiet::Placer;
+use numalab_answers::survey::quiet::{self, Placer};
 use numalab_answers::survey::runner::{self, Measured, Watch};
 use numalab_answers::survey::{self, Options, Plan};
 use numalab_results::output::table;
@@ -145,8 +145,21 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
     runner::catch_signals();
     let started = Instant::now();
     let mut placer = Placer::new(host.machine.clone());
-    let pace = Pace::calibrate(&exe, placer.first_choice().map(|c| c.cpu));
-    let left_est = left_estimate(plan, &planned, &log);
+    let first = placer.first_choice();
+    let pace = Pace::calibrate(&exe, first.as_ref().map(|c| c.cpu))
+        .with_others_taken(first.as_ref().map_or(0.0, |c| c.others_taken()));
+    // Each step's plan with what the other CPUs' load adds to it, so the bar and the
+    // measured pace compare a step's time with the same figure.
+    let steps: Vec<survey::Step> = plan
+        .steps
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.estimate_s = pace.weigh(s.estimate_s, quiet::spans_cpus(&host.machine, &s));
+            s
+        })
+        .collect();
+    let left_est = left_estimate(&steps, &planned, &log);
     announce(a, plan, &dir, &log, &pace, left_est);
     let mut watch = Paced {
         bar: Bar::new(pace.seconds(left_est)),
@@ -155,7 +168,7 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
         started,
     };
     let m = runner::measure(
-        &plan.steps,
+        &steps,
         &planned,
         &mut log,
         &prov,
@@ -168,8 +181,12 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
 }
 
 /// Planned seconds of the steps the journal does not hold yet.
-fn left_estimate(plan: &Plan, planned: &[numalab_results::journal::PlannedStep], log: &Log) -> f64 {
-    plan.steps
+fn left_estimate(
+    steps: &[survey::Step],
+    planned: &[numalab_results::journal::PlannedStep],
+    log: &Log,
+) -> f64 {
+    steps
         .iter()
         .zip(planned)
         .filter(|(_, p)| log.journal.entry(&p.id).is_none())
