@@ -36,6 +36,8 @@
 //! reference is the quiet calibration's own time, 0.30 s (2026-11-27). Under heavy load
 //! the steps' measured pace pulls the remaining estimate up after each step.
 
+use super::Step;
+use numalab_topo::Machine;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -157,6 +159,19 @@ impl Pace {
     pub fn weigh(&self, estimate_s: f64, spans: bool) -> f64 {
         let per = if spans { SPANNING_BUSY } else { SINGLE_BUSY };
         estimate_s * (1.0 + per * self.others_taken)
+    }
+
+    /// The steps, each one's plan with what the other CPUs' load adds to it (so the
+    /// bar and the measured pace compare a step's time with the same figure).
+    pub fn weighed(&self, m: &Machine, steps: &[Step]) -> Vec<Step> {
+        steps
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.estimate_s = self.weigh(s.estimate_s, super::quiet::spans_cpus(m, &s));
+                s
+            })
+            .collect()
     }
 
     /// Times the calibration commands through `exe` on `cpu` (None: the commands'
@@ -286,6 +301,35 @@ mod tests {
         // Out-of-range readings are clamped, NaN ignored.
         assert_eq!(quiet.with_others_taken(f64::NAN).others_taken, 0.0);
         assert_eq!(quiet.with_others_taken(3.0).others_taken, 1.0);
+    }
+
+    #[test]
+    fn weighed_steps_on_several_cpus_grow_more_than_single_cpu_ones() {
+        let m = numalab_topo::Host::load(&numalab_topo::TopologySource::Synthetic(
+            "pack:1 l3:1 core:2 pu:1".into(),
+        ))
+        .expect("synthetic topology")
+        .machine;
+        let steps = super::super::plan(&m, true, false);
+        let p = Pace::from_calibration(REFERENCE_CALIBRATION_S, true).with_others_taken(1.0);
+        let w = p.weighed(&m, &steps);
+        let ratio = |t: &str| {
+            let i = steps.iter().position(|s| s.title.starts_with(t)).unwrap();
+            w[i].estimate_s / steps[i].estimate_s
+        };
+        assert!((ratio("injection table") - 1.4).abs() < 1e-9);
+        assert!((ratio("loaded latency family") - 1.4).abs() < 1e-9);
+        assert!((ratio("memory-hierarchy sweep") - 1.13).abs() < 1e-9);
+        assert!((ratio("bandwidth kernels, 1 thread") - 1.13).abs() < 1e-9);
+        // A quiet neighbour changes nothing.
+        let quiet = Pace::from_calibration(REFERENCE_CALIBRATION_S, true);
+        let same: Vec<f64> = quiet
+            .weighed(&m, &steps)
+            .iter()
+            .map(|s| s.estimate_s)
+            .collect();
+        let plan: Vec<f64> = steps.iter().map(|s| s.estimate_s).collect();
+        assert_eq!(same, plan);
     }
 
     #[test]

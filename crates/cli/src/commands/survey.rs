@@ -10,7 +10,7 @@ use clap::Args;
 use numalab_answers::registry;
 use numalab_answers::survey::journal::{self as sj, Log};
 use numalab_answers::survey::pace::Pace;
-use numalab_answers::survey::quiet::{self, Placer};
+use numalab_answers::survey::quiet::Placer;
 use numalab_answers::survey::runner::{self, Measured, Watch};
 use numalab_answers::survey::{self, Options, Plan};
 use numalab_results::output::table;
@@ -148,17 +148,7 @@ fn measure(a: &SurveyArgs, host: &Host, plan: &Plan) -> Result<(), CliError> {
     let first = placer.first_choice();
     let pace = Pace::calibrate(&exe, first.as_ref().map(|c| c.cpu))
         .with_others_taken(first.as_ref().map_or(0.0, |c| c.others_taken()));
-    // Each step's plan with what the other CPUs' load adds to it, so the bar and the
-    // measured pace compare a step's time with the same figure.
-    let steps: Vec<survey::Step> = plan
-        .steps
-        .iter()
-        .map(|s| {
-            let mut s = s.clone();
-            s.estimate_s = pace.weigh(s.estimate_s, quiet::spans_cpus(&host.machine, &s));
-            s
-        })
-        .collect();
+    let steps = pace.weighed(&host.machine, &plan.steps);
     let left_est = left_estimate(&steps, &planned, &log);
     announce(a, plan, &dir, &log, &pace, left_est);
     let mut watch = Paced {
