@@ -133,11 +133,7 @@ impl Pace {
     /// The pace with `share` (0–1) of the calibration's passes disturbed.
     pub fn with_disturbed(self, share: f64) -> Pace {
         Pace {
-            disturbed: if share.is_finite() {
-                share.clamp(0.0, 1.0)
-            } else {
-                0.0
-            },
+            disturbed: share_of(share),
             ..self
         }
     }
@@ -145,11 +141,7 @@ impl Pace {
     /// The pace with the busiest other CPU `taken` (0–1) by other work.
     pub fn with_others_taken(self, taken: f64) -> Pace {
         Pace {
-            others_taken: if taken.is_finite() {
-                taken.clamp(0.0, 1.0)
-            } else {
-                0.0
-            },
+            others_taken: share_of(taken),
             ..self
         }
     }
@@ -246,6 +238,15 @@ impl Pace {
         } else {
             "uncalibrated: at the reference pace (a quiet 2-core VM); a run calibrates at start and updates after each step".into()
         }
+    }
+}
+
+/// A share read from outside, within 0–1 (0 when not a number).
+fn share_of(x: f64) -> f64 {
+    if x.is_finite() {
+        x.clamp(0.0, 1.0)
+    } else {
+        0.0
     }
 }
 
