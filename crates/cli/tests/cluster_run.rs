@@ -113,13 +113,13 @@ fn cluster_names_the_rate_limited_hosts_links_and_the_host_with_another_setting(
 #[test]
 fn cluster_names_the_host_under_a_cpu_quota_for_its_memory_figures_and_no_other() {
     let Some(_one) = cluster_test() else { return };
-    // nlab-h3 shares CPU 0 with nlab-h1; what runs on it gets 10 ms of CPU per 20 ms:
-    // every memory pass (it wants a whole CPU) is throttled, and the job still ends
-    // inside its timeout on a loaded machine. At 2 ms it once ran past 200 s; at 5 ms,
-    // on a guest whose 260 MiB L3 makes each host's chase 4 GiB, it took 190 s alone
-    // and ran past 200 s beside the other tests.
+    // nlab-h3 shares CPU 0 with nlab-h1, and every host runs its memory check at once:
+    // nlab-h3's fair share of CPU 0 is half of it, so its quota must be below a half
+    // to throttle every pass (at 10 ms per 20 ms it once went unthrottled in CI). With
+    // quick()'s 256 MiB chase, not 8 x the LLC (4 GiB on a 260 MiB L3), the job ends
+    // well inside its timeout at a quarter of a CPU.
     let c = Cluster::up(3, &[]);
-    let cg = c.quota("nlab-h3", 10000, 20000);
+    let cg = c.quota("nlab-h3", 5000, 20000);
     let hosts = c.hostfile(3, 1);
     let file = c.dir.join("cluster.json");
     let run = ["cluster", "--hostfile", hosts.to_str().unwrap()];
@@ -156,7 +156,7 @@ fn cluster_names_the_host_under_a_cpu_quota_for_its_memory_figures_and_no_other(
     let t = &f["throttled_hosts"][0]["throttling"];
     assert_eq!(
         t["quota"],
-        serde_json::json!({"quota_us": 10000, "period_us": 20000})
+        serde_json::json!({"quota_us": 5000, "period_us": 20000})
     );
     assert!(t["throttled_us"].as_u64().unwrap() > 0, "{t}");
     // No other host is named for a quota: none was throttled. (The MAD rule's
@@ -187,7 +187,7 @@ fn cluster_names_the_host_under_a_cpu_quota_for_its_memory_figures_and_no_other(
                 here.map_or("none found".into(), |q| q.words()),
                 ["nlab-h1", "nlab-h2"]
             ],
-            ["10 ms of CPU per 20 ms (50 % of a CPU)", ["nlab-h3"]]
+            ["5 ms of CPU per 20 ms (25 % of a CPU)", ["nlab-h3"]]
         ]),
         "{f}"
     );

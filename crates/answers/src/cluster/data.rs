@@ -37,6 +37,12 @@ pub struct NodeMemory {
     pub read_all_gbps: Option<f64>,
     /// Why a figure is missing, if one is.
     pub unavailable: Vec<String>,
+    /// Bytes the chase walked (`--mem-size`, else past every cache).
+    #[serde(default)]
+    pub chase_bytes: Option<u64>,
+    /// Why a figure is not all memory (a `--mem-size` within reach of the caches).
+    #[serde(default)]
+    pub caveat: Option<String>,
 }
 
 /// `data` of a `cluster-host` record.

@@ -58,7 +58,12 @@ fn host_record(world: &World, host: &Host, plan: &Plan, prov: &Provenance) -> Re
         .as_ref()
         .map(|c| numalab_mpi::place::narrowed(&host.machine, c))
         .unwrap_or_else(|| host.machine.clone());
-    let (memory, throttling) = memory::check(host, &within, plan.options.mem_iterations);
+    let (memory, throttling) = memory::check(
+        host,
+        &within,
+        plan.options.mem_iterations,
+        plan.options.mem_size,
+    );
     let data = HostData {
         host: me.host.clone(),
         rank: me.rank,

@@ -14,11 +14,24 @@ use numalab_probe::{LineState, Request, Timer};
 use numalab_results::disturb::{cpu_quota, PassLog, Policy, Rules};
 use numalab_results::stats::median;
 use numalab_topo::plan::resolve_memory;
-use numalab_topo::{Host, Level, Machine, MemSpec, PageSize, ThreadPlacement};
+use numalab_topo::{fmt_bytes, Host, Level, Machine, MemSpec, PageSize, ThreadPlacement};
 
-/// Bytes per bandwidth requestor: past the caches, kept short.
-fn bw_size(m: &Machine, n: usize) -> u64 {
-    sizing::streaming(m, n)
+/// Bytes per bandwidth requestor: `--mem-size` (in 2 MiB steps), else past the caches.
+fn bw_size(m: &Machine, n: usize, given: Option<u64>) -> u64 {
+    given.map_or_else(|| sizing::streaming(m, n), |b| b.next_multiple_of(2 << 20))
+}
+
+/// Why a chase of `bytes` given with `--mem-size` is not all memory: within twice the
+/// last-level cache, a random walk keeps finding lines the cache still holds.
+fn caveat(m: &Machine, bytes: u64) -> Option<String> {
+    let llc = m.last_level_cache()?.bytes;
+    (bytes <= 2 * llc).then(|| {
+        format!(
+            "--mem-size {} is within twice this host's {} last-level cache: its latency is partly the cache's",
+            fmt_bytes(bytes),
+            fmt_bytes(llc)
+        )
+    })
 }
 
 fn keep_every_pass() -> Rules {
@@ -45,7 +58,12 @@ fn add_passes(t: &mut Throttling, log: Option<&PassLog>) {
 /// The check on `within` (this rank's share of `host`'s machine), `iterations` passes
 /// of each figure: one entry per node with CPUs in the share, and the throttling the
 /// passes saw.
-pub fn check(host: &Host, within: &Machine, iterations: usize) -> (Vec<NodeMemory>, Throttling) {
+pub fn check(
+    host: &Host,
+    within: &Machine,
+    iterations: usize,
+    size: Option<u64>,
+) -> (Vec<NodeMemory>, Throttling) {
     let timer = Timer::best();
     let mut t = Throttling {
         quota: cpu_quota(),
@@ -63,7 +81,7 @@ pub fn check(host: &Host, within: &Machine, iterations: usize) -> (Vec<NodeMemor
                 within,
                 &timer,
                 (c.node, &c.initiators),
-                iterations,
+                (iterations, size),
                 &mut t,
             )
         })
@@ -76,9 +94,10 @@ fn node(
     m: &Machine,
     timer: &Timer,
     (n, cores): (u32, &[ThreadPlacement]),
-    iterations: usize,
+    (iterations, size): (usize, Option<u64>),
     t: &mut Throttling,
 ) -> NodeMemory {
+    let chase = size.unwrap_or_else(|| sizing::beyond_caches(m));
     let mut out = NodeMemory {
         node: n,
         cores: cores.len(),
@@ -86,6 +105,8 @@ fn node(
         read_1core_gbps: None,
         read_all_gbps: None,
         unavailable: Vec::new(),
+        chase_bytes: Some(chase),
+        caveat: size.and_then(|b| caveat(m, b)),
     };
     let mem = match resolve_memory(m, &MemSpec::Node(n), PageSize::Base, cores) {
         Ok(mem) => mem,
@@ -104,7 +125,7 @@ fn node(
         iterations,
         0,
     );
-    match latency::measure(host, timer, &lat, sizing::beyond_caches(m)) {
+    match latency::measure(host, timer, &lat, chase) {
         Ok(r) => {
             add_passes(t, r.requestors.first().map(|q| &q.passes));
             out.latency_ns = median(&r.requestors[0].ns)
@@ -113,7 +134,7 @@ fn node(
     }
     for (threads, all) in [(first, false), (cores.to_vec(), true)] {
         let plan = BwPlan {
-            size: bw_size(m, threads.len()),
+            size: bw_size(m, threads.len(), size),
             requestors: threads,
             helpers: Vec::new(),
             mem: mem.clone(),
@@ -139,4 +160,30 @@ fn node(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_topo::TopologySource;
+
+    fn with_llc(llc: &str) -> Machine {
+        let s = format!("pack:1 l3:1(size={llc}) l2:2(size=2MiB) core:1 pu:1");
+        Host::load(&TopologySource::Synthetic(s)).unwrap().machine
+    }
+
+    #[test]
+    fn a_mem_size_within_twice_the_llc_says_so_and_one_past_it_does_not() {
+        let m = with_llc("260MiB");
+        let c = caveat(&m, 256 << 20).expect("256 MiB is within a 260 MiB L3");
+        assert!(
+            c.contains("--mem-size 256 MiB") && c.contains("260 MiB"),
+            "{c}"
+        );
+        assert!(caveat(&m, 520 << 20).is_some());
+        assert_eq!(caveat(&m, 1 << 30), None);
+        // Streams take the size per core, in 2 MiB steps; without it, past the caches.
+        assert_eq!(bw_size(&m, 2, Some(3 << 20)), 4 << 20);
+        assert_eq!(bw_size(&m, 1, None), sizing::streaming(&m, 1));
+    }
 }

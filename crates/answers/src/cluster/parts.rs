@@ -73,7 +73,10 @@ impl Part {
     fn args(&self, plan: &Plan) -> Vec<String> {
         let o = &plan.options;
         let pairs: Vec<(&str, String)> = match self {
-            Part::Host(_) => vec![("--mem-iterations", o.mem_iterations.to_string())],
+            // --mem-size only when given, so journals from before it resume as before.
+            Part::Host(_) => std::iter::once(("--mem-iterations", o.mem_iterations.to_string()))
+                .chain(o.mem_size.map(|b| ("--mem-size", b.to_string())))
+                .collect(),
             Part::Round(_) => vec![("--lat-iterations", o.lat_iterations.to_string())],
             Part::Shift(_) => vec![
                 ("--bw-size", o.bw_size.to_string()),

@@ -38,7 +38,14 @@ pub struct Options {
     pub coll_iterations: usize,
     /// Timed passes of each memory figure per NUMA node.
     pub mem_iterations: usize,
+    /// Bytes of the memory check's chase and of each read stream's buffer per core
+    /// (None: past every cache, from each host's last-level cache).
+    #[serde(default)]
+    pub mem_size: Option<u64>,
 }
+
+/// The smallest `--mem-size`: a chase needs pages to wander over.
+const MIN_MEM_SIZE: u64 = 1 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -51,6 +58,7 @@ impl Default for Options {
             bw_iterations: 5,
             coll_iterations: 20,
             mem_iterations: 3,
+            mem_size: None,
         }
     }
 }
@@ -70,6 +78,11 @@ impl Options {
             if n == 0 {
                 return Err(Error::Usage(format!("invalid {flag} '0': at least 1")));
             }
+        }
+        if let Some(b) = self.mem_size.filter(|b| *b < MIN_MEM_SIZE) {
+            return Err(Error::Usage(format!(
+                "invalid --mem-size '{b}': at least 1 MiB (the default is past every cache: 8 x the last-level cache, at least 256 MiB)"
+            )));
         }
         if self.bw_size == 0 {
             return Err(Error::Usage(
@@ -449,5 +462,15 @@ mod tests {
             .to_string()
             .contains("--bw-iterations '0'"));
         assert_eq!(Options::default().check(), Ok(()));
+        for (b, ok) in [(0, false), ((1 << 20) - 1, false), (1 << 20, true)] {
+            let o = Options {
+                mem_size: Some(b),
+                ..Options::default()
+            };
+            match o.check() {
+                Ok(()) => assert!(ok, "{b}"),
+                Err(e) => assert!(!ok && e.to_string().contains(&format!("--mem-size '{b}'"))),
+            }
+        }
     }
 }

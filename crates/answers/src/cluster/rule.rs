@@ -318,6 +318,8 @@ mod tests {
                 read_1core_gbps: Some(12.0),
                 read_all_gbps: Some(bw),
                 unavailable: Vec::new(),
+                chase_bytes: None,
+                caveat: None,
             }],
             throttling: Default::default(),
         }

@@ -45,7 +45,10 @@ impl Plan {
             "cluster plan: {n} hosts {from} ({}), one rank each\n",
             host_list(&self.hosts)
         );
-        let _ = writeln!(s, "  every host at once: its settings and a memory check per NUMA node (idle latency, read bandwidth of 1 core and of all cores; {} each)", words::passes(o.mem_iterations));
+        let buffers = o.mem_size.map_or("past every cache".to_string(), |b| {
+            format!("{} chased and per core streamed, --mem-size", fmt_bytes(b))
+        });
+        let _ = writeln!(s, "  every host at once: its settings and a memory check per NUMA node (idle latency, read bandwidth of 1 core and of all cores; {} each; buffers {buffers})", words::passes(o.mem_iterations));
         let _ = writeln!(
             s,
             "  latency matrix: {} in {} of disjoint pairs, 8 B ping-pong, {} each",
@@ -181,6 +184,13 @@ pub fn hosts_text(hosts: &[HostData]) -> String {
         ],
         &rows,
     ));
+    for h in hosts {
+        for m in &h.memory {
+            if let Some(c) = &m.caveat {
+                let _ = writeln!(s, "  {} node {}: {c}", h.host, m.node);
+            }
+        }
+    }
     s.push('\n');
     s
 }

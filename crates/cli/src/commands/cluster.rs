@@ -40,6 +40,11 @@ pub struct ClusterArgs {
     /// Timed passes of each memory figure per NUMA node.
     #[arg(long, default_value_t = 3)]
     mem_iterations: usize,
+    /// Bytes the memory check chases, and streams per core (default: past every cache,
+    /// 8 x the last-level cache and at least 256 MiB). Smaller when the hosts share one
+    /// machine's memory; within reach of the caches, the figures say so.
+    #[arg(long, value_name = "BYTES")]
+    mem_size: Option<String>,
     /// Print the plan without starting ranks.
     #[arg(long)]
     dry_run: bool,
@@ -65,6 +70,11 @@ impl ClusterArgs {
             bw_iterations: self.bw_iterations,
             coll_iterations: self.coll_iterations,
             mem_iterations: self.mem_iterations,
+            mem_size: self
+                .mem_size
+                .as_deref()
+                .map(|s| size_opt("--mem-size", s))
+                .transpose()?,
         })
     }
 }

@@ -342,9 +342,14 @@ pub const CVM: [&str; 11] = [
 ];
 
 /// `numalab cluster`'s quick options (the figures are anything on shared CPUs; the
-/// structure matters): `lat` round trips per pair and `bw_size` messages.
-pub fn quick<'a>(lat: &'a str, bw_size: &'a str) -> [&'a str; 12] {
+/// structure matters): `lat` round trips per pair and `bw_size` messages. The memory
+/// check chases and streams 256 MiB: the emulated hosts share this machine's memory,
+/// and the default (8 x the LLC) is 4 GiB per host on a 260 MiB L3, which took a
+/// 3-host job past its timeout beside a busy CPU.
+pub fn quick<'a>(lat: &'a str, bw_size: &'a str) -> [&'a str; 14] {
     [
+        "--mem-size",
+        "256M",
         "--lat-iterations",
         lat,
         "--bw-size",
