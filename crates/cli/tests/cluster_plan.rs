@@ -80,6 +80,14 @@ fn bad_requests_are_one_line_and_exit_2() {
             vec!["--dry-run", "--hosts", "4", "--bw-window", "0"],
             "--bw-window '0'",
         ),
+        (
+            vec!["--dry-run", "--hosts", "4", "--mem-size", "512K"],
+            "--mem-size '524288': at least 1 MiB",
+        ),
+        (
+            vec!["--dry-run", "--hosts", "4", "--mem-size", "lots"],
+            "--mem-size",
+        ),
     ] {
         let mut a = vec!["cluster"];
         a.extend(args.iter().copied());
