@@ -99,10 +99,34 @@ pub fn this_machine_procfs(root: &std::path::Path) {
     std::fs::create_dir_all(root.join("sys/devices/system/node")).unwrap();
 }
 
+/// The directories [`tmpdir`] made in this test process.
+static MADE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+static AT_EXIT: std::sync::Once = std::sync::Once::new();
+
+/// Remove what [`tmpdir`] made: the test harness leaves through libc's `exit`, passed
+/// or failed, so this runs once every test of the binary has ended (a guard per
+/// directory would not do: many tests keep only a path joined onto it).
+extern "C" fn remove_made() {
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(|p| p.into_inner()));
+    for d in made {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// A fresh directory for one test (`numalab-cli-TAG-PID` in the temp dir), removed
+/// when the test binary exits.
 pub fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("numalab-cli-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a function that takes no arguments and does not unwind
+        // (it ignores every error); called once per process.
+        unsafe { libc::atexit(remove_made) };
+    });
+    MADE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(d.clone());
     d
 }
 
