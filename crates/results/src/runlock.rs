@@ -76,6 +76,22 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
+        *held() = None;
+    }
+}
+
+/// The file of this process's registration while it lives, for [`remove_at_exit`].
+fn held() -> std::sync::MutexGuard<'static, Option<PathBuf>> {
+    static HELD: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+    HELD.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A process that leaves through `exit` (the launcher of an MPI job passing on its
+/// status, an error's exit status) drops nothing: its file goes here, so it does not
+/// stay in the shared folder until another run clears it.
+extern "C" fn remove_at_exit() {
+    if let Some(p) = held().take() {
+        let _ = fs::remove_file(p);
     }
 }
 
@@ -142,6 +158,13 @@ pub fn register(started: &str) -> std::io::Result<Option<Registration>> {
     fs::rename(&tmp, &path)?;
     // Children (survey steps, MPI ranks) belong to this run.
     std::env::set_var(PARENT_ENV, pid.to_string());
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a function that takes no arguments and never unwinds (it
+        // ignores every error); once per process.
+        unsafe { libc::atexit(remove_at_exit) };
+    });
+    *held() = Some(path.clone());
     Ok(Some(Registration { _file: file, path }))
 }
 
