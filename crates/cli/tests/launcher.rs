@@ -139,3 +139,67 @@ fn a_child_the_launcher_backgrounded_does_not_outlive_the_job() {
         assert_gone(pid_in(&dir.join("child.pid")), "the launcher's child");
     }
 }
+
+/// A launch that is refused (no such mpirun) or whose launcher fails after rank 0 said
+/// it started leaves nothing of numalab's in the temp dir: not the token rank 0 leaves,
+/// not the file a job of many configurations keeps them in.
+#[test]
+fn a_failed_or_refused_launch_leaves_nothing_in_the_temp_dir() {
+    let (script, _dir) = launcher(
+        "failing-launcher",
+        "touch \"$NUMALAB_LAUNCH_TOKEN\"\nexit 3",
+    );
+    let lat = ["mpi", "latency", "--ranks", "2", "--sizes", "8"];
+    let cvm = [
+        "suite",
+        "cvm",
+        "--ranks",
+        "2",
+        "--apps",
+        "sor",
+        "--threads",
+        "1",
+    ];
+    for (i, (args, mpirun, code)) in [
+        (&lat[..], "/nonexistent/mpirun", 2),
+        (&cvm[..], "/nonexistent/mpirun", 2),
+        (&lat[..], script.to_str().unwrap(), 3),
+        (&cvm[..], script.to_str().unwrap(), 3),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let tmp = common::tmpdir(&format!("launch-tmp-{i}"));
+        let out = common::bounded(
+            "120",
+            args,
+            &[
+                ("NUMALAB_MPIRUN", mpirun),
+                ("TMPDIR", tmp.to_str().unwrap()),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?} with {mpirun}: {err}"
+        );
+        // The folder where measuring runs announce themselves stays, empty, as it is
+        // meant to (numalab_results::runlock).
+        let runs = tmp.join("numalab-runs");
+        let announced = std::fs::read_dir(&runs).map_or(0, |d| d.count());
+        assert_eq!(
+            announced, 0,
+            "{args:?} with {mpirun}: a run still announced"
+        );
+        let _ = std::fs::remove_dir(&runs);
+        let left: Vec<_> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{args:?} with {mpirun} left {left:?}: {err}"
+        );
+    }
+}

@@ -18,12 +18,19 @@ pub fn ensure_keeping(
     total: Option<usize>,
 ) -> Result<Launched> {
     let kept = partial::path_for_launcher();
-    if crate::env::JobEnv::detect().is_none() {
+    let launcher = crate::env::JobEnv::detect().is_none();
+    if launcher {
         // Ranks on this host append to the file; ranks elsewhere send their lines on
         // stdout, which the launcher appends to it (`launch_stdout`).
         partial::prepare_for_ranks(&kept);
     }
-    let launched = ensure(req)?;
+    let launched = ensure(req).inspect_err(|_| {
+        // Refused before the job started (a bad hostfile, no mpirun): nothing to keep,
+        // and no file of ours left in the temp dir.
+        if launcher {
+            let _ = std::fs::remove_file(&kept);
+        }
+    })?;
     if let Launched::Parent(code) = launched {
         let salvaged = (code != 0).then(|| partial::salvage(&kept, output, total));
         match (code, salvaged.flatten()) {

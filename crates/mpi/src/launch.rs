@@ -211,11 +211,13 @@ pub fn ensure(req: &LaunchRequest) -> Result<Launched> {
         .process_group(0);
     let _ = std::fs::remove_file(&token);
     cmd.env(TOKEN_VAR, &token);
-    let code = run(cmd, &mpirun, req, limit, stall)?;
+    let ran = run(cmd, &mpirun, req, limit, stall);
     // On this machine rank 0 leaves the token: without it, the launcher never started
     // numalab (a wrapper that exits at once, a broken install), whatever it returned.
     let started = token.exists() || req.hostfile.is_some() || req.launcher == Launcher::Srun;
+    // Removed whatever the wait gave, an error too: nothing of ours stays in the temp dir.
     let _ = std::fs::remove_file(&token);
+    let code = ran?;
     if !started && PASSED_ON.load(Ordering::SeqCst) == 0 {
         eprintln!(
             "numalab: error: {} ended (status {code}) without starting numalab's ranks: is it a working mpirun? (NUMALAB_MPIRUN chooses another)",
