@@ -72,6 +72,43 @@ fn two_quiet_surveys_of_one_machine_leave_at_most_two_figures_beyond() {
     assert!(!aggregate.contains("not comparable"), "{aggregate}");
 }
 
+/// `--baseline`: B held against A and another baseline run. Against B itself every
+/// figure is within, so nothing stays beyond; against A again the verdict is A's.
+#[test]
+fn a_figure_is_beyond_only_against_every_baseline_run() {
+    let (a, b) = (fixture("emr16-quiet-a.json"), fixture("emr16-quiet-b.json"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let first = |args: &[&str]| {
+        let out = numalab(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{args:?}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (text.lines().next().unwrap_or("").to_string(), text)
+    };
+    let (plain, _) = first(&["compare", a, b]);
+    let (again, text) = first(&["compare", a, b, "--baseline", a]);
+    assert_eq!(counts(&plain), counts(&again), "{plain}\n{again}");
+    assert!(again.contains("against each of 2 baseline runs"), "{again}");
+    assert!(text.contains(&format!("baseline 2: {a}")), "{text}");
+    let (held, text) = first(&["compare", a, b, "--baseline", b]);
+    let (beyond, comparable) = counts(&held);
+    assert_eq!(beyond, 0, "{held}");
+    assert_eq!(comparable, counts(&plain).1, "{held}");
+    if counts(&plain).0 > 0 {
+        assert!(
+            text.contains("within (beyond against A, within against baseline 2"),
+            "{text}"
+        );
+    }
+    // A baseline that is not there: one line, exit 2, nothing on stdout.
+    let out = numalab(&["compare", a, b, "--baseline", "/nonexistent/run.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/run.json"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(out.stdout.is_empty());
+}
+
 #[test]
 fn a_survey_of_a_16_cpu_machine_renders_its_report() {
     let dir = tmpdir("compare-captured");

@@ -40,6 +40,11 @@ pub struct CompareArgs {
     /// Replace the -o file even if it already holds something.
     #[arg(long)]
     force: bool,
+    /// Another baseline run (repeatable), e.g. a second survey before the change: a
+    /// figure is beyond only when it is beyond against A and against each of these, so
+    /// what moves between baseline runs on its own is not called a change.
+    #[arg(long, value_name = "RUN")]
+    baseline: Vec<PathBuf>,
     /// Print the rows as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -130,14 +135,24 @@ fn compare_side(path: &Path) -> Result<Vec<Record>, CliError> {
 /// Run `numalab compare`.
 pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
     let force = a.force;
+    let mut inputs: Vec<&Path> = vec![&a.a, &a.b];
+    inputs.extend(a.baseline.iter().map(PathBuf::as_path));
     a.output
         .as_deref()
-        .map(|o| html_path(o, force, &[&a.a, &a.b]))
+        .map(|o| html_path(o, force, &inputs))
         .transpose()?;
     let ra = compare_side(&a.a)?;
     let rb = compare_side(&a.b)?;
+    let more = a
+        .baseline
+        .iter()
+        .map(|p| compare_side(p))
+        .collect::<Result<Vec<_>, _>>()?;
     // As `report` refuses them: a file of no records leaves nothing to compare.
-    for (p, r) in [(&a.a, &ra), (&a.b, &rb)] {
+    let sides = [(&a.a, &ra), (&a.b, &rb)]
+        .into_iter()
+        .chain(a.baseline.iter().zip(&more));
+    for (p, r) in sides {
         if r.is_empty() {
             return Err(bad(format!(
                 "nothing to compare: '{}' holds no records",
@@ -145,7 +160,14 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
             )));
         }
     }
-    let c = compare::compare(&ra, &rb, a.all_metrics);
+    let mut c = compare::compare(&ra, &rb, a.all_metrics);
+    if !more.is_empty() {
+        let others: Vec<_> = more
+            .iter()
+            .map(|r| compare::compare(r, &rb, a.all_metrics))
+            .collect();
+        compare::baselines::hold(&mut c, &others);
+    }
     if let Some(o) = &a.output {
         let html = compare::html(
             &c,
@@ -163,7 +185,11 @@ pub fn run_compare(a: CompareArgs) -> Result<(), CliError> {
         );
     } else {
         println!("{}", compare::verdict(&c));
-        println!("A: {}\nB: {}\n", a.a.display(), a.b.display());
+        println!("A: {}", a.a.display());
+        for (i, p) in a.baseline.iter().enumerate() {
+            println!("baseline {}: {}", i + 2, p.display());
+        }
+        println!("B: {}\n", a.b.display());
         print!("{}", table(&compare::HEADER, &compare::text_rows(&c.rows)));
         // The rule, one clause a line: as one line it outgrew a terminal (595 characters).
         println!();

@@ -7,6 +7,7 @@
 //! distance apart in both runs (`crate::distance`); derived duplicates (cycles beside
 //! ns, traffic beside bandwidth, issued beside injected) are left out unless asked for.
 
+pub mod baselines;
 mod clock;
 pub mod cluster;
 mod level;
@@ -72,7 +73,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several; figures of a core's own caches, one CPU's warm lines within its unshared caches, and all others each against their own scatter where 10+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in both (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several; figures of a core's own caches, one CPU's warm lines within its unshared caches, and all others each against their own scatter where 10+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in both (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; with --baseline runs a figure is beyond only when it is beyond against A and against each of them (else within, saying where it was not); derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -198,6 +199,8 @@ pub struct Comparison {
     pub levels: Vec<LevelShift>,
     /// Hosts of one cluster run only (None: neither run is a `numalab cluster` run).
     pub cluster_hosts: Option<cluster::Hosts>,
+    /// Baseline runs B was held against (A and each `--baseline`; see [`baselines`]).
+    pub baselines: usize,
 }
 
 /// What names one figure: kind, name, metric and unit.
@@ -304,6 +307,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
         clock,
         levels,
         cluster_hosts,
+        baselines: 1,
     }
 }
 

@@ -22,8 +22,13 @@ pub fn verdict(c: &Comparison) -> String {
     } else {
         String::new()
     };
-    let mut s =
-        format!("{found} of {comparable} comparable figures changed beyond their spread{pct}");
+    let against = match c.baselines {
+        0 | 1 => String::new(),
+        n => format!(" against each of {n} baseline runs"),
+    };
+    let mut s = format!(
+        "{found} of {comparable} comparable figures changed beyond their spread{against}{pct}"
+    );
     if !beyond.is_empty() {
         let _ = write!(s, ": {}", named_beyond(&beyond));
     }
