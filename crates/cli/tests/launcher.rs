@@ -8,6 +8,18 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// A short `suite cvm` job: 2 ranks, SOR, 1 thread.
+const CVM: [&str; 8] = [
+    "suite",
+    "cvm",
+    "--ranks",
+    "2",
+    "--apps",
+    "sor",
+    "--threads",
+    "1",
+];
+
 /// A stand-in for mpirun running `body`, in a fresh folder of its own.
 fn launcher(tag: &str, body: &str) -> (PathBuf, PathBuf) {
     let dir = common::tmpdir(tag);
@@ -99,16 +111,7 @@ fn a_stopped_launcher_of_mpi_latency_is_named_and_ends_the_job() {
 #[test]
 fn a_stopped_launcher_of_suite_cvm_ends_the_job_keeping_what_finished() {
     // One finished configuration's records: the plan's, which are valid records.
-    let cvm = [
-        "suite",
-        "cvm",
-        "--ranks",
-        "2",
-        "--apps",
-        "sor",
-        "--threads",
-        "1",
-    ];
+    let cvm = CVM;
     let plan = common::numalab(&[&cvm[..], &["--dry-run", "--json"]].concat());
     assert!(plan.status.success());
     let recs: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
@@ -150,16 +153,7 @@ fn a_failed_or_refused_launch_leaves_nothing_in_the_temp_dir() {
         "touch \"$NUMALAB_LAUNCH_TOKEN\"\nexit 3",
     );
     let lat = ["mpi", "latency", "--ranks", "2", "--sizes", "8"];
-    let cvm = [
-        "suite",
-        "cvm",
-        "--ranks",
-        "2",
-        "--apps",
-        "sor",
-        "--threads",
-        "1",
-    ];
+    let cvm = CVM;
     for (i, (args, mpirun, code)) in [
         (&lat[..], "/nonexistent/mpirun", 2),
         (&cvm[..], "/nonexistent/mpirun", 2),
