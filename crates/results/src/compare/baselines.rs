@@ -46,15 +46,8 @@ pub fn hold(c: &mut Comparison, others: &[Comparison]) {
         }
     }
     c.baselines = 1 + others.len();
-    // Beyond first again (a row that became within moves down), largest effect first.
-    let order = |r: &Row| match r.change.as_str() {
-        "beyond" => 0,
-        x if x.starts_with(super::level::MARK) => 1,
-        x if x.starts_with("within") => 2,
-        _ => 3,
-    };
-    c.rows
-        .sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
+    // Beyond first again: a row that became within moves down.
+    super::sort_rows(&mut c.rows);
 }
 
 #[cfg(test)]

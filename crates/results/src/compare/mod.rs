@@ -177,6 +177,18 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
     }
 }
 
+/// Beyond first, then level shifts, within, not comparable; the largest effect first
+/// within each (stable: equal effects keep A's order).
+fn sort_rows(rows: &mut [Row]) {
+    let order = |r: &Row| match r.change.as_str() {
+        "beyond" => 0,
+        c if c.starts_with(level::MARK) => 1,
+        c if c.starts_with("within") => 2,
+        _ => 3,
+    };
+    rows.sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
+}
+
 /// The outcome of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
@@ -282,14 +294,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
         .filter(|r| r.change.starts_with(clock::MARK))
         .count();
     let clock = clock::named(a, b, held);
-    let order = |r: &Row| match r.change.as_str() {
-        "beyond" => 0,
-        c if c.starts_with(level::MARK) => 1,
-        c if c.starts_with("within") => 2,
-        _ => 3,
-    };
-    // Stable: equal effects keep A's order.
-    rows.sort_by(|x, y| order(x).cmp(&order(y)).then(y.effect.total_cmp(&x.effect)));
+    sort_rows(&mut rows);
     // B's figures A has none of, each counted once: a repeat in B is a duplicate, not
     // a figure only B measured.
     let a_keys: std::collections::HashSet<Key> = keys(a, &keep).collect();
