@@ -78,6 +78,38 @@ fn two_threads_at_three_times_one_or_below_one_are_flagged_and_1_8_times_is_not(
 }
 
 #[test]
+fn n_threads_are_held_against_the_best_one_thread_figure_and_below_against_the_worst() {
+    let mem = 128 << 20;
+    // A quiet survey on a shared host: one thread read 11.4 in one step, 12.5 in
+    // another; two threads 25.9 is 2.07× the best, which two threads can do.
+    let drift = [
+        topo(),
+        bw("readv", "warm", mem, 1, 11.4),
+        bw("readv", "warm", 2 * mem, 1, 12.5),
+        bw("readv", "warm", mem / 2, 2, 25.9),
+    ];
+    assert!(check(&drift).is_empty(), "{:?}", check(&drift));
+    // Past twice the best is flagged once (not once per one-thread figure), naming the
+    // best.
+    let mut over = drift.to_vec();
+    over[3] = bw("readv", "warm", mem / 2, 2, 30.0);
+    let f = check(&over);
+    assert_eq!(rules(&over), ["bandwidth-scaling"]);
+    assert!(f[0].why.contains("best 12.5 GB/s"), "{}", f[0].why);
+    assert!(flag_of(&f, &over[2], "bandwidth").is_some());
+    assert!(flag_of(&f, &over[1], "bandwidth").is_none());
+    // Below one thread only when below every one-thread figure, naming the lowest.
+    let mut low = drift.to_vec();
+    low[3] = bw("readv", "warm", mem / 2, 2, 10.8);
+    assert!(check(&low).is_empty(), "{:?}", check(&low));
+    low[3] = bw("readv", "warm", mem / 2, 2, 9.0);
+    let f = check(&low);
+    assert_eq!(rules(&low), ["bandwidth-scaling"]);
+    assert!(f[0].why.contains("lowest 11.4 GB/s"), "{}", f[0].why);
+    assert!(flag_of(&f, &low[1], "bandwidth").is_some());
+}
+
+#[test]
 fn rdex_of_flushed_lines_faster_than_reads_from_memory_is_flagged() {
     let reads = [topo(), bw("read", "warm", 128 << 20, 1, 17.0)];
     let mut bad = reads.to_vec();
