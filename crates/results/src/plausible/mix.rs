@@ -1,6 +1,11 @@
 //! Mixed-traffic rule: a mix with writes no faster than the reads-only mix of the same
 //! memory and requestors (MLC's injection table: all reads is its fastest row but for
-//! a little controller-dependent gain).
+//! a little controller-dependent gain). Only mixes of regular stores are held to it: a
+//! regular store reads its line for ownership first, a non-temporal one reads nothing
+//! and waits on no fetch, so where a core's reads are bound by its misses in flight
+//! its nt stores drain faster. On the 2-vCPU Emerald Rapids guest, quiet, one core's
+//! nt kernel streamed 19.6–20.4 GB/s against 11.4–14.6 reading, two cores' 0:1 nt mix
+//! 37.9–38.0 against 23.2–24.7 reads only, in every survey: physics, not noise.
 
 use super::{Flag, Ref, MIX_OVER_READS_TOL};
 use crate::record::Record;
@@ -24,7 +29,8 @@ pub(super) fn mix_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
             Some((r, share, r.median("bandwidth")?))
         })
         .collect();
-    for &(w, share, gbps) in mixes.iter().filter(|m| m.1 < 1.0) {
+    let regular = |m: &&(&Record, f64, f64)| m.1 < 1.0 && m.0.parameters["store"] != "nt";
+    for &(w, share, gbps) in mixes.iter().filter(regular) {
         let reads = mixes
             .iter()
             .filter(|m| m.1 >= 1.0 && group(m.0) == group(w))
@@ -36,7 +42,8 @@ pub(super) fn mix_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
         if over(gbps) {
             let writers: Vec<f64> = mixes
                 .iter()
-                .filter(|m| m.1 < 1.0 && group(m.0) == group(w))
+                .filter(regular)
+                .filter(|m| group(m.0) == group(w))
                 .map(|m| m.2)
                 .collect();
             let reads_low = writers.len() >= 2 && writers.iter().all(|&g| over(g));
@@ -89,6 +96,26 @@ mod tests {
         assert_eq!(flags[0].records.len(), 1, "{flags:#?}");
         assert_eq!(flags[0].records[0].name, "mix 1:1");
         assert!(flags[0].why.contains("5.3×"), "{}", flags[0].why);
+    }
+
+    #[test]
+    fn non_temporal_stores_above_reads_only_are_not_flagged() {
+        let mut nt = mix("mix 0:1 nt", 0.0, 38.0, &[0, 1]);
+        nt.parameters["store"] = "nt".into();
+        let recs = vec![
+            mix("mix 1:0", 1.0, 23.2, &[0, 1]),
+            mix("mix 0:1", 0.0, 12.3, &[0, 1]),
+            nt.clone(),
+        ];
+        let mut flags = Vec::new();
+        mix_over_reads(&recs, &mut flags);
+        assert!(flags.is_empty(), "{flags:#?}");
+        // The same figure with regular stores is flagged.
+        let mut regular = nt;
+        regular.parameters["store"] = "regular".into();
+        let recs = vec![mix("mix 1:0", 1.0, 23.2, &[0, 1]), regular];
+        mix_over_reads(&recs, &mut flags);
+        assert_eq!(flags.len(), 1, "{flags:#?}");
     }
 
     #[test]
