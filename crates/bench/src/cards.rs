@@ -58,7 +58,13 @@ pub fn sweep(records: &[Record]) -> Vec<Card> {
 
 /// Bandwidth figures on the hierarchy cards: for each level a read kernel's buffer
 /// landed in, one core's and all requestors' aggregate (the vector read kernel when
-/// measured, else the scalar one), with p5–p95 of passes.
+/// measured, else the scalar one), with p5–p95 of passes. A survey measures the same
+/// figure in more than one step (one core in the kernels step and the scaling row);
+/// the card shows the best settled one, as STREAM and likwid report bandwidth and as
+/// the per-node table does, so the paragraph and the table never disagree (a quiet
+/// survey's paragraph once said "2 cores together 14.9 GB/s (1.0×)" from the first of
+/// two 2-core figures while its table said 24.2 from the second). When the figures of
+/// one label differ by more than the scaling rule's tolerance, the card says so.
 pub fn bandwidth(records: &[Record]) -> Vec<Card> {
     let caches = groups::caches(records);
     let bw: Vec<&Record> = of(records, "bandwidth")
@@ -70,7 +76,8 @@ pub fn bandwidth(records: &[Record]) -> Vec<Card> {
     let Some(kernel) = kernel else {
         return Vec::new();
     };
-    let mut cards: Vec<Card> = Vec::new();
+    // (level, figure, settled), in record order.
+    let mut found: Vec<(String, Figure, bool)> = Vec::new();
     for r in bw.iter().filter(|r| r.parameters["kernel"] == kernel) {
         let n = r.parameters["requestors"].as_u64().unwrap_or(1);
         let aggregate = r.parameters.get("requestor_cpus").is_some();
@@ -93,15 +100,66 @@ pub fn bandwidth(records: &[Record]) -> Vec<Card> {
             // Without a topology the level is unknown: no card rather than a guess.
             Place::Unknown(_) => continue,
         };
+        found.push((level, fig, r.settled()));
+    }
+    let mut cards: Vec<Card> = Vec::new();
+    for (level, fig, _) in &found {
         if cards
             .iter()
-            .any(|c| c.title == level && c.figure(&label).is_some())
+            .any(|c| c.title == *level && c.figure(&fig.label).is_some())
         {
             continue;
         }
-        cards.push(Card::one(Group::Hierarchy, &level, fig));
+        let same: Vec<&(String, Figure, bool)> = found
+            .iter()
+            .filter(|(l, f, _)| l == level && f.label == fig.label)
+            .collect();
+        // Settled figures first, then the highest median.
+        let best = same
+            .iter()
+            .max_by(|a, b| a.2.cmp(&b.2).then(a.1.value.total_cmp(&b.1.value)))
+            .expect("the figure itself is among them");
+        let fig = best.1.clone();
+        match cards.iter_mut().find(|c| c.title == *level) {
+            Some(c) => c.figures.push(fig),
+            None => cards.push(Card::one(Group::Hierarchy, level, fig)),
+        }
+    }
+    for c in &mut cards {
+        let varied: Vec<String> = c
+            .figures
+            .iter()
+            .filter_map(|f| {
+                let same: Vec<f64> = found
+                    .iter()
+                    .filter(|(l, g, _)| *l == c.title && g.label == f.label)
+                    .map(|(_, g, _)| g.value)
+                    .collect();
+                spread_words(&f.label, &same)
+            })
+            .collect();
+        if !varied.is_empty() {
+            c.remark = Some(format!(
+                "Measured more than once in this run, the best shown (bandwidth is best-of, as STREAM reports it): {}.",
+                varied.join("; ")
+            ));
+        }
     }
     cards
+}
+
+/// "readv, 2 cores 14.9–24.2 GB/s over 2 measurements" when a label's figures at one
+/// level differ by more than the scaling rule's tolerance.
+fn spread_words(label: &str, values: &[f64]) -> Option<String> {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    let tol = numalab_results::plausible::BANDWIDTH_SCALING_TOL;
+    (values.len() > 1 && lo < hi * (1.0 - tol)).then(|| {
+        format!(
+            "{label} {lo:.1}–{hi:.1} GB/s over {} measurements",
+            values.len()
+        )
+    })
 }
 
 /// The nearest level at which two CPUs share a domain, in words.
@@ -404,6 +462,44 @@ mod tests {
         );
         // Without a topology record no level can be named, so no card is made.
         assert!(titles(&recs[1..]).is_empty());
+    }
+
+    #[test]
+    fn a_figure_measured_twice_shows_its_best_settled_value_and_says_they_differ() {
+        // A quiet survey: one core 14.6 then 12.4; two cores 14.9 then 24.2.
+        let mut recs = vec![
+            topo(),
+            bw(1 << 30, 1, 14.6),
+            bw(520 << 20, 2, 14.9),
+            bw(1 << 30, 1, 12.4),
+            bw(520 << 20, 2, 24.2),
+        ];
+        let cards = bandwidth(&recs);
+        assert_eq!(cards.len(), 1, "{cards:?}");
+        let c = &cards[0];
+        assert_eq!(c.figure("read, 1 core").unwrap().value, 14.6);
+        assert_eq!(c.figure("read, 2 cores").unwrap().value, 24.2);
+        let remark = c.remark.as_deref().unwrap_or_default();
+        assert!(
+            remark.contains("the best shown")
+                && remark.contains("read, 1 core 12.4–14.6 GB/s over 2 measurements; read, 2 cores 14.9–24.2 GB/s over 2"),
+            "{remark}"
+        );
+        // A figure that did not settle gives way to a settled one, however high.
+        recs[4].settle = Some(numalab_results::record::Settle {
+            settled: false,
+            metric: "aggregate_bandwidth".into(),
+            passes: 9,
+            interval: [12.0, 30.0],
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: Some("busy".into()),
+        });
+        let c = &bandwidth(&recs)[0];
+        assert_eq!(c.figure("read, 2 cores").unwrap().value, 14.9);
+        // Figures within the tolerance of each other need no remark.
+        let close = vec![topo(), bw(1 << 30, 1, 14.6), bw(1 << 30, 1, 13.9)];
+        assert_eq!(bandwidth(&close)[0].remark, None);
     }
 
     fn state(st: &str, stride: u64) -> Record {
