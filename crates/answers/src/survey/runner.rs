@@ -34,6 +34,9 @@ pub struct Outcome {
     pub seconds: f64,
     /// "N records", "failed: why" or "interrupted".
     pub status: String,
+    /// Minor page faults of the step's process and its children: the pages it touched
+    /// first, which `survey::touch` plans for.
+    pub minor_faults: u64,
 }
 
 impl Outcome {
@@ -42,6 +45,7 @@ impl Outcome {
             records: Vec::new(),
             seconds,
             status,
+            minor_faults: 0,
         }
     }
 }
@@ -106,9 +110,23 @@ fn wait(child: &mut Child) -> Option<std::process::ExitStatus> {
     }
 }
 
+/// Minor faults of every child reaped so far (steps run one at a time, so the
+/// difference across one step is that step's).
+fn children_minor_faults() -> u64 {
+    // SAFETY: getrusage writes the zeroed struct it is given.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) != 0 {
+            return 0;
+        }
+        u.ru_minflt.max(0) as u64
+    }
+}
+
 /// Run one step as `exe STEP-ARGS --json` and read its records.
 pub fn run_step(exe: &Path, s: &Step) -> Outcome {
     let t0 = Instant::now();
+    let faults0 = children_minor_faults();
     let mut child = match spawn(exe, s) {
         Ok(c) => c,
         Err(e) => return Outcome::failed(0.0, format!("could not start: {e}")),
@@ -134,11 +152,13 @@ pub fn run_step(exe: &Path, s: &Step) -> Outcome {
         };
         return Outcome::failed(seconds, status);
     }
+    let minor_faults = children_minor_faults().saturating_sub(faults0);
     match serde_json::from_str::<Vec<Record>>(&stdout) {
         Ok(r) => Outcome {
             status: format!("{} record{}", r.len(), if r.len() == 1 { "" } else { "s" }),
             records: r,
             seconds,
+            minor_faults,
         },
         Err(e) => Outcome::failed(seconds, format!("failed: unreadable records ({e})")),
     }
@@ -249,6 +269,7 @@ fn run_one(
         failed.then(|| o.status.clone()),
         o.seconds,
     )];
+    records[0].parameters["minor_faults"] = o.minor_faults.into();
     if let Some(c) = &choice {
         records[0].parameters["cpu_choice"] = serde_json::to_value(c).expect("serialises");
         annotate(&mut o.records, c);
