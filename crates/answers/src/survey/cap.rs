@@ -53,6 +53,7 @@ pub fn cap_sizes(m: &Machine, steps: Vec<Step>, max: u64) -> Vec<Step> {
                 title,
                 args: argv(&e),
                 estimate_s: 0.0,
+                touch_bytes: 0,
                 skip: None,
                 experiment: Some(e),
             });

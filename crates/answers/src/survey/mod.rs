@@ -15,6 +15,7 @@ mod present;
 pub mod quiet;
 mod records;
 pub mod runner;
+pub mod touch;
 pub use present::SurveyPresenter;
 
 pub use files::write_all;

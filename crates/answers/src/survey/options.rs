@@ -85,6 +85,11 @@ impl Plan {
         o.check()?;
         for s in &mut steps {
             pass_noise(s, &o.noise);
+            // After the cap: a capped buffer touches only what it keeps.
+            s.touch_bytes = s
+                .experiment
+                .as_ref()
+                .map_or(0, |e| super::touch::bytes(m, e));
         }
         Ok(Plan {
             steps,

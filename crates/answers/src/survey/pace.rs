@@ -15,6 +15,12 @@
 //! latency 3.1× their paced estimate) against single-figure ones (c2c 0.3×), the whole
 //! run 2.0× its plan.
 //!
+//! First touches are charged apart: the calibration also times the first touch of a
+//! 64 MiB sample's pages (`survey::touch`), and each step's estimate gains (or loses)
+//! its bytes' pages at what that cost is beyond the pace's (issue 41: the unowned
+//! chase's 4 GiB took 3.4 s one hour and 13.9 s another on the Emerald Rapids guest,
+//! its page faults 1.5 against 11.7 µs, while the calibration read the same pace).
+//!
 //! The step estimates are seconds at the reference pace; [`REFERENCE_CALIBRATION_S`]
 //! is what the calibration takes at that pace, derived on this project's 2-vCPU VM
 //! while other builds ran (load 5–12).
@@ -60,6 +66,14 @@ pub const SPANNING_BUSY: f64 = 0.40;
 /// calibration's).
 pub const SINGLE_BUSY: f64 = 0.13;
 
+/// Seconds the first touch of a 4 KiB page takes at the reference pace, in
+/// [`super::touch::first_touch_s`]'s sample and, alike, in a step: on the 2-vCPU
+/// Emerald Rapids guest, quiet (2026-11-28, its calibration at 0.9–1.0× the
+/// reference), the sample read 2.1–2.4 µs inside the survey and the steps spent
+/// 2.1–2.7 µs of kernel time per minor fault (the fault and zeroing, binding, and the
+/// pages' location proof), where the step estimates were last fitted.
+pub const REFERENCE_TOUCH_S: f64 = 2.2e-6;
+
 /// Planned seconds of steps whose weight the calibration carries against the
 /// steps' own measured pace: after this many planned seconds have run, the steps'
 /// pace counts as much as the calibration's.
@@ -103,6 +117,11 @@ pub struct Pace {
     pub spent_s: f64,
     /// The busiest CPU's taken share (0–1) besides the calibration's, read at start.
     pub others_taken: f64,
+    /// Seconds a first touch of a page took at start (None: not measured).
+    pub touch_s: Option<f64>,
+    /// That cost against the reference's, past the calibration's pace (1.0: as the
+    /// pace says; 5.0: first touches five times dearer than everything else).
+    pub touch_ratio: f64,
     /// Planned seconds of the steps finished so far.
     done_est: f64,
     /// Their actual seconds.
@@ -125,6 +144,8 @@ impl Pace {
             disturbed: 0.0,
             spent_s: if ok && measured { seconds } else { 0.0 },
             others_taken: 0.0,
+            touch_s: None,
+            touch_ratio: 1.0,
             done_est: 0.0,
             done_s: 0.0,
         }
@@ -146,11 +167,29 @@ impl Pace {
         }
     }
 
+    /// The pace with a first touch of a page taking `per_page` seconds at start; a
+    /// bad or missing reading leaves it as the reference.
+    pub fn with_touch(self, per_page: Option<f64>) -> Pace {
+        let Some(t) = per_page.filter(|t| t.is_finite() && *t > 0.0) else {
+            return self;
+        };
+        Pace {
+            touch_s: Some(t),
+            touch_ratio: (t / REFERENCE_TOUCH_S / self.calibrated).clamp(0.25, 20.0),
+            ..self
+        }
+    }
+
     /// A step's planned seconds at the reference pace, `estimate_s`, with what the
-    /// other CPUs' load will add to it (`spans`: the step runs on several CPUs).
-    pub fn weigh(&self, estimate_s: f64, spans: bool) -> f64 {
+    /// other CPUs' load will add to it (`spans`: the step runs on several CPUs) and
+    /// what its `touch_bytes` of new pages cost beyond or below the reference's
+    /// (never below a fifth of the estimate: the rest is not first touches).
+    pub fn weigh(&self, estimate_s: f64, spans: bool, touch_bytes: u64) -> f64 {
         let per = if spans { SPANNING_BUSY } else { SINGLE_BUSY };
-        estimate_s * (1.0 + per * self.others_taken)
+        let busy = estimate_s * (1.0 + per * self.others_taken);
+        let pages = touch_bytes as f64 / 4096.0;
+        let touch = pages * REFERENCE_TOUCH_S * (self.touch_ratio - 1.0);
+        (busy + touch).max(busy / 5.0)
     }
 
     /// The steps, each one's plan with what the other CPUs' load adds to it (so the
@@ -160,7 +199,8 @@ impl Pace {
             .iter()
             .map(|s| {
                 let mut s = s.clone();
-                s.estimate_s = self.weigh(s.estimate_s, super::quiet::spans_cpus(m, &s));
+                let spans = super::quiet::spans_cpus(m, &s);
+                s.estimate_s = self.weigh(s.estimate_s, spans, s.touch_bytes);
                 s
             })
             .collect()
@@ -189,7 +229,13 @@ impl Pace {
             }
         }
         let share = disturbed as f64 / passes.max(1) as f64;
-        Pace::from_calibration(t.elapsed().as_secs_f64(), true).with_disturbed(share)
+        // The commands alone set the pace; the first-touch sample is charged apart.
+        let pace = Pace::from_calibration(t.elapsed().as_secs_f64(), true).with_disturbed(share);
+        let touch = super::touch::first_touch_s(cpu);
+        Pace {
+            spent_s: t.elapsed().as_secs_f64(),
+            ..pace.with_touch(touch)
+        }
     }
 
     /// A step planned for `estimate_s` took `seconds`.
@@ -230,8 +276,17 @@ impl Pace {
             } else {
                 String::new()
             };
+            // Worth a word only when it moves the plan: a third off either way.
+            let touch = match self.touch_s {
+                Some(t) if !(0.75..=1.33).contains(&self.touch_ratio) => format!(
+                    ", a first touch of a page {:.1} µs ({:.1}× what the pace predicts: steps planned for their new pages)",
+                    t * 1e6,
+                    self.touch_ratio
+                ),
+                _ => String::new(),
+            };
             format!(
-                "at this run's measured pace, {:.1}× the reference, {:.0} % of its passes disturbed{others}, updated after each step",
+                "at this run's measured pace, {:.1}× the reference, {:.0} % of its passes disturbed{others}{touch}, updated after each step",
                 self.calibrated,
                 self.disturbed * 100.0
             )
@@ -289,11 +344,11 @@ mod tests {
     #[test]
     fn a_busy_neighbour_lengthens_steps_on_several_cpus_more_than_single_ones() {
         let quiet = Pace::from_calibration(REFERENCE_CALIBRATION_S, true);
-        assert_eq!(quiet.weigh(10.0, true), 10.0);
+        assert_eq!(quiet.weigh(10.0, true, 0), 10.0);
         assert!(!quiet.how().contains("taken by other work"));
         let busy = quiet.with_others_taken(1.0);
-        assert!((busy.weigh(10.0, true) - 14.0).abs() < 1e-9);
-        assert!((busy.weigh(10.0, false) - 11.3).abs() < 1e-9);
+        assert!((busy.weigh(10.0, true, 0) - 14.0).abs() < 1e-9);
+        assert!((busy.weigh(10.0, false, 0) - 11.3).abs() < 1e-9);
         assert!(
             busy.how().contains("another CPU 100 % taken by other work"),
             "{}",
@@ -302,6 +357,39 @@ mod tests {
         // Out-of-range readings are clamped, NaN ignored.
         assert_eq!(quiet.with_others_taken(f64::NAN).others_taken, 0.0);
         assert_eq!(quiet.with_others_taken(3.0).others_taken, 1.0);
+    }
+
+    #[test]
+    fn dear_first_touches_lengthen_steps_by_their_pages_past_the_pace() {
+        let gib = 1u64 << 30;
+        let pages = (gib / 4096) as f64;
+        let quiet = Pace::from_calibration(REFERENCE_CALIBRATION_S, true);
+        // First touches five times the reference at the reference pace: each page
+        // costs four times its reference cost more.
+        let dear = quiet.with_touch(Some(5.0 * REFERENCE_TOUCH_S));
+        assert!((dear.touch_ratio - 5.0).abs() < 1e-9);
+        let want = 10.0 + pages * REFERENCE_TOUCH_S * 4.0;
+        assert!((dear.weigh(10.0, false, gib) - want).abs() < 1e-9);
+        assert!(
+            dear.how().contains("a first touch of a page 11.0 µs (5.0×"),
+            "{}",
+            dear.how()
+        );
+        // A machine slower at everything, first touches included: the pace covers it.
+        let slow = Pace::from_calibration(2.0 * REFERENCE_CALIBRATION_S, true)
+            .with_touch(Some(2.0 * REFERENCE_TOUCH_S));
+        assert!((slow.touch_ratio - 1.0).abs() < 1e-9);
+        assert_eq!(slow.weigh(10.0, false, gib), 10.0);
+        assert!(!slow.how().contains("first touch"), "{}", slow.how());
+        // Cheap first touches shorten a step, never below a fifth of it.
+        let cheap = quiet.with_touch(Some(REFERENCE_TOUCH_S / 10.0));
+        assert_eq!(cheap.touch_ratio, 0.25);
+        assert!(cheap.weigh(10.0, false, gib) < 10.0);
+        assert_eq!(cheap.weigh(1.0, false, 64 * gib), 0.2);
+        // No reading, or a bad one, leaves the reference.
+        for bad in [None, Some(f64::NAN), Some(0.0), Some(-1.0)] {
+            assert_eq!(quiet.with_touch(bad).touch_ratio, 1.0);
+        }
     }
 
     #[test]

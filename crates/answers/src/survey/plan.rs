@@ -22,6 +22,9 @@ pub struct Step {
     /// Duration in seconds at the reference pace (`survey::estimate`); a run scales
     /// it by the pace it measures (`survey::pace`).
     pub estimate_s: f64,
+    /// Bytes its buffers map and touch for the first time (`survey::touch`), which the
+    /// pace charges at the first-touch cost measured at start.
+    pub touch_bytes: u64,
     /// Why it is skipped here, if it is.
     pub skip: Option<String>,
     /// The experiment (None when skipped).
@@ -35,6 +38,7 @@ fn step(section: &'static str, title: &str, e: Experiment, estimate_s: f64) -> S
         title: title.into(),
         args: argv(&e),
         estimate_s,
+        touch_bytes: 0,
         skip: None,
         experiment: Some(e),
     }
@@ -46,6 +50,7 @@ fn skipped(section: &'static str, title: &str, why: String) -> Step {
         title: title.into(),
         args: Vec::new(),
         estimate_s: 0.0,
+        touch_bytes: 0,
         skip: Some(why),
         experiment: None,
     }

@@ -16,7 +16,7 @@ pub fn step_record(prov: &Provenance, s: &Step, reason: Option<String>, seconds:
         // steps show where the pace model misses (`survey::pace`).
         json!({
             "section": s.section, "command": s.args, "seconds": seconds,
-            "estimate_s": s.estimate_s,
+            "estimate_s": s.estimate_s, "touch_bytes": s.touch_bytes,
         }),
     );
     if let Some(why) = reason {
@@ -67,11 +67,13 @@ mod tests {
             title: "latency, lines cexm".into(),
             args: vec!["latency".into()],
             estimate_s: 0.2,
+            touch_bytes: 1 << 20,
             skip: None,
             experiment: None,
         };
         let r = step_record(&Provenance::collect("t", "none"), &s, None, 3.2);
         assert_eq!(r.parameters["estimate_s"], 0.2);
         assert_eq!(r.parameters["seconds"], 3.2);
+        assert_eq!(r.parameters["touch_bytes"], 1 << 20);
     }
 }
