@@ -21,6 +21,10 @@ pub struct LoadedData {
     /// Times the point was measured again because it read below the unloaded latency.
     #[serde(default)]
     pub remeasured_below: u32,
+    /// The unloaded point: its first median, replaced by this lower reading after a
+    /// loaded point stayed below it (None: not replaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_ns: Option<f64>,
 }
 
 /// `data` of a `loaded-latency-plan` record: the injector delays to be run.

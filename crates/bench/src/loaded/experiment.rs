@@ -343,10 +343,16 @@ pub fn run(
         &timer,
         plan,
         |i, n| progress(&format!("loaded-latency: point {}/{n}", i + 1)),
-        |m, landed| {
+        |i, m, landed| {
             let rec = plan.point_record(&ctx.prov, &warnings, m, landed);
-            interrupt::keep([rec.clone()]);
-            records.push(rec);
+            if i < records.len() {
+                // The unloaded point measured again: its new reading replaces the kept one.
+                interrupt::supersede([rec.clone()]);
+                records[i] = rec;
+            } else {
+                interrupt::keep([rec.clone()]);
+                records.push(rec);
+            }
         },
     )?;
     Ok((points.into_iter().map(|m| m.point).collect(), records))
@@ -382,9 +388,15 @@ impl LoadedPlan {
             disturbance: Some(m.log.clone()),
             bandwidth_settle: m.bandwidth.clone(),
             remeasured_below: m.remeasured_below,
+            replaced_ns: m.replaced_ns,
         });
         rec.warnings = warnings.to_vec();
         rec.warnings.extend(m.log.warning());
+        if let Some(first) = m.replaced_ns {
+            rec.warnings.push(format!(
+                "measured again after a loaded point stayed below it: the first reading, {first:.1} ns, was the odd one (the memory's latency moved since)"
+            ));
+        }
         if m.remeasured_below > 0 {
             rec.warnings.push(format!(
                 "read below the unloaded latency, so measured again {}",
