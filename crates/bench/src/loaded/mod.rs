@@ -4,6 +4,7 @@
 //! chase finishing stops the injectors, so each pass's traffic overlaps the chase.
 //! With several read/write mixes (`--writes`), one curve per mix: Mess's family.
 
+mod below;
 mod curve;
 mod data;
 mod experiment;
@@ -11,10 +12,11 @@ mod measure;
 mod mess;
 mod present;
 mod text;
+pub use below::MAX_BELOW_REMEASURE;
 pub use curve::{curves, Curve, CurvePoint, Family};
 pub use data::{LoadedData, LoadedPlanData};
 pub use experiment::{run, Options};
-pub use measure::{measure, Fig, Measured, MAX_BELOW_REMEASURE};
+pub use measure::{measure, Fig, Measured};
 pub use mess::{mess_csv, reference_files, reference_records, ReferenceData, MESS_HEADER};
 pub use present::LoadedPresenter;
 
