@@ -125,7 +125,14 @@ pub fn bandwidth(records: &[Record]) -> Vec<Card> {
             None => cards.push(Card::one(Group::Hierarchy, level, fig)),
         }
     }
-    for c in &mut cards {
+    remark_varied(&mut cards, &found);
+    cards
+}
+
+/// Each card's remark naming the figures whose measurements in this run differ by
+/// more than the scaling rule's tolerance.
+fn remark_varied(cards: &mut [Card], found: &[(String, Figure, bool)]) {
+    for c in cards {
         let varied: Vec<String> = c
             .figures
             .iter()
@@ -145,7 +152,6 @@ pub fn bandwidth(records: &[Record]) -> Vec<Card> {
             ));
         }
     }
-    cards
 }
 
 /// "readv, 2 cores 14.9–24.2 GB/s over 2 measurements" when a label's figures at one
