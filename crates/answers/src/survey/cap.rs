@@ -8,7 +8,7 @@ use numalab_topo::spec::parse_size;
 use numalab_topo::Machine;
 
 /// The bandwidth kernels `--kernel all` runs.
-const ALL_KERNELS: [&str; 8] = [
+pub(super) const ALL_KERNELS: [&str; 8] = [
     "read", "readv", "rdsh", "rdex", "zero", "upgrade", "nt", "copy",
 ];
 
@@ -23,7 +23,7 @@ fn size_text(bytes: u64) -> String {
 }
 
 /// A step's size as given, or `default` when the experiment picks its own.
-fn given(size: &Option<String>, default: u64) -> u64 {
+pub(super) fn given(size: &Option<String>, default: u64) -> u64 {
     size.as_deref()
         .map(|s| parse_size(s).unwrap_or(u64::MAX))
         .unwrap_or(default)

@@ -18,6 +18,7 @@
 //! family 1.1 GiB (0.29 M). Steps not counted here (c2c, line states, matrices of
 //! small buffers, the seed studies) touch little beside their time.
 
+use super::cap::{given, ALL_KERNELS};
 use super::experiment::Experiment;
 use numalab_bench::{bandwidth, sizing, sweep};
 use numalab_topo::spec::parse_size;
@@ -29,13 +30,6 @@ use std::time::Instant;
 pub const SAMPLE_BYTES: usize = 64 << 20;
 
 const PAGE: usize = 4096;
-
-/// The size an option gives, or `default`.
-fn or(size: &Option<String>, default: u64) -> u64 {
-    size.as_deref()
-        .and_then(|s| parse_size(s).ok())
-        .unwrap_or(default)
-}
 
 /// Bytes step `e` maps and touches on `m` (0 for steps of small buffers).
 pub fn bytes(m: &Machine, e: &Experiment) -> u64 {
@@ -55,7 +49,7 @@ pub fn bytes(m: &Machine, e: &Experiment) -> u64 {
                 sizes.iter().sum::<u64>() + again
             }
             None if matches!(o.state.as_str(), "uown" | "warm") => {
-                or(&o.size, sizing::beyond_caches(m))
+                given(&o.size, sizing::beyond_caches(m))
             }
             None => 0,
         },
@@ -67,8 +61,8 @@ pub fn bytes(m: &Machine, e: &Experiment) -> u64 {
                 .inject_size
                 .as_deref()
                 .and_then(|s| parse_size(s).ok())
-                .map_or(stream, |b| b * injectors);
-            or(&o.size, stream) + inject
+                .map_or(stream, |b| b.saturating_mul(injectors));
+            given(&o.size, stream).saturating_add(inject)
         }
         _ => 0,
     }
@@ -79,15 +73,15 @@ pub fn bytes(m: &Machine, e: &Experiment) -> u64 {
 /// memory node; the in-cache kernels (rdex, upgrade) touch a private cache's worth.
 fn bandwidth_bytes(m: &Machine, o: &bandwidth::Options) -> u64 {
     let n = o.crew.count.unwrap_or(1).max(1);
-    let each = or(&o.size, sizing::streaming(m, n)) * n as u64;
+    let each = given(&o.size, sizing::streaming(m, n)).saturating_mul(n as u64);
     if o.injection {
-        return 7 * m.memory_nodes().len().max(1) as u64 * each;
+        return each.saturating_mul(7 * m.memory_nodes().len().max(1) as u64);
     }
     if o.mix.is_some() {
         return each;
     }
     let kernels: Vec<&str> = if o.kernel == "all" {
-        vec!["read", "readv", "rdsh", "zero", "nt", "copy"]
+        ALL_KERNELS.to_vec()
     } else {
         o.kernel.split(',').collect()
     };
@@ -95,7 +89,7 @@ fn bandwidth_bytes(m: &Machine, o: &bandwidth::Options) -> u64 {
         .iter()
         .filter(|k| !matches!(**k, "rdex" | "upgrade"))
         .count() as u64;
-    streaming * each
+    each.saturating_mul(streaming)
 }
 
 /// Seconds a first touch of one 4 KiB page takes now: a fresh private mapping of
