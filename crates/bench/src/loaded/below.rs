@@ -6,7 +6,7 @@
 //! read 135–148 ns, a busy full survey's sweep 92 ns), and then the first unloaded
 //! reading, not the curve, is the odd one.
 
-use super::measure::Measured;
+use super::data::Measured;
 use super::Load;
 use numalab_results::plausible::LOADED_BELOW_TOL;
 use numalab_results::stats::median;

@@ -36,3 +36,25 @@ pub struct LoadedPlanData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_pcts: Option<Vec<u32>>,
 }
+
+/// One measured point: its passes (those the statistics use), how it settled, and
+/// every pass's disturbance.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The passes the statistics use.
+    pub point: Point,
+    /// The record's settle entry: the latency's, or the issued bandwidth's when only
+    /// that one did not settle, or unsettled for reading below the unloaded latency.
+    pub settle: Settle,
+    /// How the latency settled, on its own.
+    pub latency: Settle,
+    /// How the issued bandwidth settled (loaded points only).
+    pub bandwidth: Option<Settle>,
+    /// Every pass: what disturbed it (chase and injectors together), which were used.
+    pub log: PassLog,
+    /// Times the point was measured again for reading below the unloaded latency.
+    pub remeasured_below: u32,
+    /// The unloaded point: its first median, when a loaded point that stayed below it
+    /// had it measured again and this lower reading replaced it.
+    pub replaced_ns: Option<f64>,
+}

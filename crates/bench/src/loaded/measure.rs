@@ -3,6 +3,7 @@
 //! judged disturbed when the chase or any injector was; a loaded point reading below
 //! the unloaded latency is measured again (`loaded::below`).
 
+pub use super::data::Measured;
 use super::{Landed, Load, LoadedPlan, Point};
 use numalab_probe::inject;
 use numalab_probe::kernel::{self, Access};
@@ -10,35 +11,12 @@ use numalab_probe::mix::Mix;
 use numalab_probe::{
     span_ticks, Chase, Crew, CrewResult, Layout, LineState, Member, Pass, Timed, Timer,
 };
-use numalab_results::disturb::{Disturbance, PassLog, Rules};
+use numalab_results::disturb::{Disturbance, Rules};
 use numalab_results::settle::{self, Settled};
-use numalab_results::Settle;
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Error, Host, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// One measured point: its passes (those the statistics use), how it settled, and
-/// every pass's disturbance.
-#[derive(Debug, Clone)]
-pub struct Measured {
-    /// The passes the statistics use.
-    pub point: Point,
-    /// The record's settle entry: the latency's, or the issued bandwidth's when only
-    /// that one did not settle, or unsettled for reading below the unloaded latency.
-    pub settle: Settle,
-    /// How the latency settled, on its own.
-    pub latency: Settle,
-    /// How the issued bandwidth settled (loaded points only).
-    pub bandwidth: Option<Settle>,
-    /// Every pass: what disturbed it (chase and injectors together), which were used.
-    pub log: PassLog,
-    /// Times the point was measured again for reading below the unloaded latency.
-    pub remeasured_below: u32,
-    /// The unloaded point: its first median, when a loaded point that stayed below it
-    /// had it measured again and this lower reading replaced it.
-    pub replaced_ns: Option<f64>,
-}
 
 /// One pass's figures, all injectors together.
 #[derive(Debug, Clone, Copy, PartialEq)]
