@@ -43,7 +43,10 @@ stress: deps
 	$(CARGO) build --release --locked
 	CARGO=$(CARGO) bash scripts/stress-tests.sh $(N)
 
+# The same guards CI runs first (.ci/run): standing alone, files importing one way.
 lint: deps
+	bash scripts/check-standalone.sh
+	python3 scripts/import-cycles.py
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
