@@ -20,9 +20,10 @@ pub const MAX_BELOW_REMEASURE: u32 = 2;
 /// The points of `loads` in order, each from `at`: a loaded point reading below the
 /// unloaded latency is measured again ([`below_remeasured`]); the first one that stays
 /// below has the unloaded point measured again, which replaces the first reading when
-/// it reads lower by more than the tolerance (that point is then judged against it).
-/// `done(i, m)` as point `i` ends, and again for the unloaded point's index when it is
-/// replaced.
+/// it reads lower by more than the tolerance (that point is then judged against it);
+/// otherwise its second reading is kept beside the first (`rechecked_ns`). `done(i, m)`
+/// as point `i` ends, and again for the unloaded point's index when it was measured
+/// again.
 pub fn run_loads(
     loads: &[Load],
     mut at: impl FnMut(Load) -> Result<Measured>,
@@ -52,6 +53,9 @@ pub fn run_loads(
                     if !still_below(&m, f) {
                         m.settle = merged(&m.latency, m.bandwidth.as_ref());
                     }
+                } else {
+                    out[u].rechecked_ns = fresh_ul;
+                    done(u, &out[u]);
                 }
             }
         }
@@ -163,6 +167,7 @@ mod tests {
             },
             remeasured_below: 0,
             replaced_ns: None,
+            rechecked_ns: None,
         }
     }
 
@@ -211,12 +216,17 @@ mod tests {
             (out[0].point.latency_ns[0], out[0].replaced_ns),
             (200.0, None)
         );
+        // Its second reading is kept beside the first, the record handed over again.
+        assert_eq!(out[0].rechecked_ns, Some(195.0));
         assert!(!out[1].settle.settled && !out[2].settle.settled);
-        assert_eq!(seen, [0, 1, 2]);
+        assert_eq!(seen, [0, 0, 1, 2]);
         assert_eq!(calls, 1 + 3 + 1 + 3);
         // A curve above its unloaded point never has it measured again.
         let (out, _, calls) = family(&[100.0], 130.0);
-        assert_eq!((calls, out[0].replaced_ns), (3, None));
+        assert_eq!(
+            (calls, out[0].replaced_ns, out[0].rechecked_ns),
+            (3, None, None)
+        );
     }
 
     #[test]

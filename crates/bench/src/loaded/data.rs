@@ -25,6 +25,10 @@ pub struct LoadedData {
     /// loaded point stayed below it (None: not replaced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced_ns: Option<f64>,
+    /// The unloaded point: what it read when measured again after a loaded point stayed
+    /// below it, not lower by more than the tolerance, so the first reading stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rechecked_ns: Option<f64>,
 }
 
 /// `data` of a `loaded-latency-plan` record: the injector delays to be run.
@@ -57,4 +61,7 @@ pub struct Measured {
     /// The unloaded point: its first median, when a loaded point that stayed below it
     /// had it measured again and this lower reading replaced it.
     pub replaced_ns: Option<f64>,
+    /// The unloaded point: its second reading, when it was measured again and did not
+    /// read lower by more than the tolerance (the first one stands).
+    pub rechecked_ns: Option<f64>,
 }

@@ -346,7 +346,8 @@ pub fn run(
         |i, m, landed| {
             let rec = plan.point_record(&ctx.prov, &warnings, m, landed);
             if i < records.len() {
-                // The unloaded point measured again: its new reading replaces the kept one.
+                // The unloaded point measured again: its new record (a lower reading, or
+                // the same one with the second reading beside it) replaces the kept one.
                 interrupt::supersede([rec.clone()]);
                 records[i] = rec;
             } else {
@@ -389,12 +390,19 @@ impl LoadedPlan {
             bandwidth_settle: m.bandwidth.clone(),
             remeasured_below: m.remeasured_below,
             replaced_ns: m.replaced_ns,
+            rechecked_ns: m.rechecked_ns,
         });
         rec.warnings = warnings.to_vec();
         rec.warnings.extend(m.log.warning());
         if let Some(first) = m.replaced_ns {
             rec.warnings.push(format!(
                 "measured again after a loaded point stayed below it: the first reading, {first:.1} ns, was the odd one (the memory's latency moved since)"
+            ));
+        }
+        if let Some(second) = m.rechecked_ns {
+            rec.warnings.push(format!(
+                "measured again after a loaded point stayed below it: read {second:.1} ns, not lower by more than {:.0} %, so this reading stands",
+                numalab_results::plausible::LOADED_BELOW_TOL * 100.0
             ));
         }
         if m.remeasured_below > 0 {

@@ -117,6 +117,7 @@ fn point(
         log: passes.log,
         remeasured_below: 0,
         replaced_ns: None,
+        rechecked_ns: None,
     })
 }
 
