@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, validate};
+use common::{bad_input, numalab, tmpdir, validate};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -232,11 +232,7 @@ fn bad_input_is_one_line_and_exit_2() {
         let mut a = vec!["advise"];
         a.extend(args.iter().map(|s| s.as_str()));
         a.extend(["-o", o.to_str().unwrap()]);
-        let out = numalab(&a);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
-        assert!(err.contains(needle), "{a:?}: {err}");
+        bad_input(&numalab(&a), &[needle], &format!("{a:?}"));
         assert!(!o.exists(), "{a:?} left a partial file");
     }
     let _ = std::fs::remove_dir_all(dir);

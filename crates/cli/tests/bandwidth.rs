@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, topology};
+use common::{bad_input, numalab, tmpdir, topology};
 use serde_json::Value;
 
 fn bw(args: &[&str]) -> Value {
@@ -31,11 +31,8 @@ fn bad_input_exits_2_naming_the_value() {
         let mut a = vec!["bandwidth"];
         a.extend_from_slice(&args);
         a.extend_from_slice(&["-o", &f]);
-        let out = numalab(&a);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(names), "{args:?}: {err}");
-        assert!(out.stdout.is_empty() && !dir.join("o.json").exists());
+        bad_input(&numalab(&a), &[names], &format!("{args:?}"));
+        assert!(!dir.join("o.json").exists());
     }
 }
 

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, topology, validate};
+use common::{bad_input, numalab, topology, validate};
 
 #[test]
 fn plan_and_bad_input() {
@@ -45,10 +45,7 @@ fn plan_and_bad_input() {
         (vec!["c2c", "--cpus", "0"], "'0'"),
         (vec!["c2c", "--cpus", "0,77"], "'77'"),
     ] {
-        let out = numalab(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(names), "{args:?}: {err}");
+        bad_input(&numalab(&args), &[names], &format!("{args:?}"));
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir};
+use common::{bad_input, numalab, tmpdir};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
@@ -106,11 +106,7 @@ fn a_figure_is_beyond_only_against_every_baseline_run() {
     }
     // A baseline that is not there: one line, exit 2, nothing on stdout.
     let out = numalab(&["compare", a, b, "--baseline", "/nonexistent/run.json"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("/nonexistent/run.json"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(out.stdout.is_empty());
+    bad_input(&out, &["/nonexistent/run.json"], "a baseline not there");
 }
 
 #[test]

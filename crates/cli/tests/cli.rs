@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, topology, validate};
+use common::{bad_input, numalab, tmpdir, topology, validate};
 
 #[test]
 fn topo_json_validates_against_the_schema() {
@@ -150,13 +150,7 @@ fn bad_input_exits_2_naming_the_value_without_partial_files() {
         ),
     ];
     for (args, needle) in cases {
-        let out = numalab(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
-        assert!(out.stdout.is_empty(), "{args:?} printed partial output");
+        bad_input(&numalab(&args), &[needle], &format!("{args:?}"));
         assert!(!f.exists(), "{args:?} left a file");
     }
 }

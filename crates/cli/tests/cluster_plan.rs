@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, validate};
+use common::{bad_input, numalab, tmpdir, validate};
 
 #[test]
 fn ten_thousand_hosts_are_planned_with_an_estimate_and_the_bytes_per_pair() {
@@ -91,12 +91,7 @@ fn bad_requests_are_one_line_and_exit_2() {
     ] {
         let mut a = vec!["cluster"];
         a.extend(args.iter().copied());
-        let out = numalab(&a);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
-        assert!(err.contains(want), "{a:?}: {want} not in {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
-        assert!(out.stdout.is_empty(), "{a:?}: nothing on stdout");
+        bad_input(&numalab(&a), &[want], &format!("{a:?}"));
     }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -15,12 +15,7 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 fn one_line_usage_error(args: &[&str], needle: &str) {
-    let out = run(args, &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(out.stdout.is_empty());
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    assert!(err.contains(needle), "{needle:?} not in {err}");
+    common::bad_input(&run(args, &[]), &[needle], &format!("{args:?}"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{assert_sane, claim, ensure, numalab, run_json, stat};
+use common::{assert_sane, bad_input, claim, ensure, numalab, run_json, stat};
 
 #[test]
 fn the_earth_suite_runs_here_with_small_sizes() {
@@ -243,10 +243,6 @@ fn bad_earth_input_exits_2_naming_the_value() {
     ] {
         let mut a = vec!["suite", "earth"];
         a.extend(args.iter().copied());
-        let out = numalab(&a);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
-        assert!(out.stdout.is_empty());
+        bad_input(&numalab(&a), &[want], &format!("{args:?}"));
     }
 }

@@ -27,15 +27,9 @@ fn launch(file: &Path, extra: &[&str]) -> Output {
     )
 }
 
-/// One line on stderr holding every needle, nothing on stdout, exit `code`.
-fn one_line(out: &Output, code: i32, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{n:?} not in {err}");
-    }
-    assert!(out.stdout.is_empty());
+/// One line on stderr holding every needle, nothing on stdout, exit 2.
+fn one_line(out: &Output, needles: &[&str]) {
+    common::bad_input(out, needles, "a bad hostfile");
 }
 
 #[test]
@@ -43,13 +37,12 @@ fn an_empty_or_malformed_hostfile_is_one_usage_error_naming_the_line() {
     let empty = hostfile("empty", "# no hosts yet\n\n");
     let named = format!("--hostfile '{}'", empty.display());
     for extra in [&[][..], &["--dry-run"]] {
-        one_line(&launch(&empty, extra), 2, &[&named, "names no host"]);
+        one_line(&launch(&empty, extra), &[&named, "names no host"]);
     }
     let bad = hostfile("malformed", "localhost slots=2\nnode2 slots=two\n");
     let named = format!("--hostfile '{}'", bad.display());
     one_line(
         &launch(&bad, &[]),
-        2,
         &[
             &named,
             "line 2 'node2 slots=two'",
@@ -74,7 +67,6 @@ fn a_host_that_does_not_resolve_is_named_with_its_line_before_launching() {
     );
     one_line(
         &launch(&f, &[]),
-        2,
         &[
             "cannot reach host 'no-such-host.invalid'",
             &format!("--hostfile '{}' (line 3)", f.display()),
@@ -95,25 +87,17 @@ fn a_rank_count_below_the_least_is_said_in_good_english() {
         ),
     ] {
         let out = common::bounded("60", args, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(least) && !err.contains("1 ranks"),
-            "{args:?}: {err}"
-        );
+        let err = common::bad_input(&out, &[least], &format!("{args:?}"));
+        assert!(!err.contains("1 ranks"), "{args:?}: {err}");
     }
 }
 
 #[test]
 fn a_host_named_twice_is_one_usage_error_before_anything_starts() {
     let dup = hostfile("twice", "node1 slots=1\nnode2\nnode1 slots=2\n");
-    one_line(
-        &launch(&dup, &[]),
-        2,
-        &["'node1' is named on lines 1 and 3"],
-    );
+    one_line(&launch(&dup, &[]), &["'node1' is named on lines 1 and 3"]);
     let me = hostfile("this-machine-twice", "localhost\n127.0.0.1 slots=2\n");
-    one_line(&launch(&me, &[]), 2, &["both name this machine"]);
+    one_line(&launch(&me, &[]), &["both name this machine"]);
 }
 
 /// `mpi latency` with `args` (no --ranks unless given), bounded.
@@ -162,14 +146,7 @@ fn a_spread_beyond_a_hosts_room_is_one_usage_error_before_anything_starts() {
     ] {
         for dry in [&[][..], &["--dry-run"]] {
             let all = [&args[..], dry].concat();
-            let out = spread(&all);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
-            assert_eq!(err.lines().count(), 1, "{all:?}: {err}");
-            for n in &needles {
-                assert!(err.contains(n), "{n:?} not in {err} ({all:?})");
-            }
-            assert!(out.stdout.is_empty(), "{all:?}");
+            common::bad_input(&spread(&all), &needles, &format!("{all:?}"));
         }
     }
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, run_json, stat, topology};
+use common::{bad_input, numalab, run_json, stat, topology};
 use serde_json::Value;
 
 fn u(p: &Value, k: &str) -> u64 {
@@ -57,8 +57,7 @@ fn placements_resolve_on_the_shared_topologies() {
     // A requestor without a node is refused, one with a node works.
     let topo = topology("offline-cpu0-node0.xml");
     let out = numalab(&["intervene", "--dry-run", "--topology", &topo]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--cpu"));
+    bad_input(&out, &["--cpu"], "no node for the requestor");
     let v = run_json(
         "intervene",
         &["--dry-run", "--topology", &topo, "--cpu", "5"],
@@ -70,11 +69,10 @@ fn placements_resolve_on_the_shared_topologies() {
 fn a_placement_with_no_distinct_nodes_is_refused() {
     let one = topology("16em64t-4s2c2t.xml");
     let out = numalab(&["intervene", "--dry-run", "--topology", &one, "--hops", "1"]);
-    assert_eq!(out.status.code(), Some(2));
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        e.contains("'1'") && e.contains("no placement with distinct nodes"),
-        "{e}"
+    bad_input(
+        &out,
+        &["'1'", "no placement with distinct nodes"],
+        "--hops 1 on one node",
     );
     assert!(out.stdout.is_empty());
     let four = topology("16amd64-4distances.xml");
@@ -87,8 +85,7 @@ fn a_placement_with_no_distinct_nodes_is_refused() {
         let mut a = vec!["intervene", "--dry-run", "--topology", &four];
         a.extend(bad.iter());
         let out = numalab(&a);
-        assert_eq!(out.status.code(), Some(2), "{bad:?}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("'{}'", bad[1])));
+        bad_input(&out, &[&format!("'{}'", bad[1])], &format!("{bad:?}"));
     }
     // Asked distances only.
     let v = run_json(

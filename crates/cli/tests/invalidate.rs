@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, run_json, stat, topology};
+use common::{bad_input, numalab, run_json, stat, topology};
 
 #[test]
 fn sharers_join_nearest_first_from_the_home_node() {
@@ -58,10 +58,7 @@ fn more_sharers_than_cpus_is_refused() {
         "--sharers",
         "9",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("'9'") && e.contains("1 to 8"), "{e}");
-    assert!(out.stdout.is_empty());
+    bad_input(&out, &["'9'", "1 to 8"], "--sharers 9");
     // Two per node: the home node has one other core, the others two each.
     let v = run_json(
         "invalidate",
@@ -69,7 +66,7 @@ fn more_sharers_than_cpus_is_refused() {
     );
     assert_eq!(v[0]["parameters"]["sharers"].as_u64(), Some(15));
     let out = numalab(&["invalidate", "--dry-run", "--per-node", "0"]);
-    assert_eq!(out.status.code(), Some(2));
+    bad_input(&out, &["'0'"], "--per-node 0");
 }
 
 #[test]

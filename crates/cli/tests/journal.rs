@@ -29,10 +29,7 @@ fn survey_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 }
 
 fn one_line_error(out: &std::process::Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    err
+    common::bad_input(out, &[], "bad input")
 }
 
 /// Record kinds and how many of each: what two runs of one plan share (never numbers).

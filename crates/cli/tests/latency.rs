@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{assert_sane, claim, ensure, measured_claim, numalab, stat, tmpdir, topology};
+use common::{
+    assert_sane, bad_input, claim, ensure, measured_claim, numalab, stat, tmpdir, topology,
+};
 use serde_json::Value;
 use std::cell::Cell;
 
@@ -17,19 +19,7 @@ fn expect_usage_error(args: &[&str], names: &str) {
     a.extend_from_slice(args);
     let f = file.display().to_string();
     a.extend_from_slice(&["-o", &f]);
-    let out = numalab(&a);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(
-        err.contains(names),
-        "{args:?}: '{err}' does not name '{names}'"
-    );
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    assert!(out.stdout.is_empty(), "{args:?}: partial output");
+    bad_input(&numalab(&a), &[names], &format!("{args:?}"));
     assert!(!file.exists(), "{args:?}: partial file");
 }
 

@@ -22,11 +22,7 @@ fn recording_launcher(tag: &str) -> std::path::PathBuf {
 
 fn one_line_exit_2(args: &[&str], env: &[(&str, &str)], names: &str) {
     let out = common::mpi::run(LIMIT, args, env);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(names), "{args:?}: {err}");
-    assert!(out.stdout.is_empty(), "{args:?}");
+    common::bad_input(&out, &[names], &format!("{args:?}"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{ensure, measured_claim, numalab, run_json, stat, topology};
+use common::{bad_input, ensure, measured_claim, numalab, run_json, stat, topology};
 
 #[test]
 fn injectors_default_to_every_other_core() {
@@ -51,10 +51,7 @@ fn bad_input_is_named() {
             flag,
             value,
         ]);
-        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
-        assert!(out.stdout.is_empty());
-        let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains(value), "{flag}: {e}");
+        bad_input(&out, &[value], &format!("{flag} {value}"));
     }
 }
 
@@ -162,11 +159,7 @@ fn bad_family_input_is_named_and_writes_nothing() {
             args.extend(["--writes", "0,50"]);
         }
         let out = numalab(&args);
-        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
-        assert!(out.stdout.is_empty());
-        let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains(named), "{flag} {value}: {e}");
-        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        bad_input(&out, &[named], &format!("{flag} {value}"));
         assert!(!std::path::Path::new(&csv).exists());
     }
     // A CSV that already holds curves is kept unless --force.
@@ -179,8 +172,7 @@ fn bad_family_input_is_named_and_writes_nothing() {
         "--mess-csv",
         &csv,
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    bad_input(&out, &["--force"], "a CSV that holds curves");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -289,8 +281,7 @@ fn report_overlays_a_mess_reference() {
         "-o",
         html2.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("read_pct_rounded"));
+    bad_input(&out, &["read_pct_rounded"], "a reference not Mess's");
     assert!(!html2.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, validate};
+use common::{bad_input, numalab, tmpdir, validate};
 
 #[test]
 fn fit_recovers_coefficients_from_csv_and_refuses_bad_files() {
@@ -26,9 +26,8 @@ fn fit_recovers_coefficients_from_csv_and_refuses_bad_files() {
 
     std::fs::write(&csv, "0,90\n1,abc\n").unwrap();
     let out = numalab(&["model", "fit", &p]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("'1,abc'"));
+    bad_input(&out, &["'1,abc'"], "a bad csv line");
     let missing = dir.join("none.json").display().to_string();
     let out = numalab(&["model", "fit", &missing]);
-    assert_eq!(out.status.code(), Some(2));
+    bad_input(&out, &[&missing], "a missing file");
 }

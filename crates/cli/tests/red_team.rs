@@ -50,11 +50,11 @@ fn a_bad_mpi_timeout_is_refused_not_ignored() {
             &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
             &[("NUMALAB_MPI_TIMEOUT", v)],
         );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{v}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(&format!("NUMALAB_MPI_TIMEOUT '{v}'")), "{err}");
-        assert!(out.stdout.is_empty());
+        common::bad_input(
+            &out,
+            &[&format!("NUMALAB_MPI_TIMEOUT '{v}'")],
+            &format!("NUMALAB_MPI_TIMEOUT={v}"),
+        );
     }
 }
 
@@ -148,11 +148,7 @@ fn an_option_that_does_not_apply_or_an_empty_item_is_refused_by_name() {
         ),
     ] {
         let out = common::bounded("60", args, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(names), "{args:?}: {err}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        common::bad_input(&out, &[names], &format!("{args:?}"));
     }
 }
 
@@ -320,14 +316,8 @@ fn a_flag_parse_error_is_one_line_naming_the_option() {
         (&["latency", "--bogus"], "'--bogus'"),
     ] {
         let out = common::numalab(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("numalab: error: ") && err.contains(names),
-            "{err}"
-        );
-        assert!(out.stdout.is_empty());
+        let err = common::bad_input(&out, &[names], &format!("{args:?}"));
+        assert!(err.starts_with("numalab: error: "), "{err}");
     }
     // Help is still help, on stdout, exit 0.
     let out = common::numalab(&["latency", "--help"]);
@@ -359,14 +349,11 @@ fn records_of_an_unknown_schema_are_refused_naming_it() {
         vec!["report", &f, "-o", html.to_str().unwrap()],
         vec!["compare", &f, &f],
     ] {
-        let out = common::numalab(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains("'numalab.record/99'") && err.contains("'numalab.record/1'"),
-            "{err}"
+        common::bad_input(
+            &common::numalab(&args),
+            &["'numalab.record/99'", "'numalab.record/1'"],
+            &format!("{args:?}"),
         );
-        assert_eq!(err.lines().count(), 1, "{err}");
     }
     assert!(!html.exists());
 }
@@ -513,10 +500,7 @@ fn counts_that_size_memory_are_refused_before_anything_starts() {
         ),
     ] {
         let out = common::bounded("60", args, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(names) && err.contains("available"), "{err}");
+        common::bad_input(&out, &[names, "available"], &format!("{args:?}"));
     }
 }
 

@@ -4,7 +4,7 @@
 //! temporary folder (`mknod`, as root); the machine's own /dev is never touched.
 
 mod common;
-use common::{bounded, tmpdir};
+use common::{bad_input, bounded, tmpdir};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
@@ -78,11 +78,11 @@ fn specials(dir: &Path, ext: &str) -> Vec<(PathBuf, &'static str)> {
 fn refused(args: &[&str], p: &Path, kind: &str) {
     let before = what(p);
     let out = bounded("60", args, &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(err.contains(&p.display().to_string()), "{args:?}: {err}");
-    assert!(err.contains(kind), "{args:?} should say {kind}: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    bad_input(
+        &out,
+        &[&p.display().to_string(), kind],
+        &format!("{args:?}"),
+    );
     assert_eq!(what(p), before, "{args:?} changed {}", p.display());
 }
 
@@ -261,11 +261,7 @@ fn one_file_named_twice_is_refused_before_any_work() {
             "names the input",
         ),
     ] {
-        let out = bounded("60", args, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
+        bad_input(&bounded("60", args, &[]), &[want], &format!("{args:?}"));
     }
     assert_eq!(std::fs::read(&a).unwrap(), before, "the input is untouched");
     assert!(
@@ -411,11 +407,7 @@ fn bad_inputs_say_what_they_are() {
             "is a directory",
         ),
     ] {
-        let out = bounded("60", &args, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        bad_input(&bounded("60", &args, &[]), &[want], &format!("{args:?}"));
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -428,12 +420,10 @@ fn survey_into_a_regular_file_is_refused_naming_it() {
     std::fs::write(&f, "mine\n").unwrap();
     let p = f.display().to_string();
     let out = bounded("60", &["survey", "--quick", "-o", &p], &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains(&p) && err.contains("a regular file") && err.contains("names a folder"),
-        "{err}"
+    let err = bad_input(
+        &out,
+        &[&p, "a regular file", "names a folder"],
+        "survey -o a file",
     );
     assert!(!err.contains("os error 17"), "{err}");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "mine\n");

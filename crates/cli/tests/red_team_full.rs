@@ -6,7 +6,7 @@
 //! nodes are made in a temporary folder: nothing of the machine's is touched.
 
 mod common;
-use common::{bounded, tmpdir};
+use common::{bad_input, bounded, tmpdir};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -254,10 +254,7 @@ fn report_refuses_a_journal_that_is_a_device_or_a_fifo() {
         let html = dir.join("r.html");
         let args = ["report", d.to_str().unwrap(), "-o", html.to_str().unwrap()];
         let out = bounded("20", &args, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains("journal.jsonl") && err.contains(kind), "{err}");
+        bad_input(&out, &["journal.jsonl", kind], &format!("{args:?}"));
         assert!(!html.exists());
     }
     assert!(Path::new("/dev/urandom").exists());

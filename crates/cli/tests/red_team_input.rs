@@ -7,14 +7,7 @@ mod common;
 /// nothing on stdout.
 fn assert_refused(args: &[&str], names: &[&str]) -> String {
     let out = common::bounded("120", args, &[]);
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    for n in names {
-        assert!(err.contains(n), "{args:?}: '{n}' not in {err}");
-    }
-    assert!(out.stdout.is_empty(), "{args:?} printed on stdout");
-    err
+    common::bad_input(&out, names, &format!("{args:?}"))
 }
 
 #[test]
@@ -206,12 +199,10 @@ fn an_mpi_timeout_below_a_second_is_refused_not_shown_as_0_s() {
         &["mpi", "latency", "--ranks", "2", "--sizes", "8"],
         &[("NUMALAB_MPI_TIMEOUT", "0.001")],
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("NUMALAB_MPI_TIMEOUT '0.001'") && err.contains("1 second"),
-        "{err}"
+    let err = common::bad_input(
+        &out,
+        &["NUMALAB_MPI_TIMEOUT '0.001'", "1 second"],
+        "NUMALAB_MPI_TIMEOUT=0.001",
     );
     assert!(!err.contains("(0 s)"), "{err}");
 }

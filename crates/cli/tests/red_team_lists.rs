@@ -113,10 +113,6 @@ fn every_list_flag_refuses_a_value_given_twice() {
             argv.push("--dry-run");
         }
         let out = bounded("60", &argv, &[]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{argv:?}: {err}");
-        assert!(err.contains(flag) && err.contains(said), "{argv:?}: {err}");
-        assert!(out.stdout.is_empty(), "{argv:?}");
+        common::bad_input(&out, &[flag, said], &format!("{argv:?}"));
     }
 }

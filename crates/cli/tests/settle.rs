@@ -7,7 +7,7 @@
 mod common;
 
 use common::busy::{first_cpu, spinner};
-use common::{bounded, numalab, tmpdir};
+use common::{bad_input, bounded, numalab, tmpdir};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -114,12 +114,11 @@ fn a_bad_budget_or_tolerance_is_one_line_and_exit_2() {
             ("--tolerance", "NaN"),
             ("--tolerance", "1000"),
         ] {
-            let out = numalab(&[cmd, opt, bad]);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{cmd} {opt} {bad}: {err}");
-            assert!(err.contains(&format!("invalid {opt} '{bad}'")), "{err}");
-            assert_eq!(err.trim().lines().count(), 1, "{err}");
-            assert!(out.stdout.is_empty());
+            bad_input(
+                &numalab(&[cmd, opt, bad]),
+                &[&format!("invalid {opt} '{bad}'")],
+                &format!("{cmd} {opt} {bad}"),
+            );
         }
     }
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{numalab, run_json, stat, topology};
+use common::{bad_input, numalab, run_json, stat, topology};
 
 #[test]
 fn placement_plans_batches_owners_and_domains_on_a_four_socket_machine() {
@@ -295,11 +295,6 @@ fn bad_suite_input_exits_2_naming_the_value() {
     ] {
         let mut a = vec!["suite"];
         a.extend(args.iter().copied());
-        let out = numalab(&a);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(&want), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(out.stdout.is_empty());
+        bad_input(&numalab(&a), &[&want], &format!("{args:?}"));
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{numalab, tmpdir, validate};
+use common::{bad_input, numalab, tmpdir, validate};
 use std::fs;
 use std::path::Path;
 
@@ -27,11 +27,7 @@ fn ok_json(args: &[&str]) -> serde_json::Value {
 }
 
 fn refused(args: &[&str], names: &str) {
-    let out = numalab(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains(names), "{err}");
+    bad_input(&numalab(args), &[names], &format!("{args:?}"));
 }
 
 #[test]
@@ -369,17 +365,12 @@ fn export_hwloc_refuses_a_survey_of_another_machine() {
         "--export-hwloc",
         &x,
     ];
-    let out = numalab(&args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("another machine")
-            && err.contains("'two-socket-fixture' in it")
-            && err.contains("here"),
-        "{err}"
+    bad_input(
+        &numalab(&args),
+        &["another machine", "'two-socket-fixture' in it", "here"],
+        "another machine's survey",
     );
-    assert!(out.stdout.is_empty() && !xml.exists());
+    assert!(!xml.exists());
     let (r, survey) = cxl_here("tiers-hwloc-here-root");
     ok_json(&[
         "tiers",
@@ -495,15 +486,11 @@ fn bad_input_is_one_line_and_exit_2() {
 fn a_survey_of_another_machine_is_refused_naming_both() {
     let survey = cxl_survey();
     // This machine is not the fixture's: refused, naming the field and both values.
-    let out = numalab(&["tiers", "--from", &survey]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("another machine") && err.contains("'two-socket-fixture'"),
-        "{err}"
+    bad_input(
+        &numalab(&["tiers", "--from", &survey]),
+        &["another machine", "'two-socket-fixture'"],
+        "tiers --from another machine's survey",
     );
-    assert!(out.stdout.is_empty());
     // A tree of another host: refused naming both host names and the root.
     let other = tmpdir("tiers-other-host");
     tree(

@@ -19,6 +19,29 @@ pub fn numalab(args: &[&str]) -> Output {
         .expect("run numalab")
 }
 
+/// The bad-input standard on `out`: exit status 2, nothing on stdout, one line on
+/// stderr, no panic, naming each of `needles`; returns that line. `what` names the call
+/// in the failure messages.
+pub fn bad_input(out: &Output, needles: &[&str], what: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{what}: partial output on stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{what}: not one line: {err}"
+    );
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{what}: {n:?} not in {err}");
+    }
+    err
+}
+
 pub fn topology(name: &str) -> String {
     numalab_fixtures::topology(name).display().to_string()
 }
