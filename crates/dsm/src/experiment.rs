@@ -1,9 +1,7 @@
 //! `dsm run` as an experiment: [`Options`] → [`Plan::resolve`] → [`measure`] inside an MPI
 //! job → records (one per rank, and a summary on rank 0).
 
-use crate::apps::{
-    by_name_scaled, costs::Costs, max_rel_diff, timed_sequential, App, Input, NAMES, SCALES,
-};
+use crate::apps::{by_name_scaled, costs::Costs, max_rel_diff, App, Input, NAMES, SCALES};
 use crate::cores::CoreShare;
 use crate::mpi_transport::Mpi;
 use crate::node::Config;
@@ -352,13 +350,14 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         cores: Some(CoreShare::here(on_host.max(1))),
     };
     if let Some(r) = &out.result {
-        let (want, seq_ns, seq_cpu_ns) = timed_sequential(app.as_ref());
+        let (want, seq_ns, seq_cpu_ns, moved) = crate::reference::timed(host, app.as_ref());
         let d = max_rel_diff(r, &want);
         data.check = Some(Check {
             max_rel_diff: d,
             tolerance: app.tolerance(),
             sequential_ns: seq_ns,
             sequential_cpu_ns: Some(seq_cpu_ns),
+            sequential_moved: moved,
         });
         if d > app.tolerance() {
             return Err(format!(
@@ -367,6 +366,9 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
             ));
         }
     }
+    // The other ranks wait here while rank 0 times the sequential program, without
+    // spinning, so their CPUs are free for it (`reference`).
+    world.barrier_gently();
     rec.set_data(&data);
     rec.warnings = prov.warnings();
     let Some(mut all) = world.gather_records(&[rec]).map_err(|e| e.to_string())? else {
@@ -397,6 +399,9 @@ pub struct Check {
     /// CPU time of that run, ns (well under `sequential_ns`: it waited for a CPU).
     #[serde(default)]
     pub sequential_cpu_ns: Option<u64>,
+    /// Where it was timed when the rank's own CPU was busy ([`crate::reference`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential_moved: Option<crate::reference::Moved>,
 }
 
 /// `data` of a `dsm-rank` record: one rank's counters and times.

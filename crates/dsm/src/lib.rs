@@ -19,6 +19,7 @@ pub mod msg;
 pub mod node;
 pub mod present;
 pub mod proto;
+pub mod reference;
 pub mod region;
 pub mod run;
 pub mod sched;

@@ -254,6 +254,20 @@ impl World {
         self.comm.barrier();
     }
 
+    /// Wait for every rank without spinning: a nonblocking barrier tested every
+    /// millisecond, so a rank that waits here leaves its CPU to others (Open MPI's
+    /// blocking barrier polls at full speed).
+    pub fn barrier_gently(&self) {
+        let mut req = self.comm.immediate_barrier();
+        loop {
+            match req.test() {
+                Ok(_) => return,
+                Err(r) => req = r,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// End the whole job with `code` after this rank printed its error: the
     /// launcher turns the abort into the exit status, no rank is left waiting.
     pub fn abort(&self, code: i32) -> ! {

@@ -82,6 +82,21 @@ pub fn pin_current_thread(host: &Host, cpu: u32) -> Result<PinProof> {
     })
 }
 
+/// Run `f` on the calling thread pinned to `cpu` (proved as [`pin_current_thread`]
+/// does), then give the thread back the binding it had.
+pub fn run_on_cpu<T>(host: &Host, cpu: u32, f: impl FnOnce() -> T) -> Result<(T, PinProof)> {
+    let before = host
+        .topology
+        .cpu_binding(CpuBindingFlags::THREAD)
+        .map_err(|e| Error::System(format!("reading the thread binding failed: {e}")))?;
+    let proof = pin_current_thread(host, cpu)?;
+    let out = f();
+    host.topology
+        .bind_cpu(&before, CpuBindingFlags::THREAD)
+        .map_err(|e| Error::System(format!("restoring the thread binding failed: {e}")))?;
+    Ok((out, proof))
+}
+
 /// Start one thread per placement, pin it, and return each thread's proof.
 pub fn verify_threads(host: &Host, threads: &[ThreadPlacement]) -> Result<Vec<PinProof>> {
     std::thread::scope(|s| {

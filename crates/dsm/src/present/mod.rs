@@ -262,17 +262,23 @@ pub fn run_text(recs: &[Record]) -> String {
     out
 }
 
-/// When the sequential reference ran on a CPU less than 80 % of its time (a busy
-/// machine), its CPU time: the speedup is then not the program's.
+/// Where the sequential reference was timed when its rank's CPU was busy, and when it
+/// still ran on a CPU less than 80 % of its time (a busy machine), its CPU time: the
+/// speedup is then not the program's.
 fn starved(c: Option<&crate::experiment::Check>) -> String {
+    let moved = c
+        .and_then(|c| c.sequential_moved.as_ref())
+        .map_or(String::new(), |m| {
+            format!(" (timed on CPU {}: CPU {} was {})", m.cpu, m.from, m.why)
+        });
     let Some((wall, cpu)) = c.and_then(|c| Some((c.sequential_ns, c.sequential_cpu_ns?))) else {
-        return String::new();
+        return moved;
     };
     if (cpu as f64) >= 0.8 * wall as f64 {
-        return String::new();
+        return moved;
     }
     format!(
-        " (only {:.2} ms of it on a CPU: the machine was busy, and this speedup is not the program's)",
+        "{moved} (only {:.2} ms of it on a CPU: the machine was busy, and this speedup is not the program's)",
         cpu as f64 / 1e6
     )
 }
@@ -480,12 +486,24 @@ mod tests {
             tolerance: 0.0,
             sequential_ns: 10_000_000,
             sequential_cpu_ns: cpu,
+            sequential_moved: None,
         };
         assert_eq!(starved(None), "");
         assert_eq!(starved(Some(&check(None))), "");
         assert_eq!(starved(Some(&check(Some(9_000_000)))), "");
         let t = starved(Some(&check(Some(2_500_000))));
         assert!(t.contains("only 2.50 ms of it on a CPU"), "{t}");
+        // Timed on another CPU than its rank's: said where and why.
+        let mut c = check(Some(9_000_000));
+        c.sequential_moved = Some(crate::reference::Moved {
+            cpu: 1,
+            from: 0,
+            why: "100 % busy with another process (pid 4242 sh)".into(),
+        });
+        assert_eq!(
+            starved(Some(&c)),
+            " (timed on CPU 1: CPU 0 was 100 % busy with another process (pid 4242 sh))"
+        );
     }
 
     #[test]
