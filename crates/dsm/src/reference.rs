@@ -6,7 +6,10 @@
 //! on a CPU, so the speedups read 1.84–2.01, which were not the program's (issue 43).
 //! The other ranks wait without spinning meanwhile
 //! ([`numalab_mpi::World::barrier_gently`]), so their CPUs count as free, and the
-//! reference moves to the least-taken CPU when that is clearly less taken.
+//! reference moves to the least-taken CPU of the same node, L3 domain and core kind
+//! (`Machine::peers`, the CPUs the survey's single-CPU steps may move to) when that is
+//! clearly less taken. Unlike the survey's choice, an SMT sibling's load is not
+//! weighed: the ranks sit one per core.
 
 use crate::apps::{timed_sequential, App};
 use numalab_results::disturb::{busy_now, CpuBusy};
@@ -46,13 +49,11 @@ pub fn choose(here: u32, busy: &[CpuBusy]) -> Option<Moved> {
 /// timed on the quietest CPU ([`choose`]); where, when it moved. Where the move cannot
 /// be made (no CPU to read, a binding refused), it is timed here, as before.
 pub fn timed(host: &Host, app: &dyn App) -> (Vec<f64>, u64, u64, Option<Moved>) {
-    // SAFETY: sched_getcpu has no preconditions.
-    let here = unsafe { libc::sched_getcpu() };
-    let cpus: Vec<u32> = host.machine.pus.iter().map(|p| p.os).collect();
-    let moved = u32::try_from(here)
+    let moved = bind::this_cpu()
         .ok()
-        .filter(|_| host.machine.this_system && cpus.len() > 1)
-        .and_then(|here| choose(here, &busy_now(&cpus, WINDOW)));
+        .map(|here| (here, host.machine.peers(here)))
+        .filter(|(_, cpus)| host.machine.this_system && cpus.len() > 1)
+        .and_then(|(here, cpus)| choose(here, &busy_now(&cpus, WINDOW)));
     if let Some(m) = moved {
         if let Ok(((want, wall, cpu), _)) = bind::run_on_cpu(host, m.cpu, || timed_sequential(app))
         {

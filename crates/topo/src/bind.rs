@@ -18,7 +18,8 @@ pub struct PinProof {
     pub observed_cpu: u32,
 }
 
-fn this_cpu() -> Result<u32> {
+/// The CPU the calling thread runs on now (sched_getcpu).
+pub fn this_cpu() -> Result<u32> {
     // SAFETY: sched_getcpu has no preconditions.
     let c = unsafe { libc::sched_getcpu() };
     if c < 0 {

@@ -319,6 +319,22 @@ impl Machine {
         self.caches.iter().max_by_key(|c| c.level)
     }
 
+    /// `cpu` first, then the other usable CPUs of its NUMA node, L3 domain and core
+    /// kind: where work placed on `cpu` may move without changing what it measures.
+    pub fn peers(&self, cpu: u32) -> Vec<u32> {
+        let Some(d) = self.pu(cpu) else {
+            return vec![cpu];
+        };
+        let mut v = vec![cpu];
+        v.extend(
+            self.pus
+                .iter()
+                .filter(|p| p.os != cpu && p.node == d.node && p.l3 == d.l3 && p.kind == d.kind)
+                .map(|p| p.os),
+        );
+        v
+    }
+
     /// Look up a usable PU by OS number.
     pub fn pu(&self, os: u32) -> Option<&Pu> {
         self.pus.iter().find(|p| p.os == os)

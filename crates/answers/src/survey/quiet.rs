@@ -101,17 +101,7 @@ impl CpuChoice {
 /// The CPUs a step whose default is `default` may move to: those of its node, L3
 /// domain and core kind (the default first).
 pub fn candidates(m: &Machine, default: u32) -> Vec<u32> {
-    let Some(d) = m.pus.iter().find(|p| p.os == default) else {
-        return vec![default];
-    };
-    let mut v = vec![default];
-    v.extend(
-        m.pus
-            .iter()
-            .filter(|p| p.os != default && p.node == d.node && p.l3 == d.l3 && p.kind == d.kind)
-            .map(|p| p.os),
-    );
-    v
+    m.peers(default)
 }
 
 /// The quietest candidate of `default`: least taken, its SMT siblings' load counting a
