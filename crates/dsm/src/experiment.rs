@@ -350,13 +350,14 @@ pub fn measure(world: &World, host: &Host, plan: &Plan) -> Result<Option<Vec<Rec
         cores: Some(CoreShare::here(on_host.max(1))),
     };
     if let Some(r) = &out.result {
-        let (want, seq_ns, seq_cpu_ns, moved) = crate::reference::timed(host, app.as_ref());
-        let d = max_rel_diff(r, &want);
+        let (seq, moved) = crate::reference::timed(host, app.as_ref());
+        let d = max_rel_diff(r, &seq.want);
         data.check = Some(Check {
             max_rel_diff: d,
             tolerance: app.tolerance(),
-            sequential_ns: seq_ns,
-            sequential_cpu_ns: Some(seq_cpu_ns),
+            sequential_ns: seq.wall_ns,
+            sequential_cpu_ns: Some(seq.cpu_ns),
+            sequential_runs_ns: seq.runs_ns,
             sequential_moved: moved,
         });
         if d > app.tolerance() {
@@ -394,11 +395,14 @@ pub struct Check {
     pub max_rel_diff: f64,
     /// The app's tolerance (the run fails beyond it).
     pub tolerance: f64,
-    /// Time of the sequential program, ns: the fastest of [`crate::apps::SEQUENTIAL_RUNS`].
+    /// Time of the sequential program, ns: the median of [`crate::apps::SEQUENTIAL_RUNS`].
     pub sequential_ns: u64,
     /// CPU time of that run, ns (well under `sequential_ns`: it waited for a CPU).
     #[serde(default)]
     pub sequential_cpu_ns: Option<u64>,
+    /// Every sequential run's time, ns, in the order run (empty in older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequential_runs_ns: Vec<u64>,
     /// Where it was timed when the rank's own CPU was busy ([`crate::reference`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential_moved: Option<crate::reference::Moved>,

@@ -11,7 +11,7 @@
 //! clearly less taken. Unlike the survey's choice, an SMT sibling's load is not
 //! weighed: the ranks sit one per core.
 
-use crate::apps::{timed_sequential, App};
+use crate::apps::{timed_sequential, App, Sequential};
 use numalab_results::disturb::{busy_now, CpuBusy};
 use numalab_topo::{bind, Host};
 use serde::{Deserialize, Serialize};
@@ -45,23 +45,21 @@ pub fn choose(here: u32, busy: &[CpuBusy]) -> Option<Moved> {
     })
 }
 
-/// The sequential program's result, its best wall time and that run's CPU time (ns),
-/// timed on the quietest CPU ([`choose`]); where, when it moved. Where the move cannot
-/// be made (no CPU to read, a binding refused), it is timed here, as before.
-pub fn timed(host: &Host, app: &dyn App) -> (Vec<f64>, u64, u64, Option<Moved>) {
+/// The sequential program timed ([`timed_sequential`]) on the quietest CPU ([`choose`]);
+/// where, when it moved. Where the move cannot be made (no CPU to read, a binding
+/// refused), it is timed here, as before.
+pub fn timed(host: &Host, app: &dyn App) -> (Sequential, Option<Moved>) {
     let moved = bind::this_cpu()
         .ok()
         .map(|here| (here, host.machine.peers(here)))
         .filter(|(_, cpus)| host.machine.this_system && cpus.len() > 1)
         .and_then(|(here, cpus)| choose(here, &busy_now(&cpus, WINDOW)));
     if let Some(m) = moved {
-        if let Ok(((want, wall, cpu), _)) = bind::run_on_cpu(host, m.cpu, || timed_sequential(app))
-        {
-            return (want, wall, cpu, Some(m));
+        if let Ok((seq, _)) = bind::run_on_cpu(host, m.cpu, || timed_sequential(app)) {
+            return (seq, Some(m));
         }
     }
-    let (want, wall, cpu) = timed_sequential(app);
-    (want, wall, cpu, None)
+    (timed_sequential(app), None)
 }
 
 #[cfg(test)]

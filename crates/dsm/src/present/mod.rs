@@ -243,9 +243,10 @@ pub fn run_text(recs: &[Record]) -> String {
             .as_ref()
             .map_or("-".to_string(), |c| format!("{:.1e}", c.max_rel_diff));
         out.push_str(&format!(
-            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms{}, speedup {}{}\n",
+            "\n{}: result matches the sequential run (max relative difference {diff}); sequential {:.2} ms{}{}, speedup {}{}\n",
             recs[0].name,
             d.sequential_ns.unwrap_or(f64::NAN) / 1e6,
+            runs(d.check.as_ref()),
             starved(d.check.as_ref()),
             tables::ratio(d.speedup_vs_sequential.unwrap_or(f64::NAN)),
             beyond(
@@ -264,6 +265,24 @@ pub fn run_text(recs: &[Record]) -> String {
         }
     }
     out
+}
+
+/// The sequential runs the reference is the median of, as their range: " (median of 3
+/// runs, 113.16–192.37 ms)"; nothing for an older record that kept only one.
+fn runs(c: Option<&crate::experiment::Check>) -> String {
+    let ns = c.map_or(&[][..], |c| &c.sequential_runs_ns[..]);
+    let (Some(lo), Some(hi)) = (ns.iter().min(), ns.iter().max()) else {
+        return String::new();
+    };
+    if ns.len() < 2 {
+        return String::new();
+    }
+    format!(
+        " (median of {} runs, {:.2}–{:.2} ms)",
+        ns.len(),
+        *lo as f64 / 1e6,
+        *hi as f64 / 1e6
+    )
 }
 
 /// Where the sequential reference was timed when its rank's CPU was busy, and when it
@@ -502,9 +521,15 @@ mod tests {
             tolerance: 0.0,
             sequential_ns: 10_000_000,
             sequential_cpu_ns: cpu,
+            sequential_runs_ns: Vec::new(),
             sequential_moved: None,
         };
         assert_eq!(starved(None), "");
+        // The runs the median is of, as their range; nothing from an older record.
+        assert_eq!(runs(Some(&check(None))), "");
+        let mut three = check(None);
+        three.sequential_runs_ns = vec![125_000_000, 113_160_000, 118_490_000];
+        assert_eq!(runs(Some(&three)), " (median of 3 runs, 113.16–125.00 ms)");
         assert_eq!(starved(Some(&check(None))), "");
         assert_eq!(starved(Some(&check(Some(9_000_000)))), "");
         let t = starved(Some(&check(Some(2_500_000))));
