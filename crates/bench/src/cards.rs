@@ -557,6 +557,8 @@ mod tests {
         ];
         let cards = states(&recs);
         assert_eq!(cards.len(), 3);
+        // The title the summary states memory from when the sweep gives none.
+        assert_eq!(cards[0].title, numalab_results::summary::UOWN);
         assert_eq!(cards[0].detail.as_deref(), Some("256 MiB at stride 128 B"));
         let uown = cards[0].remark.as_deref().unwrap_or("");
         assert!(

@@ -300,13 +300,25 @@ pub fn describe(cards: &[Card]) -> String {
 /// A load in the nearest and farthest level of the hierarchy, and the ones between.
 /// A sweep plateau no cache explains ("unmatched, within L3": on a VM, the share of a
 /// host's L3 this guest had that minute; "unmatched, beyond memory": TLB reach) is no
-/// level of the machine: its card shows it, the sentence does not call it one.
+/// level of the machine: its card shows it, the sentence does not call it one. Without
+/// a memory level from the sweep (its largest sizes formed no plateau, or it broke a
+/// rule), memory is the chase of unowned lines where that settled ([`UOWN`]).
 fn hierarchy_sentence(cards: &[Card], out: &mut Vec<String>) {
-    let levels: Vec<(&str, &Figure)> = cards
+    let mut levels: Vec<(&str, &Figure)> = cards
         .iter()
         .filter(|c| c.group == Group::Hierarchy && !c.title.starts_with("unmatched"))
         .filter_map(|c| Some((c.title.as_str(), c.figure("latency")?)))
         .collect();
+    let mut how = "";
+    if !levels.iter().any(|(t, _)| *t == "memory") {
+        let uown = fig_of(cards, Group::Coherence, UOWN, "latency");
+        // Only beyond every cache level it follows, so the sentence never orders
+        // the hierarchy wrongly.
+        if let Some(u) = uown.filter(|u| levels.iter().all(|(_, f)| f.value < u.value)) {
+            levels.push(("memory", u));
+            how = ", a chase of lines flushed from every cache";
+        }
+    }
     if let (Some(first), Some(last)) = (levels.first(), levels.last()) {
         if levels.len() > 1 {
             let mid: Vec<String> = levels[1..levels.len() - 1]
@@ -319,7 +331,7 @@ fn hierarchy_sentence(cards: &[Card], out: &mut Vec<String>) {
                 format!(", {}", mid.join(", "))
             };
             out.push(format!(
-                "A load takes {} in {}{mid} and {} in {} ({:.0}× {}).",
+                "A load takes {} in {}{mid} and {} in {} ({:.0}× {}{how}).",
                 ns(first.1.value),
                 first.0,
                 ns(last.1.value),
@@ -330,6 +342,10 @@ fn hierarchy_sentence(cards: &[Card], out: &mut Vec<String>) {
         }
     }
 }
+
+/// The card of a chase over unowned lines (flushed from every cache, chased far
+/// enough apart that the adjacent-line prefetcher cannot help): a load from memory.
+pub const UOWN: &str = "lines uown";
 
 /// Each remote memory against local: latency, and bandwidth where measured.
 fn memory_sentences(cards: &[Card], out: &mut Vec<String>) {

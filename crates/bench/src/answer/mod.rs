@@ -123,7 +123,8 @@ fn memory_node(r: &Record, all: &[Record]) -> Option<u32> {
 }
 
 /// Idle latency: the nearest initiator's matrix cell, else the loaded family's
-/// unloaded point (a chase from the node's first CPU).
+/// unloaded point (a chase from the node's first CPU), else the chase of unowned lines
+/// on the node (a busy survey's loaded family may not settle, its unowned chase may).
 fn idle(records: &[Record], node: u32) -> Option<(f64, &'static str)> {
     let cell = of(records, "matrix-latency")
         .filter(|r| node_param(&r.parameters["mem_node"]) == Some(node))
@@ -137,6 +138,25 @@ fn idle(records: &[Record], node: u32) -> Option<(f64, &'static str)> {
         .find(|r| r.parameters["injectors"].as_u64() == Some(0))
         .and_then(|r| r.median("latency"))
         .map(|v| (v, "the loaded-latency family's unloaded point"))
+        .or_else(|| {
+            of(records, "latency")
+                .filter(|r| r.parameters["state"].as_str() == Some("uown"))
+                .filter(|r| memory_nodes(r) == [node])
+                .filter_map(|r| r.median("latency"))
+                .min_by(f64::total_cmp)
+                .map(|v| (v, "a chase of unowned lines, flushed from every cache"))
+        })
+}
+
+/// The nodes a record's buffer was bound to (its placement's resolved memory).
+fn memory_nodes(r: &Record) -> Vec<u32> {
+    r.placement
+        .as_ref()
+        .and_then(|p| p["resolved"]["memory"]["nodes"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(node_param)
+        .collect()
 }
 
 /// Read bandwidth from memory on `node`: the vector read kernel (else the scalar one),

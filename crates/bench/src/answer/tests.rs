@@ -64,6 +64,25 @@ fn each_node_gets_its_own_figures_and_unsettled_ones_are_not_answers() {
     });
     let kept = numalab_results::summary::answers(&records);
     assert_eq!(nodes(&kept)[1].idle_ns, None);
+    // Node 1's unowned chase, where no unloaded point is an answer, is its idle latency;
+    // node 0's unloaded point stays its own.
+    let mut kept = kept;
+    for n in [0, 1] {
+        let mut u = rec(
+            "latency",
+            json!({"state": "uown"}),
+            "latency",
+            &[140.0 + n as f64; 3],
+        );
+        u.placement = Some(json!({"resolved": {"memory": {"nodes": [n]}}}));
+        kept.push(u);
+    }
+    let n = nodes(&kept);
+    assert_eq!(n[0].idle_ns.map(|x| x.0), Some(90.0));
+    assert_eq!(
+        n[1].idle_ns,
+        Some((141.0, "a chase of unowned lines, flushed from every cache"))
+    );
 }
 
 #[test]

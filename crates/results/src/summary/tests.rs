@@ -309,3 +309,35 @@ fn a_plateau_no_cache_explains_is_not_called_a_level_of_the_machine() {
     );
     assert!(!p.contains("unmatched"), "{p}");
 }
+
+#[test]
+fn without_a_memory_plateau_the_unowned_chase_is_memory_when_it_is_beyond_every_level() {
+    // A busy survey (issue 41): the sweep's memory plateau broke level-order, so only
+    // the caches and an unmatched plateau are answers; the chase of unowned lines
+    // settled at 124 ns.
+    let mut cards = vec![
+        lat(Group::Hierarchy, "L1", 1.7, "hierarchy"),
+        lat(Group::Hierarchy, "L3", 18.0, "hierarchy"),
+        lat(Group::Hierarchy, "unmatched, within L3", 121.6, "hierarchy"),
+        lat(Group::Coherence, UOWN, 124.4, "states"),
+    ];
+    let p = describe(&cards);
+    assert!(
+        p.contains(
+            "A load takes 1.7 ns in L1, 18 ns in L3 and 124 ns in memory (73× L1, a chase of lines flushed from every cache)."
+        ),
+        "{p}"
+    );
+    // Below a cache level it would follow: not called memory.
+    cards[3] = lat(Group::Coherence, UOWN, 15.0, "states");
+    let p = describe(&cards);
+    assert!(
+        p.contains("A load takes 1.7 ns in L1 and 18 ns in L3 (11× L1)."),
+        "{p}"
+    );
+    // A sweep's memory level, when it is an answer, stays the one stated.
+    cards[3] = lat(Group::Coherence, UOWN, 124.4, "states");
+    cards.push(lat(Group::Hierarchy, "memory", 118.0, "hierarchy"));
+    let p = describe(&cards);
+    assert!(p.contains("and 118 ns in memory (69× L1)."), "{p}");
+}
