@@ -115,7 +115,8 @@ fn cap_latency(m: &Machine, o: &mut numalab_bench::latency::Options, max: u64, h
         }
     } else {
         let default = match o.state.as_str() {
-            "uown" | "warm" => sizing::beyond_caches(m),
+            "uown" => sizing::flushed_chase(m),
+            "warm" => sizing::beyond_caches(m),
             _ => half_l2,
         };
         if max < given(&o.size, default) {

@@ -9,7 +9,8 @@
 //! so its unowned chase is 4 GiB (256 MiB on the reference VM's 32 MiB L3) and its
 //! bandwidth buffers 1 GiB (128 MiB), and its quick survey planned 14 s and took
 //! 35.6–44.5 s, quiet (2026-11-28): the bandwidth steps 7.7, 7.9, 6.1 s against 0.7,
-//! 1.4, 0.6 planned, the unowned chase 4.9 s against 0.7.
+//! 1.4, 0.6 planned, the unowned chase 4.9 s against 0.7. (The unowned chase is 2 × the
+//! LLC since, 1 GiB there: `sizing::flushed_chase`.)
 
 use numalab_bench::sizing;
 use numalab_topo::Machine;
@@ -21,8 +22,11 @@ const REFERENCE_LLC: u64 = 32 << 20;
 /// (never under 1: a smaller machine's steps keep their fixed costs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scale {
-    /// The unowned chase's buffer (`sizing::beyond_caches`) against 256 MiB.
+    /// A chase's default buffer beyond the caches (`sizing::beyond_caches`, the loaded
+    /// family's) against 256 MiB.
     pub beyond: f64,
+    /// The unowned chase's buffer (`sizing::flushed_chase`) against 256 MiB.
+    pub flushed: f64,
     /// One thread's streaming buffer (`sizing::streaming`, all LLCs four times over)
     /// against 128 MiB; the bandwidth steps split the same bytes over their threads.
     pub streamed: f64,
@@ -32,6 +36,7 @@ impl Scale {
     /// The reference VM's own scale.
     pub const REFERENCE: Scale = Scale {
         beyond: 1.0,
+        flushed: 1.0,
         streamed: 1.0,
     };
 
@@ -40,6 +45,7 @@ impl Scale {
         let r = |here: u64, there: u64| (here as f64 / there as f64).max(1.0);
         Scale {
             beyond: r(sizing::beyond_caches(m), 8 * REFERENCE_LLC),
+            flushed: r(sizing::flushed_chase(m), 8 * REFERENCE_LLC),
             streamed: r(sizing::streaming(m, 1), 4 * REFERENCE_LLC),
         }
     }
@@ -62,13 +68,13 @@ pub fn sweep(quick: bool) -> f64 {
     }
 }
 
-/// The latency of lines in state `s`: uown chases a buffer beyond the caches; the
+/// The latency of lines in state `s`: uown chases a buffer of flushed lines; the
 /// others, lines a helper holds. A pass chases a bounded number of loads, so only the
 /// buffer's setup grows with it: 0.42 s of the quick reference 0.7 s are fixed and
-/// 0.28 s grow with the bytes (fitted to the reference VM and the 16× larger chase of
-/// the Emerald Rapids guest, 4.9 s; the full survey's split is taken alike).
+/// 0.28 s grow with the bytes (fitted to the reference VM and the 16× larger chase the
+/// Emerald Rapids guest had then, 4.9 s; the full survey's split is taken alike).
 pub fn state(s: &str, quick: bool, sc: Scale) -> f64 {
-    let uown = |fixed: f64, grows: f64| fixed + grows * sc.beyond;
+    let uown = |fixed: f64, grows: f64| fixed + grows * sc.flushed;
     match (s, quick) {
         ("uown", true) => uown(0.42, 0.28),
         // The full survey's chase took 4.7 s on the Emerald Rapids guest, as the quick
@@ -199,9 +205,11 @@ mod tests {
         assert_eq!(Scale::of(&m("size=33554432")), Scale::REFERENCE);
         // A smaller cache keeps the reference's figures (256 MiB and 64 MiB floors).
         assert_eq!(Scale::of(&m("size=8388608")), Scale::REFERENCE);
-        // The Emerald Rapids guest's 260 MiB L3: 4 GiB chase, 1040 MiB streamed.
+        // The Emerald Rapids guest's 260 MiB L3: 4 GiB chase, 1 GiB of flushed lines,
+        // 1040 MiB streamed.
         let big = Scale::of(&m("size=272629760"));
         assert_eq!(big.beyond, 16.0);
+        assert_eq!(big.flushed, 4.0);
         assert!((big.streamed - 8.125).abs() < 1e-9, "{big:?}");
         let r = Scale::REFERENCE;
         assert!((bandwidth_one(big) - 8.125 * bandwidth_one(r)).abs() < 1e-9);
@@ -213,7 +221,7 @@ mod tests {
         assert!(scaling(2, big) > scaling(2, r));
         // The chase grows with its setup only; helper-held lines not at all.
         assert!((state("uown", true, r) - 0.7).abs() < 1e-9);
-        assert!((state("uown", true, big) - (0.42 + 0.28 * 16.0)).abs() < 1e-9);
+        assert!((state("uown", true, big) - (0.42 + 0.28 * 4.0)).abs() < 1e-9);
         assert_eq!(state("cexh", true, big), state("cexh", true, r));
     }
 
@@ -228,6 +236,7 @@ mod tests {
         // A larger default chase costs the full family a little more.
         let big = Scale {
             beyond: 16.0,
+            flushed: 4.0,
             streamed: 8.125,
         };
         assert!(loaded(22, false, big) > loaded(22, false, r));

@@ -48,9 +48,8 @@ pub fn bytes(m: &Machine, e: &Experiment) -> u64 {
                 let again: u64 = sizes.iter().filter(|&&b| b <= llc).sum();
                 sizes.iter().sum::<u64>() + again
             }
-            None if matches!(o.state.as_str(), "uown" | "warm") => {
-                given(&o.size, sizing::beyond_caches(m))
-            }
+            None if o.state == "uown" => given(&o.size, sizing::flushed_chase(m)),
+            None if o.state == "warm" => given(&o.size, sizing::beyond_caches(m)),
             None => 0,
         },
         Experiment::Bandwidth(o) => bandwidth_bytes(m, o),
@@ -180,7 +179,7 @@ mod tests {
             state: "uown".into(),
             ..Default::default()
         });
-        assert_eq!(bytes(&m, &uown), sizing::beyond_caches(&m));
+        assert_eq!(bytes(&m, &uown), sizing::flushed_chase(&m));
         let capped = Experiment::Latency(latency::Options {
             state: "uown".into(),
             size: Some("4M".into()),

@@ -51,10 +51,12 @@ pub const OWN_CACHE_FACTOR: f64 = 1.5;
 pub const RESTART_LOADS: usize = 1 << 16;
 
 /// Default buffer size for a state: half a private cache for lines a helper holds,
-/// else beyond the caches.
+/// 2 × the last-level cache for flushed lines, else beyond the caches.
 pub fn default_size(m: &Machine, state: LineState) -> u64 {
     if state.helpers() > 0 {
         crate::sizing::half_private_cache(m)
+    } else if state == LineState::Uown {
+        crate::sizing::flushed_chase(m)
     } else {
         crate::sizing::beyond_caches(m)
     }
