@@ -60,11 +60,16 @@ pub const TOPOLOGY: f64 = 0.2;
 /// every size within the LLC added about 0.6 s to the quick sweep (3.2–4.1 s, then
 /// 3.4–5.4 s) and 2–4 s to the full one (14–15 s, then 16.5–18.9 s) on the Emerald
 /// Rapids guest; inside the full survey the full sweep took 21.7 s (quiet, median of 4).
+/// Inside surveys it ran longer than that: over the quick surveys kept on 2026-11-28
+/// (13 quiet) the quick sweep took a median 1.68× its 3.5 s at the run's pace, the
+/// other steps 1.07–1.23×; over 6 quiet full surveys the full sweep 1.35× its 21 s,
+/// the others 1.08–1.14×. So both are planned at what they took, less the 8 % the
+/// calibration's least disturbed share already adds.
 pub fn sweep(quick: bool) -> f64 {
     if quick {
-        3.5
+        5.5
     } else {
-        21.0
+        26.0
     }
 }
 
