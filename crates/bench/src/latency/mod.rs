@@ -10,7 +10,9 @@ mod rounds;
 mod text;
 mod view;
 
-pub use experiment::{run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_WINDOW};
+pub use experiment::{
+    run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_STRIDE, DEFAULT_WINDOW,
+};
 use passes::{mark_moved, placed_passes, NsTicks};
 pub use present::{
     CoreClock, LatencyData, Remeasured, StatesPresenter, SweepData, SweepPoint, SweepPresenter,

@@ -227,7 +227,7 @@ impl LoadedPlan {
             }
         }
         check_capacity(m, &mem, chase_bytes + inject_bytes * injectors.len() as u64)?;
-        let elements = (chase_bytes / 128) as usize;
+        let elements = (chase_bytes / super::measure::STRIDE as u64) as usize;
         Ok(LoadedPlan {
             requestor: r.clone(),
             injectors,
@@ -269,7 +269,7 @@ impl LoadedPlan {
             "injectors": if load.is_some() { plan.injectors.len() } else { 0 },
             "chase_bytes": plan.chase_bytes, "inject_bytes": plan.inject_bytes,
             "loads_per_pass": plan.loads, "iterations": plan.iterations,
-            "chase": "random, 128-byte stride, 4 KiB pages, 256 KiB TLB windows",
+            "chase": format!("random, {}-byte stride, 4 KiB pages, 256 KiB TLB windows", super::measure::STRIDE),
             "mem_node": cpulist::format(&plan.mem.nodes),
         });
         if !plan.family {

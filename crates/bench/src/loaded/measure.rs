@@ -16,6 +16,9 @@ use numalab_results::settle::{self, Settled};
 use numalab_topo::bind::PinProof;
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Error, Host, Result};
+
+/// The chase's stride: the plain chase's at one size.
+pub const STRIDE: usize = crate::latency::DEFAULT_STRIDE;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One pass's figures, all injectors together.
@@ -43,9 +46,10 @@ pub fn measure(
     mut done: impl FnMut(usize, &Measured, &Landed),
 ) -> Result<(Vec<Measured>, Landed)> {
     let buf = Buffer::allocate(host, &plan.mem, plan.chase_bytes)?;
-    // 128-byte stride as every plain chase: no adjacent-line prefetch pairs.
+    // The plain chase's stride at one size: the 128-byte buddy of
+    // every visited line stays unused, so adjacent-line prefetch cannot hide a miss.
     let layout = Layout {
-        stride: 128,
+        stride: STRIDE,
         ..Layout::default_for(4096, 1)
     };
     let chase = Chase::new(buf, layout, None)
