@@ -124,7 +124,8 @@ fn node(
         Request::Read,
         iterations,
         0,
-    );
+    )
+    .memory_stride();
     match latency::measure(host, timer, &lat, chase) {
         Ok(r) => {
             add_passes(t, r.requestors.first().map(|q| &q.passes));

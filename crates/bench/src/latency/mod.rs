@@ -143,6 +143,14 @@ impl LatencyPlan {
         }
     }
 
+    /// This plan walking lines at the plain chase's stride at one size
+    /// ([`DEFAULT_STRIDE`], 256 B) instead of 128 B: for chases of memory (a matrix
+    /// cell, a node's idle latency), so they read as `latency` and the loaded family do.
+    pub fn memory_stride(mut self) -> LatencyPlan {
+        self.layout.stride = DEFAULT_STRIDE;
+        self
+    }
+
     /// Lines visited and loads per pass for a buffer of `size` bytes.
     pub fn shape(&self, size: u64) -> Result<Shape> {
         let elements = self.layout.elements(size as usize);

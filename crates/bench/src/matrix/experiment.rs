@@ -134,7 +134,11 @@ impl Plan {
     }
 
     fn extra(&self) -> serde_json::Value {
-        json!({ "size_bytes": self.size, "iterations": self.iterations })
+        let mut e = json!({ "size_bytes": self.size, "iterations": self.iterations });
+        if !self.bw {
+            e["stride_bytes"] = json!(crate::latency::DEFAULT_STRIDE);
+        }
+        e
     }
 }
 
@@ -202,7 +206,8 @@ pub fn run(host: &Host, plan: &Plan, ctx: &Context) -> Result<Vec<Record>> {
                     Request::Read,
                     plan.iterations,
                     0,
-                );
+                )
+                .memory_stride();
                 let r = latency::measure(host, &timer, &plan, size)?;
                 rec.add_samples("latency", "ns", &r.requestors[0].ns);
                 rec.placement = Some(

@@ -32,9 +32,13 @@ pub(super) fn render(records: &[Record]) -> String {
         if bw { "requestor" } else { "chase" },
         numalab_results::words::passes(u(first, "iterations").unwrap_or(0) as usize),
         if bw {
-            "GB/s, one requestor per core, bwmp"
+            "GB/s, one requestor per core, bwmp".to_string()
         } else {
-            "ns, random chase, stride 128"
+            // Records before the stride was kept chased 128 B apart.
+            format!(
+                "ns, random chase, stride {}",
+                u(first, "stride_bytes").unwrap_or(128)
+            )
         }
     );
     let nodes: std::collections::BTreeSet<u64> =
@@ -89,4 +93,29 @@ fn by_hops(records: &[Record], metric: &str) -> String {
         "\n{}\n",
         table(&["hops", "cells", &format!("mean {metric}")], &rows)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cell(stride: Option<u64>) -> Record {
+        let mut p = json!({"level": "node", "domain": 0, "mem_node": 0, "hops": 0,
+            "size_bytes": 1u64 << 28, "iterations": 5});
+        if let Some(s) = stride {
+            p["stride_bytes"] = json!(s);
+        }
+        let prov = numalab_results::Provenance::collect("test", "synthetic");
+        let mut r = Record::new(super::super::KIND_LATENCY, "node 0 → node 0", prov, p);
+        r.add_samples("latency", "ns", &[120.0, 121.0, 122.0]);
+        r
+    }
+
+    #[test]
+    fn the_heading_names_the_stride_the_cells_were_chased_at() {
+        assert!(render(&[cell(Some(256))]).contains("(ns, random chase, stride 256)"));
+        // Older records kept no stride: they chased 128 B apart.
+        assert!(render(&[cell(None)]).contains("(ns, random chase, stride 128)"));
+    }
 }
