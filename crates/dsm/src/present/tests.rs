@@ -113,17 +113,19 @@ fn a_sequential_reference_that_waited_for_a_cpu_is_named() {
 
 #[test]
 fn page_counts_of_one_read_in_the_singular() {
-    let one = crate::Stats {
-        intervals: 1,
-        private_pages: 1,
-        remote_faults: 1,
-        prefetch_msgs: 1,
-        prefetched: 1,
-        prefetch_waits: 1,
-        touched_ahead: 1,
-        ahead_msgs: 1,
+    // Every count the interval and prefetch lines print, at `n`.
+    let counted = |n| crate::Stats {
+        intervals: n,
+        private_pages: n,
+        remote_faults: n,
+        prefetch_msgs: n,
+        prefetched: n,
+        prefetch_waits: n,
+        touched_ahead: n,
+        ahead_msgs: n,
         ..Default::default()
     };
+    let one = counted(1);
     let t = interval_line(&one) + &prefetch_line(&one);
     assert!(
         t.contains("over 1 interval (the ranks' together); 1 page private"),
@@ -137,17 +139,7 @@ fn page_counts_of_one_read_in_the_singular() {
         t.contains("1 read-ahead on a stride asking 1 page (0 nobody had touched)"),
         "{t}"
     );
-    let two = crate::Stats {
-        intervals: 2,
-        private_pages: 2,
-        remote_faults: 2,
-        prefetch_msgs: 2,
-        prefetched: 2,
-        prefetch_waits: 2,
-        touched_ahead: 2,
-        ahead_msgs: 2,
-        ..Default::default()
-    };
+    let two = counted(2);
     let t = interval_line(&two) + &prefetch_line(&two);
     assert!(
         t.contains("over 2 intervals (the ranks' together); 2 pages private"),
