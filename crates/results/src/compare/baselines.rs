@@ -10,6 +10,7 @@
 //! 4.7 % → 2.4 %. A figure that moved between the baseline
 //! runs is within the moves the machine makes on its own.
 
+use super::slope::EDGE;
 use super::{Comparison, Row};
 
 /// What names a row across comparisons.
@@ -20,14 +21,23 @@ fn key(r: &Row) -> (&str, &str, &str, &str) {
 /// Hold `c` (B against the first baseline, A) against `others` (B against each further
 /// baseline, in order): a row beyond in `c` stays beyond only where it is beyond in
 /// every other; where another calls it within, it is within and says so; where
-/// another cannot judge it, it is not comparable and says why. Rows already within or
-/// not comparable, and whole-level shifts, stay as `c` found them.
+/// another cannot judge it, it is not comparable and says why. A sweep point whose
+/// edge moved against A is held the same way, and where every other baseline confirms
+/// it, it stays an edge that moved: named, not counted, as one pair of the same runs
+/// (`--baseline A` changes nothing). Rows already within or not comparable, and
+/// whole-level shifts, stay as `c` found them.
 pub fn hold(c: &mut Comparison, others: &[Comparison]) {
-    for r in c.rows.iter_mut().filter(|r| r.change == "beyond") {
+    let judged = |x: &str| x == "beyond" || x.starts_with(EDGE);
+    for r in c.rows.iter_mut().filter(|r| judged(&r.change)) {
+        let against_a = if r.change == "beyond" {
+            "beyond".to_string()
+        } else {
+            "its edge moved".to_string()
+        };
         for (i, o) in others.iter().enumerate() {
             let n = i + 2;
             match o.rows.iter().find(|x| key(x) == key(r)) {
-                Some(x) if x.change == "beyond" => continue,
+                Some(x) if judged(&x.change) => continue,
                 Some(x) if x.change.starts_with("not comparable") => {
                     r.change = format!("not comparable (against baseline {n}: {})", x.change);
                 }
@@ -36,7 +46,7 @@ pub fn hold(c: &mut Comparison, others: &[Comparison]) {
                         .ratio
                         .map_or("-".into(), |q| format!("{:+.0} %", (q - 1.0) * 100.0));
                     r.change = format!(
-                        "within (beyond against A, {} against baseline {n}: B/A there {moved})",
+                        "within ({against_a} against A, {} against baseline {n}: B/A there {moved})",
                         x.change
                     );
                 }
@@ -118,6 +128,28 @@ mod tests {
         assert_eq!(change("steady"), "within");
         assert_eq!(c.rows[0].name, "moved", "beyond first");
         assert_eq!(c.baselines, 2);
+    }
+
+    #[test]
+    fn an_edge_that_moved_is_held_like_a_figure_beyond_and_never_counted() {
+        let edge =
+            "edge moved (between its neighbouring sizes only across both runs, 1.7–5.5 ns: …)";
+        let mut c = comparison(vec![row("slid", edge, 2.7), row("held", edge, 2.7)]);
+        let other = comparison(vec![
+            row("slid", "beyond", 2.6),
+            row("held", "within", 1.02),
+        ]);
+        hold(&mut c, &[other]);
+        let change = |n: &str| c.rows.iter().find(|r| r.name == n).unwrap().change.clone();
+        assert_eq!(change("slid"), edge);
+        assert_eq!(
+            change("held"),
+            "within (its edge moved against A, within against baseline 2: B/A there +2 %)"
+        );
+        // With no other baseline an edge stays an edge.
+        let mut alone = comparison(vec![row("slid", edge, 2.7)]);
+        hold(&mut alone, &[]);
+        assert_eq!(alone.rows[0].change, edge);
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub fn verdict(c: &Comparison) -> String {
     for l in &c.levels {
         let _ = write!(s, "; {}", l.sentence);
     }
+    s.push_str(&super::slope::verdict_words(&c.rows));
     if let Some(k) = &c.clock {
         let _ = write!(
             s,
