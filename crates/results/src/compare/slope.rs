@@ -97,8 +97,8 @@ fn beside(
 }
 
 /// The span (least, greatest) of a point's two neighbouring figures.
-fn span_of(beside: Option<(f64, f64)>) -> Option<(f64, f64)> {
-    beside.map(|(p, n)| (p.min(n), p.max(n)))
+fn span((p, n): (f64, f64)) -> (f64, f64) {
+    (p.min(n), p.max(n))
 }
 
 /// Mark of a steep point that lies between its neighbouring sizes only across both
@@ -113,8 +113,7 @@ fn inside(span: Option<(f64, f64)>, x: f64) -> Option<(f64, f64)> {
 }
 
 /// The span of both runs' neighbouring figures, when at least one run's own is steep.
-fn across(sa: Option<(f64, f64)>, sb: Option<(f64, f64)>) -> Option<(f64, f64)> {
-    let (a, b) = (sa?, sb?);
+fn across(a: (f64, f64), b: (f64, f64)) -> Option<(f64, f64)> {
     let steep = |s: (f64, f64)| s.1 / s.0 > STEEP;
     (steep(a) || steep(b)).then(|| (a.0.min(b.0), a.1.max(b.1)))
 }
@@ -138,7 +137,7 @@ enum Side {
 /// either.
 fn side(beside: (f64, f64), x: f64) -> Option<Side> {
     let (p, n) = beside;
-    let (lo, hi) = (p.min(n), p.max(n));
+    let (lo, hi) = span(beside);
     let w = 1.0 + MIN_EFFECT;
     let near = |y: f64| x >= y / w && x <= y * w;
     if x < lo / w || x > hi * w || p / n > STEEP {
@@ -167,8 +166,8 @@ fn span_text(lo: f64, hi: f64, unit: &str) -> String {
 pub fn apply(rows: &mut [Row], a: &[Record], b: &[Record]) {
     let (pa, pb) = (points(a), points(b));
     for r in rows.iter_mut().filter(|r| r.change == "beyond") {
-        let sa = span_of(beside(a, &pa, &r.kind, &r.name, &r.metric));
-        let sb = span_of(beside(b, &pb, &r.kind, &r.name, &r.metric));
+        let sa = beside(a, &pa, &r.kind, &r.name, &r.metric).map(span);
+        let sb = beside(b, &pb, &r.kind, &r.name, &r.metric).map(span);
         if let (Some((lo, hi)), Some(_)) = (inside(sa, r.b), inside(sb, r.a)) {
             r.change = format!(
                 "within (steep: between its neighbouring sizes in both runs, {} in A)",
@@ -197,7 +196,7 @@ pub fn edges(rows: &mut [Row], a: &[Record], b: &[Record]) {
         ) else {
             continue;
         };
-        let Some((lo, hi)) = across(span_of(Some(na)), span_of(Some(nb))) else {
+        let Some((lo, hi)) = across(span(na), span(nb)) else {
             continue;
         };
         let inn = |x: f64| x >= lo / w && x <= hi * w;
