@@ -46,8 +46,9 @@ pub const MIN_LOADS: usize = 1 << 16;
 pub const DEFAULT_MAX_LOADS: usize = 1 << 20;
 /// Passes of the own-cache reference run beside helper-held states.
 pub const OWN_CACHE_PASSES: usize = 5;
-/// A helper-held state within this factor of the own-cache reference is suspicious.
-pub const OWN_CACHE_FACTOR: f64 = 1.5;
+/// A helper-held state within this factor of the own-cache reference is implausible
+/// (the results' rule `held-as-own-cache`).
+pub const OWN_CACHE_FACTOR: f64 = numalab_results::plausible::HELD_OWN_CACHE_FACTOR;
 
 /// Loads per pass in restart rounds: ~2×(window+stable) rounds must stay quick.
 pub const RESTART_LOADS: usize = 1 << 16;

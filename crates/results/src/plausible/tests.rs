@@ -273,3 +273,45 @@ fn flags_render_with_their_rule() {
     assert!(html(&f).contains("<code>bandwidth-scaling</code>"));
     assert!(text(&[]).is_empty() && html(&[]).is_empty());
 }
+
+fn held(state: &str, ns: f64, own: f64) -> Record {
+    let p = json!({"state": state, "size_bytes": 512 << 10, "helper_cpus": [1]});
+    rec(
+        "latency",
+        &format!("{state} 512 KiB"),
+        p,
+        &[
+            ("latency", &[ns * 0.99, ns, ns * 1.01]),
+            ("latency_cycles", &[ns * 2.9, ns * 3.0, ns * 3.1]),
+            ("own_cache_reference", &[own * 0.99, own, own * 1.01]),
+        ],
+    )
+}
+
+#[test]
+fn a_held_line_read_as_fast_as_the_requestors_own_cache_is_flagged() {
+    // The guest's dexd at 5.6 ns against its own-cache 6.0 ns (the host ran the two
+    // vCPUs on SMT siblings), and its usual 85 ns.
+    let shared = [held("dexd", 5.6, 6.0)];
+    let f = check(&shared);
+    assert_eq!(rules(&shared), ["held-as-own-cache"]);
+    assert!(flag_of(&f, &shared[0], "latency").is_some());
+    assert!(flag_of(&f, &shared[0], "latency_cycles").is_some());
+    assert!(flag_of(&f, &shared[0], "own_cache_reference").is_none());
+    assert!(
+        f[0].why.contains("5.6 ns") && f[0].why.contains("dexd"),
+        "{}",
+        f[0].why
+    );
+    assert!(check(&[held("dexd", 85.0, 6.0)]).is_empty());
+    // Just past the factor is a line from another core, however close.
+    assert!(check(&[held("cexh", 6.0 * HELD_OWN_CACHE_FACTOR * 1.05, 6.0)]).is_empty());
+    // A latency record without the reference (warm, uown) is not judged.
+    let warm = rec(
+        "latency",
+        "warm",
+        json!({"state": "warm"}),
+        &[("latency", &[5.0])],
+    );
+    assert!(check(&[warm]).is_empty());
+}
