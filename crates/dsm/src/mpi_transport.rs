@@ -8,14 +8,15 @@
 //! until the receiver takes the page, on the CPU the rank's compute thread needs).
 //!
 //! Open MPI's shared-memory transport has no blocking receive, so the service thread
-//! polls with MPI_Improbe: sleeping `NUMALAB_DSM_POLL_US` (default 20 µs) between polls
-//! while its rank's threads compute, spinning (with sched_yield) while they are all
+//! polls with MPI_Improbe: without a doorbell, sleeping `NUMALAB_DSM_POLL_US` (default
+//! 20 µs) between polls while its rank's threads compute, spinning (with sched_yield) while they are all
 //! blocked, but only for the spin time after the last message, then sleeping again: a
 //! rank that waits long (at a barrier, for a slow peer) gives its CPU back.
 //!
 //! When every rank is on this host, each send also rings the receiver's doorbell
-//! ([`crate::doorbell`]), and a service thread with no message for [`SPIN`] sleeps in the
-//! kernel until one rings instead of polling: its rank's compute thread keeps its CPU.
+//! ([`crate::doorbell`]), and a service thread whose threads compute, or that had no
+//! message for [`SPIN`], sleeps in the kernel until one rings instead of polling: its
+//! rank's compute thread keeps its CPU.
 //! `NUMALAB_DSM_SPIN_US` sets that time; 0 sleeps at once. Measured (issue 43, 2-vCPU
 //! VM, loaded, 3 interleaved runs each, `dsm run --input paper --protocol lmwc`):
 //! sleeping at once made a remote fault 2.1–3.8 ms against 0.14–1.5 ms with 200 µs
@@ -37,8 +38,20 @@
 //! busy (2026-11-28): 246 against 523 µs before (10 rounds; a build that also held an
 //! unused priority ceiling, see [`crate::cores`]), 666 against 937 µs (5 rounds).
 //!
-//! Both pollers back off: the service thread's polls after a message double from the
-//! poll time until the doorbell takes over, and the sender's tests of a page in flight
+//! While its rank's threads compute, a service thread with a doorbell does not poll
+//! at all: it sleeps on the doorbell at once (unless a rung message has not shown up).
+//! It used to poll after each message, backing off from the poll time until the spin
+//! time was over, and each poll took the compute thread's CPU for ~13 µs (switches, a
+//! timer, the probe): water-nsq's force loop ran 1.7–2× its CPU time in wall time. A
+//! ring wakes a thread on a CPU another thread keeps busy in a median 24 µs round trip
+//! here (against 41 µs on an idle vCPU, which halts). Measured (issue 43, 2026-11-28,
+//! 2-vCPU VM, paper input, lmwc, 2 ranks × 1 thread, interleaved rounds, medians):
+//! quiet, 8 rounds: SOR speedup 1.85 against 1.60 (remote fault 199 against 222 µs),
+//! water-nsq parallel time 14.7 against 19.1 ms; one core kept busy, 5 rounds: SOR
+//! 1.25 against 1.06 (fault 199 against 285 µs), water-nsq fault 398 against 607 µs.
+//!
+//! Both pollers back off: the service thread's polls while a rung message has not
+//! shown up double from the poll time, and the sender's tests of a page in flight
 //! double from 10 to 160 µs. Each wake-up at their raised priority switches the
 //! compute thread out: a 2-rank SOR run counted ~10,000 service and ~11,000–12,700
 //! sender sleeps (`perf record -e sched:sched_switch`). Measured (2026-11-27, same VM,
@@ -65,9 +78,9 @@ const TAG: i32 = 0x44534d;
 const EAGER: usize = 1024;
 /// Sleep between polls while the rank's threads compute (NUMALAB_DSM_POLL_US overrides).
 const POLL_US: u64 = 20;
-/// How long the service thread polls (its threads computing) or spins (all blocked)
-/// after its last message before it sleeps on the doorbell, or, without one, sleeps
-/// between polls like a computing rank (`NUMALAB_DSM_SPIN_US` overrides).
+/// How long the service thread spins (its threads all blocked) after its last message
+/// before it sleeps on the doorbell, or, without one, sleeps between polls like a
+/// computing rank (`NUMALAB_DSM_SPIN_US` overrides).
 pub const SPIN: Duration = Duration::from_micros(200);
 /// Sleep between the sender's tests of a page in flight.
 const SEND_POLL: Duration = Duration::from_micros(10);
@@ -309,17 +322,20 @@ impl Transport for Mpi {
             }
             self.wakeups.fetch_add(1, Ordering::Relaxed);
             match (&self.bell, seen) {
-                // Quiet for the spin time, every ring answered by a message: sleep until
-                // a peer rings (or the wait is over).
-                (Some(b), Some(seen)) if !self.recent() && !self.pending(seen) => {
+                // Every ring answered by a message, and the threads computing or quiet
+                // for the spin time: sleep until a peer rings (or the wait is over). A
+                // ring wakes this thread on a CPU its compute thread keeps busy in about
+                // 24 µs, with no polls taking that CPU meanwhile (see the module docs).
+                (Some(b), Some(seen))
+                    if (self.computing.load(Ordering::Relaxed) || !self.recent())
+                        && !self.pending(seen) =>
+                {
                     if b.wait(seen, wait.saturating_sub(t0.elapsed())) {
                         self.touch();
                     }
                 }
-                // Just after a message, with a doorbell to fall back on: more may follow
-                // at once, so poll, backing off (20, 40, 80 µs…) until the spin time is
-                // over and the doorbell takes over. Also while a rung message has not
-                // shown up: it will once the thread inside MPI leaves, with no new ring.
+                // A rung message that has not shown up: it will once the thread inside
+                // MPI leaves, with no new ring, so poll, backing off (20, 40, 80 µs…).
                 (Some(_), Some(_)) => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(self.spin.max(self.poll));

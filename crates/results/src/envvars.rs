@@ -86,7 +86,7 @@ pub const VARS: &[Var] = &[
             unit: "µs",
             zero: Some("sleeping on the doorbell at once"),
         },
-        what: "how long the DSM's service thread polls or spins after a message before it sleeps on its doorbell (default 200)",
+        what: "how long the DSM's service thread spins after a message, its threads all blocked, before it sleeps on its doorbell (default 200)",
     },
     Var {
         name: "NUMALAB_DSM_SLICE_NS",
