@@ -49,6 +49,9 @@
 //! quiet, 8 rounds: SOR speedup 1.85 against 1.60 (remote fault 199 against 222 µs),
 //! water-nsq parallel time 14.7 against 19.1 ms; one core kept busy, 5 rounds: SOR
 //! 1.25 against 1.06 (fault 199 against 285 µs), water-nsq fault 398 against 607 µs.
+//! Repeated: quiet, 10 rounds: SOR 2.12 against 1.61 (fault 156 against 199 µs),
+//! water-nsq 0.26 against 0.20; busy, 8 rounds: SOR 1.06 against 1.07 (its CPU share
+//! bounds it), fault 185 against 206 µs, water-nsq fault 359 against 455 µs.
 //!
 //! Both pollers back off: the service thread's polls while a rung message has not
 //! shown up double from the poll time, and the sender's tests of a page in flight
