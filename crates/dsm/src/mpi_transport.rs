@@ -85,6 +85,18 @@ const POLL_US: u64 = 20;
 /// before it sleeps on the doorbell, or, without one, sleeps between polls like a
 /// computing rank (`NUMALAB_DSM_SPIN_US` overrides).
 pub const SPIN: Duration = Duration::from_micros(200);
+/// How long the service thread probes again at once (yielding between probes) for a
+/// rung message the probe did not find before it backs off to sleeping polls. Open
+/// MPI's probe right after a doorbell wake missed the rung message in 63 of 403 wakes
+/// (one water-nsq run, paper input) and found it a median 3–4 µs later, while the first
+/// sleeping poll (20 µs asked, ~50 µs on this VM's timers) made each such request wait
+/// ~50 µs more. Measured (issue 43, 2026-11-28, 2-vCPU VM, paper input, lmwc, 2 ranks ×
+/// 1 thread, interleaved rounds, medians, with against without): quiet, 10 rounds: SOR
+/// remote fault 156 against 180 µs, parallel time 98.8 against 106.8 ms, water-nsq
+/// speedup 0.38 against 0.30; again 8 rounds: SOR fault 166 against 192 µs, water-nsq
+/// 12.7 against 17.4 ms; one core kept busy, 8 rounds: SOR speedup 1.17 against 1.11
+/// (fault 174 against 192 µs), water-nsq 25.6 against 33.4 ms.
+const OWED_SPIN: Duration = Duration::from_micros(60);
 /// Sleep between the sender's tests of a page in flight.
 const SEND_POLL: Duration = Duration::from_micros(10);
 /// The longest the sender sleeps between tests: it backs off from [`SEND_POLL`].
@@ -302,6 +314,7 @@ impl Transport for Mpi {
     }
     fn recv(&self, wait: Duration) -> Option<(usize, Vec<u8>)> {
         let t0 = Instant::now();
+        let mut owed_since: Option<Instant> = None;
         let mut pause = self.poll;
         loop {
             let seen = self.bell.as_ref().map(|b| b.seen());
@@ -323,6 +336,14 @@ impl Transport for Mpi {
                 std::thread::yield_now();
                 continue;
             }
+            // A rung message the probe did not find usually shows within a few µs:
+            // probe again at once for a little while ([`OWED_SPIN`]).
+            if seen.is_some_and(|seen| self.pending(seen))
+                && owed_since.get_or_insert_with(Instant::now).elapsed() < OWED_SPIN
+            {
+                std::thread::yield_now();
+                continue;
+            }
             self.wakeups.fetch_add(1, Ordering::Relaxed);
             match (&self.bell, seen) {
                 // Every ring answered by a message, and the threads computing or quiet
@@ -337,8 +358,8 @@ impl Transport for Mpi {
                         self.touch();
                     }
                 }
-                // A rung message that has not shown up: it will once the thread inside
-                // MPI leaves, with no new ring, so poll, backing off (20, 40, 80 µs…).
+                // A rung message that has not shown up past the probes above: a thread
+                // inside MPI holds it back, so poll, backing off (20, 40, 80 µs…).
                 (Some(_), Some(_)) => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(self.spin.max(self.poll));
