@@ -24,7 +24,19 @@
 //! (SOR 2.5 ms against 0.6 ms median, water-nsq 3.3 ms against 0.19 ms), and water-nsq
 //! 12× slower: a woken thread waits for a CPU far longer than a polling one.
 //!
-//! A ring can come before its message shows: Open MPI 4.1's shared-memory transport
+//! A small message's sender rings before it sends. A small send (a few hundred bytes,
+//! far below the eager limit) can still wait inside MPI_Send until the receiving
+//! process progresses, and with the ring after the send the receiver slept on until its
+//! doorbell's 2 ms timeout. Measured (issue 43, 2026-11-28, 2-vCPU VM, SWM at the
+//! paper's input, 2 ranks × 1 thread, lmwc, timestamps around each send): 33 and 35
+//! small sends per rank took over 1 ms (p99 1.95–2.02 ms, a home's Claimed and Owner
+//! answers to first touches among them) with the ring after, none with it before (max
+//! 122 µs). 3 interleaved rounds, medians, ring first against after: SWM speedup 1.09
+//! against 0.57 (remote fault 212 against 742 µs), FFT 0.82 against 0.55, SOR 2.45
+//! against 1.66 (parallel time 67.7 against 101.4 ms); water-nsq, ocean and barnes
+//! within their spread.
+//!
+//! So a ring can come before its message shows; and Open MPI 4.1's shared-memory transport
 //! (vader) lets one thread poll it at a time and answers every other thread's progress
 //! with nothing meanwhile, so a service thread that probed while its rank's compute or
 //! sender thread was inside MPI found no message, read the ring as answered and slept on
@@ -232,7 +244,8 @@ type InFlight = (Request<'static, [u8], StaticScope>, *mut [u8]);
 /// behind it waited for that. Measured (issue 43, 2026-11-28, 2-vCPU VM, SWM at the
 /// paper's input, 2 ranks × 1 thread, lmwc, timestamps at each hand-off): a first-touch
 /// page waited a median 124 µs in the sender's queue before its send started (1,590
-/// pages in the run), of 195 µs from request to reply.
+/// pages in the run), of 195 µs from request to reply; with every page started at once,
+/// 3 µs of 112 µs (1,335 pages).
 fn send_pages(comm: &SimpleCommunicator, rx: Receiver<Outgoing>, bell: Option<&Doorbell>) {
     let mut flight: Vec<InFlight> = Vec::new();
     let mut open = true;
@@ -332,15 +345,17 @@ impl Transport for Mpi {
     }
     fn send(&self, to: usize, bytes: Vec<u8>) {
         // Small messages go out at once: far below every Open MPI eager limit, so the
-        // send completes without the receiver. Pages go through the sender thread.
+        // send needs no matching receive. Pages go through the sender thread. The ring
+        // comes first: the send can still wait for the receiver to progress (see the
+        // module docs), and a receiver asleep on its doorbell would not until rung.
         if bytes.len() <= EAGER {
+            if let Some(bell) = &self.bell {
+                bell.ring(to);
+            }
             self.comm
                 .0
                 .process_at_rank(to as i32)
                 .send_with_tag(&bytes[..], TAG);
-            if let Some(bell) = &self.bell {
-                bell.ring(to);
-            }
             return;
         }
         if let Some(tx) = self.tx.lock().unwrap().as_ref() {
