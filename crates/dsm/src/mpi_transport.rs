@@ -109,7 +109,12 @@ pub const SPIN: Duration = Duration::from_micros(200);
 /// remote fault 156 against 180 µs, parallel time 98.8 against 106.8 ms, water-nsq
 /// speedup 0.38 against 0.30; again 8 rounds: SOR fault 166 against 192 µs, water-nsq
 /// 12.7 against 17.4 ms; one core kept busy, 8 rounds: SOR speedup 1.17 against 1.11
-/// (fault 174 against 192 µs), water-nsq 25.6 against 33.4 ms.
+/// (fault 174 against 192 µs), water-nsq 25.6 against 33.4 ms. It spins without
+/// yielding: a sched_yield let a computing thread of the rank take the CPU for the rest
+/// of its slice, and a traced FFT run had the service thread off its CPU ~2 ms there;
+/// 4 interleaved quiet rounds, spinning against yielding: FFT remote fault 308 against
+/// 552 µs (parallel time 71.5 against 87.8 ms), SWM speedup 1.40 against 1.12, SOR and
+/// water-nsq within their spread.
 const OWED_SPIN: Duration = Duration::from_micros(60);
 /// Sleep between the sender's tests of a page in flight.
 const SEND_POLL: Duration = Duration::from_micros(10);
@@ -400,11 +405,13 @@ impl Transport for Mpi {
                 continue;
             }
             // A rung message the probe did not find usually shows within a few µs:
-            // probe again at once for a little while ([`OWED_SPIN`]).
+            // probe again at once for a little while ([`OWED_SPIN`]), keeping the CPU:
+            // a sched_yield here handed it to a computing thread of the rank for its
+            // whole slice (~2 ms, while a peer waited on the message).
             if seen.is_some_and(|seen| self.pending(seen))
                 && owed_since.get_or_insert_with(Instant::now).elapsed() < OWED_SPIN
             {
-                std::thread::yield_now();
+                std::hint::spin_loop();
                 continue;
             }
             self.wakeups.fetch_add(1, Ordering::Relaxed);
