@@ -218,7 +218,12 @@ fn main() {
     }
     if let Err(e) = run() {
         if speaks_for_job(e.code) {
-            eprintln!("numalab: error: {}", e.msg);
+            // One write for the whole line: eprintln! writes its pieces one by one, and
+            // under mpirun another process's output landed between "numalab: error: "
+            // and the message (liveness test, 2026-11-28).
+            use std::io::Write;
+            let line = format!("numalab: error: {}\n", e.msg);
+            let _ = std::io::stderr().write_all(line.as_bytes());
         }
         std::process::exit(e.code);
     }
