@@ -10,9 +10,10 @@
 //!
 //! Open MPI's shared-memory transport has no blocking receive, so the service thread
 //! polls with MPI_Improbe: without a doorbell, sleeping `NUMALAB_DSM_POLL_US` (default
-//! 20 µs) between polls while its rank's threads compute, spinning (with sched_yield) while they are all
-//! blocked, but only for the spin time after the last message, then sleeping again: a
-//! rank that waits long (at a barrier, for a slow peer) gives its CPU back.
+//! 20 µs) between polls while its rank's threads compute, spinning (with sched_yield)
+//! while they are all blocked, but only for the spin time after the last message, then
+//! sleeping again: a rank that waits long (at a barrier, for a slow peer) gives its CPU
+//! back.
 //!
 //! When every rank is on this host, each send also rings the receiver's doorbell
 //! ([`crate::doorbell`]), and a service thread whose threads compute, or that had no
@@ -99,7 +100,7 @@ const POLL_US: u64 = 20;
 /// before it sleeps on the doorbell, or, without one, sleeps between polls like a
 /// computing rank (`NUMALAB_DSM_SPIN_US` overrides).
 pub const SPIN: Duration = Duration::from_micros(200);
-/// How long the service thread probes again at once (yielding between probes) for a
+/// How long the service thread probes again at once (spinning between probes) for a
 /// rung message the probe did not find before it backs off to sleeping polls. Open
 /// MPI's probe right after a doorbell wake missed the rung message in 63 of 403 wakes
 /// (one water-nsq run, paper input) and found it a median 3–4 µs later, while the first
