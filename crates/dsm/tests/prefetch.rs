@@ -1,6 +1,7 @@
 //! LMWC's bulk prefetch on in-process ranks: at an acquire, a rank asks ahead, in one
-//! request per writer, only for the pages a write notice names that it fetched diffs for
-//! before; results still match the sequential program, with and without collections.
+//! request per writer, only for the pages a write notice names that it fetched before
+//! (diffs, or a base on trial until an acquire finds it untouched); results still match
+//! the sequential program, with and without collections.
 
 use numalab_dsm::apps::{max_rel_diff, App};
 use numalab_dsm::proto::single::DEFAULT_FREEZE;
@@ -28,8 +29,8 @@ const ROUNDS: u64 = 5;
 const OUT: usize = 6 * WORDS;
 
 /// Each round rank 0 writes word 0 of pages 0..4; rank 1 reads pages 0 and 1 every round
-/// and page 2 in round 0 only (so page 2 is shared, noticed every round, never hot), and
-/// never page 3 (private to rank 0).
+/// and page 2 in round 0 only (so page 2 is shared, noticed every round, tried once), and
+/// never page 3.
 struct Readers;
 
 impl App for Readers {
@@ -83,16 +84,18 @@ impl App for Readers {
 }
 
 #[test]
-fn prefetch_asks_once_per_writer_for_the_noticed_pages_it_fetched_before() {
+fn prefetch_asks_once_per_writer_for_the_noticed_pages_it_fetched_before_and_tries_bases_once() {
     let out = run_local(2, cfg(ProtocolKind::Lmwc, 1 << 20), &Readers).unwrap();
     let got = out[0].result.as_ref().unwrap();
     assert_eq!(max_rel_diff(got, &Readers.sequential()), 0.0, "{got:?}");
     let s = &out[1].stats;
-    // Round 1 faults pages 0 and 1 (diffs); rounds 2..5 prefetch them, one request each.
-    // Page 2 (noticed, never fetched) and page 3 (private to rank 0) are never asked.
-    assert_eq!((s.prefetched, s.prefetch_msgs), (6, 3), "{s:?}");
-    // First touches of pages 0..3 homed on rank 0 (3), and round 1's two diff faults.
-    assert_eq!(s.remote_faults, 5, "{s:?}");
+    // Round 0 brings the bases of pages 0..2, and of page 3 too (the stride read-ahead
+    // after pages 1 and 2 asked for it), so round 1 asks ahead for all four on trial; its
+    // reads of 0 and 1 keep them asked in rounds 2..4, and pages 2 and 3, untouched since,
+    // are not asked again: 4 + 2 + 2 + 2 pages, one request per round.
+    assert_eq!((s.prefetched, s.prefetch_msgs), (10, 4), "{s:?}");
+    // Only the first touches of pages 0..2 homed on rank 0 go remote: no diff fault.
+    assert_eq!(s.remote_faults, 3, "{s:?}");
     assert_eq!(
         out[0].stats.prefetched, 0,
         "rank 0 read nothing of rank 1's"

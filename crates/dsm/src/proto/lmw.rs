@@ -21,7 +21,10 @@
 //! touches skip all of the above. It also prefetches: at an acquire, the noticed pages this
 //! rank fetched diffs for before are asked for at once, in one request per writer, and
 //! their diffs applied on arrival, so a stable sharing pattern costs one round trip per
-//! writer per acquire instead of one per page.
+//! writer per acquire instead of one per page. A page whose base came from its first
+//! toucher is asked ahead once on trial ([`Heat`]): left closed after its diffs arrive,
+//! its first access (a local fault, no round trip) keeps it asked ahead, and an acquire
+//! that finds it untouched since stops asking.
 
 use super::classify::{Directory, Handled};
 use super::{Fault, Protocol};
@@ -54,6 +57,20 @@ struct Page {
     prefetched: bool,
 }
 
+/// LMWC: whether a noticed page's diffs are asked ahead at an acquire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heat {
+    /// Not asked ahead: its notices wait for a fault.
+    Cold,
+    /// Its base came from another rank: asked ahead at the next acquire, on trial.
+    Trial,
+    /// Asked ahead on trial and applied, closed until touched: touched, it turns hot;
+    /// still untouched at the next acquire, cold.
+    Probation,
+    /// This rank fetched it before (a fault for diffs, or a touch after a trial).
+    Hot,
+}
+
 /// One diff I made: the intervals it covers, the words.
 struct Made {
     covers: Vec<u32>,
@@ -70,9 +87,9 @@ pub struct Lmw {
     diff_bytes: usize,
     /// LMWC's page classification; None for the CVM paper's LMW.
     dir: Option<Directory>,
-    /// LMWC: pages this rank fetched diffs for (so likely to touch again), and those of
-    /// them the last acquire invalidated, to prefetch.
-    hot: Vec<bool>,
+    /// LMWC: which pages are asked ahead at an acquire (fetched here before, so likely
+    /// touched again), and those the last acquire invalidated, to prefetch.
+    heat: Vec<Heat>,
     want: Vec<usize>,
     /// LMWC: the shared pages the last closed interval wrote (see [`Lmw::write_run`]).
     wrote_last: std::collections::BTreeSet<u32>,
@@ -88,7 +105,7 @@ impl Lmw {
             next_id: 0,
             diff_bytes: 0,
             dir: None,
-            hot: Vec::new(),
+            heat: Vec::new(),
             want: Vec::new(),
             wrote_last: Default::default(),
         }
@@ -98,7 +115,7 @@ impl Lmw {
     pub fn classified(c: &Core) -> Lmw {
         Lmw {
             dir: Some(Directory::new(c)),
-            hot: vec![false; c.region.pages()],
+            heat: vec![Heat::Cold; c.region.pages()],
             ..Lmw::new(c)
         }
     }
@@ -250,7 +267,8 @@ impl Lmw {
             let (_, got) = self.pages[p].fetch.take().expect("a prefetch in flight");
             self.pages[p].prefetched = false;
             self.apply(c, p, got);
-            if self.pages[p].notices.is_empty() {
+            // On probation it stays closed, so its first access says it was wanted.
+            if self.pages[p].notices.is_empty() && self.heat[p] != Heat::Probation {
                 ready.push(p);
             }
             c.wake_if(|w| w == Wait::Page(page));
@@ -312,8 +330,8 @@ impl Protocol for Lmw {
                     by_rank.entry(r).or_default().push(i);
                 }
                 page.fetch = Some((by_rank.len(), Vec::new()));
-                if let Some(h) = self.hot.get_mut(p) {
-                    *h = true;
+                if let Some(h) = self.heat.get_mut(p) {
+                    *h = Heat::Hot;
                 }
                 c.stats.remote_faults += 1;
                 c.fault_asked(p);
@@ -328,6 +346,10 @@ impl Protocol for Lmw {
                 }
                 return Fault::Wait { joined: false };
             }
+            c.region.protect(p, Prot::Read);
+        } else if self.heat.get(p) == Some(&Heat::Probation) {
+            // Asked ahead on trial, and wanted: from now on asked ahead for good.
+            self.heat[p] = Heat::Hot;
             c.region.protect(p, Prot::Read);
         }
         if write {
@@ -366,8 +388,11 @@ impl Protocol for Lmw {
                     invalid.push(p as usize);
                 }
                 page.notices.push((iv.rank, iv.idx, s));
-                if shared && self.hot.get(p as usize) == Some(&true) {
-                    self.want.push(p as usize);
+                match self.heat.get(p as usize) {
+                    // Asked ahead on trial and not touched since: not asked again.
+                    Some(Heat::Probation) => self.heat[p as usize] = Heat::Cold,
+                    Some(Heat::Trial | Heat::Hot) if shared => self.want.push(p as usize),
+                    _ => {}
                 }
             }
         }
@@ -381,6 +406,12 @@ impl Protocol for Lmw {
                 Handled::No(m) => m,
                 Handled::Done => return,
                 Handled::Installed(p) => {
+                    // A page another rank wrote first and this one reads: tried ahead at
+                    // the next acquire (barnes' tree, rebuilt by one rank each step,
+                    // otherwise cost a fault per page every step).
+                    if self.heat[p] == Heat::Cold {
+                        self.heat[p] = Heat::Trial;
+                    }
                     // Write notices that came before the base wait for the next fault.
                     if self.pages[p].notices.is_empty() {
                         c.region.protect(p, Prot::Read);
@@ -429,6 +460,9 @@ impl Protocol for Lmw {
             }
             page.fetch = Some((idxs.len(), Vec::new()));
             page.prefetched = true;
+            if self.heat[p] == Heat::Trial {
+                self.heat[p] = Heat::Probation;
+            }
             c.stats.prefetched += 1;
             for (r, i) in idxs {
                 by_rank.entry(r).or_default().push((p as u32, i));
