@@ -105,7 +105,8 @@ pub struct Stats {
     /// LMWC: faults that waited for a prefetch still in flight.
     #[serde(default)]
     pub prefetch_waits: u64,
-    /// LMWC: pages asked for ahead of a first touch, on a stride ([`crate::proto::ahead`]).
+    /// LMWC: pages asked for ahead of a first touch, on a stride or a dense window
+    /// ([`crate::proto::ahead`]).
     #[serde(default)]
     pub touched_ahead: u64,
     /// LMWC: read-ahead requests sent (one per home per fault that asked ahead).

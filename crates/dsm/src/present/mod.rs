@@ -365,7 +365,7 @@ fn prefetch_line(s: &crate::Stats) -> String {
     }
     if s.ahead_msgs > 0 {
         parts.push(format!(
-            "{} on a stride asking {} ({} nobody had touched)",
+            "{} (a stride or a dense window) asking {} ({} nobody had touched)",
             count(s.ahead_msgs, "read-ahead"),
             count(s.touched_ahead, "page"),
             s.ahead_untouched

@@ -136,7 +136,9 @@ fn page_counts_of_one_read_in_the_singular() {
         "{t}"
     );
     assert!(
-        t.contains("1 read-ahead on a stride asking 1 page (0 nobody had touched)"),
+        t.contains(
+            "1 read-ahead (a stride or a dense window) asking 1 page (0 nobody had touched)"
+        ),
         "{t}"
     );
     let two = counted(2);
@@ -150,7 +152,7 @@ fn page_counts_of_one_read_in_the_singular() {
         "{t}"
     );
     assert!(
-        t.contains("2 read-aheads on a stride asking 2 pages"),
+        t.contains("2 read-aheads (a stride or a dense window) asking 2 pages"),
         "{t}"
     );
 }

@@ -7,11 +7,22 @@
 //! once, in one request per home; a home answers only for pages another rank touched
 //! first (so a guess never makes this rank a page's first toucher). The depth doubles
 //! while the faults keep to the stride, up to [`MAX_AHEAD`].
+//!
+//! A rank whose first touches of others' pages keep no stride but crowd one window of
+//! pages (barnes' tree, which one rank builds and the other walks) asks for the rest of
+//! the window at once when [`DENSE`] of its [`WINDOW`] pages came from another rank:
+//! dense enough that a grid's boundary rows (a page or two per window) never trigger
+//! it, since every page asked turns shared, write-protected at its first toucher.
 
 /// Pages asked ahead when a stride is first seen.
 pub const FIRST_AHEAD: usize = 4;
 /// Most pages asked ahead with one fault.
 pub const MAX_AHEAD: usize = 16;
+
+/// Pages in one window of the density read-ahead.
+pub const WINDOW: usize = 32;
+/// Demand faults answered with another rank's copy that make a window dense.
+pub const DENSE: usize = 8;
 
 /// A stride being followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,12 +39,26 @@ pub struct Stride {
     /// The last two demand faults answered with another rank's copy of the page.
     based: [Option<usize>; 2],
     run: Option<Run>,
+    /// Demand faults answered with another's copy, per window; u16::MAX once asked.
+    crowd: std::collections::HashMap<usize, u16>,
 }
 
 impl Stride {
-    /// A demand fault on page `p` was answered with another rank's copy.
-    pub fn based(&mut self, p: usize) {
+    /// A demand fault on page `p` (of `pages`) was answered with another rank's copy:
+    /// the pages of its window to ask for ahead when this made the window dense.
+    pub fn based(&mut self, p: usize, pages: usize) -> std::ops::Range<usize> {
         self.based = [self.based[1], Some(p)];
+        let n = self.crowd.entry(p / WINDOW).or_default();
+        if *n == u16::MAX {
+            return 0..0;
+        }
+        *n += 1;
+        if usize::from(*n) < DENSE {
+            return 0..0;
+        }
+        *n = u16::MAX;
+        let w = p / WINDOW * WINDOW;
+        w..(w + WINDOW).min(pages)
     }
 
     /// A demand first touch of page `p` (of `pages`): the pages to ask for ahead, in
@@ -73,9 +98,9 @@ mod tests {
     fn no_stride_no_guess() {
         let mut s = Stride::default();
         assert!(s.ahead(10, 100).is_empty());
-        s.based(10);
+        s.based(10, 100);
         assert!(s.ahead(26, 100).is_empty());
-        s.based(26);
+        s.based(26, 100);
         // 10, 26, then 40: not the same step.
         assert!(s.ahead(40, 100).is_empty());
     }
@@ -85,16 +110,29 @@ mod tests {
         let mut s = Stride::default();
         for p in [10, 26] {
             assert!(s.ahead(p, 1000).is_empty());
-            s.based(p);
+            s.based(p, 1000);
         }
         assert_eq!(s.ahead(42, 1000), vec![58, 74, 90, 106]);
-        s.based(42);
+        s.based(42, 1000);
         // The next demand fault is the first page past those asked: twice as deep.
         assert_eq!(s.ahead(122, 1000).len(), 8);
-        s.based(122);
+        s.based(122, 1000);
         assert_eq!(s.ahead(122 + 9 * 16, 1000).len(), MAX_AHEAD);
         // Off the stride: the run ends until a stride is seen again.
         assert!(s.ahead(5, 1000).is_empty());
+    }
+
+    #[test]
+    fn a_window_asks_for_the_rest_once_dense_and_only_once() {
+        let mut s = Stride::default();
+        // Scattered faults in window 1 (pages 32..64) of a 40-page region.
+        for (i, p) in [33, 37, 35, 39, 34, 38, 36].into_iter().enumerate() {
+            assert!(s.based(p, 40).is_empty(), "fault {i}");
+        }
+        // One page of another window does not count towards this one.
+        assert!(s.based(5, 40).is_empty());
+        assert_eq!(s.based(32, 40), 32..40, "the region ends the window");
+        assert!(s.based(33, 40).is_empty(), "asked once");
     }
 
     #[test]
@@ -102,13 +140,13 @@ mod tests {
         let mut s = Stride::default();
         for p in [50, 40] {
             s.ahead(p, 60);
-            s.based(p);
+            s.based(p, 1000);
         }
         assert_eq!(s.ahead(30, 60), vec![20, 10, 0]);
         let mut s = Stride::default();
         for p in [40, 45] {
             s.ahead(p, 60);
-            s.based(p);
+            s.based(p, 1000);
         }
         assert_eq!(s.ahead(50, 60), vec![55]);
     }

@@ -145,8 +145,14 @@ impl Directory {
     /// After a demand first touch of `p`: the untouched pages the stride predicts, asked
     /// for in one request per home (no thread waits on them until one touches them).
     fn touch_ahead(&mut self, c: &mut Core, p: usize) {
+        let pages = self.stride.ahead(p, self.class.len());
+        self.ask_ahead(c, pages);
+    }
+
+    /// Ask the homes of the untouched ones of `pages` for them, one request per home.
+    fn ask_ahead(&mut self, c: &mut Core, pages: impl IntoIterator<Item = usize>) {
         let mut by_home: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
-        for q in self.stride.ahead(p, self.class.len()) {
+        for q in pages {
             if self.class[q] == Class::Untouched {
                 self.class[q] = Class::Touching;
                 self.ahead.insert(q as u32);
@@ -238,7 +244,8 @@ impl Directory {
                 c.stats.pages_received += 1;
                 if !self.ahead.remove(&page) {
                     c.fault_served(p);
-                    self.stride.based(p);
+                    let window = self.stride.based(p, self.class.len());
+                    self.ask_ahead(c, window);
                 }
                 c.wake_if(|w| w == Wait::Page(page));
                 Handled::Installed(p)
