@@ -84,8 +84,9 @@ pub enum Msg {
     Base { page: u32, data: Vec<u8> },
     /// LMWC: home to a rank that claimed a run: these pages are yours alone (private).
     Claimed { pages: Vec<u32> },
-    /// LMWC read-ahead on a stride or a dense window ([`crate::proto::ahead`]): a first touch of each page
-    /// to their home, answered only for pages another rank touched first.
+    /// LMWC read-ahead on a stride or a dense window ([`crate::proto::ahead`]): a first
+    /// touch of each page to their home, answered only for pages another rank touched
+    /// first.
     TouchAhead { pages: Vec<u32>, gcs: u32 },
     /// LMWC: home to a rank that asked ahead: nobody touched these pages yet (no base).
     NotTouched { pages: Vec<u32> },
