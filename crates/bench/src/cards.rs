@@ -500,6 +500,7 @@ mod tests {
             tolerance_pct: 10.0,
             budget_ms: 100.0,
             why: Some("busy".into()),
+            figure: None,
         });
         let c = &bandwidth(&recs)[0];
         assert_eq!(c.figure("read, 2 cores").unwrap().value, 14.9);

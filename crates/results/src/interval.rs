@@ -21,6 +21,22 @@ pub fn of(r: &Record, metric: &str) -> Option<(f64, f64)> {
     Some(of_median(&r.stat(metric)?.summary))
 }
 
+/// The figure of `metric` in `r`: the statistic its step settled and its interval
+/// bounds (a best-of-N bandwidth's largest pass, a best-of-N time's smallest), else the
+/// median. None when `r` lacks the metric. A best-of-N record's median can lie below
+/// its own interval (a 2-CPU mix's passes 8.6–18.8 GB/s: median 16.4, interval
+/// 16.9–18.8), so the two are never mixed.
+pub fn figure(r: &Record, metric: &str) -> Option<f64> {
+    use crate::settle::Figure;
+    let s = &r.stat(metric)?.summary;
+    let settled = r.settle.as_ref().filter(|x| x.metric == metric);
+    Some(match settled.and_then(|x| x.figure) {
+        Some(Figure::Max) => s.max,
+        Some(Figure::Min) => s.min,
+        _ => s.median,
+    })
+}
+
 /// The order-statistic interval of the median: the samples of rank n/2 ± Z·√n/2, read
 /// off the summary's quantiles (min, p5, median, p95, max) by linear interpolation, since
 /// the samples themselves are not kept. With n = 3 it is min–max; with n = 500 it is a
@@ -98,8 +114,70 @@ mod tests {
             tolerance_pct: 2.0,
             budget_ms: 100.0,
             why: None,
+            figure: None,
         });
         assert_eq!(of(&r, "latency"), Some((99.0, 101.0)));
         assert_eq!(of(&r, "other"), None);
+    }
+
+    #[test]
+    fn the_figure_is_the_statistic_its_step_settled() {
+        use crate::settle::Figure;
+        let mut r = Record::new(
+            "bandwidth-mix",
+            "x",
+            Provenance::collect("t", "none"),
+            Default::default(),
+        );
+        // A 2-CPU mix's passes: the median (16.4) lies below the best-of-N interval.
+        let gbps = [18.8, 16.9, 8.6, 14.9, 13.3, 16.4, 17.2];
+        r.add_samples("bandwidth", "GB/s", &gbps);
+        r.add_samples("read_bandwidth", "GB/s", &gbps);
+        let settle = |figure| Settle {
+            settled: true,
+            metric: "bandwidth".into(),
+            passes: 7,
+            interval: [16.9, 18.8],
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: None,
+            figure,
+        };
+        assert_eq!(
+            figure(&r, "bandwidth"),
+            Some(16.4),
+            "no settle entry: the median"
+        );
+        r.settle = Some(settle(None));
+        assert_eq!(
+            figure(&r, "bandwidth"),
+            Some(16.4),
+            "a record from before the field"
+        );
+        r.settle = Some(settle(Some(Figure::Max)));
+        assert_eq!(figure(&r, "bandwidth"), Some(18.8));
+        // Another metric of the record keeps its median.
+        assert_eq!(figure(&r, "read_bandwidth"), Some(16.4));
+        r.settle = Some(settle(Some(Figure::Min)));
+        assert_eq!(figure(&r, "bandwidth"), Some(8.6));
+        r.settle = Some(settle(Some(Figure::Median)));
+        assert_eq!(figure(&r, "bandwidth"), Some(16.4));
+        assert_eq!(figure(&r, "other"), None);
+    }
+
+    #[test]
+    fn the_settled_statistic_reads_back_from_json_and_old_records_lack_it() {
+        use crate::settle::Figure;
+        let with: Settle = serde_json::from_str(
+            r#"{"settled":true,"metric":"bandwidth","passes":3,"interval":[1.0,2.0],"tolerance_pct":10.0,"budget_ms":5.0,"figure":"max"}"#,
+        )
+        .unwrap();
+        assert_eq!(with.figure, Some(Figure::Max));
+        let old: Settle = serde_json::from_str(
+            r#"{"settled":true,"metric":"bandwidth","passes":3,"interval":[1.0,2.0],"tolerance_pct":10.0,"budget_ms":5.0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.figure, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("figure"));
     }
 }

@@ -81,6 +81,10 @@ pub struct Settle {
     /// Why it did not settle (the machine was busy: what was seen), when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Which statistic of the passes the figure is, the one the interval bounds (None:
+    /// the median, as in records from before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure: Option<crate::settle::Figure>,
 }
 
 impl Record {

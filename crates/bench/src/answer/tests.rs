@@ -61,6 +61,7 @@ fn each_node_gets_its_own_figures_and_unsettled_ones_are_not_answers() {
         tolerance_pct: 5.0,
         budget_ms: 100.0,
         why: Some("busy".into()),
+        figure: None,
     });
     let kept = numalab_results::summary::answers(&records);
     assert_eq!(nodes(&kept)[1].idle_ns, None);

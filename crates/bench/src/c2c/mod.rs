@@ -370,6 +370,7 @@ mod tests {
                 tolerance_pct: 10.0,
                 budget_ms: 100.0,
                 why: None,
+                figure: None,
             },
         }
     }

@@ -210,6 +210,7 @@ mod tests {
                 tolerance_pct: 10.0,
                 budget_ms: 100.0,
                 why: Some(why.into()),
+                figure: None,
             }),
             read_settle: None,
             home_node: Some(0),

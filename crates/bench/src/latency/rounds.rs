@@ -172,6 +172,7 @@ mod tests {
                 tolerance_pct: 10.0,
                 budget_ms: 50.0,
                 why: (!settled).then(|| "machine busy: first".to_string()),
+                figure: None,
             },
             memory: MemProof {
                 bytes: 4096,

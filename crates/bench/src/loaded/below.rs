@@ -141,6 +141,7 @@ mod tests {
             tolerance_pct: 10.0,
             budget_ms: 100.0,
             why: why.map(Into::into),
+            figure: None,
         }
     }
 

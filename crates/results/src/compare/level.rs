@@ -371,6 +371,7 @@ mod tests {
             tolerance_pct: 10.0,
             budget_ms: 100.0,
             why: Some("machine busy".into()),
+            figure: None,
         });
         let c = compare(&run(&A_NS, &A_LEVELS), &b, false);
         assert_eq!(c.levels.len(), 1, "{:?}", c.levels);

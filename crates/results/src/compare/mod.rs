@@ -1,11 +1,12 @@
-//! Comparison of two runs for regression tracking: the same figure (kind, name,
-//! metric, parameters) in A and B, their medians, B/A, and whether B moved beyond the
-//! two figures' intervals by more than a minimum effect. A figure that did not settle,
-//! broke a plausibility rule, or came from too few or mostly disturbed passes is "not
-//! comparable", never "beyond", and so is a figure of two CPUs (a helper-held line,
-//! c2c, invalidate, intervene, a stream of several CPUs) whose CPUs were not the same
-//! distance apart in both runs (`crate::distance`); derived duplicates (cycles beside
-//! ns, traffic beside bandwidth, issued beside injected) are left out unless asked for.
+//! Comparison of two runs for regression tracking: the same figure (kind, name, metric,
+//! parameters) in A and B, their figures (medians, or a best-of-N's best pass), B/A, and
+//! whether B moved beyond the two figures' intervals by more than a minimum effect. A
+//! figure that did not settle, broke a plausibility rule, or came from too few or mostly
+//! disturbed passes is "not comparable", never "beyond", and so is a figure of two CPUs
+//! (a helper-held line, c2c, invalidate, intervene, a stream of several CPUs) whose CPUs
+//! were not the same distance apart in both runs (`crate::distance`); derived duplicates
+//! (cycles beside ns, traffic beside bandwidth, issued beside injected) are left out
+//! unless asked for.
 
 pub mod baselines;
 mod clock;
@@ -42,9 +43,9 @@ pub struct Row {
     pub metric: String,
     /// Unit.
     pub unit: String,
-    /// Median in A.
+    /// A's figure: the median, or the best pass where the step settled a best-of-N.
     pub a: f64,
-    /// Median in B.
+    /// B's figure.
     pub b: f64,
     /// B / A (None when A is 0).
     pub ratio: Option<f64>,
@@ -142,7 +143,8 @@ struct Context<'a> {
 
 fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
     let (fa, fb) = (cx.fa, cx.fb);
-    let (a, b) = (sa.summary.median, sb.summary.median);
+    let a = interval::figure(ra, &sa.metric).unwrap_or(sa.summary.median);
+    let b = interval::figure(rb, &sb.metric).unwrap_or(sb.summary.median);
     let ratio = (a != 0.0).then(|| b / a);
     let ia = interval::of(ra, &sa.metric).unwrap_or((a, a));
     let ib = interval::of(rb, &sb.metric).unwrap_or((b, b));

@@ -63,6 +63,7 @@ fn unsettled_implausible_few_and_disturbed_figures_are_not_comparable_never_beyo
         tolerance_pct: 5.0,
         budget_ms: 500.0,
         why: Some("machine busy".into()),
+        figure: None,
     });
     let mut disturbed = rec("disturbed", "latency", &tight(200.0));
     let mark = PassMark {
@@ -296,6 +297,7 @@ fn a_two_cpu_figure_whose_cpus_moved_apart_is_not_comparable_never_beyond() {
         tolerance_pct: 5.0,
         budget_ms: 100.0,
         why: None,
+        figure: None,
     });
     let c = compare(&a[..1], &[u], false);
     assert_eq!(change(&c, "cexm"), "not comparable (B unsettled)");
@@ -421,4 +423,39 @@ fn figures_in_a_cores_own_caches_are_judged_apart_from_shared_ones_and_the_verdi
         "{v}"
     );
     assert!(c.rows.iter().all(|r| r.change != "beyond"), "{:?}", c.rows);
+}
+
+#[test]
+fn a_best_of_n_figure_is_compared_by_its_best_pass_not_its_median() {
+    use crate::settle::Figure;
+    let best = |name: &str, gbps: &[f64], figure| {
+        let mut r = rec(name, "bandwidth", gbps);
+        let mut top: Vec<f64> = gbps.to_vec();
+        top.sort_by(f64::total_cmp);
+        r.settle = Some(Settle {
+            settled: true,
+            metric: "bandwidth".into(),
+            passes: gbps.len() as u32,
+            interval: [top[top.len() - 3], top[top.len() - 1]],
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: None,
+            figure,
+        });
+        r
+    };
+    // The same best passes (18.8 and 18.9 GB/s), though B had two slow ones.
+    let a_passes = [18.8, 18.6, 18.7, 18.5, 18.4];
+    let b_passes = [18.9, 18.7, 18.8, 9.0, 9.1];
+    let a = vec![best("mix", &a_passes, Some(Figure::Max))];
+    let b = vec![best("mix", &b_passes, Some(Figure::Max))];
+    let c = compare(&a, &b, false);
+    let r = &c.rows[0];
+    assert_eq!((r.a, r.b), (18.8, 18.9));
+    assert_eq!(r.change, "within");
+    // Records from before the field: their medians, as then (18.6 against 18.7).
+    let a = vec![best("mix", &a_passes, None)];
+    let b = vec![best("mix", &b_passes, None)];
+    let c = compare(&a, &b, false);
+    assert_eq!((c.rows[0].a, c.rows[0].b), (18.6, 18.7));
 }

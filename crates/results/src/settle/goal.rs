@@ -140,7 +140,8 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 /// Which statistic is the step's figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Figure {
     /// The median of the passes (latency-like figures).
     Median,

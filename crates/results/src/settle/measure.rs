@@ -146,6 +146,7 @@ fn finish<T: Clone>(
         tolerance_pct: tol,
         budget_ms: budget.as_secs_f64() * 1e3,
         why,
+        figure: Some(step.figure),
     };
     Settled { passes, settle }
 }

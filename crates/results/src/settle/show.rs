@@ -119,6 +119,7 @@ mod tests {
                 tolerance_pct: 5.0,
                 budget_ms: 200.0,
                 why: (!settled).then(|| "machine busy: 9 of 40 passes disturbed".into()),
+                figure: None,
             },
         );
         r
@@ -133,6 +134,7 @@ mod tests {
             tolerance_pct: 10.0,
             budget_ms: 50.0,
             why: (!settled).then(|| format!("{metric} spread")),
+            figure: None,
         }
     }
 

@@ -187,6 +187,7 @@ fn an_unsettled_figure_says_so_and_is_left_out_of_the_paragraph() {
         tolerance_pct: 5.0,
         budget_ms: 2000.0,
         why: Some("machine busy: steal 30 %".into()),
+        figure: None,
     });
     let mut cards = bw_cards(&records);
     vet(&mut cards, &records, &[]);
@@ -235,6 +236,7 @@ fn only_settled_records_are_answers() {
         tolerance_pct: 5.0,
         budget_ms: 500.0,
         why: Some("machine busy".into()),
+        figure: None,
     });
     assert!(!is_answer(&r, &[]));
     assert!(answers(std::slice::from_ref(&r)).is_empty());

@@ -445,6 +445,7 @@ mod tests {
             tolerance_pct: 10.0,
             budget_ms: 100.0,
             why: (!settled).then(|| "machine busy: 30 of 40 passes disturbed".into()),
+            figure: None,
         }
     }
 

@@ -58,6 +58,7 @@ pub fn judged(goal: &Goal, time: &[f64], budget: Duration, first: usize) -> Sett
         tolerance_pct: tol,
         budget_ms: budget.as_secs_f64() * 1e3,
         why,
+        figure: Some(Figure::Median),
     }
 }
 
