@@ -492,16 +492,11 @@ mod tests {
             "{remark}"
         );
         // A figure that did not settle gives way to a settled one, however high.
-        recs[4].settle = Some(numalab_results::record::Settle {
-            settled: false,
-            metric: "aggregate_bandwidth".into(),
-            passes: 9,
-            interval: [12.0, 30.0],
-            tolerance_pct: 10.0,
-            budget_ms: 100.0,
-            why: Some("busy".into()),
-            figure: None,
-        });
+        recs[4].settle = Some(numalab_results::record::Settle::new(
+            "aggregate_bandwidth",
+            [12.0, 30.0],
+            Some("busy"),
+        ));
         let c = &bandwidth(&recs)[0];
         assert_eq!(c.figure("read, 2 cores").unwrap().value, 14.9);
         // Figures within the tolerance of each other need no remark.

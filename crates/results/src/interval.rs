@@ -107,14 +107,8 @@ mod tests {
         r.add_samples("latency", "ns", &[80.0, 100.0, 120.0]);
         assert_eq!(of(&r, "latency"), Some((80.0, 120.0)));
         r.settle = Some(Settle {
-            settled: true,
-            metric: "latency".into(),
-            passes: 9,
-            interval: [99.0, 101.0],
             tolerance_pct: 2.0,
-            budget_ms: 100.0,
-            why: None,
-            figure: None,
+            ..Settle::new("latency", [99.0, 101.0], None)
         });
         assert_eq!(of(&r, "latency"), Some((99.0, 101.0)));
         assert_eq!(of(&r, "other"), None);

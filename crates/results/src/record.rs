@@ -87,6 +87,24 @@ pub struct Settle {
     pub figure: Option<crate::settle::Figure>,
 }
 
+impl Settle {
+    /// A settle entry of `metric` with its interval: settled when `why` is None, else
+    /// not, for that reason; its figure the median, 9 passes within 10 % in 100 ms (set
+    /// the public fields for others). For fixtures and tests; steps build theirs.
+    pub fn new(metric: &str, interval: [f64; 2], why: Option<&str>) -> Settle {
+        Settle {
+            settled: why.is_none(),
+            metric: metric.into(),
+            passes: 9,
+            interval,
+            tolerance_pct: 10.0,
+            budget_ms: 100.0,
+            why: why.map(Into::into),
+            figure: None,
+        }
+    }
+}
+
 impl Record {
     /// A record with provenance and parameters, nothing measured yet.
     pub fn new(kind: &str, name: &str, provenance: Provenance, parameters: Value) -> Record {

@@ -54,14 +54,8 @@ fn each_node_gets_its_own_figures_and_unsettled_ones_are_not_answers() {
     assert!(b.text.contains("90.0 → 120 ns at 5.0 GB/s"), "{}", b.text);
     // An unsettled node-1 point is not an answer: the registry never hands it over.
     records[3].settle = Some(numalab_results::record::Settle {
-        settled: false,
-        metric: "latency".into(),
-        passes: 9,
-        interval: [100.0, 300.0],
         tolerance_pct: 5.0,
-        budget_ms: 100.0,
-        why: Some("busy".into()),
-        figure: None,
+        ..numalab_results::record::Settle::new("latency", [100.0, 300.0], Some("busy"))
     });
     let kept = numalab_results::summary::answers(&records);
     assert_eq!(nodes(&kept)[1].idle_ns, None);

@@ -363,14 +363,8 @@ mod tests {
                 },
             },
             settle: Settle {
-                settled: true,
-                metric: "cas_rtt_half".into(),
                 passes: 5,
-                interval: [half, half],
-                tolerance_pct: 10.0,
-                budget_ms: 100.0,
-                why: None,
-                figure: None,
+                ..Settle::new("cas_rtt_half", [half, half], None)
             },
         }
     }

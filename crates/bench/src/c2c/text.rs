@@ -203,14 +203,8 @@ mod tests {
             cas_passes: Some(log(true)),
             read_passes: None,
             cas_settle: Some(Settle {
-                settled: false,
-                metric: "cas_rtt_half".into(),
                 passes: 5,
-                interval: [1149.0, 3278.0],
-                tolerance_pct: 10.0,
-                budget_ms: 100.0,
-                why: Some(why.into()),
-                figure: None,
+                ..Settle::new("cas_rtt_half", [1149.0, 3278.0], Some(why))
             }),
             read_settle: None,
             home_node: Some(0),

@@ -165,14 +165,13 @@ mod tests {
                 passes: vec![mark; ns.len()],
             },
             settle: Settle {
-                settled,
-                metric: "latency".into(),
                 passes: ns.len() as u32,
-                interval: [0.0, 0.0],
-                tolerance_pct: 10.0,
                 budget_ms: 50.0,
-                why: (!settled).then(|| "machine busy: first".to_string()),
-                figure: None,
+                ..Settle::new(
+                    "latency",
+                    [0.0, 0.0],
+                    (!settled).then_some("machine busy: first"),
+                )
             },
             memory: MemProof {
                 bytes: 4096,

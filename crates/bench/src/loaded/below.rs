@@ -135,13 +135,8 @@ mod tests {
     fn settle(settled: bool, metric: &str, why: Option<&str>) -> Settle {
         Settle {
             settled,
-            metric: metric.into(),
             passes: 5,
-            interval: [100.0, 110.0],
-            tolerance_pct: 10.0,
-            budget_ms: 100.0,
-            why: why.map(Into::into),
-            figure: None,
+            ..Settle::new(metric, [100.0, 110.0], why)
         }
     }
 

@@ -364,14 +364,8 @@ mod tests {
         let mut b = run(&b_ns, &A_LEVELS);
         // 32 KiB did not settle in B: not comparable, so not part of what is named.
         b[3].settle = Some(crate::record::Settle {
-            settled: false,
-            metric: "latency".into(),
             passes: 20,
-            interval: [1.0, 2.0],
-            tolerance_pct: 10.0,
-            budget_ms: 100.0,
-            why: Some("machine busy".into()),
-            figure: None,
+            ..crate::record::Settle::new("latency", [1.0, 2.0], Some("machine busy"))
         });
         let c = compare(&run(&A_NS, &A_LEVELS), &b, false);
         assert_eq!(c.levels.len(), 1, "{:?}", c.levels);

@@ -56,14 +56,10 @@ fn a_2x_move_is_beyond_overlap_or_a_small_move_is_within_and_sorted_first() {
 fn unsettled_implausible_few_and_disturbed_figures_are_not_comparable_never_beyond() {
     let mut unsettled = rec("unsettled", "latency", &tight(200.0));
     unsettled.settle = Some(Settle {
-        settled: false,
-        metric: "latency".into(),
         passes: 20,
-        interval: [150.0, 250.0],
         tolerance_pct: 5.0,
         budget_ms: 500.0,
-        why: Some("machine busy".into()),
-        figure: None,
+        ..Settle::new("latency", [150.0, 250.0], Some("machine busy"))
     });
     let mut disturbed = rec("disturbed", "latency", &tight(200.0));
     let mark = PassMark {
@@ -291,13 +287,8 @@ fn a_two_cpu_figure_whose_cpus_moved_apart_is_not_comparable_never_beyond() {
     let mut u = at("cexm", 17.0, 30.0);
     u.settle = Some(Settle {
         settled: false,
-        metric: "latency".into(),
-        passes: 9,
-        interval: [10.0, 30.0],
         tolerance_pct: 5.0,
-        budget_ms: 100.0,
-        why: None,
-        figure: None,
+        ..Settle::new("latency", [10.0, 30.0], None)
     });
     let c = compare(&a[..1], &[u], false);
     assert_eq!(change(&c, "cexm"), "not comparable (B unsettled)");

@@ -112,14 +112,14 @@ mod tests {
         apply(
             &mut r,
             Settle {
-                settled,
-                metric: "latency".into(),
                 passes: 40,
-                interval: [101.25, 187.5],
                 tolerance_pct: 5.0,
                 budget_ms: 200.0,
-                why: (!settled).then(|| "machine busy: 9 of 40 passes disturbed".into()),
-                figure: None,
+                ..Settle::new(
+                    "latency",
+                    [101.25, 187.5],
+                    (!settled).then_some("machine busy: 9 of 40 passes disturbed"),
+                )
             },
         );
         r
@@ -127,14 +127,13 @@ mod tests {
 
     fn figure(metric: &str, settled: bool) -> Settle {
         Settle {
-            settled,
-            metric: metric.into(),
             passes: 5,
-            interval: [1.0, 2.0],
-            tolerance_pct: 10.0,
             budget_ms: 50.0,
-            why: (!settled).then(|| format!("{metric} spread")),
-            figure: None,
+            ..Settle::new(
+                metric,
+                [1.0, 2.0],
+                ((!settled).then(|| format!("{metric} spread"))).as_deref(),
+            )
         }
     }
 

@@ -180,14 +180,14 @@ fn a_superlinear_pair_is_shown_implausible_and_never_stated() {
 fn an_unsettled_figure_says_so_and_is_left_out_of_the_paragraph() {
     let mut records = [bw_rec(1, 10.0), bw_rec(2, 18.0)];
     records[1].settle = Some(crate::Settle {
-        settled: false,
-        metric: "aggregate_bandwidth".into(),
         passes: 12,
-        interval: [9.0, 25.0],
         tolerance_pct: 5.0,
         budget_ms: 2000.0,
-        why: Some("machine busy: steal 30 %".into()),
-        figure: None,
+        ..crate::Settle::new(
+            "aggregate_bandwidth",
+            [9.0, 25.0],
+            Some("machine busy: steal 30 %"),
+        )
     });
     let mut cards = bw_cards(&records);
     vet(&mut cards, &records, &[]);
@@ -229,14 +229,9 @@ fn only_settled_records_are_answers() {
     let mut r = crate::Record::new("latency", "x", p, serde_json::json!({}));
     assert!(is_answer(&r, &[]));
     r.settle = Some(crate::record::Settle {
-        settled: false,
-        metric: "latency".into(),
-        passes: 9,
-        interval: [90.0, 180.0],
         tolerance_pct: 5.0,
         budget_ms: 500.0,
-        why: Some("machine busy".into()),
-        figure: None,
+        ..crate::record::Settle::new("latency", [90.0, 180.0], Some("machine busy"))
     });
     assert!(!is_answer(&r, &[]));
     assert!(answers(std::slice::from_ref(&r)).is_empty());

@@ -438,14 +438,12 @@ mod tests {
 
     fn settle(settled: bool) -> Settle {
         Settle {
-            settled,
-            metric: "time".into(),
             passes: 40,
-            interval: [10.0, 30.0],
-            tolerance_pct: 10.0,
-            budget_ms: 100.0,
-            why: (!settled).then(|| "machine busy: 30 of 40 passes disturbed".into()),
-            figure: None,
+            ..Settle::new(
+                "time",
+                [10.0, 30.0],
+                (!settled).then_some("machine busy: 30 of 40 passes disturbed"),
+            )
         }
     }
 
