@@ -160,6 +160,13 @@ impl Record {
         self.stat(metric).map(|s| s.summary.median)
     }
 
+    /// The figure of `metric`: the statistic its step settled (a best-of-N bandwidth's
+    /// best pass), else the median ([`crate::interval::figure`]). What cards, answers,
+    /// plausibility rules and `compare` state as this record's figure.
+    pub fn figure(&self, metric: &str) -> Option<f64> {
+        crate::interval::figure(self, metric)
+    }
+
     /// Add statistics of samples; an empty or non-finite sample set is recorded as unavailable.
     pub fn add_samples(&mut self, metric: &str, unit: &str, samples: &[f64]) {
         match Summary::of(samples) {

@@ -197,7 +197,7 @@ pub fn stat_figure(
 ) -> Option<Figure> {
     let s = &r.stat(metric)?.summary;
     Some(
-        Figure::new(label, s.median, unit, digits, section)
+        Figure::new(label, r.figure(metric)?, unit, digits, section)
             .with(Some(Spread::p5_p95(s, samples)))
             .from(r, metric),
     )
@@ -516,7 +516,9 @@ pub fn text(cards: &[Card], blocks: &[Block]) -> String {
             ]);
         }
     }
-    let mut s = String::from("\nSummary (medians; spread in the last column)\n");
+    let mut s = String::from(
+        "\nSummary (medians, bandwidth the best pass as STREAM reports it; spread in the last column)\n",
+    );
     if !cards.is_empty() {
         s.push_str(&wrap(&describe(cards), 100));
     }

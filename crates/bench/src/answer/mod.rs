@@ -174,8 +174,8 @@ fn read(records: &[Record], node: u32, all: bool) -> Option<(f64, u64)> {
             let n = r.parameters["requestors"].as_u64().unwrap_or(1);
             let aggregate = r.parameters.get("requestor_cpus").is_some();
             match (all, n > 1) {
-                (true, true) if aggregate => Some((r.median("aggregate_bandwidth")?, n)),
-                (false, false) => Some((r.median("bandwidth")?, 1)),
+                (true, true) if aggregate => Some((r.figure("aggregate_bandwidth")?, n)),
+                (false, false) => Some((r.figure("bandwidth")?, 1)),
                 _ => None,
             }
         })
@@ -204,7 +204,7 @@ fn mix(records: &[Record], node: u32, mix: &str) -> Option<f64> {
                 .as_array()
                 .is_some_and(|n| n.len() == 1 && node_param(&n[0]) == Some(node))
         })
-        .filter_map(|r| r.median("bandwidth"))
+        .filter_map(|r| r.figure("bandwidth"))
         .max_by(f64::total_cmp)
 }
 

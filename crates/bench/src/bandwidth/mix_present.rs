@@ -76,7 +76,7 @@ fn rows(records: &[Record]) -> Vec<Vec<String>> {
 }
 
 /// The injection table: row labels, node columns, and per row its label then the
-/// median issued GB/s on each node.
+/// issued GB/s on each node (its best pass, the settled figure).
 struct Injection {
     labels: Vec<String>,
     cols: Vec<String>,
@@ -111,7 +111,7 @@ fn injection(records: &[Record]) -> Option<Injection> {
                 let v = recs
                     .iter()
                     .find(|r| &row_label(r) == l && &nodes(r) == c)
-                    .map_or("-".into(), |r| settle::cell(r, f2(r.median("bandwidth"))));
+                    .map_or("-".into(), |r| settle::cell(r, f2(r.figure("bandwidth"))));
                 row.push(v);
             }
             row
@@ -181,7 +181,7 @@ fn text(records: &[Record]) -> String {
     }
     if let Some(Injection { cols, cells, .. }) = injection(records) {
         out.push_str(&format!(
-            "Injection table: median issued GB/s, {} against each memory node\n\n",
+            "Injection table: issued GB/s (best pass), {} against each memory node\n\n",
             threads(records)
         ));
         let h: Vec<String> = std::iter::once("mix".to_string())
@@ -240,7 +240,7 @@ impl Presenter for MixPresenter {
                     .filter_map(|(l, row)| Some((l.clone(), row[i + 1].parse().ok()?)))
                     .collect();
                 let chart = plot::bar_chart(
-                    &format!("Injection bandwidth, memory node {c}: median issued GB/s"),
+                    &format!("Injection bandwidth, memory node {c}: issued GB/s (best pass)"),
                     "GB/s",
                     &bars,
                 );

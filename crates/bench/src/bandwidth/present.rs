@@ -38,7 +38,7 @@ use super::metric_of;
 fn figure_of(r: &Record) -> Option<(u64, &str, f64)> {
     let (n, metric) = metric_of(r);
     let kernel = r.parameters["kernel"].as_str().unwrap_or("?");
-    Some((n, kernel, r.median(metric)?))
+    Some((n, kernel, r.figure(metric)?))
 }
 
 /// The rule `r`'s figure breaks, if one does.
@@ -83,7 +83,7 @@ impl Presenter for BandwidthPresenter {
         for (g, rows) in &by {
             let label = g.label();
             let bars: Vec<(String, f64)> = rows.iter().map(|(l, v, _)| (l.clone(), *v)).collect();
-            let chart = plot::bar_chart(&format!("{label}: median GB/s"), "GB/s", &bars);
+            let chart = plot::bar_chart(&format!("{label}: GB/s, best pass"), "GB/s", &bars);
             let table: Vec<Vec<String>> = rows
                 .iter()
                 .map(|(l, v, r)| {

@@ -10,12 +10,12 @@ use numalab_results::report::{esc, html_table};
 use numalab_results::Record;
 use std::collections::BTreeMap;
 
-/// Median GB/s of a bandwidth record (the aggregate with several threads), and whether
+/// The GB/s of a bandwidth record (its best pass, the settled figure) (the aggregate with several threads), and whether
 /// a plausibility rule names it.
 fn figure(r: &Record, flags: &[Flag]) -> Option<(u64, Cell)> {
     let (n, metric) = super::metric_of(r);
     let implausible = plausible::flag_of(flags, r, metric).is_some();
-    Some((n, (r.median(metric)?, implausible)))
+    Some((n, (r.figure(metric)?, implausible)))
 }
 
 /// A table: its title, header and rows.
@@ -127,7 +127,7 @@ fn tables(records: &[Record]) -> Vec<Table> {
 }
 
 /// What the figures are, said once.
-const NOTE: &str = "median GB/s (10^9 bytes/s): every thread's bytes over the time from the first thread's start to the last one's end of a pass, each thread streaming its own buffer from the node's memory; × 1 thread: over the one-thread figure";
+const NOTE: &str = "GB/s (10^9 bytes/s), best pass: every thread's bytes over the time from the first thread's start to the last one's end of a pass, each thread streaming its own buffer from the node's memory; × 1 thread: over the one-thread figure";
 
 /// Said under a table only when a figure in it is marked.
 const MARK_NOTE: &str = "✗: the figure breaks a plausibility rule (listed under Implausible figures) and is not an answer";

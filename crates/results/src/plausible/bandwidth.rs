@@ -4,7 +4,7 @@
 use super::{caches, Flag, Ref, BANDWIDTH_SCALING_TOL, WRITE_OVER_READ_TOL};
 use crate::record::Record;
 
-/// A bandwidth record's figure: its metric, thread count and median.
+/// A bandwidth record's figure: its metric, thread count and figure (its best pass).
 struct Bw<'a> {
     r: &'a Record,
     metric: &'static str,
@@ -12,7 +12,7 @@ struct Bw<'a> {
     kernel: String,
     state: String,
     level: String,
-    median: f64,
+    gbps: f64,
 }
 
 /// Where a record's lines are when a pass starts: "L2", "memory", or, without a
@@ -62,7 +62,7 @@ fn figures(records: &[Record]) -> Vec<Bw<'_>> {
                 kernel: p["kernel"].as_str()?.to_string(),
                 state: p["state"].as_str().unwrap_or("warm").to_string(),
                 level: level_of(r, &cs),
-                median: r.median(metric)?,
+                gbps: r.figure(metric)?,
             })
         })
         .collect()
@@ -86,16 +86,16 @@ pub(super) fn scaling(records: &[Record], flags: &mut Vec<Flag>) {
                     && f.kernel == n.kernel
                     && f.state == n.state
                     && f.level == n.level
-                    && f.median > 0.0
+                    && f.gbps > 0.0
             })
             .collect();
-        let best = ones.iter().max_by(|a, b| a.median.total_cmp(&b.median));
-        let worst = ones.iter().min_by(|a, b| a.median.total_cmp(&b.median));
+        let best = ones.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps));
+        let worst = ones.iter().min_by(|a, b| a.gbps.total_cmp(&b.gbps));
         let (Some(best), Some(worst)) = (best, worst) else {
             continue;
         };
-        let above = n.median > best.median * n.threads as f64 * (1.0 + BANDWIDTH_SCALING_TOL);
-        let below = n.median < worst.median * (1.0 - BANDWIDTH_SCALING_TOL);
+        let above = n.gbps > best.gbps * n.threads as f64 * (1.0 + BANDWIDTH_SCALING_TOL);
+        let below = n.gbps < worst.gbps * (1.0 - BANDWIDTH_SCALING_TOL);
         let (one, what) = match (above, below) {
             // On a shared host the two figures come from different seconds (a
             // quiet survey read 2.4× once, its all-thread step at a fast moment), so
@@ -110,7 +110,7 @@ pub(super) fn scaling(records: &[Record], flags: &mut Vec<Flag>) {
             (_, true) => (worst, "less than one thread alone".into()),
             _ => continue,
         };
-        let x = n.median / one.median;
+        let x = n.gbps / one.gbps;
         flags.push(Flag {
             rule: "bandwidth-scaling",
             records: vec![Ref::of(n.r, n.metric), Ref::of(one.r, one.metric)],
@@ -118,14 +118,14 @@ pub(super) fn scaling(records: &[Record], flags: &mut Vec<Flag>) {
                 "{} threads {} {:.1} GB/s from {}, {x:.1}× one thread's {}{:.1} GB/s ({what})",
                 n.threads,
                 n.kernel,
-                n.median,
+                n.gbps,
                 n.level,
                 match (ones.len() > 1, above) {
                     (false, _) => "",
                     (true, true) => "best ",
                     (true, false) => "lowest ",
                 },
-                one.median,
+                one.gbps,
             ),
         });
     }
@@ -146,16 +146,16 @@ pub(super) fn writes_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
                     && f.level == w.level
                     && f.threads == w.threads
             })
-            .max_by(|a, b| a.median.total_cmp(&b.median));
+            .max_by(|a, b| a.gbps.total_cmp(&b.gbps));
         let Some(rd) = best else { continue };
-        if w.median > rd.median * (1.0 + WRITE_OVER_READ_TOL) {
+        if w.gbps > rd.gbps * (1.0 + WRITE_OVER_READ_TOL) {
             flags.push(Flag {
                 rule: "write-faster-than-read",
                 // A read disturbed low makes a sound write look too fast: both are named.
                 records: vec![Ref::of(w.r, w.metric), Ref::of(rd.r, rd.metric)],
                 why: format!(
                     "{} of {} lines at {:.1} GB/s from {}, faster than {} reads from it at {:.1} GB/s",
-                    w.kernel, w.state, w.median, w.level, rd.kernel, rd.median
+                    w.kernel, w.state, w.gbps, w.level, rd.kernel, rd.gbps
                 ),
             });
         }

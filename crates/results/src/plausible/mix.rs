@@ -26,7 +26,7 @@ pub(super) fn mix_over_reads(records: &[Record], flags: &mut Vec<Flag>) {
         .filter(|r| r.kind == "bandwidth-mix")
         .filter_map(|r| {
             let share = r.parameters["read_share"].as_f64()?;
-            Some((r, share, r.median("bandwidth")?))
+            Some((r, share, r.figure("bandwidth")?))
         })
         .collect();
     let regular = |m: &&(&Record, f64, f64)| m.1 < 1.0 && m.0.parameters["store"] != "nt";

@@ -109,6 +109,51 @@ fn n_threads_are_held_against_the_best_one_thread_figure_and_below_against_the_w
     assert!(flag_of(&f, &low[1], "bandwidth").is_some());
 }
 
+/// `r`'s figure settled as its best pass (best-of-N bandwidth), within `interval`.
+fn best_of(mut r: Record, metric: &str, interval: [f64; 2]) -> Record {
+    r.settle = Some(crate::record::Settle {
+        figure: Some(crate::settle::Figure::Max),
+        ..crate::record::Settle::new(metric, interval, None)
+    });
+    r
+}
+
+#[test]
+fn bandwidth_rules_judge_the_settled_best_pass_not_the_median() {
+    let mem = 128 << 20;
+    let p = |n: u64| {
+        let mut p = json!({"kernel": "readv", "state": "warm", "size_bytes": mem, "requestors": n});
+        if n > 1 {
+            p["requestor_cpus"] = json!([0, 1]);
+        }
+        p
+    };
+    // One thread's passes 5, 6, 10 (a disturbed pair); two threads' 17, 18, 19: 3× one
+    // thread's median, 1.9× its best pass.
+    let one = rec(
+        "bandwidth",
+        "readv",
+        p(1),
+        &[("bandwidth", &[5.0, 6.0, 10.0])],
+    );
+    let two = rec(
+        "bandwidth",
+        "readv",
+        p(2),
+        &[("aggregate_bandwidth", &[17.0, 18.0, 19.0])],
+    );
+    // Without a settled statistic the figure is the median: flagged.
+    let medians = [topo(), one.clone(), two.clone()];
+    assert_eq!(rules(&medians), ["bandwidth-scaling"]);
+    // Settled best-of-N, the figures the cards state are 10 and 19: they fit.
+    let best = [
+        topo(),
+        best_of(one, "bandwidth", [6.0, 10.0]),
+        best_of(two, "aggregate_bandwidth", [18.0, 19.0]),
+    ];
+    assert!(check(&best).is_empty(), "{:?}", check(&best));
+}
+
 #[test]
 fn rdex_of_flushed_lines_faster_than_reads_from_memory_is_flagged() {
     let reads = [topo(), bw("read", "warm", 128 << 20, 1, 17.0)];

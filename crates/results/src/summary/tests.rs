@@ -177,6 +177,20 @@ fn a_superlinear_pair_is_shown_implausible_and_never_stated() {
 }
 
 #[test]
+fn a_best_of_n_figure_is_stated_as_its_best_pass() {
+    let mut records = [bw_rec(1, 10.0), bw_rec(2, 18.0)];
+    records[0].settle = Some(crate::Settle {
+        figure: Some(crate::settle::Figure::Max),
+        ..crate::Settle::new("bandwidth", [10.0, 10.1], None)
+    });
+    let cards = bw_cards(&records);
+    // Passes 9.9, 10.0 and 10.1: the settled figure is the best, 10.1; a figure
+    // without a settled statistic stays the median.
+    assert_eq!(cards[0].figures[0].value_text(), "10.1 GB/s");
+    assert_eq!(cards[0].figures[1].value_text(), "18.0 GB/s");
+}
+
+#[test]
 fn an_unsettled_figure_says_so_and_is_left_out_of_the_paragraph() {
     let mut records = [bw_rec(1, 10.0), bw_rec(2, 18.0)];
     records[1].settle = Some(crate::Settle {
