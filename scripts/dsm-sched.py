@@ -11,8 +11,8 @@ RANK_MS is rank 0's `time ms` from the run's table: the window starts when the l
 rank's app service thread appears (the timed section starts right after, at an MPI
 barrier) and lasts that long. Outside it, rank 0 reading the result faults in each of
 the other rank's pages, which dominates whole-run counts. Each phase (the cost probe,
-the app) has its own service and sender threads; the app's are the last of each rank
-process. Roles: rN.compute (the main thread), rN.service, rN.sender; a wake counts as
+the app) has its own service and reaper threads; the app's are the last of each rank
+process. Roles: rN.compute (the main thread), rN.service, rN.reaper; a wake counts as
 `timer` when an hrtimer_wakeup expired on that CPU within 20 µs before it.
 
 --futex (record `-e syscalls:sys_enter_futex -e syscalls:sys_exit_futex` too): the
@@ -43,7 +43,7 @@ for (pid, tid, *_ ) in recs:
 procs = sorted({tg[t] for t, c in comm.items() if c == 'dsm-service' and t in tg}, key=lambda p: first.get(p, 0))
 app = procs[-2:]
 print('DSM processes', procs, 'app run', app)
-# Each phase (costs probe, app) has its own service and sender threads: the app's are the
+# Each phase (costs probe, app) has its own service and reaper threads: the app's are the
 # last of each process; count only inside the app's service threads' lifetime.
 seen = {}
 for (pid, tid, cpu, t, e, tr) in recs:
@@ -54,7 +54,7 @@ for (pid, tid, cpu, t, e, tr) in recs:
                 seen.setdefault(x, [t, t])[1] = t
 phase = {}
 for p in app:
-    for name in ('dsm-service', 'dsm-sender'):
+    for name in ('dsm-service', 'dsm-reaper'):
         ts = sorted((seen[x][0], x) for x in comm if comm[x] == name and tg.get(x) == p and x in seen)
         phase[(p, name)] = ts[-1][1] if ts else None
 svc = [phase[(p, 'dsm-service')] for p in app]
@@ -69,7 +69,7 @@ def role(t):
     c = comm.get(t, '?')
     r = 'r%d.' % app.index(p)
     if t == p: return r + 'compute'
-    if c in ('dsm-service', 'dsm-sender'):
+    if c in ('dsm-service', 'dsm-reaper'):
         return r + c[4:] if phase.get((p, c)) == t else None
     return r + 'other:' + c
 out = collections.Counter(); nextc = collections.Counter(); waker = collections.Counter()

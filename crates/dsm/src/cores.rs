@@ -12,7 +12,7 @@
 //! LMW at the paper's input ran 10–15× slower and LMWC 2–6× (busy machine). The likely
 //! cause, not proven: a real-time poller that preempts the compute thread inside Open
 //! MPI spins on a lock that thread holds, which cannot run on that CPU meanwhile.
-//! Where permitted (root, CAP_SYS_NICE), the service and sender threads run at nice
+//! Where permitted (root, CAP_SYS_NICE), the service thread runs at nice
 //! [`SERVICE_NICE`] instead: still fair-shared, but weighted ~9× an ordinary thread, so a
 //! woken one gets an early deadline against other programs' threads too.
 //!
@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 /// The slice the service thread asks for: the scheduler's minimum custom slice
 /// (`NUMALAB_DSM_SLICE_NS` overrides; 0 leaves the default, to compare).
 pub const SERVICE_SLICE_NS: u64 = 100_000;
-/// The nice value the service and sender threads ask for (refused without privilege).
+/// The nice value the service thread asks for (refused without privilege).
 pub const SERVICE_NICE: i32 = -10;
 /// Timer slack of the polling threads: their 10–20 µs sleeps would otherwise last 60–70.
 const SLACK_NS: libc::c_ulong = 1_000;
@@ -96,7 +96,7 @@ fn affinity_cpus() -> usize {
     }
 }
 
-/// Make the calling thread (a service or sender thread) quick to run when woken: a short
+/// Make the calling thread (the service thread) quick to run when woken: a short
 /// scheduler slice and a 1 µs timer slack. Best effort; what was granted is recorded.
 pub fn latency_thread() {
     // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.

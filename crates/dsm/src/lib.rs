@@ -12,6 +12,7 @@ pub mod diff;
 pub mod doorbell;
 pub mod experiment;
 pub mod fault;
+pub mod flight;
 pub mod lockbar;
 pub mod lrc;
 pub mod mpi_transport;

@@ -1,12 +1,12 @@
 //! The MPI transport (rsmpi over the system's Open MPI, MPI_THREAD_MULTIPLE).
 //!
 //! Messages up to 1 KiB are sent at once by the calling thread (eager everywhere); larger
-//! ones go through a sender thread, so neither the compute thread nor the service thread
-//! ever blocks in MPI_Send: a page is larger than the shared-memory eager limit, and two
-//! service threads each stuck sending a page to the other would deadlock. The sender
-//! starts each page with MPI_Isend as soon as it is queued, pages still in flight
-//! notwithstanding, and sleeps between tests of them all (a blocking MPI_Send spins
-//! until the receiver takes the page, on the CPU the rank's compute thread needs).
+//! ones are started with MPI_Isend by the calling thread too and tested until complete
+//! by [`crate::flight`], so neither the compute thread nor the service thread ever
+//! blocks in MPI_Send: a page is larger than the shared-memory eager limit, and two
+//! service threads each stuck sending a page to the other would deadlock (a blocking
+//! MPI_Send also spins until the receiver takes the page, on the CPU the rank's compute
+//! thread needs).
 //!
 //! Open MPI's shared-memory transport has no blocking receive, so the service thread
 //! polls with MPI_Improbe: without a doorbell, sleeping `NUMALAB_DSM_POLL_US` (default
@@ -68,8 +68,8 @@
 //! bounds it), fault 185 against 206 µs, water-nsq fault 359 against 455 µs.
 //!
 //! Both pollers back off: the service thread's polls while a rung message has not
-//! shown up double from the poll time, and the sender's tests of a page in flight
-//! double from 10 to 160 µs. Each wake-up at their raised priority switches the
+//! shown up double from the poll time, and the tests of a page in flight (then a sender
+//! thread's, now [`crate::flight`]'s reaper's) double from 10 to 160 µs. Each wake-up at their raised priority switches the
 //! compute thread out: a 2-rank SOR run counted ~10,000 service and ~11,000–12,700
 //! sender sleeps (`perf record -e sched:sched_switch`). Measured (2026-11-27, same VM,
 //! host drifting: sequential SOR 110–206 ms between runs; 5 interleaved rounds, SOR,
@@ -78,19 +78,15 @@
 //! 22.6 against 33.6 ms); the speedups (medians 1.30 and 1.31) were not
 //! distinguishable under that drift.
 use crate::doorbell::Doorbell;
+use crate::flight::Flight;
 use crate::transport::Transport;
 use mpi::collective::CommunicatorCollectives;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
-use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// A message for the sender thread: destination and bytes.
-type Outgoing = (usize, Vec<u8>);
 
 const TAG: i32 = 0x44534d;
 const EAGER: usize = 1024;
@@ -117,10 +113,6 @@ pub const SPIN: Duration = Duration::from_micros(200);
 /// 552 µs (parallel time 71.5 against 87.8 ms), SWM speedup 1.40 against 1.12, SOR and
 /// water-nsq within their spread.
 const OWED_SPIN: Duration = Duration::from_micros(60);
-/// Sleep between the sender's tests of a page in flight.
-const SEND_POLL: Duration = Duration::from_micros(10);
-/// The longest the sender sleeps between tests: it backs off from [`SEND_POLL`].
-const SEND_POLL_MAX: Duration = Duration::from_micros(160);
 
 struct Comm(SimpleCommunicator);
 // SAFETY: MPI was initialised with MPI_THREAD_MULTIPLE (checked in Mpi::new), under which
@@ -133,8 +125,9 @@ pub struct Mpi {
     comm: Arc<Comm>,
     rank: usize,
     size: usize,
-    tx: Mutex<Option<Sender<Outgoing>>>,
-    sender: Mutex<Option<JoinHandle<()>>>,
+    /// Large sends in flight, and the thread that sees them complete.
+    flight: Arc<Flight>,
+    reaper: Mutex<Option<JoinHandle<()>>>,
     computing: AtomicBool,
     poll: Duration,
     /// When the service thread last received a message or the threads last blocked
@@ -163,22 +156,20 @@ impl Mpi {
         let bell = Doorbell::open(&comm.0)
             .filter(|b| b.covers(size) && doorbell_wanted())
             .map(Arc::new);
-        let (tx, rx) = channel::<(usize, Vec<u8>)>();
-        let c2 = comm.clone();
-        let b2 = bell.clone();
-        let sender = std::thread::Builder::new()
-            .name("dsm-sender".into())
-            .spawn(move || {
-                crate::cores::latency_thread();
-                send_pages(&c2.0, rx, b2.as_deref());
-            })
+        let flight = Arc::new(Flight::default());
+        let f2 = flight.clone();
+        // At the ordinary priority: its tests are not on a receiver's path (see
+        // crate::flight), and at a raised one each would preempt the compute thread.
+        let reaper = std::thread::Builder::new()
+            .name("dsm-reaper".into())
+            .spawn(move || f2.reaper())
             .map_err(|e| e.to_string())?;
         Ok(Mpi {
             comm,
             rank,
             size,
-            tx: Mutex::new(Some(tx)),
-            sender: Mutex::new(Some(sender)),
+            flight,
+            reaper: Mutex::new(Some(reaper)),
             computing: AtomicBool::new(false),
             poll: Duration::from_micros(
                 numalab_results::envvars::whole("NUMALAB_DSM_POLL_US")?.unwrap_or(POLL_US),
@@ -195,8 +186,8 @@ impl Mpi {
     /// After the run: finish sending, then receive and drop stragglers until every rank
     /// is here, so no send is left waiting for a receiver that stopped.
     pub fn shutdown(&self) {
-        drop(self.tx.lock().unwrap().take());
-        if let Some(h) = self.sender.lock().unwrap().take() {
+        self.flight.stop();
+        if let Some(h) = self.reaper.lock().unwrap().take() {
             let _ = h.join();
         }
         let mut req = self.comm.0.immediate_barrier();
@@ -237,77 +228,6 @@ fn spin_time() -> Result<Duration, String> {
 /// message received before its ring (the sender rings after sending) is not a ring owed.
 fn unanswered(rung: u32, got: u32) -> bool {
     (rung.wrapping_sub(got) as i32) > 0
-}
-
-/// A page in flight: its request, and the buffer it reads, freed once it completes.
-type InFlight = (Request<'static, [u8], StaticScope>, *mut [u8]);
-
-/// The sender thread: start each queued page at once, then test every page in flight
-/// with short sleeps, backing off (the service thread's polls progress them meanwhile).
-///
-/// Pages are not sent one after another: a page is over Open MPI's shared-memory eager
-/// limit, so its send completes only once the receiver has taken it, and a page queued
-/// behind it waited for that. Measured (issue 43, 2026-11-28, 2-vCPU VM, SWM at the
-/// paper's input, 2 ranks × 1 thread, lmwc, timestamps at each hand-off): a first-touch
-/// page waited a median 124 µs in the sender's queue before its send started (1,590
-/// pages in the run), of 195 µs from request to reply; with every page started at once,
-/// 3 µs of 112 µs (1,335 pages).
-fn send_pages(comm: &SimpleCommunicator, rx: Receiver<Outgoing>, bell: Option<&Doorbell>) {
-    let mut flight: Vec<InFlight> = Vec::new();
-    let mut open = true;
-    let mut pause = SEND_POLL;
-    while open || !flight.is_empty() {
-        // Wait for a page when none is in flight; else at most the pause before testing.
-        let first = if flight.is_empty() {
-            rx.recv().ok()
-        } else if open {
-            match rx.recv_timeout(pause) {
-                Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => {
-                    open = false;
-                    None
-                }
-            }
-        } else {
-            std::thread::sleep(pause);
-            None
-        };
-        if first.is_none() && flight.is_empty() {
-            // The channel closed with nothing in flight: every page went out.
-            break;
-        }
-        let queued: Vec<Outgoing> = first.into_iter().chain(rx.try_iter()).collect();
-        if !queued.is_empty() {
-            pause = SEND_POLL;
-        }
-        for (to, b) in queued {
-            let buf: *mut [u8] = Box::into_raw(b.into_boxed_slice());
-            // SAFETY: the buffer is leaked until its request completes (below), so the
-            // 'static borrow MPI reads it through outlives the send.
-            let req = comm.process_at_rank(to as i32).immediate_send_with_tag(
-                StaticScope,
-                unsafe { &*buf },
-                TAG,
-            );
-            if let Some(bell) = bell {
-                bell.ring(to);
-            }
-            flight.push((req, buf));
-        }
-        let mut still = Vec::with_capacity(flight.len());
-        for (req, buf) in flight.drain(..) {
-            match req.test() {
-                // SAFETY: MPI is done with the buffer: free what Box::into_raw leaked.
-                Ok(_) => drop(unsafe { Box::from_raw(buf) }),
-                Err(r) => still.push((r, buf)),
-            }
-        }
-        flight = still;
-        if !flight.is_empty() {
-            pause = (pause * 2).min(SEND_POLL_MAX);
-        }
-    }
 }
 
 impl Mpi {
@@ -351,9 +271,10 @@ impl Transport for Mpi {
     }
     fn send(&self, to: usize, bytes: Vec<u8>) {
         // Small messages go out at once: far below every Open MPI eager limit, so the
-        // send needs no matching receive. Pages go through the sender thread. The ring
-        // comes first: the send can still wait for the receiver to progress (see the
-        // module docs), and a receiver asleep on its doorbell would not until rung.
+        // send needs no matching receive. Pages are started here and left in flight. A
+        // small send's ring comes first: the send can still wait for the receiver to
+        // progress (see the module docs), and a receiver asleep on its doorbell would
+        // not until rung; a page's comes once it is started.
         if bytes.len() <= EAGER {
             if let Some(bell) = &self.bell {
                 bell.ring(to);
@@ -364,8 +285,9 @@ impl Transport for Mpi {
                 .send_with_tag(&bytes[..], TAG);
             return;
         }
-        if let Some(tx) = self.tx.lock().unwrap().as_ref() {
-            let _ = tx.send((to, bytes));
+        self.flight.start(&self.comm.0, to, TAG, bytes);
+        if let Some(bell) = &self.bell {
+            bell.ring(to);
         }
     }
     fn set_computing(&self, on: bool) {
