@@ -25,11 +25,17 @@ pub fn of(r: &Record, metric: &str) -> Option<(f64, f64)> {
 /// bounds (a best-of-N bandwidth's largest pass, a best-of-N time's smallest), else the
 /// median. None when `r` lacks the metric. A best-of-N record's median can lie below
 /// its own interval (a 2-CPU mix's passes 8.6–18.8 GB/s: median 16.4, interval
-/// 16.9–18.8), so the two are never mixed.
+/// 16.9–18.8), so the two are never mixed. A step that did not settle keeps its median:
+/// its best pass is one the others never came near (a busy survey's 2:1 mix: best of 7
+/// passes 42.4 GB/s, median 18.9), and the plausibility rules would hold it against
+/// the settled figures beside it.
 pub fn figure(r: &Record, metric: &str) -> Option<f64> {
     use crate::settle::Figure;
     let s = &r.stat(metric)?.summary;
-    let settled = r.settle.as_ref().filter(|x| x.metric == metric);
+    let settled = r
+        .settle
+        .as_ref()
+        .filter(|x| x.metric == metric && x.settled);
     Some(match settled.and_then(|x| x.figure) {
         Some(Figure::Max) => s.max,
         Some(Figure::Min) => s.min,
@@ -157,6 +163,12 @@ mod tests {
         r.settle = Some(settle(Some(Figure::Median)));
         assert_eq!(figure(&r, "bandwidth"), Some(16.4));
         assert_eq!(figure(&r, "other"), None);
+        // Not settled, the best pass is no figure: the median stands.
+        r.settle = Some(Settle {
+            settled: false,
+            ..settle(Some(Figure::Max))
+        });
+        assert_eq!(figure(&r, "bandwidth"), Some(16.4));
     }
 
     #[test]

@@ -161,7 +161,8 @@ impl Record {
     }
 
     /// The figure of `metric`: the statistic its step settled (a best-of-N bandwidth's
-    /// best pass), else the median ([`crate::interval::figure`]). What cards, answers,
+    /// best pass), else (no settle entry, or it did not settle) the median
+    /// ([`crate::interval::figure`]). What cards, answers,
     /// plausibility rules and `compare` state as this record's figure.
     pub fn figure(&self, metric: &str) -> Option<f64> {
         crate::interval::figure(self, metric)
