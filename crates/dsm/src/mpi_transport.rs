@@ -39,9 +39,9 @@
 //!
 //! So a ring can come before its message shows; and Open MPI 4.1's shared-memory transport
 //! (vader) lets one thread poll it at a time and answers every other thread's progress
-//! with nothing meanwhile, so a service thread that probed while its rank's compute or
-//! sender thread was inside MPI found no message, read the ring as answered and slept on
-//! the doorbell to its timeout (2 ms). The service thread therefore counts the messages
+//! with nothing meanwhile, so a service thread that probed while another thread of its
+//! rank (compute, sender, now reaper) was inside MPI found no message, read the ring as
+//! answered and slept on the doorbell to its timeout (2 ms). The service thread therefore counts the messages
 //! it received against the rings and sleeps on the doorbell only when every ring has had
 //! its message; otherwise it polls. Measured (issue 43, 2-vCPU VM, one core kept busy,
 //! `scripts/dsm-sched.py --futex` on one SOR run, paper input, lmwc): rank 0's service
