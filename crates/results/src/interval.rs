@@ -30,17 +30,7 @@ pub fn of(r: &Record, metric: &str) -> Option<(f64, f64)> {
 /// passes 42.4 GB/s, median 18.9), and the plausibility rules would hold it against
 /// the settled figures beside it.
 pub fn figure(r: &Record, metric: &str) -> Option<f64> {
-    use crate::settle::Figure;
-    let s = &r.stat(metric)?.summary;
-    let settled = r
-        .settle
-        .as_ref()
-        .filter(|x| x.metric == metric && x.settled);
-    Some(match settled.and_then(|x| x.figure) {
-        Some(Figure::Max) => s.max,
-        Some(Figure::Min) => s.min,
-        _ => s.median,
-    })
+    r.figure(metric)
 }
 
 /// The order-statistic interval of the median: the samples of rank n/2 ± Z·√n/2, read

@@ -161,11 +161,21 @@ impl Record {
     }
 
     /// The figure of `metric`: the statistic its step settled (a best-of-N bandwidth's
-    /// best pass), else (no settle entry, or it did not settle) the median
-    /// ([`crate::interval::figure`]). What cards, answers,
-    /// plausibility rules and `compare` state as this record's figure.
+    /// best pass), else (no settle entry, or it did not settle) the median; why, in
+    /// `interval::figure`. What cards, answers, plausibility rules and `compare` state
+    /// as this record's figure.
     pub fn figure(&self, metric: &str) -> Option<f64> {
-        crate::interval::figure(self, metric)
+        use crate::settle::Figure;
+        let s = &self.stat(metric)?.summary;
+        let settled = self
+            .settle
+            .as_ref()
+            .filter(|x| x.metric == metric && x.settled);
+        Some(match settled.and_then(|x| x.figure) {
+            Some(Figure::Max) => s.max,
+            Some(Figure::Min) => s.min,
+            _ => s.median,
+        })
     }
 
     /// Add statistics of samples; an empty or non-finite sample set is recorded as unavailable.
