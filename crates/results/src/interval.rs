@@ -21,18 +21,6 @@ pub fn of(r: &Record, metric: &str) -> Option<(f64, f64)> {
     Some(of_median(&r.stat(metric)?.summary))
 }
 
-/// The figure of `metric` in `r`: the statistic its step settled and its interval
-/// bounds (a best-of-N bandwidth's largest pass, a best-of-N time's smallest), else the
-/// median. None when `r` lacks the metric. A best-of-N record's median can lie below
-/// its own interval (a 2-CPU mix's passes 8.6–18.8 GB/s: median 16.4, interval
-/// 16.9–18.8), so the two are never mixed. A step that did not settle keeps its median:
-/// its best pass is one the others never came near (a busy survey's 2:1 mix: best of 7
-/// passes 42.4 GB/s, median 18.9), and the plausibility rules would hold it against
-/// the settled figures beside it.
-pub fn figure(r: &Record, metric: &str) -> Option<f64> {
-    r.figure(metric)
-}
-
 /// The order-statistic interval of the median: the samples of rank n/2 ± Z·√n/2, read
 /// off the summary's quantiles (min, p5, median, p95, max) by linear interpolation, since
 /// the samples themselves are not kept. With n = 3 it is min–max; with n = 500 it is a
@@ -92,14 +80,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_settled_interval_of_the_metric_wins() {
-        let mut r = Record::new(
-            "latency",
+    /// A record of `kind` with nothing measured yet.
+    fn empty(kind: &str) -> Record {
+        Record::new(
+            kind,
             "x",
             Provenance::collect("t", "none"),
             Default::default(),
-        );
+        )
+    }
+
+    #[test]
+    fn a_settled_interval_of_the_metric_wins() {
+        let mut r = empty("latency");
         r.add_samples("latency", "ns", &[80.0, 100.0, 120.0]);
         assert_eq!(of(&r, "latency"), Some((80.0, 120.0)));
         r.settle = Some(Settle {
@@ -113,52 +106,42 @@ mod tests {
     #[test]
     fn the_figure_is_the_statistic_its_step_settled() {
         use crate::settle::Figure;
-        let mut r = Record::new(
-            "bandwidth-mix",
-            "x",
-            Provenance::collect("t", "none"),
-            Default::default(),
-        );
+        let mut r = empty("bandwidth-mix");
         // A 2-CPU mix's passes: the median (16.4) lies below the best-of-N interval.
         let gbps = [18.8, 16.9, 8.6, 14.9, 13.3, 16.4, 17.2];
         r.add_samples("bandwidth", "GB/s", &gbps);
         r.add_samples("read_bandwidth", "GB/s", &gbps);
         let settle = |figure| Settle {
-            settled: true,
-            metric: "bandwidth".into(),
             passes: 7,
-            interval: [16.9, 18.8],
-            tolerance_pct: 10.0,
-            budget_ms: 100.0,
-            why: None,
             figure,
+            ..Settle::new("bandwidth", [16.9, 18.8], None)
         };
         assert_eq!(
-            figure(&r, "bandwidth"),
+            r.figure("bandwidth"),
             Some(16.4),
             "no settle entry: the median"
         );
         r.settle = Some(settle(None));
         assert_eq!(
-            figure(&r, "bandwidth"),
+            r.figure("bandwidth"),
             Some(16.4),
             "a record from before the field"
         );
         r.settle = Some(settle(Some(Figure::Max)));
-        assert_eq!(figure(&r, "bandwidth"), Some(18.8));
+        assert_eq!(r.figure("bandwidth"), Some(18.8));
         // Another metric of the record keeps its median.
-        assert_eq!(figure(&r, "read_bandwidth"), Some(16.4));
+        assert_eq!(r.figure("read_bandwidth"), Some(16.4));
         r.settle = Some(settle(Some(Figure::Min)));
-        assert_eq!(figure(&r, "bandwidth"), Some(8.6));
+        assert_eq!(r.figure("bandwidth"), Some(8.6));
         r.settle = Some(settle(Some(Figure::Median)));
-        assert_eq!(figure(&r, "bandwidth"), Some(16.4));
-        assert_eq!(figure(&r, "other"), None);
+        assert_eq!(r.figure("bandwidth"), Some(16.4));
+        assert_eq!(r.figure("other"), None);
         // Not settled, the best pass is no figure: the median stands.
         r.settle = Some(Settle {
             settled: false,
             ..settle(Some(Figure::Max))
         });
-        assert_eq!(figure(&r, "bandwidth"), Some(16.4));
+        assert_eq!(r.figure("bandwidth"), Some(16.4));
     }
 
     #[test]

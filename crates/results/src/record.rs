@@ -160,10 +160,15 @@ impl Record {
         self.stat(metric).map(|s| s.summary.median)
     }
 
-    /// The figure of `metric`: the statistic its step settled (a best-of-N bandwidth's
-    /// best pass), else (no settle entry, or it did not settle) the median; why, in
-    /// `interval::figure`. What cards, answers, plausibility rules and `compare` state
-    /// as this record's figure.
+    /// The figure of `metric`: the statistic its step settled, the one its interval
+    /// bounds (a best-of-N bandwidth's largest pass, a best-of-N time's smallest), else
+    /// the median; None when the record lacks the metric. What cards, answers,
+    /// plausibility rules and `compare` state as this record's figure. A best-of-N
+    /// record's median can lie below its own interval (a 2-CPU mix's passes 8.6–18.8
+    /// GB/s: median 16.4, interval 16.9–18.8), so the two are never mixed. A step that
+    /// did not settle keeps its median: its best pass is one the others never came near
+    /// (a busy survey's 2:1 mix: best of 7 passes 42.4 GB/s, median 18.9), and the
+    /// plausibility rules would hold it against the settled figures beside it.
     pub fn figure(&self, metric: &str) -> Option<f64> {
         use crate::settle::Figure;
         let s = &self.stat(metric)?.summary;

@@ -143,8 +143,8 @@ struct Context<'a> {
 
 fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
     let (fa, fb) = (cx.fa, cx.fb);
-    let a = interval::figure(ra, &sa.metric).unwrap_or(sa.summary.median);
-    let b = interval::figure(rb, &sb.metric).unwrap_or(sb.summary.median);
+    let a = ra.figure(&sa.metric).unwrap_or(sa.summary.median);
+    let b = rb.figure(&sb.metric).unwrap_or(sb.summary.median);
     let ratio = (a != 0.0).then(|| b / a);
     let ia = interval::of(ra, &sa.metric).unwrap_or((a, a));
     let ib = interval::of(rb, &sb.metric).unwrap_or((b, b));
