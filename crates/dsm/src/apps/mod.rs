@@ -7,6 +7,7 @@ pub mod ocean;
 pub mod sor;
 pub mod swm;
 pub mod water;
+pub mod water_model;
 
 use crate::Ctx;
 use std::time::Instant;
