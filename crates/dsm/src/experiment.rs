@@ -5,6 +5,7 @@ use crate::apps::{by_name_scaled, costs::Costs, max_rel_diff, App, Input, NAMES,
 use crate::cores::CoreShare;
 use crate::mpi_transport::Mpi;
 use crate::node::Config;
+pub use crate::per_interval::PerInterval;
 use crate::proto::ProtocolKind;
 use crate::region::{DEFAULT_BASE, PAGE};
 use crate::run::run_rank;
@@ -464,52 +465,6 @@ pub struct RunData {
     pub per_interval: Option<PerInterval>,
 }
 
-/// Per interval between two acquires (barrier departures, lock grants) of a rank: counts
-/// summed over ranks ÷ acquires summed over ranks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PerInterval {
-    /// Ranks of the run.
-    pub ranks: usize,
-    /// Intervals (acquires) of each rank, on average.
-    pub intervals_per_rank: f64,
-    /// Bytes sent (requests, diffs, pages, notices).
-    pub bytes: f64,
-    /// Round trips: remote faults, bulk prefetch and read-ahead requests, and acquires (a barrier's
-    /// arrival and departure, a remote lock's request and grant).
-    pub round_trips: f64,
-    /// Access faults (local and remote).
-    pub faults: f64,
-    /// mprotect calls.
-    pub mprotects: f64,
-    /// The sequential program's time ÷ intervals per rank, ns: the whole program's
-    /// compute between two synchronizations, which the ranks split.
-    pub sequential_ns: Option<f64>,
-    /// Round trips × the run's mean remote-fault latency, ns (None without faults).
-    pub round_trip_ns: Option<f64>,
-}
-
-impl PerInterval {
-    pub(crate) fn of(sum: &Stats, ranks: usize, seq: Option<f64>) -> Option<PerInterval> {
-        let n = sum.acquires as f64;
-        if sum.acquires == 0 || ranks == 0 {
-            return None;
-        }
-        let round_trips =
-            (sum.remote_faults + sum.prefetch_msgs + sum.ahead_msgs + sum.acquires) as f64 / n;
-        let per_rank = n / ranks as f64;
-        Some(PerInterval {
-            ranks,
-            intervals_per_rank: per_rank,
-            bytes: sum.bytes as f64 / n,
-            round_trips,
-            faults: sum.segv as f64 / n,
-            mprotects: sum.mprotects as f64 / n,
-            sequential_ns: seq.map(|s| s / per_rank),
-            round_trip_ns: sum.per_remote_fault_ns().map(|f| f * round_trips),
-        })
-    }
-}
-
 /// Whether any rank's threads shared CPUs (None when no rank says).
 fn cores_shared(ranks: &[Record]) -> Option<bool> {
     let said: Vec<bool> = ranks
@@ -550,7 +505,7 @@ fn summary(
         per_remote_fault_ns: per_fault,
         costs,
         cores_shared: cores_shared(ranks),
-        per_interval: PerInterval::of(&sum, st.len(), seq),
+        per_interval: PerInterval::of(&sum, st.len(), seq).map(|p| p.waiting_for(&st)),
     });
     r.warnings = prov.warnings();
     r
@@ -559,29 +514,6 @@ fn summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn per_interval_divides_by_the_intervals_of_every_rank() {
-        let sum = Stats {
-            acquires: 10,
-            remote_faults: 6,
-            prefetch_msgs: 2,
-            remote_locks: 2,
-            remote_fault_ns: 6 * 50_000,
-            bytes: 10 * 1024,
-            segv: 30,
-            mprotects: 40,
-            ..Stats::default()
-        };
-        let p = PerInterval::of(&sum, 2, Some(1e6)).unwrap();
-        assert_eq!(p.intervals_per_rank, 5.0);
-        // 6 faults + 2 prefetches + 10 acquires (remote locks are among the acquires).
-        assert_eq!((p.bytes, p.round_trips), (1024.0, 1.8));
-        assert_eq!((p.faults, p.mprotects), (3.0, 4.0));
-        assert_eq!(p.sequential_ns, Some(2e5));
-        assert_eq!(p.round_trip_ns, Some(50_000.0 * 1.8));
-        assert_eq!(PerInterval::of(&Stats::default(), 2, Some(1e6)), None);
-    }
 
     #[test]
     fn durations_parse_with_units_only() {

@@ -18,6 +18,7 @@ pub mod lrc;
 pub mod mpi_transport;
 pub mod msg;
 pub mod node;
+pub mod per_interval;
 pub mod present;
 pub mod proto;
 pub mod reference;

@@ -201,3 +201,30 @@ impl Stats {
             .saturating_sub(self.barrier_ns + self.fault_ns + self.lock_ns + self.segv_ns)
     }
 }
+
+/// The rank whose application part took longest: the one a run whose communication
+/// fits its intervals waited for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Busiest {
+    /// The rank.
+    pub rank: usize,
+    /// Its application time ([`Stats::app_ns`]), ns.
+    pub app_ns: u64,
+    /// Its service threads' time handling messages, ns (beside the application).
+    pub io_ns: u64,
+}
+
+impl Busiest {
+    /// The rank of `ranks` (in rank order) with the longest application time.
+    pub fn of(ranks: &[Stats]) -> Option<Busiest> {
+        ranks
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, s)| s.app_ns())
+            .map(|(rank, s)| Busiest {
+                rank,
+                app_ns: s.app_ns(),
+                io_ns: s.io_ns,
+            })
+    }
+}

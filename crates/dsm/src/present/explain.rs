@@ -39,8 +39,28 @@ pub(super) fn line(name: &str, speedup: &str, p: Option<&PerInterval>) -> String
             p.ranks,
             us(room)
         ));
+        if p.round_trip_ns.is_some_and(|c| c < room) {
+            s.push_str(&elsewhere(p, q * p.intervals_per_rank));
+        }
     }
     s
+}
+
+/// Where a run whose communication fits its intervals lost its time: the rank the run
+/// waited for, its application part against its share of the sequential program `seq`.
+fn elsewhere(p: &PerInterval, seq: f64) -> String {
+    let Some(b) = &p.busiest else {
+        return String::new();
+    };
+    let ms = |v: f64| format!("{:.1} ms", v / 1e6);
+    format!(
+        "; that fits, so the time went elsewhere: rank {}'s application part took {} against {} (the sequential program ÷ {}), its service thread handling messages for {} beside it",
+        b.rank,
+        ms(b.app_ns as f64),
+        ms(seq / p.ranks as f64),
+        p.ranks,
+        ms(b.io_ns as f64)
+    )
 }
 
 /// Where the ranks' CPU time went over the parallel section: the compute threads'
@@ -74,6 +94,11 @@ mod tests {
             mprotects: 5.0,
             sequential_ns: Some(100_000.0),
             round_trip_ns: rt,
+            busiest: Some(crate::stats::Busiest {
+                rank: 1,
+                app_ns: 4_500_000,
+                io_ns: 700_000,
+            }),
         }
     }
 
@@ -94,6 +119,25 @@ mod tests {
             assert!(l.contains(part), "{part}: {l}");
         }
         assert!(!l.contains('\n'));
+    }
+
+    #[test]
+    fn communication_that_fits_names_the_rank_the_run_waited_for() {
+        // 30 µs of round trips fit the 50 µs of room: the line says where time went.
+        let l = line("barnes lmwc T=1", "0.60", Some(&per(Some(30_000.0))));
+        assert!(
+            l.ends_with("; that fits, so the time went elsewhere: rank 1's application part took 4.5 ms against 1.5 ms (the sequential program ÷ 2), its service thread handling messages for 0.7 ms beside it"),
+            "{l}"
+        );
+        // Past the room the communication is the reason, and nothing more is said.
+        let l = line("barnes lmwc T=1", "0.60", Some(&per(Some(300_000.0))));
+        assert!(!l.contains("elsewhere"), "{l}");
+        let older = PerInterval {
+            busiest: None,
+            ..per(Some(30_000.0))
+        };
+        let l = line("barnes lmwc T=1", "0.60", Some(&older));
+        assert!(l.ends_with("under 50 µs of communication)"), "{l}");
     }
 
     #[test]
