@@ -77,11 +77,13 @@ pub enum Msg {
     Touch { page: u32, gcs: u32, run: u32 },
     /// LMWC: home to the first rank to touch `page`: it is yours alone (private).
     Owner { page: u32 },
-    /// LMWC: home to the page's first toucher: rank `to` touches it too, so it is shared
-    /// now; send `to` the page as it is (once past `gcs` collections).
-    BaseReq { page: u32, to: u32, gcs: u32 },
-    /// LMWC: the page's contents when it turned shared (or at the last collection).
-    Base { page: u32, data: Vec<u8> },
+    /// LMWC: home to the pages' first toucher: rank `to` touches them too, so they are
+    /// shared now; send `to` each page as it is (once past `gcs` collections). Several
+    /// when `to` read ahead: one message, one reply.
+    BaseReq { pages: Vec<u32>, to: u32, gcs: u32 },
+    /// LMWC: the pages' contents when they turned shared (or at the last collection),
+    /// one page after another in `data`.
+    Base { pages: Vec<u32>, data: Vec<u8> },
     /// LMWC: home to a rank that claimed a run: these pages are yours alone (private).
     Claimed { pages: Vec<u32> },
     /// LMWC read-ahead on a stride or a dense window ([`crate::proto::ahead`]): a first
@@ -364,13 +366,13 @@ impl Msg {
                 w.u32(*gcs);
             }
             Msg::Owner { page } => w.u32(*page),
-            Msg::BaseReq { page, to, gcs } => {
-                w.u32(*page);
+            Msg::BaseReq { pages, to, gcs } => {
+                w.u32s(pages);
                 w.u32(*to);
                 w.u32(*gcs);
             }
-            Msg::Base { page, data } => {
-                w.u32(*page);
+            Msg::Base { pages, data } => {
+                w.u32s(pages);
                 w.bytes(data);
             }
             _ => unreachable!("encode_page of another message"),
@@ -465,12 +467,12 @@ impl Msg {
             },
             13 => Msg::Owner { page: r.u32() },
             14 => Msg::BaseReq {
-                page: r.u32(),
+                pages: r.u32s(),
                 to: r.u32(),
                 gcs: r.u32(),
             },
             15 => Msg::Base {
-                page: r.u32(),
+                pages: r.u32s(),
                 data: r.bytes(),
             },
             16 => {
@@ -573,13 +575,13 @@ mod tests {
             Msg::NotTouched { pages: vec![25] },
             Msg::Owner { page: 5 },
             Msg::BaseReq {
-                page: 5,
+                pages: vec![5, 6],
                 to: 1,
                 gcs: 2,
             },
             Msg::Base {
-                page: 5,
-                data: vec![7; 4096],
+                pages: vec![5, 6],
+                data: vec![7; 8192],
             },
             Msg::PageDone {
                 page: 3,

@@ -44,8 +44,8 @@ pub enum Class {
 pub enum Handled {
     /// Nothing more.
     Done,
-    /// The base of `page` was installed: LMW sets the page's access.
-    Installed(usize),
+    /// The bases of these pages were installed: LMW sets their access.
+    Installed(Vec<usize>),
     /// Not a directory message.
     No(Msg),
 }
@@ -171,14 +171,20 @@ impl Directory {
     /// nobody else touched first are handed back untouched (a guess claims nothing).
     fn serve_ahead(&mut self, c: &mut Core, from: usize, pages: Vec<u32>, gcs: u32) {
         let mut none = Vec::new();
+        // One request to each first toucher for all its pages: a base a message cost
+        // barnes' first toucher ~30 µs a page (mprotect, copy, send and ring each).
+        let mut by_first: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         for page in pages {
             let first = self.first[page as usize];
             if first == NONE || first == from as u32 {
                 none.push(page);
             } else {
-                let to = from as u32;
-                c.send(first as usize, &Msg::BaseReq { page, to, gcs });
+                by_first.entry(first).or_default().push(page);
             }
+        }
+        for (first, pages) in by_first {
+            let to = from as u32;
+            c.send(first as usize, &Msg::BaseReq { pages, to, gcs });
         }
         if !none.is_empty() {
             c.send(from, &Msg::NotTouched { pages: none });
@@ -227,28 +233,21 @@ impl Directory {
                 self.on_claimed(c, pages);
                 Handled::Done
             }
-            Msg::BaseReq { page, to, gcs } => {
+            Msg::BaseReq { pages, to, gcs } => {
                 if (c.stats.gcs as u32) < gcs {
-                    let again = Msg::BaseReq { page, to, gcs };
+                    let again = Msg::BaseReq { pages, to, gcs };
                     c.defer(Instant::now() + Duration::from_micros(20), from, &again);
                     return Handled::Done;
                 }
-                let data = self.share(c, page as usize).to_vec();
-                c.send(to as usize, &Msg::Base { page, data });
+                let data = self.share(c, &pages);
+                c.send(to as usize, &Msg::Base { pages, data });
                 Handled::Done
             }
-            Msg::Base { page, data } => {
-                let p = page as usize;
-                c.region.sys_page(p).copy_from_slice(&data);
-                self.class[p] = Class::Shared;
-                c.stats.pages_received += 1;
-                if !self.ahead.remove(&page) {
-                    c.fault_served(p);
-                    let window = self.stride.based(p, self.class.len());
-                    self.ask_ahead(c, window);
+            Msg::Base { pages, data } => {
+                for (&page, data) in pages.iter().zip(data.chunks_exact(PAGE)) {
+                    self.install(c, page, data);
                 }
-                c.wake_if(|w| w == Wait::Page(page));
-                Handled::Installed(p)
+                Handled::Installed(pages.iter().map(|&p| p as usize).collect())
             }
             Msg::TouchAhead { pages, gcs } => {
                 self.serve_ahead(c, from, pages, gcs);
@@ -276,8 +275,8 @@ impl Directory {
                 c.stats.remote_faults += 1;
                 c.fault_asked(page as usize);
             }
-            let to = from as u32;
-            c.send(*first as usize, &Msg::BaseReq { page, to, gcs });
+            let (pages, to) = (vec![page], from as u32);
+            c.send(*first as usize, &Msg::BaseReq { pages, to, gcs });
         }
     }
 
@@ -317,26 +316,52 @@ impl Directory {
         c.region.protect_pages(&mut open, Prot::ReadWrite);
     }
 
-    /// Page `p`, touched first here, turns shared (once): write-protected, so this rank's
-    /// next write twins it, and its contents kept as the base others start from.
-    fn share(&mut self, c: &mut Core, p: usize) -> &[u8] {
-        if self.class[p] != Class::Shared {
-            // Touching: a second toucher's request overtook the home's answer; the page
-            // is still all zeros, nobody having written it.
-            if self.class[p] == Class::Touching {
-                c.wake_if(|w| w == Wait::Page(p as u32));
+    /// `pages`, touched first here, turn shared (each once): write-protected, so this
+    /// rank's next write twins them, and their contents kept as the bases others start
+    /// from. Their bases, one after another.
+    fn share(&mut self, c: &mut Core, pages: &[u32]) -> Vec<u8> {
+        let mut turning = Vec::new();
+        for &page in pages {
+            let p = page as usize;
+            if self.class[p] != Class::Shared {
+                // Touching: a second toucher's request overtook the home's answer; the
+                // page is still all zeros, nobody having written it.
+                if self.class[p] == Class::Touching {
+                    c.wake_if(|w| w == Wait::Page(page));
+                }
+                turning.push(p);
+                self.class[p] = Class::Shared;
+                c.stats.reclassified += 1;
             }
-            c.region.protect(p, Prot::Read);
-            self.class[p] = Class::Shared;
-            c.stats.reclassified += 1;
         }
-        let page = c.region.sys_page(p);
-        let b = self
-            .base
-            .entry(p as u32)
-            .or_insert_with(|| page.to_vec().into_boxed_slice());
-        debug_assert_eq!(b.len(), PAGE);
-        b
+        // Closed to writes before the bases are taken, one mprotect per run of pages.
+        c.region.protect_pages(&mut turning, Prot::Read);
+        let mut data = Vec::with_capacity(pages.len() * PAGE);
+        for &page in pages {
+            let current = c.region.sys_page(page as usize);
+            let b = self
+                .base
+                .entry(page)
+                .or_insert_with(|| current.to_vec().into_boxed_slice());
+            debug_assert_eq!(b.len(), PAGE);
+            data.extend_from_slice(b);
+        }
+        data
+    }
+
+    /// A page's base arrived: it is shared from now on; a fault that asked for it
+    /// goes on, and a base not asked ahead moves the read-ahead window.
+    fn install(&mut self, c: &mut Core, page: u32, data: &[u8]) {
+        let p = page as usize;
+        c.region.sys_page(p).copy_from_slice(data);
+        self.class[p] = Class::Shared;
+        c.stats.pages_received += 1;
+        if !self.ahead.remove(&page) {
+            c.fault_served(p);
+            let window = self.stride.based(p, self.class.len());
+            self.ask_ahead(c, window);
+        }
+        c.wake_if(|w| w == Wait::Page(page));
     }
 
     /// After a collection (every copy validated): bases become the pages as they are

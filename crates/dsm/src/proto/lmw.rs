@@ -405,17 +405,21 @@ impl Protocol for Lmw {
             Some(d) => match d.message(c, from, m) {
                 Handled::No(m) => m,
                 Handled::Done => return,
-                Handled::Installed(p) => {
-                    // A page another rank wrote first and this one reads: tried ahead at
-                    // the next acquire (barnes' tree, rebuilt by one rank each step,
-                    // otherwise cost a fault per page every step).
-                    if self.heat[p] == Heat::Cold {
-                        self.heat[p] = Heat::Trial;
+                Handled::Installed(pages) => {
+                    let mut readable = Vec::with_capacity(pages.len());
+                    for p in pages {
+                        // A page another rank wrote first and this one reads: tried ahead
+                        // at the next acquire (barnes' tree, rebuilt by one rank each
+                        // step, otherwise cost a fault per page every step).
+                        if self.heat[p] == Heat::Cold {
+                            self.heat[p] = Heat::Trial;
+                        }
+                        // Write notices that came before the base wait for the next fault.
+                        if self.pages[p].notices.is_empty() {
+                            readable.push(p);
+                        }
                     }
-                    // Write notices that came before the base wait for the next fault.
-                    if self.pages[p].notices.is_empty() {
-                        c.region.protect(p, Prot::Read);
-                    }
+                    c.region.protect_pages(&mut readable, Prot::Read);
                     return;
                 }
             },
