@@ -4,7 +4,7 @@
 //! sums into the shared forces under one lock per block of molecules (the seed's
 //! per-node reduction).
 
-use super::water_model::{bonds, init_sites, pairs, step, SITES};
+use super::water_model::{advance, bonds, init_sites, pairs, SITES};
 use super::{pages_for, App};
 use crate::Ctx;
 
@@ -25,7 +25,7 @@ const DT: f64 = 1e-3;
 fn move_molecule(pos: &mut [f64], vel: &mut [f64], force: &mut [f64], i: usize, n: usize) {
     let m = SITES * i..SITES * (i + 1);
     bonds(&pos[m.clone()], &init_sites(i, n), &mut force[m.clone()]);
-    step(
+    advance(
         &mut pos[m.clone()],
         &mut vel[m.clone()],
         &force[m.clone()],

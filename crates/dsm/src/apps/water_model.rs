@@ -8,7 +8,7 @@
 //! 6.7 ms for the paper's 512 molecules × 3 steps on the 2-vCPU development VM, where
 //! Splash-3's program (gcc -O2, 1 process) computed for 52–57 ms (5 runs): the
 //! stand-in's communication against its compute was not the paper program's. This
-//! model takes 42–46 ms there. The form is the MCY one (charges plus A·e^(−B·r) terms
+//! model takes 42–46 ms there (quiet). The form is the MCY one (charges plus A·e^(−B·r) terms
 //! by site kind), its constants chosen for a stable short run, not fitted to water.
 //! Splash's cutoff is a quarter of the box, with its pair loop mostly spent on the
 //! cutoff test (5 passes over the pairs in 3 steps); here every pair within half the
@@ -37,7 +37,8 @@ pub fn box_side(n: usize) -> f64 {
     (n as f64).cbrt().ceil() * SPACING
 }
 
-/// The squared cutoff on the oxygens' distance: half the box, as Splash-2's.
+/// The squared cutoff on the oxygens' distance: half the box (Splash's is a quarter;
+/// see the module's note).
 fn cutoff2(side: f64) -> f64 {
     (side / 2.0) * (side / 2.0)
 }
@@ -143,8 +144,8 @@ fn pair(pos: &[f64], f: &mut [f64], i: usize, j: usize, side: f64) -> f64 {
     e
 }
 
-/// Add molecule `m`'s bond forces (springs O–H1, O–H2, H1–H2 at their starting
-/// lengths) to `f`, which holds its nine force components.
+/// Add one molecule's bond forces (springs O–H1, O–H2, H1–H2 at their lengths in
+/// `rest`) to `f`, its nine force components.
 pub fn bonds(sites: &[f64], rest: &[f64], f: &mut [f64]) {
     for (a, b) in [(0, 1), (0, 2), (1, 2)] {
         let (len, len0) = (dist(sites, a, b), dist(rest, a, b));
@@ -164,8 +165,8 @@ fn dist(s: &[f64], a: usize, b: usize) -> f64 {
         .sqrt()
 }
 
-/// One Euler step of molecule `m` (its nine coordinates in `pos`, `vel`, `f`).
-pub fn step(pos: &mut [f64], vel: &mut [f64], f: &[f64], dt: f64) {
+/// One Euler step of one molecule (its nine coordinates in `pos`, `vel`, `f`).
+pub fn advance(pos: &mut [f64], vel: &mut [f64], f: &[f64], dt: f64) {
     for (c, ((x, v), g)) in pos.iter_mut().zip(vel.iter_mut()).zip(f).enumerate() {
         *v += g / MASS[kind(c / 3)] * dt;
         *x += *v * dt;
