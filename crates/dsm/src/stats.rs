@@ -212,6 +212,14 @@ pub struct Busiest {
     pub app_ns: u64,
     /// Its service threads' time handling messages, ns (beside the application).
     pub io_ns: u64,
+    /// Its wall time over the parallel section, ns.
+    #[serde(default)]
+    pub total_ns: u64,
+    /// Its compute thread's CPU time over that section, ns (0 where not measured): far
+    /// under `total_ns`, the CPU was taken from it (another process, its own service
+    /// thread), not filled with more work.
+    #[serde(default)]
+    pub compute_cpu_ns: u64,
 }
 
 impl Busiest {
@@ -225,6 +233,8 @@ impl Busiest {
                 rank,
                 app_ns: s.app_ns(),
                 io_ns: s.io_ns,
+                total_ns: s.total_ns,
+                compute_cpu_ns: s.compute_cpu_ns,
             })
     }
 }

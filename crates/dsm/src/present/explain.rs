@@ -52,14 +52,23 @@ fn elsewhere(p: &PerInterval, seq: f64) -> String {
     let Some(b) = &p.busiest else {
         return String::new();
     };
-    let ms = |v: f64| format!("{:.1} ms", v / 1e6);
+    let ms = |v: u64| format!("{:.1} ms", v as f64 / 1e6);
+    let cpu = if b.compute_cpu_ns > 0 {
+        format!(
+            "; its compute thread was on a CPU for {} of the run's {}",
+            ms(b.compute_cpu_ns),
+            ms(b.total_ns)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "; that fits, so the time went elsewhere: rank {}'s application part took {} against {} (the sequential program ÷ {}), its service thread handling messages for {} beside it",
+        "; that fits, so the time went elsewhere: rank {}'s application part took {} against {} (the sequential program ÷ {}){cpu}, its service thread handling messages for {}",
         b.rank,
-        ms(b.app_ns as f64),
-        ms(seq / p.ranks as f64),
+        ms(b.app_ns),
+        ms((seq / p.ranks as f64) as u64),
         p.ranks,
-        ms(b.io_ns as f64)
+        ms(b.io_ns)
     )
 }
 
@@ -98,6 +107,8 @@ mod tests {
                 rank: 1,
                 app_ns: 4_500_000,
                 io_ns: 700_000,
+                total_ns: 6_000_000,
+                compute_cpu_ns: 2_900_000,
             }),
         }
     }
@@ -126,7 +137,17 @@ mod tests {
         // 30 µs of round trips fit the 50 µs of room: the line says where time went.
         let l = line("barnes lmwc T=1", "0.60", Some(&per(Some(30_000.0))));
         assert!(
-            l.ends_with("; that fits, so the time went elsewhere: rank 1's application part took 4.5 ms against 1.5 ms (the sequential program ÷ 2), its service thread handling messages for 0.7 ms beside it"),
+            l.ends_with("; that fits, so the time went elsewhere: rank 1's application part took 4.5 ms against 1.5 ms (the sequential program ÷ 2); its compute thread was on a CPU for 2.9 ms of the run's 6.0 ms, its service thread handling messages for 0.7 ms"),
+            "{l}"
+        );
+        // Without the CPU time (not measured), the clause about it is left out.
+        let mut unmeasured = per(Some(30_000.0));
+        unmeasured.busiest.as_mut().unwrap().compute_cpu_ns = 0;
+        let l = line("barnes lmwc T=1", "0.60", Some(&unmeasured));
+        assert!(
+            l.ends_with(
+                "(the sequential program ÷ 2), its service thread handling messages for 0.7 ms"
+            ),
             "{l}"
         );
         // Past the room the communication is the reason, and nothing more is said.
