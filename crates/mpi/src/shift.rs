@@ -1,6 +1,8 @@
 //! mpiGraph's step: every rank sends to rank + D and receives from rank − D at once,
 //! so the network carries N streams together, as a job's traffic does. Each rank times
-//! its sends' completion and its receives' completion separately.
+//! its receives' completion and, apart, its sends' until the receiver's one-byte reply
+//! (OSU's bandwidth test ends the same way; mpiGraph stops at the sends' completion,
+//! which a socket or a rate-limited queue that buffers the window makes read fast).
 
 use crate::buf::PageBuf;
 use crate::error::{Error, Result};
@@ -10,14 +12,16 @@ use mpi::traits::CommunicatorCollectives;
 use numalab_probe::Timer;
 
 const TAG: i32 = 78;
+/// The receiver's one-byte reply once a window arrived.
+const ACK: i32 = 79;
 
 /// The byte rank `r` sends, so that a receiver can tell whose bytes arrived.
 fn mark(r: usize) -> u8 {
     (r % 251) as u8 + 1
 }
 
-/// The samples of one step: GB/s (10^9 bytes/s) as this rank's sends completed, and
-/// as its receives did.
+/// The samples of one step: GB/s (10^9 bytes/s) as this rank's window was received
+/// and said so, and as its own receives completed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepSamples {
     /// Send bandwidth per timed sample.
@@ -28,7 +32,8 @@ pub struct StepSamples {
 
 /// Shift step `d` (collective, 1 ≤ d < size): per sample, `window` receives from
 /// rank − d posted, a barrier, then `window` sends of `size` bytes to rank + d; the
-/// sends' and the receives' completion timed from the same start. `warmup` samples
+/// receives' completion, and the sends' with rank + d's reply that they arrived, timed
+/// from the same start. `warmup` samples
 /// first, untimed. The received bytes are checked to be the sender's, after the loop.
 pub fn step(
     comm: &SimpleCommunicator,
@@ -45,14 +50,19 @@ pub fn step(
     let mut rbuf = PageBuf::new(size, 0);
     let mut out = StepSamples::default();
     let bytes = (size * window) as f64;
+    let (mut got, arrived) = ([0u8; 1], [1u8; 1]);
     for i in 0..warmup + iterations {
         let mut recvs = Requests::with_capacity(window);
         let mut sends = Requests::with_capacity(window);
+        let mut ack_in = Requests::with_capacity(1);
+        let mut ack_out = Requests::with_capacity(1);
         for _ in 0..window {
             // SAFETY: rbuf is not touched until every receive completed below (the
             // messages carry equal bytes, so their order is moot).
             unsafe { recvs.irecv(comm, &mut rbuf, from, TAG)? };
         }
+        // SAFETY: `got` is only read after the loop below completed this receive.
+        unsafe { ack_in.irecv(comm, &mut got, to, ACK)? };
         comm.barrier();
         let t0 = timer.start();
         for _ in 0..window {
@@ -60,12 +70,25 @@ pub fn step(
             unsafe { sends.isend(comm, &sbuf, to, TAG)? };
         }
         let (mut ts, mut tr) = (None, None);
-        while ts.is_none() || tr.is_none() {
-            if ts.is_none() && (sends.test_first()? && sends.is_empty()) {
-                ts = Some(timer.stop());
-            }
+        while ts.is_none() || tr.is_none() || !ack_out.is_empty() {
             if tr.is_none() && (recvs.test_first()? && recvs.is_empty()) {
                 tr = Some(timer.stop());
+                // SAFETY: `arrived` is a constant that outlives the loop's wait.
+                unsafe { ack_out.isend(comm, &arrived, from, ACK)? };
+            }
+            // A send counts as done when its receiver said the window arrived: a
+            // network stack that buffers it (a socket, a rate-limited queue) would
+            // otherwise make a slow link read as fast as memory.
+            if ts.is_none()
+                && sends.test_first()?
+                && sends.is_empty()
+                && ack_in.test_first()?
+                && ack_in.is_empty()
+            {
+                ts = Some(timer.stop());
+            }
+            if !ack_out.is_empty() {
+                ack_out.test_first()?;
             }
         }
         if i >= warmup {
