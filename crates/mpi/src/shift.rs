@@ -33,8 +33,11 @@ pub struct StepSamples {
 /// Shift step `d` (collective, 1 ≤ d < size): per sample, `window` receives from
 /// rank − d posted, a barrier, then `window` sends of `size` bytes to rank + d; the
 /// receives' completion, and the sends' with rank + d's reply that they arrived, timed
-/// from the same start. `warmup` samples
-/// first, untimed. The received bytes are checked to be the sender's, after the loop.
+/// from the barrier's end. A receive whose first message had already arrived then (its
+/// rank left the barrier late) is timed from the barrier's start instead, which no
+/// sender can pass: a figure that may read slow, never one faster than the link.
+/// `warmup` samples first, untimed. The received bytes are checked to be the
+/// sender's, after the loop.
 pub fn step(
     comm: &SimpleCommunicator,
     timer: &Timer,
@@ -49,53 +52,12 @@ pub fn step(
     let sbuf = PageBuf::new(size, mark(me));
     let mut rbuf = PageBuf::new(size, 0);
     let mut out = StepSamples::default();
-    let bytes = (size * window) as f64;
-    let (mut got, arrived) = ([0u8; 1], [1u8; 1]);
+    let gbps = |ns: f64| (size * window) as f64 / ns.max(1.0);
     for i in 0..warmup + iterations {
-        let mut recvs = Requests::with_capacity(window);
-        let mut sends = Requests::with_capacity(window);
-        let mut ack_in = Requests::with_capacity(1);
-        let mut ack_out = Requests::with_capacity(1);
-        for _ in 0..window {
-            // SAFETY: rbuf is not touched until every receive completed below (the
-            // messages carry equal bytes, so their order is moot).
-            unsafe { recvs.irecv(comm, &mut rbuf, from, TAG)? };
-        }
-        // SAFETY: `got` is only read after the loop below completed this receive.
-        unsafe { ack_in.irecv(comm, &mut got, to, ACK)? };
-        comm.barrier();
-        let t0 = timer.start();
-        for _ in 0..window {
-            // SAFETY: sbuf is neither moved nor written until the sends completed.
-            unsafe { sends.isend(comm, &sbuf, to, TAG)? };
-        }
-        let (mut ts, mut tr) = (None, None);
-        while ts.is_none() || tr.is_none() || !ack_out.is_empty() {
-            if tr.is_none() && (recvs.test_first()? && recvs.is_empty()) {
-                tr = Some(timer.stop());
-                // SAFETY: `arrived` is a constant that outlives the loop's wait.
-                unsafe { ack_out.isend(comm, &arrived, from, ACK)? };
-            }
-            // A send counts as done when its receiver said the window arrived: a
-            // network stack that buffers it (a socket, a rate-limited queue) would
-            // otherwise make a slow link read as fast as memory.
-            if ts.is_none()
-                && sends.test_first()?
-                && sends.is_empty()
-                && ack_in.test_first()?
-                && ack_in.is_empty()
-            {
-                ts = Some(timer.stop());
-            }
-            if !ack_out.is_empty() {
-                ack_out.test_first()?;
-            }
-        }
+        let (send_ns, recv_ns) = sample(comm, timer, (to, from), &sbuf, &mut rbuf, window)?;
         if i >= warmup {
-            let gbps =
-                |t: Option<u64>| bytes / timer.ns(t.unwrap_or(t0).saturating_sub(t0)).max(1.0);
-            out.send_gbps.push(gbps(ts));
-            out.recv_gbps.push(gbps(tr));
+            out.send_gbps.push(gbps(send_ns));
+            out.recv_gbps.push(gbps(recv_ns));
         }
     }
     if let Some(at) = rbuf.iter().position(|&b| b != mark(from)) {
@@ -106,6 +68,62 @@ pub fn step(
         )));
     }
     Ok(out)
+}
+
+/// One sample: ns until rank `to` said the window arrived, and ns until this rank's
+/// receives from `from` completed (see [`step`] for when each clock starts).
+fn sample(
+    comm: &SimpleCommunicator,
+    timer: &Timer,
+    (to, from): (usize, usize),
+    sbuf: &[u8],
+    rbuf: &mut [u8],
+    window: usize,
+) -> Result<(f64, f64)> {
+    let (mut got, arrived) = ([0u8; 1], [1u8; 1]);
+    let mut recvs = Requests::with_capacity(window);
+    let mut sends = Requests::with_capacity(window);
+    let mut ack_in = Requests::with_capacity(1);
+    let mut ack_out = Requests::with_capacity(1);
+    for _ in 0..window {
+        // SAFETY: rbuf is not touched until every receive completed below (the
+        // messages carry equal bytes, so their order is moot).
+        unsafe { recvs.irecv(comm, rbuf, from, TAG)? };
+    }
+    // SAFETY: `got` outlives the loop below, which completes this receive.
+    unsafe { ack_in.irecv(comm, &mut got, to, ACK)? };
+    let entered = timer.start();
+    comm.barrier();
+    let t0 = timer.start();
+    let early = recvs.test_first()?;
+    for _ in 0..window {
+        // SAFETY: sbuf is neither moved nor written until the sends completed.
+        unsafe { sends.isend(comm, sbuf, to, TAG)? };
+    }
+    let (mut ts, mut tr) = (None, None);
+    while ts.is_none() || tr.is_none() || !ack_out.is_empty() {
+        if tr.is_none() && (recvs.test_first()? && recvs.is_empty()) {
+            tr = Some(timer.stop());
+            // SAFETY: `arrived` outlives the loop, which completes this send.
+            unsafe { ack_out.isend(comm, &arrived, from, ACK)? };
+        }
+        // A send counts as done when its receiver said the window arrived: a network
+        // stack that buffers it (a socket, a rate-limited queue) would otherwise make
+        // a slow link read as fast as memory.
+        if ts.is_none()
+            && sends.test_first()?
+            && sends.is_empty()
+            && ack_in.test_first()?
+            && ack_in.is_empty()
+        {
+            ts = Some(timer.stop());
+        }
+        if !ack_out.is_empty() {
+            ack_out.test_first()?;
+        }
+    }
+    let ns = |t: Option<u64>, from: u64| timer.ns(t.unwrap_or(from).saturating_sub(from));
+    Ok((ns(ts, t0), ns(tr, if early { entered } else { t0 })))
 }
 
 #[cfg(test)]

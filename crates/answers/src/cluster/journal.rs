@@ -305,7 +305,7 @@ fn links(plan: &Plan, cells: &[Cells]) -> LinksData {
         size: o.bw_size,
         window: o.bw_window,
         method: format!(
-            "latency: 8 B MPI_Send/MPI_Recv ping-pong, {} per pair (median, halved), pairs in rounds of disjoint pairs; bandwidth: mpiGraph's shift steps, every host sending {} x {} B to host+D while receiving from host-D, {} per step (median); receive: until the receives completed; send: until the receiver's reply that they did",
+            "latency: 8 B MPI_Send/MPI_Recv ping-pong, {} per pair (median, halved), pairs in rounds of disjoint pairs; bandwidth: mpiGraph's shift steps, every host sending {} x {} B to host+D while receiving from host-D, {} per step (median); receive: from the barrier's end until the receives completed, from its start where the first message had arrived before its end; send: until the receiver's reply that they did",
             numalab_results::words::count(o.lat_iterations as u64, "round trip"), o.bw_window, o.bw_size, numalab_results::words::count(o.bw_iterations as u64, "sample")
         ),
     }
