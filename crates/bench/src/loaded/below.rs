@@ -164,6 +164,7 @@ mod tests {
             remeasured_below: 0,
             replaced_ns: None,
             rechecked_ns: None,
+            distance: Default::default(),
         }
     }
 
