@@ -4,8 +4,7 @@
 //! a vCPU pair the hypervisor placed elsewhere from a change (`numalab_results::distance`).
 
 use numalab_probe::{pingpong, Timer};
-use numalab_results::distance::{self, CpuDistance};
-use numalab_results::record::Settle;
+use numalab_results::distance::CpuDistance;
 use numalab_topo::buffer::Buffer;
 use numalab_topo::{Host, MemPlacement};
 
@@ -65,103 +64,6 @@ pub fn probe(
     out
 }
 
-/// [`probe`], leaving each warning once however often it is tried.
-pub fn probe_once(
-    host: &Host,
-    timer: &Timer,
-    mem: &MemPlacement,
-    cpus: &[u32],
-    warnings: &mut Vec<String>,
-) -> Vec<CpuDistance> {
-    let mut said = Vec::new();
-    let out = probe(host, timer, mem, cpus, &mut said);
-    for w in said {
-        if !warnings.contains(&w) {
-            warnings.push(w);
-        }
-    }
-    out
-}
-
-/// How far apart a step's CPUs were, before and after its passes, and why not when a
-/// probe failed.
-#[derive(Debug, Clone, Default)]
-pub struct Probed {
-    /// Before the passes.
-    pub before: Vec<CpuDistance>,
-    /// The same pairs after them.
-    pub after: Vec<CpuDistance>,
-    /// Why a probe failed.
-    pub why: Vec<String>,
-}
-
-impl Probed {
-    /// Put the distances on a record of the step, and why a probe failed among its
-    /// warnings.
-    pub fn attach(&self, rec: &mut numalab_results::Record) {
-        distance::attach(rec, &self.before);
-        distance::attach_after(rec, &self.after);
-        rec.warnings.extend(self.why.iter().cloned());
-    }
-}
-
-/// Times a step's passes are measured again when a pair of its CPUs moved between the
-/// probes around them.
-pub const MAX_MOVED_REMEASURE: u32 = 1;
-
-/// A step's passes between two probes of its CPUs' distances.
-#[derive(Debug)]
-pub struct Between<T> {
-    /// The passes of the last try.
-    pub passes: T,
-    /// The distances probed before them.
-    pub before: Vec<CpuDistance>,
-    /// The same pairs probed after them (empty when none were probed before).
-    pub after: Vec<CpuDistance>,
-    /// Why the passes mix two placements, when a pair moved in every try.
-    pub moved: Option<String>,
-}
-
-/// Runs `passes` between two runs of `probe`, again (up to [`MAX_MOVED_REMEASURE`]
-/// times) while a pair reads in another class after them than before
-/// ([`distance::moved_during`]): a hypervisor that moved a vCPU meanwhile gave passes
-/// of two placements, or of one the probe before them did not see (two vCPUs on two
-/// L3s of an EPYC host streamed twice what they did on one, both probed on one).
-pub fn between_probes<T, E>(
-    mut probe: impl FnMut() -> Vec<CpuDistance>,
-    mut passes: impl FnMut() -> std::result::Result<T, E>,
-) -> std::result::Result<Between<T>, E> {
-    let mut tries = 0;
-    loop {
-        let before = probe();
-        let got = passes()?;
-        let after = if before.is_empty() {
-            Vec::new()
-        } else {
-            probe()
-        };
-        let moved = distance::moved_during(&before, &after);
-        if moved.is_none() || tries == MAX_MOVED_REMEASURE {
-            return Ok(Between {
-                passes: got,
-                before,
-                after,
-                moved: moved.map(|w| format!("{w}, after {tries} re-measurement")),
-            });
-        }
-        tries += 1;
-    }
-}
-
-/// Every figure of the step unsettled, with why, when its pairs moved during the passes.
-pub fn mark_moved(settles: &mut [Settle], moved: Option<&str>) {
-    let Some(w) = moved else { return };
-    for s in settles {
-        s.settled = false;
-        s.why = Some(format!("machine busy: {w}"));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,69 +99,5 @@ mod tests {
         assert_eq!(d[0].cpus, [a, b]);
         assert!(d[0].rtt_ns.is_finite() && d[0].rtt_ns > 0.0, "{d:?}");
         assert!(w.is_empty(), "{w:?}");
-    }
-
-    fn d(rtt: f64) -> CpuDistance {
-        CpuDistance {
-            cpus: [0, 1],
-            rtt_ns: rtt,
-            samples: 9,
-            round_trips: 100,
-        }
-    }
-
-    #[test]
-    fn passes_between_probes_of_two_classes_are_measured_again_then_named() {
-        // Moved in every try: measured once more, then named.
-        let probes = std::cell::RefCell::new(vec![d(50.0), d(220.0), d(50.0), d(225.0)]);
-        let mut runs = 0;
-        let b = between_probes(
-            || vec![probes.borrow_mut().remove(0)],
-            || -> Result<usize, ()> {
-                runs += 1;
-                Ok(runs)
-            },
-        )
-        .unwrap();
-        assert_eq!((b.passes, runs), (2, 2));
-        let why = b.moved.unwrap();
-        assert!(
-            why.contains("50 ns apart before") && why.contains("225 ns after"),
-            "{why}"
-        );
-        assert!(why.ends_with("after 1 re-measurement"), "{why}");
-        // Moved in the first try only: the second try's passes, nothing named.
-        let probes = std::cell::RefCell::new(vec![d(50.0), d(220.0), d(52.0), d(48.0)]);
-        let b = between_probes(
-            || vec![probes.borrow_mut().remove(0)],
-            || -> Result<(), ()> { Ok(()) },
-        )
-        .unwrap();
-        assert_eq!((b.before[0].rtt_ns, b.after[0].rtt_ns), (52.0, 48.0));
-        assert!(b.moved.is_none());
-        // No pair (one CPU): one try, no probe after it.
-        let mut probed = 0;
-        let b = between_probes(
-            || {
-                probed += 1;
-                Vec::new()
-            },
-            || -> Result<(), ()> { Ok(()) },
-        )
-        .unwrap();
-        assert_eq!(probed, 1);
-        assert!(b.after.is_empty() && b.moved.is_none());
-    }
-
-    #[test]
-    fn a_move_unsettles_every_figure_and_none_leaves_them() {
-        let s = Settle::new("bandwidth", [10.0, 11.0], None);
-        let mut v = vec![s.clone(), s];
-        mark_moved(&mut v, None);
-        assert!(v.iter().all(|s| s.settled));
-        mark_moved(&mut v, Some("CPUs 0 and 1 moved"));
-        assert!(v
-            .iter()
-            .all(|s| !s.settled && s.why.as_deref() == Some("machine busy: CPUs 0 and 1 moved")));
     }
 }

@@ -245,8 +245,8 @@ pub struct MixResult {
     pub logs: Vec<PassLog>,
     /// How each requestor's best-of-N settled, then the aggregate's when several.
     pub settle: Vec<Settle>,
-    /// How far apart the requestors were ([`crate::pairs`]).
-    pub distance: crate::pairs::Probed,
+    /// How far apart the requestors were ([`crate::pairs`]), and why not when a probe failed.
+    pub distance: (Vec<numalab_results::distance::CpuDistance>, Vec<String>),
 }
 
 /// Measure on this machine.
@@ -276,6 +276,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
     let (kernel, store, mp) = (plan.kernel, plan.store, plan.mp);
     let bufs_ref = &bufs;
     let m = &host.machine;
+    let window = super::imc::Window::open(&plan.mem.nodes, |c| m.pu(c).and_then(|p| p.node));
     let step = settle::Step {
         metric: "bandwidth",
         figure: settle::Figure::Max,
@@ -285,46 +286,32 @@ pub fn measure(host: &Host, timer: &Timer, plan: &MixPlan) -> Result<MixResult> 
     let mut pins = None;
     let cpus: Vec<u32> = crew.members.iter().map(|m| m.cpu).collect();
     let mut why = Vec::new();
-    let placed = crate::pairs::between_probes(
-        || crate::pairs::probe_once(host, timer, &plan.mem, &cpus, &mut why),
-        || -> Result<_> {
-            // Counted over this try's passes only: a try measured again leaves its own.
-            let window =
-                super::imc::Window::open(&plan.mem.nodes, |c| m.pu(c).and_then(|p| p.node));
-            let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
-            let runs = settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
-                let res = crew.run(n, false, |i| {
-                    let ptrs: Vec<*mut u8> = bufs_ref[i].iter().map(|b| b.as_ptr()).collect();
-                    move |pass: &numalab_probe::Pass| {
-                        // SAFETY: separate buffers of `lines` aligned lines each, as many as
-                        // the kernel walks; nt stores were checked available when the plan
-                        // resolved.
-                        unsafe {
-                            mixed::run(kernel, store, &ptrs, lines, reps, mp.then_some(pass.stop))
-                        }
-                    }
-                })?;
-                let rows = res.pass_rows(timer);
-                pins.get_or_insert(res.pins);
-                Ok(rows)
-            })?;
-            let counters = match window {
-                Ok(w) => w.close("the warm-up and timed passes, all traffic on the node"),
-                Err(why) => why,
-            };
-            Ok((runs, counters))
-        },
-    )?;
-    let ((runs, counters), moved) = (placed.passes, placed.moved);
-    let distance = crate::pairs::Probed {
-        before: placed.before,
-        after: placed.after,
+    let distance = (
+        crate::pairs::probe(host, timer, &plan.mem, &cpus, &mut why),
         why,
+    );
+    let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
+    let runs = settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
+        let res = crew.run(n, false, |i| {
+            let ptrs: Vec<*mut u8> = bufs_ref[i].iter().map(|b| b.as_ptr()).collect();
+            move |pass: &numalab_probe::Pass| {
+                // SAFETY: separate buffers of `lines` aligned lines each, as many as the
+                // kernel walks; nt stores were checked available when the plan resolved.
+                unsafe { mixed::run(kernel, store, &ptrs, lines, reps, mp.then_some(pass.stop)) }
+            }
+        })?;
+        let rows = res.pass_rows(timer);
+        pins.get_or_insert(res.pins);
+        Ok(rows)
+    })?;
+    let counters = match window {
+        Ok(w) => w.close("the warm-up and timed passes, all traffic on the node"),
+        Err(why) => why,
     };
     let shape = (lines, reps, pins.unwrap_or_default());
-    let mut res = assemble(plan, timer, runs, &bufs, shape, counters, distance);
-    crate::pairs::mark_moved(&mut res.settle, moved.as_deref());
-    Ok(res)
+    Ok(assemble(
+        plan, timer, runs, &bufs, shape, counters, distance,
+    ))
 }
 
 /// Each requestor's buffers, staggered across all of them (requestor-major).
@@ -348,7 +335,7 @@ fn assemble(
     bufs: &[Vec<Staggered>],
     (lines, reps, pins): (usize, usize, Vec<PinProof>),
     counters: super::imc::CounterFigure,
-    distance: crate::pairs::Probed,
+    distance: (Vec<numalab_results::distance::CpuDistance>, Vec<String>),
 ) -> MixResult {
     // Every round ran all requestors together, so pass k of each lines up.
     let all: Vec<&Vec<(f64, u64, Timed)>> = runs.iter().map(|r| &r.passes.values).collect();
@@ -533,8 +520,9 @@ pub fn record(
         .into(),
         disturbance: joined(&r.logs),
     });
+    numalab_results::distance::attach(&mut rec, &r.distance.0);
     rec.warnings = warnings.to_vec();
-    r.distance.attach(&mut rec);
+    rec.warnings.extend(r.distance.1.iter().cloned());
     let log = joined(&r.logs);
     rec.warnings.extend(log.as_ref().and_then(PassLog::warning));
     if let Some(s) = r.settle.last() {

@@ -146,18 +146,8 @@ pub struct BwResult {
     /// How far the first requestor was from the other requestors and the helpers
     /// ([`crate::pairs`]); empty on one CPU.
     pub distance: Vec<CpuDistance>,
-    /// The same pairs probed after the passes (empty on one CPU).
-    pub distance_after: Vec<CpuDistance>,
     /// Why a distance could not be measured.
     pub warnings: Vec<String>,
-}
-
-impl BwResult {
-    /// Put the distances probed before and after the passes on a record of them.
-    fn attach_distances(&self, rec: &mut Record) {
-        distance::attach(rec, &self.distance);
-        distance::attach_after(rec, &self.distance_after);
-    }
 }
 
 /// One pass of one requestor: its wall time (ns), counted bytes, and the pass as timed
@@ -184,53 +174,50 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         .map(|m| m.cpu)
         .chain(crew.helpers.iter().copied())
         .collect();
+    let distance = crate::pairs::probe(host, timer, &plan.mem, &cpus, &mut warnings);
     let step = settle::Step {
         metric: "bandwidth",
         figure: settle::Figure::Max,
         want: plan.iterations,
     };
     let gb = |p: &Pass| p.1 as f64 / p.0;
-    let placed = crate::pairs::between_probes(
-        || crate::pairs::probe_once(host, timer, &plan.mem, &cpus, &mut warnings),
-        || {
-            let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
-            settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
-                let res = crew.run(n, true, |i| {
-                    let base = crew.members[i].base;
-                    move |pass: &numalab_probe::Pass| {
-                        // SAFETY: base covers `lines` aligned lines of this requestor's buffer.
-                        unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
-                    }
-                })?;
-                let rows = res.pass_rows(timer);
-                pins.get_or_insert(res.pins);
-                Ok(rows)
-            })
-        },
-    )?;
-    let runs = placed.passes;
+    let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
+    let runs = settle::measure(&plan.rules, step, gb, clock, sleep, |n| -> Result<_> {
+        let res = crew.run(n, true, |i| {
+            let base = crew.members[i].base;
+            move |pass: &numalab_probe::Pass| {
+                // SAFETY: base covers `lines` aligned lines of this requestor's buffer.
+                unsafe { bw::run(kernel, base, lines, reps, mp.then_some(pass.stop)) }
+            }
+        })?;
+        let rows = res.pass_rows(timer);
+        pins.get_or_insert(res.pins);
+        Ok(rows)
+    })?;
     let used_gbps = runs
         .iter()
         .map(|r| r.passes.used().iter().map(gb).collect())
         .collect();
     // Every round ran all requestors together, so pass k of each lines up.
     let all: Vec<&Vec<Pass>> = runs.iter().map(|r| &r.passes.values).collect();
+    let ns: Vec<Vec<f64>> = all
+        .iter()
+        .map(|v| v.iter().map(|p| p.0).collect())
+        .collect();
+    let bytes: Vec<Vec<u64>> = all
+        .iter()
+        .map(|v| v.iter().map(|p| p.1).collect())
+        .collect();
+    let gbps: Vec<Vec<f64>> = all.iter().map(|v| v.iter().map(gb).collect()).collect();
     let aggregate = aggregate(&all, mp, timer);
     let mut settles: Vec<Settle> = runs.iter().map(|r| r.settle.clone()).collect();
     if settles.len() > 1 {
         settles.push(aggregate_settle(&settles, &aggregate));
     }
-    crate::pairs::mark_moved(&mut settles, placed.moved.as_deref());
     Ok(BwResult {
-        gbps: all.iter().map(|v| v.iter().map(gb).collect()).collect(),
-        ns: all
-            .iter()
-            .map(|v| v.iter().map(|p| p.0).collect())
-            .collect(),
-        bytes: all
-            .iter()
-            .map(|v| v.iter().map(|p| p.1).collect())
-            .collect(),
+        gbps,
+        ns,
+        bytes,
         aggregate,
         pins: pins.unwrap_or_default(),
         memory: bufs.iter().map(|b| b.proof.clone()).collect(),
@@ -239,8 +226,7 @@ pub fn measure(host: &Host, timer: &Timer, plan: &BwPlan) -> Result<BwResult> {
         used_gbps,
         logs: runs.into_iter().map(|r| r.passes.log).collect(),
         settle: settles,
-        distance: placed.before,
-        distance_after: placed.after,
+        distance,
         warnings,
     })
 }
@@ -372,7 +358,7 @@ pub fn records(
             rec.warnings.extend(plan.warnings.iter().cloned());
             rec.warnings.extend(r.logs.get(i).and_then(PassLog::warning));
             rec.warnings.extend(r.warnings.iter().cloned());
-            r.attach_distances(&mut rec);
+            distance::attach(&mut rec, &r.distance);
             if let Some(s) = r.settle.get(i) {
                 settle::apply(&mut rec, s.clone());
             }
@@ -408,7 +394,7 @@ pub fn records(
         rec.placement = Some(
             json!({ "resolved": { "requestor_cpus": plan.requestors.iter().map(|t| t.pu.os).collect::<Vec<_>>(), "helper_cpus": plan.helpers.iter().map(|h| h.pu.os).collect::<Vec<_>>(), "memory": plan.mem } }),
         );
-        r.attach_distances(&mut rec);
+        distance::attach(&mut rec, &r.distance);
         rec.warnings = base_warnings.to_vec();
         rec.warnings.extend(r.warnings.iter().cloned());
         if let Some(s) = r.settle.last() {

@@ -3,7 +3,7 @@
 
 use super::{LatencyPlan, Shape, SizeResult};
 use numalab_probe::runner::{run_round, Round, Setup, Target};
-use numalab_results::distance::CpuDistance;
+use numalab_results::distance::{self, CpuDistance};
 use numalab_results::settle;
 use numalab_topo::bind::PinProof;
 use numalab_topo::Result;
@@ -17,8 +17,18 @@ fn distances(setup: &Setup, plan: &LatencyPlan, warnings: &mut Vec<String>) -> V
     let cpus: Vec<u32> = std::iter::once(r.pu.os)
         .chain(plan.helpers.iter().map(|h| h.pu.os))
         .collect();
-    crate::pairs::probe_once(setup.host, setup.timer, &plan.mem, &cpus, warnings)
+    let mut said = Vec::new();
+    let out = crate::pairs::probe(setup.host, setup.timer, &plan.mem, &cpus, &mut said);
+    for w in said {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    out
 }
+
+/// Times the timed passes are measured again when a pair moved between its probes.
+pub(super) const MAX_MOVED_REMEASURE: u32 = 1;
 
 /// The timed passes between two distance probes of the requestor and its helpers.
 pub(super) struct Placed {
@@ -35,26 +45,37 @@ pub(super) struct Placed {
 }
 
 /// The timed passes with the requestor's distance to each helper probed just before
-/// and just after them ([`crate::pairs::between_probes`]: measured again while a pair
-/// moved). States without helpers probe nothing.
+/// and just after them, measured again (up to [`MAX_MOVED_REMEASURE`] times) while a
+/// pair reads in another class after than before ([`distance::moved_during`]): such
+/// passes mix two placements of the vCPUs. States without helpers probe nothing.
 pub(super) fn placed_passes(
     setup: &Setup,
     plan: &LatencyPlan,
     shape: &Shape,
     warnings: &mut Vec<String>,
 ) -> Result<Placed> {
-    let b = crate::pairs::between_probes(
-        || distances(setup, plan, warnings),
-        || main_passes(setup, plan, shape),
-    )?;
-    let (main, pins) = b.passes;
-    Ok(Placed {
-        main,
-        pins,
-        before: b.before,
-        after: b.after,
-        moved: b.moved,
-    })
+    let mut tries = 0;
+    loop {
+        let before = distances(setup, plan, warnings);
+        let (main, pins) = main_passes(setup, plan, shape)?;
+        let after = if before.is_empty() {
+            Vec::new()
+        } else {
+            distances(setup, plan, warnings)
+        };
+        let moved = distance::moved_during(&before, &after);
+        if moved.is_none() || tries == MAX_MOVED_REMEASURE {
+            let moved = moved.map(|w| format!("{w}, after {tries} re-measurement"));
+            return Ok(Placed {
+                main,
+                pins,
+                before,
+                after,
+                moved,
+            });
+        }
+        tries += 1;
+    }
 }
 
 /// Every requestor's median unsettled, with why, when the pairs moved during the passes.

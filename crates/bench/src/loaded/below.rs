@@ -164,7 +164,6 @@ mod tests {
             remeasured_below: 0,
             replaced_ns: None,
             rechecked_ns: None,
-            distance: Default::default(),
         }
     }
 

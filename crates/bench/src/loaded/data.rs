@@ -64,7 +64,4 @@ pub struct Measured {
     /// The unloaded point: its second reading, when it was measured again and did not
     /// read lower by more than the tolerance (the first one stands).
     pub rechecked_ns: Option<f64>,
-    /// How far the chase's CPU was from each injector's, before and after the passes
-    /// (none unloaded).
-    pub distance: crate::pairs::Probed,
 }

@@ -393,7 +393,6 @@ impl LoadedPlan {
             rechecked_ns: m.rechecked_ns,
         });
         rec.warnings = warnings.to_vec();
-        m.distance.attach(&mut rec);
         rec.warnings.extend(m.log.warning());
         if let Some(first) = m.replaced_ns {
             rec.warnings.push(format!(

@@ -89,41 +89,23 @@ fn point(
         want: plan.iterations,
     };
     let mut pins: Option<Vec<PinProof>> = None;
+    let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
     let value = |v: &(f64, Fig)| v.0;
-    // The chase's CPU and the injectors': two vCPUs the hypervisor placed elsewhere
-    // meanwhile move what the injectors can issue.
-    let cpus: Vec<u32> = match load {
-        Some(_) => std::iter::once(plan.requestor.pu.os)
-            .chain(plan.injectors.iter().map(|t| t.pu.os))
-            .collect(),
-        None => Vec::new(),
-    };
-    let mut why = Vec::new();
-    let placed = crate::pairs::between_probes(
-        || crate::pairs::probe_once(host, timer, &plan.mem, &cpus, &mut why),
-        || {
-            let (clock, sleep) = (&mut settle::clock(), &mut std::thread::sleep);
-            settle::measure(&rules, step, value, clock, sleep, |n| -> Result<_> {
-                let res = round(host, timer, plan, chase, bufs, load, n)?;
-                let (figs, dist) = figures(timer, &res);
-                pins.get_or_insert(res.0.pins);
-                let lat = figs
-                    .iter()
-                    .zip(&dist)
-                    .map(|(f, d)| ((f.latency, *f), d.clone()));
-                let mut out = vec![lat.collect::<Vec<_>>()];
-                if load.is_some() {
-                    let bw = figs.iter().zip(dist).map(|(f, d)| ((f.issued, *f), d));
-                    out.push(bw.collect());
-                }
-                Ok(out)
-            })
-        },
-    )?;
-    let mut threads = placed.passes;
-    for t in &mut threads {
-        crate::pairs::mark_moved(std::slice::from_mut(&mut t.settle), placed.moved.as_deref());
-    }
+    let mut threads = settle::measure(&rules, step, value, clock, sleep, |n| -> Result<_> {
+        let res = round(host, timer, plan, chase, bufs, load, n)?;
+        let (figs, dist) = figures(timer, &res);
+        pins.get_or_insert(res.0.pins);
+        let lat = figs
+            .iter()
+            .zip(&dist)
+            .map(|(f, d)| ((f.latency, *f), d.clone()));
+        let mut out = vec![lat.collect::<Vec<_>>()];
+        if load.is_some() {
+            let bw = figs.iter().zip(dist).map(|(f, d)| ((f.issued, *f), d));
+            out.push(bw.collect());
+        }
+        Ok(out)
+    })?;
     let bandwidth = (threads.len() > 1).then(|| {
         let mut s = threads.remove(1).settle;
         s.metric = "issued_bandwidth".into();
@@ -140,11 +122,6 @@ fn point(
         remeasured_below: 0,
         replaced_ns: None,
         rechecked_ns: None,
-        distance: crate::pairs::Probed {
-            before: placed.before,
-            after: placed.after,
-            why,
-        },
     })
 }
 
