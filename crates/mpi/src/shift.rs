@@ -122,7 +122,7 @@ fn sample(
             ack_out.test_first()?;
         }
     }
-    let ns = |t: Option<u64>, from: u64| timer.ns(t.unwrap_or(from).saturating_sub(from));
+    let ns = |t: Option<u64>, start: u64| timer.ns(t.unwrap_or(start).saturating_sub(start));
     Ok((ns(ts, t0), ns(tr, if early { entered } else { t0 })))
 }
 
