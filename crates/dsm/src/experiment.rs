@@ -505,7 +505,7 @@ fn summary(
         per_remote_fault_ns: per_fault,
         costs,
         cores_shared: cores_shared(ranks),
-        per_interval: PerInterval::of(&sum, st.len(), seq).map(|p| p.waiting_for(&st)),
+        per_interval: PerInterval::of(&sum, &st, seq),
     });
     r.warnings = prov.warnings();
     r

@@ -32,22 +32,18 @@ pub struct PerInterval {
 }
 
 impl PerInterval {
-    /// The same, with the rank of `ranks` whose application part took longest.
-    pub(crate) fn waiting_for(self, ranks: &[Stats]) -> PerInterval {
-        let busiest = Busiest::of(ranks);
-        PerInterval { busiest, ..self }
-    }
-
-    pub(crate) fn of(sum: &Stats, ranks: usize, seq: Option<f64>) -> Option<PerInterval> {
+    /// The figures of `sum` (every rank's counts added) over the run's `ranks`, with the
+    /// rank whose application part took longest; None without acquires.
+    pub(crate) fn of(sum: &Stats, ranks: &[Stats], seq: Option<f64>) -> Option<PerInterval> {
         let n = sum.acquires as f64;
-        if sum.acquires == 0 || ranks == 0 {
+        if sum.acquires == 0 || ranks.is_empty() {
             return None;
         }
         let round_trips =
             (sum.remote_faults + sum.prefetch_msgs + sum.ahead_msgs + sum.acquires) as f64 / n;
-        let per_rank = n / ranks as f64;
+        let per_rank = n / ranks.len() as f64;
         Some(PerInterval {
-            ranks,
+            ranks: ranks.len(),
             intervals_per_rank: per_rank,
             bytes: sum.bytes as f64 / n,
             round_trips,
@@ -55,7 +51,7 @@ impl PerInterval {
             mprotects: sum.mprotects as f64 / n,
             sequential_ns: seq.map(|s| s / per_rank),
             round_trip_ns: sum.per_remote_fault_ns().map(|f| f * round_trips),
-            busiest: None,
+            busiest: Busiest::of(ranks),
         })
     }
 }
@@ -77,14 +73,15 @@ mod tests {
             mprotects: 40,
             ..Stats::default()
         };
-        let p = PerInterval::of(&sum, 2, Some(1e6)).unwrap();
+        let two = [Stats::default(), Stats::default()];
+        let p = PerInterval::of(&sum, &two, Some(1e6)).unwrap();
         assert_eq!(p.intervals_per_rank, 5.0);
         // 6 faults + 2 prefetches + 10 acquires (remote locks are among the acquires).
         assert_eq!((p.bytes, p.round_trips), (1024.0, 1.8));
         assert_eq!((p.faults, p.mprotects), (3.0, 4.0));
         assert_eq!(p.sequential_ns, Some(2e5));
         assert_eq!(p.round_trip_ns, Some(50_000.0 * 1.8));
-        assert_eq!(PerInterval::of(&Stats::default(), 2, Some(1e6)), None);
+        assert_eq!(PerInterval::of(&Stats::default(), &two, Some(1e6)), None);
     }
 
     #[test]
@@ -99,7 +96,7 @@ mod tests {
         let st = [rank(10, 6, 1), rank(9, 1, 2)];
         let b = Busiest::of(&st).unwrap();
         assert_eq!((b.rank, b.app_ns, b.io_ns), (1, 8, 2));
-        let p = PerInterval::of(&rank(10, 0, 0), 2, None);
+        let p = PerInterval::of(&rank(10, 0, 0), &st, None);
         assert_eq!(p, None, "no acquires, no interval");
     }
 }
