@@ -5,6 +5,17 @@
 //! back-to-back quick surveys on a 2-vCPU Emerald Rapids guest moved the first by a
 //! median 1.2 % and the second by 4.6 %. One scatter for both set the bar too low for
 //! the second and too high for the first, so each is measured apart.
+//!
+//! Figures of two CPUs scatter further again, since on a VM they depend on where the
+//! hypervisor put the vCPUs and what else ran on those host cores, which a guest sees
+//! only in part (`crate::distance`). On a 2-vCPU EPYC guest (2026-11-29, three quiet
+//! pairs) lines another CPU held read 0.47–3.3× between identical runs whose CAS probes
+//! agreed (a line modified on CPU 1 read 21.9 then 73.4 ns), while one CPU's figures of
+//! memory and its shared L3 kept within 0.84–1.13×; judged against one scatter, 7 of
+//! the pairs' 10 figures beyond were held lines. So lines another CPU holds are a scope
+//! of their own. (Streams of several CPUs at once as a fourth scope called as many
+//! figures beyond over 7 quiet pairs, 20 of 435, as they saved: their scatter is
+//! mostly the loaded curves' tight points. They stay with the shared figures.)
 
 use crate::record::Record;
 use serde::Serialize;
@@ -15,8 +26,10 @@ use serde::Serialize;
 pub enum Scope {
     /// One CPU, no helper, warm lines that fit the largest cache no other CPU shares.
     Core,
-    /// Everything else: a shared cache, memory, other cores, several CPUs, the network.
+    /// What others share: a shared cache, memory, several CPUs at once, the network.
     Shared,
+    /// Lines another CPU holds or shares: a helper's lines, c2c, invalidate, intervene.
+    Held,
 }
 
 impl Scope {
@@ -24,10 +37,17 @@ impl Scope {
     pub fn words(self) -> &'static str {
         match self {
             Scope::Core => "figures in a core's own caches",
-            Scope::Shared => "figures of shared caches, memory and other cores",
+            Scope::Shared => "figures of shared caches, memory and several CPUs",
+            Scope::Held => "figures of lines another CPU holds",
         }
     }
+
+    /// Every scope, in the order the verdict names them.
+    pub const ALL: [Scope; 3] = [Scope::Core, Scope::Shared, Scope::Held];
 }
+
+/// Kinds whose every figure is of lines another CPU holds, or of a line two CPUs pass.
+const HELD_KINDS: [&str; 4] = ["c2c", "c2c-matrix", "invalidate", "intervene"];
 
 /// The largest cache of the run's topology that no other CPU shares (None without a
 /// topology record).
@@ -43,16 +63,23 @@ pub fn private_bytes(records: &[Record]) -> Option<u64> {
 pub fn of(r: &Record, private: Option<u64>) -> Scope {
     let p = &r.parameters;
     let none_or = |k: &str, ok: &dyn Fn(&serde_json::Value) -> bool| p.get(k).is_none_or(ok);
+    let state = p.get("state").and_then(|s| s.as_str());
+    // A state other than the CPU's own (warm) or flushed (uown) lines is lines a helper
+    // left: modified, exclusive or shared in another core's caches.
+    let held =
+        HELD_KINDS.contains(&r.kind.as_str()) || state.is_some_and(|s| s != "warm" && s != "uown");
     let core = private.is_some_and(|limit| {
         matches!(r.kind.as_str(), "latency" | "bandwidth")
-            && p.get("state").and_then(|s| s.as_str()) == Some("warm")
+            && state == Some("warm")
             && p.get("size_bytes")
                 .and_then(|s| s.as_u64())
                 .is_some_and(|s| s <= limit)
             && none_or("helper_cpus", &|h| h.as_array().is_none_or(Vec::is_empty))
             && none_or("requestors", &|n| n.as_u64().is_none_or(|n| n <= 1))
     });
-    if core {
+    if held {
+        Scope::Held
+    } else if core {
         Scope::Core
     } else {
         Scope::Shared
@@ -78,16 +105,31 @@ mod tests {
         assert_eq!(of(&rec("latency", warm(3 << 20)), l), Scope::Shared);
         // No topology: nothing is known to be private.
         assert_eq!(of(&rec("latency", warm(4096)), None), Scope::Shared);
-        let held = json!({"state": "cexm", "size_bytes": 1 << 20, "helper_cpus": [1]});
-        assert_eq!(of(&rec("latency", held), l), Scope::Shared);
-        let helper = json!({"state": "warm", "size_bytes": 4096, "helper_cpus": [1]});
-        assert_eq!(of(&rec("latency", helper), l), Scope::Shared);
         let flushed = json!({"state": "uown", "size_bytes": 1 << 20, "requestors": 1});
         assert_eq!(of(&rec("bandwidth", flushed), l), Scope::Shared);
         let one = json!({"state": "warm", "size_bytes": 1 << 20, "requestors": 1});
         assert_eq!(of(&rec("bandwidth", one), l), Scope::Core);
+    }
+
+    #[test]
+    fn lines_another_cpu_holds_are_a_scope_of_their_own() {
+        let l = Some(2 << 20);
+        let held = json!({"state": "cexm", "size_bytes": 1 << 20, "helper_cpus": [1]});
+        assert_eq!(of(&rec("latency", held), l), Scope::Held);
+        let shared = json!({"state": "shrd:1", "size_bytes": 1 << 18, "requestors": 1});
+        assert_eq!(of(&rec("bandwidth", shared), l), Scope::Held);
+        assert_eq!(of(&rec("c2c", json!({"cpus": "0-1"})), l), Scope::Held);
+        assert_eq!(
+            of(&rec("invalidate", json!({"state": "shrd:1"})), None),
+            Scope::Held
+        );
+        let helper = json!({"state": "warm", "size_bytes": 4096, "helper_cpus": [1]});
+        // A warm buffer with a helper beside it, or several CPUs streaming at once, is
+        // not held lines.
+        assert_eq!(of(&rec("latency", helper), l), Scope::Shared);
         let two = json!({"state": "warm", "size_bytes": 1 << 20, "requestors": 2});
         assert_eq!(of(&rec("bandwidth", two), l), Scope::Shared);
-        assert_eq!(of(&rec("c2c", warm(4096)), l), Scope::Shared);
+        let loaded = json!({"injectors": 1, "injector_cpus": "1"});
+        assert_eq!(of(&rec("loaded-latency", loaded), l), Scope::Shared);
     }
 }

@@ -18,6 +18,12 @@ use std::collections::BTreeMap;
 /// Fewest comparable figures from which the pair's scatter is estimated.
 pub const MIN_FIGURES: usize = 10;
 
+/// Fewest comparable figures from which one scope's own scatter is estimated, given
+/// the pair's: a quick survey holds 5–8 comparable figures of held lines, and their
+/// scatter (0.47–3.3× on the EPYC guest) is what the pooled one hides. A median of
+/// absolute deviations of 5 is rough, so it is never taken below the least effect.
+pub const MIN_SCOPE: usize = 5;
+
 /// Fewest figures of one kind from which that kind's shift is estimated.
 const MIN_KIND: usize = 4;
 
@@ -116,7 +122,7 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
     let least = (1.0 + min_effect).ln();
     let dev = |r: &Row| Some(comparable(r)? - centre[&family(r)]);
     let pooled = bound(rows.iter().filter_map(dev).collect(), least);
-    let scopes: Vec<ScopeSpread> = [Scope::Core, Scope::Shared]
+    let scopes: Vec<ScopeSpread> = Scope::ALL
         .into_iter()
         .filter_map(|scope| {
             let d: Vec<f64> = rows
@@ -124,7 +130,7 @@ pub fn apply(rows: &mut [Row], min_effect: f64) -> Option<PairSpread> {
                 .filter(|r| r.scope == scope)
                 .filter_map(dev)
                 .collect();
-            let own = d.len() >= MIN_FIGURES;
+            let own = d.len() >= MIN_SCOPE;
             let figures = d.len();
             let b = if own { bound(d, least) } else { pooled };
             (figures > 0).then(|| ScopeSpread {
@@ -276,6 +282,37 @@ mod tests {
         assert!(s.scopes.iter().all(|x| x.own));
         let f = |sc| s.scopes.iter().find(|x| x.scope == sc).unwrap().factor;
         assert!(f(Scope::Core) < 1.2 && f(Scope::Shared) > 1.35, "{s:?}");
+    }
+
+    #[test]
+    fn five_held_lines_figures_are_judged_against_their_own_wide_scatter() {
+        // The EPYC guest's quiet pair: held lines 0.63–1.76× while the rest kept ±5 %.
+        // Pooled, the held figures off by over 1.3× were beyond; against their own
+        // scatter they are within, and a shared figure 1.4× off stays beyond.
+        let mut rows = scattered("latency", 1.0, 0.05, 20);
+        for (i, x) in [0.63, 0.87, 1.0, 1.32, 1.76].into_iter().enumerate() {
+            let mut r = row("invalidate", x, "beyond");
+            r.metric = format!("m{i}");
+            r.scope = Scope::Held;
+            rows.push(r);
+        }
+        rows.push(row("latency", 1.4, "beyond"));
+        let s = apply(&mut rows, 0.10).unwrap();
+        let beyond: Vec<(f64, Scope)> = rows
+            .iter()
+            .filter(|r| r.change == "beyond")
+            .map(|r| (r.b, r.scope))
+            .collect();
+        assert_eq!(beyond, vec![(1.4, Scope::Shared)], "{s:?}");
+        let held = s.scopes.iter().find(|x| x.scope == Scope::Held).unwrap();
+        assert!(held.own && held.figures == MIN_SCOPE, "{s:?}");
+        // Four held figures are too few: they take the pair's scatter.
+        rows.retain(|r| r.b != 1.0 || r.scope != Scope::Held);
+        rows.iter_mut().for_each(|r| r.change = "beyond".into());
+        let s = apply(&mut rows, 0.10).unwrap();
+        let held = s.scopes.iter().find(|x| x.scope == Scope::Held).unwrap();
+        assert!(!held.own && held.factor == s.factor, "{s:?}");
+        assert!(rows.iter().any(|r| r.b == 1.76 && r.change == "beyond"));
     }
 
     #[test]
