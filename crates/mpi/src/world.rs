@@ -104,7 +104,14 @@ impl World {
         // One numalab and one MPI library on every host, before anything is measured.
         let builds = gather::all_gather(&comm, &build_of(&name))?;
         if let Some(why) = mismatch(&names, &builds) {
-            return Err(Error::Usage(if rank == 0 { why } else { String::new() }));
+            // Rank 0 says why before any rank ends: the first rank to exit makes mpirun
+            // end the job, and a rank 0 still formatting its line was taken down with it
+            // (a full test run, 2026-11-29: the job ended with no error and not status 2).
+            if rank == 0 {
+                say(&format!("numalab: error: {why}"));
+            }
+            comm.barrier();
+            return Err(Error::Usage(String::new()));
         }
         let (local_rank, local_size) =
             match job.as_ref().and_then(|j| j.local_rank.zip(j.local_size)) {
