@@ -141,12 +141,23 @@ impl World {
         let outcome: std::result::Result<RankPlacement, String> = mine.map_err(|e| e.to_string());
         let all = gather::all_gather(&comm, &outcome)?;
         let mut placements = Vec::with_capacity(size);
+        let mut failed = false;
         for (r, o) in all.into_iter().enumerate() {
             match o {
                 Ok(p) => placements.push(p),
-                Err(e) if r == rank => return Err(Error::System(e)),
-                Err(_) => return Err(Error::System(String::new())),
+                Err(e) => {
+                    // As with another build: the rank that failed says so before any
+                    // rank ends the job.
+                    if r == rank {
+                        say(&format!("numalab: error: {e}"));
+                    }
+                    failed = true;
+                }
             }
+        }
+        if failed {
+            comm.barrier();
+            return Err(Error::System(String::new()));
         }
         Ok(World {
             comm,
