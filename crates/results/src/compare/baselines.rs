@@ -80,6 +80,7 @@ mod tests {
             change: change.into(),
             effect: ratio.ln().abs(),
             scope: Scope::Shared,
+            streams_memory: false,
         }
     }
 

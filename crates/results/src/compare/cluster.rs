@@ -125,6 +125,7 @@ fn row(fa: &Fig, b: f64, min_effect: f64) -> Row {
         change: change.into(),
         effect,
         scope: super::Scope::Shared,
+        streams_memory: false,
     }
 }
 

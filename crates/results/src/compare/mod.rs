@@ -61,6 +61,9 @@ pub struct Row {
     pub effect: f64,
     /// What the figure exercises, which sets the scatter it is judged against.
     pub scope: Scope,
+    /// A bandwidth streamed from memory (`scope::streams_memory`): its shift is
+    /// measured with every such figure, whatever its kind.
+    pub streams_memory: bool,
 }
 
 /// The least relative change called "beyond": intervals of few passes can miss each
@@ -74,7 +77,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several; figures of a core's own caches (one CPU's warm lines within its unshared caches), of lines another CPU holds (a helper's lines, c2c, invalidate, intervene), and all others, each against its own scatter where 5+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; edge moved = a latency sweep's point left beyond whose figures lie between its neighbouring sizes only across both runs (one run's over 1.25× apart), each between its own run's neighbours and not on the same level in both: a cache boundary slid, named in the verdict and not counted (within where a --baseline run puts it within); not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in either (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; with --baseline runs a figure is beyond only when it is beyond against A and against each of them (else within, saying where it was not); derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several, and every bandwidth streamed from memory, beyond the largest cache or of flushed lines, one kind; figures of a core's own caches (one CPU's warm lines within its unshared caches), of lines another CPU holds (a helper's lines, c2c, invalidate, intervene), and all others, each against its own scatter where 5+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; edge moved = a latency sweep's point left beyond whose figures lie between its neighbouring sizes only across both runs (one run's over 1.25× apart), each between its own run's neighbours and not on the same level in both: a cache boundary slid, named in the verdict and not counted (within where a --baseline run puts it within); not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in either (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; with --baseline runs a figure is beyond only when it is beyond against A and against each of them (else within, saying where it was not); derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -134,11 +137,13 @@ fn not_comparable(r: &Record, s: &Stat, flags: &[Flag]) -> Option<String> {
     }
 }
 
-/// A's and B's plausibility flags, and A's private cache bytes (for the scope).
+/// A's and B's plausibility flags, and A's cache bytes (for the scope).
 struct Context<'a> {
     fa: &'a [Flag],
     fb: &'a [Flag],
     private: Option<u64>,
+    /// A's largest cache bytes (for what streams memory).
+    llc: Option<u64>,
 }
 
 fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
@@ -176,6 +181,7 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
         change,
         effect,
         scope: scope::of(ra, cx.private),
+        streams_memory: scope::streams_memory(ra, &sa.unit, cx.llc),
     }
 }
 
@@ -251,6 +257,7 @@ pub fn compare<'a>(a: &[Record], b: &'a [Record], all_metrics: bool) -> Comparis
         fa: &fa,
         fb: &fb,
         private: scope::private_bytes(a),
+        llc: scope::last_level_bytes(a),
     };
     let keep = |s: &&Stat| {
         all_metrics

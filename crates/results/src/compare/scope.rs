@@ -59,6 +59,32 @@ pub fn private_bytes(records: &[Record]) -> Option<u64> {
         .max()
 }
 
+/// The largest cache of the run's topology (None without a topology record).
+pub fn last_level_bytes(records: &[Record]) -> Option<u64> {
+    crate::plausible::caches(records)
+        .into_iter()
+        .map(|(_, bytes, _)| bytes)
+        .max()
+}
+
+/// Whether `r`'s figures in `unit` are a bandwidth streamed from memory: a kernel or
+/// mix whose buffer exceeds the largest cache, or flushed lines. Those move together
+/// with what else uses the memory: on the EPYC guest one quiet run read every one of
+/// them 1.4–1.7× below the next (one CPU's `nt` 12.0 then 20.9 GB/s, two CPUs' mixes
+/// 11–16 then 18–22), while its caches' figures held.
+pub fn streams_memory(r: &Record, unit: &str, llc: Option<u64>) -> bool {
+    if unit != "GB/s" || !matches!(r.kind.as_str(), "bandwidth" | "bandwidth-mix") {
+        return false;
+    }
+    let p = &r.parameters;
+    p.get("state").and_then(|s| s.as_str()) == Some("uown")
+        || llc.is_some_and(|l| {
+            p.get("size_bytes")
+                .and_then(|s| s.as_u64())
+                .is_some_and(|s| s > l)
+        })
+}
+
 /// The scope of record `r`'s figures, given the run's private cache bytes.
 pub fn of(r: &Record, private: Option<u64>) -> Scope {
     let p = &r.parameters;
@@ -131,5 +157,24 @@ mod tests {
         assert_eq!(of(&rec("bandwidth", two), l), Scope::Shared);
         let loaded = json!({"injectors": 1, "injector_cpus": "1"});
         assert_eq!(of(&rec("loaded-latency", loaded), l), Scope::Shared);
+    }
+
+    #[test]
+    fn bandwidths_beyond_the_largest_cache_or_of_flushed_lines_stream_memory() {
+        let l = Some(32 << 20);
+        let bw = |kind: &str, p: serde_json::Value| rec(kind, p);
+        let big = json!({"state": "warm", "size_bytes": 128u64 << 20, "requestors": 1});
+        assert!(streams_memory(&bw("bandwidth", big.clone()), "GB/s", l));
+        // The same record's figures in another unit, and no topology: not known.
+        assert!(!streams_memory(&bw("bandwidth", big.clone()), "ns", l));
+        assert!(!streams_memory(&bw("bandwidth", big), "GB/s", None));
+        let small = json!({"state": "warm", "size_bytes": 1u64 << 20});
+        assert!(!streams_memory(&bw("bandwidth", small), "GB/s", l));
+        let flushed = json!({"state": "uown", "size_bytes": 256u64 << 10});
+        assert!(streams_memory(&bw("bandwidth", flushed), "GB/s", None));
+        let mix = json!({"size_bytes": 64u64 << 20, "requestors": 2});
+        assert!(streams_memory(&bw("bandwidth-mix", mix), "GB/s", l));
+        let loaded = json!({"size_bytes": 64u64 << 20, "injectors": 1});
+        assert!(!streams_memory(&bw("loaded-latency", loaded), "GB/s", l));
     }
 }
