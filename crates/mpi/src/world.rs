@@ -101,18 +101,7 @@ impl World {
         kill_for_tests(rank);
         // Ranks per host: the launcher's figures, else count the hosts' names.
         let names = gather::all_gather(&comm, &name)?;
-        // One numalab and one MPI library on every host, before anything is measured.
-        let builds = gather::all_gather(&comm, &build_of(&name))?;
-        if let Some(why) = mismatch(&names, &builds) {
-            // Rank 0 says why before any rank ends: the first rank to exit makes mpirun
-            // end the job, and a rank 0 still formatting its line was taken down with it
-            // (a full test run, 2026-11-29: the job ended with no error and not status 2).
-            if rank == 0 {
-                say(&format!("numalab: error: {why}"));
-            }
-            comm.barrier();
-            return Err(Error::Usage(String::new()));
-        }
+        same_build(&comm, rank, &names, &name)?;
         let (local_rank, local_size) =
             match job.as_ref().and_then(|j| j.local_rank.zip(j.local_size)) {
                 Some(l) => l,
@@ -137,28 +126,7 @@ impl World {
             local_size,
             &name,
         );
-        // Everyone learns whether everyone pinned, so no rank waits on a failed one.
-        let outcome: std::result::Result<RankPlacement, String> = mine.map_err(|e| e.to_string());
-        let all = gather::all_gather(&comm, &outcome)?;
-        let mut placements = Vec::with_capacity(size);
-        let mut failed = false;
-        for (r, o) in all.into_iter().enumerate() {
-            match o {
-                Ok(p) => placements.push(p),
-                Err(e) => {
-                    // As with another build: the rank that failed says so before any
-                    // rank ends the job.
-                    if r == rank {
-                        say(&format!("numalab: error: {e}"));
-                    }
-                    failed = true;
-                }
-            }
-        }
-        if failed {
-            comm.barrier();
-            return Err(Error::System(String::new()));
-        }
+        let placements = everyones_placement(&comm, rank, mine)?;
         Ok(World {
             comm,
             universe,
@@ -308,6 +276,53 @@ impl Drop for World {
             crate::finalize::before_finalize(self.size, self.rank);
         }
     }
+}
+
+/// One numalab and one MPI library on every host, before anything is measured (an
+/// empty Usage error on every rank when not, rank 0 having said why).
+fn same_build(comm: &SimpleCommunicator, rank: usize, names: &[String], name: &str) -> Result<()> {
+    let builds = gather::all_gather(comm, &build_of(name))?;
+    let Some(why) = mismatch(names, &builds) else {
+        return Ok(());
+    };
+    // Rank 0 says why before any rank ends: the first rank to exit makes mpirun end the
+    // job, and a rank 0 still formatting its line was taken down with it (a full test
+    // run, 2026-11-29: the job ended with no error and not status 2).
+    if rank == 0 {
+        say(&format!("numalab: error: {why}"));
+    }
+    comm.barrier();
+    Err(Error::Usage(String::new()))
+}
+
+/// Every rank's placement, in rank order: everyone learns whether everyone pinned, so
+/// no rank waits on a failed one, and a rank that failed says so before any rank ends
+/// the job (as in [`same_build`]).
+fn everyones_placement(
+    comm: &SimpleCommunicator,
+    rank: usize,
+    mine: Result<RankPlacement>,
+) -> Result<Vec<RankPlacement>> {
+    let outcome: std::result::Result<RankPlacement, String> = mine.map_err(|e| e.to_string());
+    let all = gather::all_gather(comm, &outcome)?;
+    let mut placements = Vec::with_capacity(all.len());
+    let mut failed = false;
+    for (r, o) in all.into_iter().enumerate() {
+        match o {
+            Ok(p) => placements.push(p),
+            Err(e) => {
+                if r == rank {
+                    say(&format!("numalab: error: {e}"));
+                }
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        comm.barrier();
+        return Err(Error::System(String::new()));
+    }
+    Ok(placements)
 }
 
 /// Fault injection for the finalize test: `NUMALAB_MPI_LATE_RANK=R` makes rank R keep
