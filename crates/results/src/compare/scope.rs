@@ -8,14 +8,14 @@
 //!
 //! Figures of two CPUs scatter further again, since on a VM they depend on where the
 //! hypervisor put the vCPUs and what else ran on those host cores, which a guest sees
-//! only in part (`crate::distance`). On a 2-vCPU EPYC guest (2026-11-29, three quiet
+//! only in part (`crate::distance`). On a 2-vCPU EPYC guest (2026-11-29, seven quiet
 //! pairs) lines another CPU held read 0.47–3.3× between identical runs whose CAS probes
 //! agreed (a line modified on CPU 1 read 21.9 then 73.4 ns), while one CPU's figures of
-//! memory and its shared L3 kept within 0.84–1.13×; judged against one scatter, 7 of
-//! the pairs' 10 figures beyond were held lines. So lines another CPU holds are a scope
-//! of their own. (Streams of several CPUs at once as a fourth scope called as many
-//! figures beyond over 7 quiet pairs, 20 of 435, as they saved: their scatter is
-//! mostly the loaded curves' tight points. They stay with the shared figures.)
+//! memory kept within 0.7–1.25×; judged against one scatter, 7 of the first three
+//! pairs' 10 figures beyond were held lines. So lines another CPU holds are a scope of
+//! their own. (Streams of several CPUs at once as a fourth scope gave 20 of 435 figures
+//! beyond over the seven pairs where three scopes gave 18: their scatter is mostly the
+//! loaded curves' tight points. They stay with the shared figures.)
 
 use crate::record::Record;
 use serde::Serialize;
