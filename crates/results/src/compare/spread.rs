@@ -225,6 +225,14 @@ mod tests {
             .collect()
     }
 
+    /// Each row left beyond: its B figure and scope.
+    fn beyond_of(rows: &[Row]) -> Vec<(f64, Scope)> {
+        rows.iter()
+            .filter(|r| r.change == "beyond")
+            .map(|r| (r.b, r.scope))
+            .collect()
+    }
+
     #[test]
     fn a_scatter_of_identical_runs_is_within_and_a_lone_real_change_stays_beyond() {
         let mut rows = scattered("latency", 1.0, 0.25, 20);
@@ -312,11 +320,7 @@ mod tests {
         rows.push(core);
         rows.push(row("latency", 1.35, "beyond"));
         let s = apply(&mut rows, 0.10).unwrap();
-        let beyond: Vec<(f64, Scope)> = rows
-            .iter()
-            .filter(|r| r.change == "beyond")
-            .map(|r| (r.b, r.scope))
-            .collect();
+        let beyond = beyond_of(&rows);
         assert_eq!(beyond, vec![(1.25, Scope::Core)], "{s:?}");
         assert_eq!(s.scopes.len(), 2);
         assert!(s.scopes.iter().all(|x| x.own));
@@ -338,11 +342,7 @@ mod tests {
         }
         rows.push(row("latency", 1.4, "beyond"));
         let s = apply(&mut rows, 0.10).unwrap();
-        let beyond: Vec<(f64, Scope)> = rows
-            .iter()
-            .filter(|r| r.change == "beyond")
-            .map(|r| (r.b, r.scope))
-            .collect();
+        let beyond = beyond_of(&rows);
         assert_eq!(beyond, vec![(1.4, Scope::Shared)], "{s:?}");
         let held = s.scopes.iter().find(|x| x.scope == Scope::Held).unwrap();
         assert!(held.own && held.figures == MIN_SCOPE, "{s:?}");
