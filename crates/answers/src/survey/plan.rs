@@ -137,7 +137,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
             iterations: sh.iters,
             ..Default::default()
         }),
-        estimate::sweep(quick),
+        estimate::sweep(quick, sh.scale),
     ));
     let one_core = || {
         format!(
