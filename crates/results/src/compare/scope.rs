@@ -16,6 +16,15 @@
 //! their own. (Streams of several CPUs at once as a fourth scope gave 20 of 435 figures
 //! beyond over the seven pairs where three scopes gave 18: their scatter is mostly the
 //! loaded curves' tight points. They stay with the shared figures.)
+//!
+//! Bandwidths streamed from memory scatter further than the latencies and caches they
+//! were judged with: a core's `copy` of 128 MiB, measured 30 times a second apart on
+//! the quiet EPYC guest, read 14.9–18.6 GB/s (best of 7 passes each, the passes of one
+//! run within a few percent of each other), so two runs land up to 25 % apart while
+//! their intervals are narrow. Over the 20 quiet quick survey pairs kept on 2026-11-29,
+//! 15 of the 49 figures beyond were such bandwidths or a loaded point's injected
+//! bandwidth; as a scope of their own 40 were beyond, and over four full pairs 12
+//! became 4.
 
 use crate::record::Record;
 use serde::Serialize;
@@ -26,8 +35,12 @@ use serde::Serialize;
 pub enum Scope {
     /// One CPU, no helper, warm lines that fit the largest cache no other CPU shares.
     Core,
-    /// What others share: a shared cache, memory, several CPUs at once, the network.
+    /// What others share: a shared cache, memory latency, several CPUs at once, the
+    /// network.
     Shared,
+    /// A bandwidth streamed from memory ([`streams_memory`]) or a loaded point's
+    /// injected bandwidth.
+    Memory,
     /// Lines another CPU holds or shares: a helper's lines, c2c, invalidate, intervene.
     Held,
 }
@@ -37,13 +50,14 @@ impl Scope {
     pub fn words(self) -> &'static str {
         match self {
             Scope::Core => "figures in a core's own caches",
-            Scope::Shared => "figures of shared caches, memory and several CPUs",
+            Scope::Shared => "figures of shared caches, memory latency and several CPUs",
+            Scope::Memory => "bandwidths streamed from memory",
             Scope::Held => "figures of lines another CPU holds",
         }
     }
 
     /// Every scope, in the order the verdict names them.
-    pub const ALL: [Scope; 3] = [Scope::Core, Scope::Shared, Scope::Held];
+    pub const ALL: [Scope; 4] = [Scope::Core, Scope::Shared, Scope::Memory, Scope::Held];
 }
 
 /// Kinds whose every figure is of lines another CPU holds, or of a line two CPUs pass.
@@ -85,7 +99,22 @@ pub fn streams_memory(r: &Record, unit: &str, llc: Option<u64>) -> bool {
         })
 }
 
-/// The scope of record `r`'s figures, given the run's private cache bytes.
+/// The scope of record `r`'s figure in `unit`, given the run's private cache bytes and
+/// its largest cache's: a bandwidth streamed from memory, or a loaded point's injected
+/// bandwidth (its injectors stream memory), is [`Scope::Memory`] unless its lines are
+/// held; the rest as [`of`] says.
+pub fn of_figure(r: &Record, unit: &str, private: Option<u64>, llc: Option<u64>) -> Scope {
+    let scope = of(r, private);
+    let injected = r.kind == "loaded-latency" && unit == "GB/s";
+    if scope != Scope::Held && (injected || streams_memory(r, unit, llc)) {
+        Scope::Memory
+    } else {
+        scope
+    }
+}
+
+/// The scope of record `r`'s figures, given the run's private cache bytes, by what
+/// the record runs (never [`Scope::Memory`]: that is a figure's, [`of_figure`]).
 pub fn of(r: &Record, private: Option<u64>) -> Scope {
     let p = &r.parameters;
     let none_or = |k: &str, ok: &dyn Fn(&serde_json::Value) -> bool| p.get(k).is_none_or(ok);
@@ -157,6 +186,35 @@ mod tests {
         assert_eq!(of(&rec("bandwidth", two), l), Scope::Shared);
         let loaded = json!({"injectors": 1, "injector_cpus": "1"});
         assert_eq!(of(&rec("loaded-latency", loaded), l), Scope::Shared);
+    }
+
+    #[test]
+    fn bandwidths_streamed_from_memory_and_injected_bandwidth_are_the_memory_scope() {
+        let (p, l) = (Some(2 << 20), Some(32 << 20));
+        let big = json!({"state": "warm", "size_bytes": 128u64 << 20, "requestors": 1});
+        let r = rec("bandwidth", big);
+        assert_eq!(of_figure(&r, "GB/s", p, l), Scope::Memory);
+        // The same record's latency, or no topology to tell the largest cache: shared.
+        assert_eq!(of_figure(&r, "ns", p, l), Scope::Shared);
+        assert_eq!(of_figure(&r, "GB/s", p, None), Scope::Shared);
+        // A loaded point's injected bandwidth is memory, its latency shared.
+        let loaded = rec(
+            "loaded-latency",
+            json!({"injectors": 1, "size_bytes": 64u64 << 20}),
+        );
+        assert_eq!(of_figure(&loaded, "GB/s", p, l), Scope::Memory);
+        assert_eq!(of_figure(&loaded, "ns", p, l), Scope::Shared);
+        // A cache-sized kernel stays where it was; held lines stay held.
+        let small = rec(
+            "bandwidth",
+            json!({"state": "warm", "size_bytes": 1u64 << 20, "requestors": 1}),
+        );
+        assert_eq!(of_figure(&small, "GB/s", p, l), Scope::Core);
+        let shared = rec(
+            "bandwidth",
+            json!({"state": "shrd:1", "size_bytes": 64u64 << 20}),
+        );
+        assert_eq!(of_figure(&shared, "GB/s", p, l), Scope::Held);
     }
 
     #[test]

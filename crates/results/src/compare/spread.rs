@@ -356,6 +356,34 @@ mod tests {
     }
 
     #[test]
+    fn bandwidths_streamed_from_memory_are_judged_against_their_own_scatter() {
+        // The EPYC guest: one CPU's and two CPUs' memory bandwidths 0.77–1.25× between
+        // quiet runs (their family's median at 1), latencies and caches within ±4 %.
+        // Judged with the shared latencies, the memory figures past ±12 % were beyond;
+        // against their own scatter they are within, and a latency 1.3× off stays
+        // beyond.
+        let mut rows = scattered("latency", 1.0, 0.04, 16);
+        for x in [0.77, 0.85, 0.92, 0.97, 1.0, 1.03, 1.08, 1.15, 1.25] {
+            let mut r = row("bandwidth", x, "beyond");
+            r.streams_memory = true;
+            r.scope = Scope::Memory;
+            rows.push(r);
+        }
+        rows.push(row("latency", 1.3, "beyond"));
+        let pooled_only = {
+            let mut all = rows.clone();
+            all.iter_mut().for_each(|r| r.scope = Scope::Shared);
+            apply(&mut all, 0.10).unwrap();
+            beyond_of(&all).len()
+        };
+        let s = apply(&mut rows, 0.10).unwrap();
+        assert_eq!(beyond_of(&rows), vec![(1.3, Scope::Shared)], "{s:?}");
+        assert!(pooled_only > 1, "{pooled_only}");
+        let mem = s.scopes.iter().find(|x| x.scope == Scope::Memory).unwrap();
+        assert!(mem.own && mem.figures == 9 && mem.factor > 1.25, "{s:?}");
+    }
+
+    #[test]
     fn a_scope_with_too_few_figures_takes_the_pairs_scatter() {
         let mut rows = scattered("latency", 1.0, 0.25, 12);
         let mut core = row("latency", 1.02, "within");

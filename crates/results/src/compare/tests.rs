@@ -410,7 +410,7 @@ fn figures_in_a_cores_own_caches_are_judged_apart_from_shared_ones_and_the_verdi
     let v = verdict(&c);
     assert!(
         v.contains("×1.10 from its kind's median for figures in a core's own caches, ×")
-            && v.contains(" for figures of shared caches, memory and several CPUs"),
+            && v.contains(" for figures of shared caches, memory latency and several CPUs"),
         "{v}"
     );
     assert!(c.rows.iter().all(|r| r.change != "beyond"), "{:?}", c.rows);
