@@ -14,6 +14,7 @@ pub mod cluster;
 mod level;
 mod paced;
 mod plateau;
+mod reach;
 pub mod scope;
 mod slope;
 mod spread;
@@ -77,7 +78,7 @@ pub const MIN_EFFECT: f64 = 0.10;
 const MIN_SAMPLES: usize = 3;
 
 /// How `change` is decided, for the legend of every view.
-pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several, and every bandwidth streamed from memory, beyond the largest cache or of flushed lines, one kind; figures of a core's own caches (one CPU's warm lines within its unshared caches), of lines another CPU holds (a helper's lines, c2c, invalidate, intervene), of bandwidth streamed from memory (and loaded points' injected bandwidth), and all others, each against its own scatter where 5+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; edge moved = a latency sweep's point left beyond whose figures lie between its neighbouring sizes only across both runs (one run's over 1.25× apart), each between its own run's neighbours and not on the same level in both: a cache boundary slid, named in the verdict and not counted (within where a --baseline run puts it within); not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in either (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; with --baseline runs a figure is beyond only when it is beyond against A and against each of them (else within, saying where it was not); derived and reference metrics (own_cache_reference) need --all-metrics";
+pub const RULE: &str = "change: beyond = intervals (settled, else the median's 95 % order-statistic interval) apart, B/A over 10 % from 1, neither figure within the other run's passes (least to most), and (10+ figures) past 3 scaled MADs of this pair's scatter around its kind's median B/A (per metric where a kind has several, and every bandwidth streamed from memory, beyond the largest cache or of flushed lines, one kind; figures of a core's own caches (one CPU's warm lines within its unshared caches), of lines another CPU holds (a helper's lines, c2c, invalidate, intervene), of bandwidth streamed from memory (and loaded points' injected bandwidth), and all others, each against its own scatter where 5+); a latency sweep's point whose neighbouring sizes differ over 1.25× is within while both runs' figures lie between the other run's neighbours; edge moved = a latency sweep's point left beyond whose figures lie between its neighbouring sizes only across both runs (one run's over 1.25× apart), each between its own run's neighbours and not on the same level in both: a cache boundary slid, named in the verdict and not counted (within where a --baseline run puts it within); not comparable = unsettled, implausible, under 3 samples, mostly disturbed, one CPU's share of a concurrent stream, its two CPUs not the same distance apart in A and B (round trips over 1.3× and 10 ns apart), a sweep's plateau over other sizes in A and B, or a loaded point's injected bandwidth under half its curve's unthrottled one in either (paced by the injector's spin loop: the CPU's speed); level shift = 2+ sweep points the runs put in the same level (or the same two levels) that all moved one way over 10 %, the largest B/A at most 2× the smallest: named once and counted as one; a latency whose core cycles (ns × the core clock measured beside it) held within 10 % while the clock moved is within, the clock change named once; with --baseline runs a figure is beyond only when it is beyond against A and against each of them (else within, saying where it was not); derived and reference metrics (own_cache_reference) need --all-metrics";
 
 /// Metrics that restate another metric of the same record (the same passes in other
 /// units or another byte count): comparing them again only repeats a row.
@@ -162,9 +163,9 @@ fn row(ra: &Record, rb: &Record, sa: &Stat, sb: &Stat, cx: &Context) -> Row {
     let apart = ib.0 > ia.1 || ib.1 < ia.0;
     let change = match why {
         Some(w) => format!("not comparable ({w})"),
-        None if apart && effect > (1.0 + MIN_EFFECT).ln() => {
-            clock::held(ra, rb, &sa.metric).unwrap_or_else(|| "beyond".into())
-        }
+        None if apart && effect > (1.0 + MIN_EFFECT).ln() => clock::held(ra, rb, &sa.metric)
+            .or_else(|| reach::reached(a, b, sa, sb))
+            .unwrap_or_else(|| "beyond".into()),
         None => "within".into(),
     };
     Row {

@@ -450,3 +450,38 @@ fn a_best_of_n_figure_is_compared_by_its_best_pass_not_its_median() {
     let c = compare(&a, &b, false);
     assert_eq!((c.rows[0].a, c.rows[0].b), (18.6, 18.7));
 }
+
+#[test]
+fn a_figure_the_other_runs_own_passes_reached_is_within_not_beyond() {
+    // A line another CPU held, read over 17 passes in two stretches (in the helper's
+    // cache, then written back): its median's interval is narrow, its passes are not.
+    let mut stretches: Vec<f64> = (0..9).map(|i| 15.0 + 0.2 * i as f64).collect();
+    stretches.extend([30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 35.5, 35.8]);
+    let a = vec![
+        rec("stretches", "latency", &stretches),
+        rec("tight", "latency", &tight(16.6)),
+    ];
+    let b = vec![
+        rec("stretches", "latency", &tight(32.7)),
+        rec("tight", "latency", &tight(32.7)),
+    ];
+    let c = compare(&a, &b, false);
+    let row = |n: &str| c.rows.iter().find(|r| r.name == n).unwrap();
+    // The intervals are apart, and B's figure lies within A's passes.
+    let s = row("stretches");
+    assert!(s.a_interval.1 < s.b_interval.0, "{s:?}");
+    assert_eq!(
+        s.change,
+        "within (A's own passes reached B's figure: 15.0–35.8 ns over 17 passes)"
+    );
+    // Tight passes keep the tight bar.
+    assert_eq!(row("tight").change, "beyond");
+    // Read the other way, B's passes reach A's figure.
+    let c = compare(&b, &a, false);
+    let s = c.rows.iter().find(|r| r.name == "stretches").unwrap();
+    assert!(
+        s.change
+            .starts_with("within (B's own passes reached A's figure"),
+        "{s:?}"
+    );
+}
