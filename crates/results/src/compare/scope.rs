@@ -46,13 +46,13 @@ pub enum Scope {
 }
 
 impl Scope {
-    /// Words for the verdict.
+    /// Words for the verdict, after "×1.22 for" (short: the verdict is one line).
     pub fn words(self) -> &'static str {
         match self {
-            Scope::Core => "figures in a core's own caches",
-            Scope::Shared => "figures of shared caches, memory latency and several CPUs",
-            Scope::Memory => "bandwidths streamed from memory",
-            Scope::Held => "figures of lines another CPU holds",
+            Scope::Core => "a core's own caches",
+            Scope::Shared => "shared caches, memory latency and several CPUs",
+            Scope::Memory => "memory bandwidth",
+            Scope::Held => "lines another CPU holds",
         }
     }
 

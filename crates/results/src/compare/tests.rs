@@ -409,8 +409,8 @@ fn figures_in_a_cores_own_caches_are_judged_apart_from_shared_ones_and_the_verdi
     // Each scope's own scatter: ±2 % is under the least effect, ±30 % is wider.
     let v = verdict(&c);
     assert!(
-        v.contains("×1.10 from its kind's median for figures in a core's own caches, ×")
-            && v.contains(" for figures of shared caches, memory latency and several CPUs"),
+        v.contains("×1.10 from its kind's median for a core's own caches, ×")
+            && v.contains(" for shared caches, memory latency and several CPUs"),
         "{v}"
     );
     assert!(c.rows.iter().all(|r| r.change != "beyond"), "{:?}", c.rows);
