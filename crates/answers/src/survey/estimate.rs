@@ -62,7 +62,7 @@ impl Scale {
 pub const TOPOLOGY: f64 = 0.2;
 
 /// The memory-hierarchy sweep (4K–64M quick, 4K–1G full) on a machine whose
-/// last-level cache is the reference's 32 MiB, and [`LLC_SIZE`] more for each of its
+/// last-level cache is the reference's 32 MiB, and [`llc_size`] more for each of its
 /// sizes past 32 MiB that this machine's larger cache holds: a size within the LLC is
 /// measured in a second round (`latency::rounds`), one past it only once. Fitted on
 /// two hosts of this project's 2-vCPU guest, the reference's cache on one, 260 MiB on
@@ -105,8 +105,9 @@ fn llc_size(quick: bool) -> f64 {
 /// difference has to come from what the sweep runs: the Emerald Rapids guest's sweep
 /// keeps its 4.2 and 22 s, and a 32 MiB LLC's is 0.75 and 3.6 s less.
 pub fn sweep(quick: bool, sc: Scale) -> f64 {
-    let max = if quick { 64 << 20 } else { 1 << 30 };
-    let within = sweep::sizes(4 << 10, max)
+    // The plan's sweep ranges: 4K–64M quick, the default 4K–1G full.
+    let max = if quick { 64 << 20 } else { sweep::DEFAULT_MAX };
+    let within = sweep::sizes(sweep::DEFAULT_MIN, max)
         .into_iter()
         .filter(|&s| s > REFERENCE_LLC && s <= sc.llc)
         .count();

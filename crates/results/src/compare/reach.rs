@@ -21,14 +21,7 @@ use crate::record::Stat;
 /// least to most pass of the metric); None otherwise.
 pub fn reached(a: f64, b: f64, sa: &Stat, sb: &Stat) -> Option<String> {
     let inside = |x: f64, s: &Stat| x >= s.summary.min && x <= s.summary.max;
-    let span = |s: &Stat| {
-        format!(
-            "{}–{} {}",
-            crate::report::num(Some(s.summary.min), 1),
-            crate::report::num(Some(s.summary.max), 1),
-            s.unit
-        )
-    };
+    let span = |s: &Stat| super::slope::span_text(s.summary.min, s.summary.max, &s.unit);
     if inside(b, sa) {
         Some(format!(
             "within (A's own passes reached B's figure: {} over {} passes)",

@@ -153,7 +153,8 @@ fn side(beside: (f64, f64), x: f64) -> Option<Side> {
     }
 }
 
-fn span_text(lo: f64, hi: f64, unit: &str) -> String {
+/// "lo–hi unit", one decimal: a span of figures as the rows' words give it.
+pub(super) fn span_text(lo: f64, hi: f64, unit: &str) -> String {
     format!(
         "{}–{} {unit}",
         crate::report::num(Some(lo), 1),
