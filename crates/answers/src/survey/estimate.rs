@@ -13,6 +13,7 @@
 //! LLC since, 1 GiB there: `sizing::flushed_chase`.)
 
 use numalab_bench::{sizing, sweep};
+use numalab_topo::spec::parse_size;
 use numalab_topo::Machine;
 
 /// The reference VM's last-level cache: one 32 MiB L3.
@@ -61,6 +62,16 @@ impl Scale {
 /// The topology step: one hwloc load.
 pub const TOPOLOGY: f64 = 0.2;
 
+/// The sweep's range, as the plan gives it to `latency --sweep`, quick or full: one
+/// place, so the estimate counts the sizes the plan measures.
+pub fn sweep_range(quick: bool) -> &'static str {
+    if quick {
+        "4K-64M"
+    } else {
+        "4K-1G"
+    }
+}
+
 /// The memory-hierarchy sweep (4K–64M quick, 4K–1G full) on a machine whose
 /// last-level cache is the reference's 32 MiB, and [`llc_size`] more for each of its
 /// sizes past 32 MiB that this machine's larger cache holds: a size within the LLC is
@@ -105,9 +116,9 @@ fn llc_size(quick: bool) -> f64 {
 /// difference has to come from what the sweep runs: the Emerald Rapids guest's sweep
 /// keeps its 4.2 and 22 s, and a 32 MiB LLC's is 0.75 and 3.6 s less.
 pub fn sweep(quick: bool, sc: Scale) -> f64 {
-    // The plan's sweep ranges: 4K–64M quick, the default 4K–1G full.
-    let max = if quick { 64 << 20 } else { sweep::DEFAULT_MAX };
-    let within = sweep::sizes(sweep::DEFAULT_MIN, max)
+    let (lo, hi) = sweep_range(quick).split_once('-').unwrap_or_default();
+    let size = |s: &str, or: u64| parse_size(s).unwrap_or(or);
+    let within = sweep::sizes(size(lo, sweep::DEFAULT_MIN), size(hi, sweep::DEFAULT_MAX))
         .into_iter()
         .filter(|&s| s > REFERENCE_LLC && s <= sc.llc)
         .count();

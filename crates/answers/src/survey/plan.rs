@@ -133,7 +133,7 @@ fn hierarchy(sh: &Shape, quick: bool, v: &mut Vec<Step>) {
         "hierarchy",
         "memory-hierarchy sweep",
         Experiment::Latency(latency::Options {
-            sweep: Some(if quick { "4K-64M" } else { "4K-1G" }.into()),
+            sweep: Some(estimate::sweep_range(quick).into()),
             iterations: sh.iters,
             ..Default::default()
         }),
