@@ -3,6 +3,8 @@
 
 use super::experiment::{argv, Experiment};
 use super::plan::Step;
+use numalab_bench::latency::parse_sweep_range;
+use numalab_bench::sweep::{DEFAULT_MAX, DEFAULT_MIN};
 use numalab_bench::{bandwidth, sizing};
 use numalab_topo::spec::parse_size;
 use numalab_topo::Machine;
@@ -105,13 +107,9 @@ fn cap(
 /// A sweep ends at `max`; a chase beyond the caches is capped at it.
 fn cap_latency(m: &Machine, o: &mut numalab_bench::latency::Options, max: u64, half_l2: u64) {
     if let Some(sweep) = &o.sweep {
-        let top = sweep
-            .split_once('-')
-            .and_then(|(_, hi)| parse_size(hi).ok())
-            .unwrap_or(1 << 30);
+        let (lo, top) = parse_sweep_range(sweep).unwrap_or((DEFAULT_MIN, DEFAULT_MAX));
         if max < top {
-            let lo = sweep.split_once('-').map(|(lo, _)| lo).unwrap_or("4K");
-            o.sweep = Some(format!("{lo}-{}", size_text(max)));
+            o.sweep = Some(format!("{}-{}", size_text(lo), size_text(max)));
         }
     } else {
         let default = match o.state.as_str() {

@@ -12,8 +12,7 @@
 //! 1.4, 0.6 planned, the unowned chase 4.9 s against 0.7. (The unowned chase is 2 × the
 //! LLC since, 1 GiB there: `sizing::flushed_chase`.)
 
-use numalab_bench::{sizing, sweep};
-use numalab_topo::spec::parse_size;
+use numalab_bench::{latency, sizing, sweep};
 use numalab_topo::Machine;
 
 /// The reference VM's last-level cache: one 32 MiB L3.
@@ -116,9 +115,9 @@ fn llc_size(quick: bool) -> f64 {
 /// difference has to come from what the sweep runs: the Emerald Rapids guest's sweep
 /// keeps its 4.2 and 22 s, and a 32 MiB LLC's is 0.75 and 3.6 s less.
 pub fn sweep(quick: bool, sc: Scale) -> f64 {
-    let (lo, hi) = sweep_range(quick).split_once('-').unwrap_or_default();
-    let size = |s: &str, or: u64| parse_size(s).unwrap_or(or);
-    let within = sweep::sizes(size(lo, sweep::DEFAULT_MIN), size(hi, sweep::DEFAULT_MAX))
+    let (lo, hi) = latency::parse_sweep_range(sweep_range(quick))
+        .unwrap_or((sweep::DEFAULT_MIN, sweep::DEFAULT_MAX));
+    let within = sweep::sizes(lo, hi)
         .into_iter()
         .filter(|&s| s > REFERENCE_LLC && s <= sc.llc)
         .count();

@@ -36,11 +36,8 @@ pub fn bytes(m: &Machine, e: &Experiment) -> u64 {
     match e {
         Experiment::Latency(o) => match &o.sweep {
             Some(range) => {
-                let (lo, hi) = range.split_once('-').unwrap_or(("4K", "1G"));
-                let (lo, hi) = (
-                    parse_size(lo).unwrap_or(4096),
-                    parse_size(hi).unwrap_or(sweep::DEFAULT_MAX),
-                );
+                let (lo, hi) = numalab_bench::latency::parse_sweep_range(range)
+                    .unwrap_or((sweep::DEFAULT_MIN, sweep::DEFAULT_MAX));
                 // Sizes within the last-level cache are measured in two rounds, each
                 // its own buffer (quick sweep: 224 MiB of sizes, 487 MiB of faults).
                 let llc = m.last_level_cache().map_or(0, |c| c.bytes);

@@ -98,7 +98,8 @@ fn default_disturbed() -> String {
     Policy::default().name().into()
 }
 
-fn parse_range(s: &str) -> Result<(u64, u64)> {
+/// A `--sweep` range, MIN-MAX (e.g. 4K-1G), as bytes: MIN at least 4 KiB, not above MAX.
+pub fn parse_sweep_range(s: &str) -> Result<(u64, u64)> {
     let (a, b) = s.split_once('-').ok_or_else(|| {
         Error::input(format!(
             "invalid sweep range '{s}': expected MIN-MAX, e.g. 4K-1G"
@@ -176,7 +177,7 @@ fn parse(a: &Options) -> Result<Parsed> {
         page,
         order,
         size: a.size.as_deref().map(parse_size).transpose()?,
-        sweep: a.sweep.as_deref().map(parse_range).transpose()?,
+        sweep: a.sweep.as_deref().map(parse_sweep_range).transpose()?,
         restart,
         disturbed: Policy::parse(&a.disturbed).map_err(Error::Input)?,
         goal,

@@ -11,7 +11,8 @@ mod text;
 mod view;
 
 pub use experiment::{
-    run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_STRIDE, DEFAULT_WINDOW,
+    parse_sweep_range, run, Measured, Options, Plan, DEFAULT_RESTART_MAX_WORK, DEFAULT_STRIDE,
+    DEFAULT_WINDOW,
 };
 use passes::{mark_moved, placed_passes, NsTicks};
 pub use present::{
